@@ -1,0 +1,66 @@
+package cmd
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/config"
+)
+
+func NewCmdConfig(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "config",
+		Short: "Show every setting's effective value and where it came from",
+		Long: `Config shows the settings agentmsg runs with. Each comes from, in rising order
+of precedence: the built-in default, the file ` + "`$XDG_CONFIG_HOME/agentmsg/config.toml`" + `
+(~/.config/agentmsg/config.toml), an AGENTMSG_* environment variable, a flag.
+
+A config file looks like:
+
+  ready_timeout = "1m"
+  confirm_timeout = "5s"
+  retries = 2
+  settle = "30ms"
+  concurrency = 32`,
+		Args: argsBetween(0, 0, "no arguments"),
+		RunE: func(c *cobra.Command, args []string) error {
+			cfg, err := f.Config()
+			if err != nil {
+				return err
+			}
+			path := config.DefaultPath(f.LookupEnv)
+			if f.JSON {
+				type entryJSON struct {
+					Key    string `json:"key"`
+					Value  string `json:"value"`
+					Source string `json:"source"`
+					Env    string `json:"env"`
+					Flag   string `json:"flag"`
+				}
+				out := struct {
+					File     string      `json:"file"`
+					Settings []entryJSON `json:"settings"`
+				}{File: path}
+				keys := config.Keys()
+				for i, e := range cfg.Entries() {
+					out.Settings = append(out.Settings, entryJSON{e.Key, e.Value, string(e.Source), keys[i].Env, "--" + keys[i].Flag})
+				}
+				writeJSON(f, out)
+				return nil
+			}
+			fmt.Fprintf(f.IO.Out, "config file: %s\n\n", path)
+			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE\tMEANING")
+			for _, e := range cfg.Entries() {
+				v := e.Value
+				if v == "" {
+					v = `""`
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Key, v, e.Source, e.Help)
+			}
+			return tw.Flush()
+		},
+	}
+}

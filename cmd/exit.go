@@ -1,0 +1,91 @@
+package cmd
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentmsg/agentmsg/config"
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/target"
+)
+
+// Exit codes: the same in --help, the README and the JSON verdicts.
+const (
+	ExitOK          = 0 // delivered
+	ExitError       = 1 // anything else: tmux missing, server unreachable, ...
+	ExitUsage       = 2 // bad usage or an invalid name
+	ExitNotFound    = 3 // no such target
+	ExitNotReady    = 4 // busy, dialog or a person's draft the whole ready timeout
+	ExitUnconfirmed = 5 // typed but not confirmed as submitted
+	ExitPartial     = 6 // a broadcast in which some targets failed
+)
+
+const exitCodesHelp = `Exit codes:
+  0  delivered (every target, for a broadcast)
+  1  anything else: tmux missing, server unreachable, ...
+  2  bad usage or an invalid name
+  3  no such target (no agent session of that exact name, or none in the team)
+  4  not ready in time: busy, a dialog or a person's draft the whole time
+  5  typed but not confirmed as submitted
+  6  a broadcast in which some targets failed`
+
+// exitCode maps an error to its exit code; the one place that does.
+func exitCode(err error) int {
+	var ee exitError
+	var ue usageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue), errors.Is(err, target.ErrInvalid), errors.Is(err, config.ErrInvalid),
+		errors.Is(err, dispatch.ErrEmptyMessage):
+		return ExitUsage
+	case errors.Is(err, dispatch.ErrTargetNotFound), errors.Is(err, dispatch.ErrNoTargets):
+		return ExitNotFound
+	case errors.Is(err, delivery.ErrNotReady):
+		return ExitNotReady
+	case errors.Is(err, delivery.ErrUnconfirmed):
+		return ExitUnconfirmed
+	}
+	return ExitError
+}
+
+// outcomeCode is the exit code of one target's outcome.
+func outcomeCode(o dispatch.Outcome) int {
+	if o.OK() {
+		return ExitOK
+	}
+	if o.Verdict == dispatch.NotFound {
+		return ExitNotFound
+	}
+	return exitCode(o.Err)
+}
+
+// reportError prints an error once (stderr for people; with --json also a
+// JSON document on stdout) and returns the exit code.
+func reportError(f *Factory, err error) int {
+	code := exitCode(err)
+	if err == nil || errors.Is(err, errSilent) {
+		return code
+	}
+	fmt.Fprintf(f.IO.ErrOut, "agentmsg: %v\n", err)
+	if f.JSON {
+		writeJSON(f, struct {
+			Error    string `json:"error"`
+			ExitCode int    `json:"exit_code"`
+		}{err.Error(), code})
+	}
+	return code
+}
+
+func writeJSON(f *Factory, v any) {
+	enc := json.NewEncoder(f.IO.Out)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(f.IO.ErrOut, "agentmsg: writing JSON: %v\n", err)
+	}
+}

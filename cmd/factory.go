@@ -1,0 +1,102 @@
+package cmd
+
+import (
+	"context"
+	"io"
+	"os"
+	"time"
+
+	"github.com/charmbracelet/log"
+	"golang.org/x/term"
+
+	"github.com/agentmsg/agentmsg/config"
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/lock"
+	"github.com/agentmsg/agentmsg/tmux"
+)
+
+// IOStreams are the process's standard streams, replaceable in tests.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+	// InTTY, ErrTTY: whether stdin / stderr are terminals (for prompts and
+	// progress; never for choosing output formats on stdout).
+	InTTY, ErrTTY bool
+}
+
+// SystemIO is the real process's streams.
+func SystemIO() *IOStreams {
+	return &IOStreams{
+		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
+		InTTY:  term.IsTerminal(int(os.Stdin.Fd())),
+		ErrTTY: term.IsTerminal(int(os.Stderr.Fd())),
+	}
+}
+
+// Factory carries what commands need, built lazily so that a flag-parsing
+// test never touches tmux or the environment.
+type Factory struct {
+	IO        *IOStreams
+	LookupEnv func(string) (string, bool)
+	Log       *log.Logger
+
+	// Config is the effective configuration: defaults, file, environment,
+	// then the flags given on this command line.
+	Config func() (*config.Loaded, error)
+	// Dispatcher talks to the configured tmux server.
+	Dispatcher func() (*dispatch.Dispatcher, error)
+	// Sender is who this process speaks for, and where that came from.
+	Sender func(ctx context.Context) (name, source string, err error)
+	// JSON is set by --json.
+	JSON bool
+}
+
+// realClock is wall time.
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// newDispatcher builds a dispatcher for the configured server.
+func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
+	cfg, err := f.Config()
+	if err != nil {
+		return nil, err
+	}
+	s := cfg.Settings
+	server, err := tmux.ResolveServer(s.Socket, s.SocketName, f.LookupEnv)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	client, err := tmux.NewExec(server)
+	if err != nil {
+		return nil, err
+	}
+	opts := delivery.DefaultOptions()
+	opts.ReadyTimeout, opts.ConfirmTimeout, opts.Retries = s.ReadyTimeout, s.ConfirmTimeout, s.Retries
+	opts.Settle, opts.Poll = s.Settle, s.Poll
+	f.Log.Debug("tmux server", "socket", server.Socket)
+	if f.Log.GetLevel() <= log.DebugLevel {
+		client.Trace = func(command string, took time.Duration, err error) {
+			f.Log.Debug("tmux", "cmd", command, "took", took, "err", err)
+		}
+	}
+	return &dispatch.Dispatcher{
+		Tmux:        client,
+		Locks:       lock.DefaultDir(f.LookupEnv),
+		Clock:       realClock{},
+		Opts:        opts,
+		Concurrency: s.Concurrency,
+	}, nil
+}

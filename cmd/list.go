@@ -1,0 +1,108 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/target"
+)
+
+// ListOptions are list's inputs.
+type ListOptions struct {
+	IO         *IOStreams
+	Dispatcher func() (*dispatch.Dispatcher, error)
+	JSON       func() bool
+	Team       string
+}
+
+func NewCmdList(f *Factory, runF func(context.Context, *ListOptions) error) *cobra.Command {
+	opts := &ListOptions{IO: f.IO, Dispatcher: f.Dispatcher, JSON: func() bool { return f.JSON }}
+	return &cobra.Command{
+		Use:   "list [TEAM]",
+		Short: "Show the agents on the tmux server and the state of each one's input box",
+		Long: `List shows every agent session (agent-<team>-<name>, agent-<team>-<name>-<n>,
+agent-ralph-<id>) on the server, or those of TEAM, with its pane, foreground
+command and the state its screen shows now:
+
+  ready    the input box is on screen and empty: a send would type now
+  busy     the agent is working
+  dialog   a permission, trust or selection dialog is open
+  draft    the input box holds text (a person typing)
+  unknown  no input box at the bottom of the screen
+
+Sessions that are not named like agents are left out.`,
+		Example: `  agentmsg list
+  agentmsg list alpha
+  agentmsg -L work --json list`,
+		Args:              argsBetween(0, 1, "at most a TEAM"),
+		ValidArgsFunction: completeTeam(f),
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if err := target.ValidateTeam(args[0]); err != nil {
+					return err
+				}
+				opts.Team = args[0]
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return listRun(c.Context(), opts)
+		},
+	}
+}
+
+func listRun(ctx context.Context, opts *ListOptions) error {
+	d, err := opts.Dispatcher()
+	if err != nil {
+		return err
+	}
+	agents, err := d.Agents(ctx, opts.Team)
+	if err != nil {
+		return err
+	}
+	if opts.JSON() {
+		type agentJSON struct {
+			Team    string `json:"team"`
+			Agent   string `json:"agent"`
+			Session string `json:"session"`
+			Pane    string `json:"pane"`
+			Command string `json:"command"`
+			PID     int    `json:"pid"`
+			InMode  bool   `json:"in_mode"`
+			State   string `json:"state"`
+			Detail  string `json:"detail,omitempty"`
+		}
+		out := struct {
+			Socket string      `json:"socket"`
+			Agents []agentJSON `json:"agents"`
+		}{Socket: d.Tmux.Server().Socket, Agents: []agentJSON{}}
+		for _, a := range agents {
+			out.Agents = append(out.Agents, agentJSON{a.Target.Team, a.Target.Agent(), a.Target.Session, a.Pane.ID,
+				a.Pane.Command, a.Pane.PID, a.Pane.InMode, string(a.State), a.Detail})
+		}
+		writeJSON(&Factory{IO: opts.IO}, out)
+		return nil
+	}
+	if len(agents) == 0 {
+		where := "on " + d.Tmux.Server().Socket
+		if opts.Team != "" {
+			where = "of team " + opts.Team + " " + where
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "no agent sessions %s\n", where)
+		return nil
+	}
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TEAM\tAGENT\tSESSION\tPANE\tCOMMAND\tSTATE\tDETAIL")
+	for _, a := range agents {
+		team := a.Target.Team
+		if team == "" {
+			team = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", team, a.Target.Agent(), a.Target.Session, a.Pane.ID, a.Pane.Command, a.State, a.Detail)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,112 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/target"
+)
+
+// outcomeJSON is one target's verdict in --json output.
+type outcomeJSON struct {
+	Team      string  `json:"team"`
+	Agent     string  `json:"agent"`
+	Session   string  `json:"session"`
+	Pane      string  `json:"pane,omitempty"`
+	Verdict   string  `json:"verdict"`
+	State     string  `json:"state,omitempty"`
+	Presses   int     `json:"presses"`
+	Typings   int     `json:"typings"`
+	ElapsedMS float64 `json:"elapsed_ms"`
+	ExitCode  int     `json:"exit_code"`
+	Error     string  `json:"error,omitempty"`
+}
+
+func toJSON(o dispatch.Outcome) outcomeJSON {
+	j := outcomeJSON{
+		Team: o.Target.Team, Agent: o.Target.Agent(), Session: o.Target.Session, Pane: o.Pane,
+		Verdict: string(o.Verdict), State: string(o.State), Presses: o.Presses, Typings: o.Typings,
+		ElapsedMS: float64(o.Elapsed.Microseconds()) / 1000, ExitCode: outcomeCode(o),
+	}
+	if o.Err != nil {
+		j.Error = o.Err.Error()
+	}
+	return j
+}
+
+// describe is one line for a person.
+func describe(o dispatch.Outcome) string {
+	if o.OK() {
+		return fmt.Sprintf("submitted to %s as %s (pane %s, %s)", o.Target, o.ID, o.Pane, ms(o.Elapsed))
+	}
+	return fmt.Sprintf("%s to %s: %v", o.Verdict, o.Target, o.Err)
+}
+
+// hint says what to try next after a failed outcome, or "".
+func hint(o dispatch.Outcome, socket string) string {
+	switch outcomeCode(o) {
+	case ExitNotFound:
+		if o.Target.IsRalph() {
+			return "see the agents there: agentmsg list"
+		}
+		return "see the agents there: agentmsg list " + o.Target.Team
+	case ExitNotReady:
+		return "wait longer with --ready-timeout, or look: tmux -S " + socket + " attach -t '=" + o.Target.Session + "'"
+	case ExitUnconfirmed:
+		return "look at the agent's screen: tmux -S " + socket + " attach -t '=" + o.Target.Session + "'"
+	}
+	return ""
+}
+
+func ms(d time.Duration) string {
+	if d < time.Second {
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
+// waitPrinter shows, on a terminal, what deliveries are waiting for. With
+// one target it keeps one line up to date; with many it prints each change.
+type waitPrinter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	inline bool
+	last   map[string]delivery.State
+	dirty  bool
+}
+
+func newWaitPrinter(w io.Writer, inline bool) *waitPrinter {
+	return &waitPrinter{w: w, inline: inline, last: map[string]delivery.State{}}
+}
+
+func (p *waitPrinter) wait(t target.Target, w delivery.Wait) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	line := fmt.Sprintf("waiting for %s: %s", t, w.State)
+	if w.Detail != "" {
+		line += " (" + w.Detail + ")"
+	}
+	if p.inline {
+		fmt.Fprintf(p.w, "\r\033[K%s %s", line, w.Waited.Round(time.Second))
+		p.dirty = true
+		return
+	}
+	if p.last[t.Session] != w.State {
+		p.last[t.Session] = w.State
+		fmt.Fprintln(p.w, line)
+	}
+}
+
+// done clears the progress line.
+func (p *waitPrinter) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dirty {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.dirty = false
+	}
+}

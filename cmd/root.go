@@ -1,0 +1,206 @@
+// Package cmd is agentmsg's command line: it parses flags, calls the
+// packages that decide, and prints what they report.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"os/user"
+	"strings"
+	"syscall"
+
+	"github.com/charmbracelet/log"
+	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/config"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/tmux"
+)
+
+// version is set at build time with -ldflags "-X github.com/agentmsg/agentmsg/cmd.version=...".
+var version = "dev"
+
+// Main runs agentmsg with the process's arguments and returns its exit code.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	f := NewFactory(SystemIO(), os.LookupEnv)
+	return Run(ctx, f, os.Args[1:])
+}
+
+// Run executes one command line and returns the exit code.
+func Run(ctx context.Context, f *Factory, args []string) int {
+	root := NewCmdRoot(f)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	return reportError(f, err)
+}
+
+// NewFactory wires the real dependencies, read lazily.
+func NewFactory(io *IOStreams, lookupEnv func(string) (string, bool)) *Factory {
+	f := &Factory{IO: io, LookupEnv: lookupEnv}
+	f.Log = log.NewWithOptions(io.ErrOut, log.Options{Prefix: "agentmsg", Level: log.WarnLevel})
+	return f
+}
+
+// globalFlags are the flags every command takes; each config key is one.
+type globalFlags struct {
+	values  map[string]*string // config key -> flag value
+	verbose bool
+}
+
+func NewCmdRoot(f *Factory) *cobra.Command {
+	g := &globalFlags{values: map[string]*string{}}
+	root := &cobra.Command{
+		Use:   "agentmsg",
+		Short: "Deliver messages to AI coding agents running in tmux, and prove they arrived",
+		Long: `agentmsg types a message into an AI coding agent's input box (Claude Code,
+Codex, Gemini CLI, aider, or any program with a prompt) running in a tmux
+session named agent-<team>-<name>, submits it, and confirms that the agent
+really received it. It never types into a dialog, never touches a person's
+half-typed text, and never merges two senders' messages.
+
+Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.`,
+		Example: `  agentmsg list
+  agentmsg send alpha ana "please review PR 12"
+  echo "long text" | agentmsg send alpha ana
+  agentmsg broadcast alpha "stand-up in 5 minutes"
+  agentmsg broadcast --all "wrap up: the build is green"
+  agentmsg -S /tmp/demo/sock --json send alpha ana "hi"`,
+		Version:       version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(c *cobra.Command, args []string) error {
+			if g.verbose {
+				f.Log.SetLevel(log.DebugLevel)
+			}
+			return nil
+		},
+	}
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+
+	pf := root.PersistentFlags()
+	for _, k := range config.Keys() {
+		v := new(string)
+		g.values[k.Key] = v
+		usage := k.Help + " (env " + k.Env + ")"
+		switch k.Key {
+		case "socket":
+			pf.StringVarP(v, k.Flag, "S", "", "tmux server socket path, as tmux -S (default: the server you run in, else tmux's default)")
+		case "socket_name":
+			pf.StringVarP(v, k.Flag, "L", "", "tmux server socket name, as tmux -L")
+		case "from":
+			pf.StringVar(v, k.Flag, "", "sender name (default: $AGENTMSG_FROM, else the agent whose tmux session you run in, else $USER)")
+		default:
+			pf.StringVar(v, k.Flag, k.Default, usage)
+		}
+	}
+	pf.BoolVar(&f.JSON, "json", false, "print one JSON document on stdout")
+	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log what happens on stderr")
+
+	f.Config = func() (*config.Loaded, error) { return loadConfig(f, root, g) }
+	if f.Dispatcher == nil {
+		f.Dispatcher = func() (*dispatch.Dispatcher, error) { return newDispatcher(f) }
+	}
+	if f.Sender == nil {
+		f.Sender = func(ctx context.Context) (string, string, error) { return detectSender(ctx, f) }
+	}
+
+	root.AddCommand(
+		NewCmdSend(f, nil),
+		NewCmdBroadcast(f, nil),
+		NewCmdList(f, nil),
+		NewCmdConfig(f),
+		NewCmdCompletion(f),
+	)
+	return root
+}
+
+// loadConfig layers the flags given on this command line over file and env.
+func loadConfig(f *Factory, root *cobra.Command, g *globalFlags) (*config.Loaded, error) {
+	cfg, err := config.Load(f.LookupEnv, "")
+	if err != nil {
+		return nil, err
+	}
+	// Socket flags first: setting one clears the other layer's opposite.
+	for _, k := range config.Keys() {
+		fl := root.PersistentFlags().Lookup(k.Flag)
+		if fl == nil || !fl.Changed {
+			continue
+		}
+		if err := cfg.Set(k.Key, *g.values[k.Key], config.FlagSource(k.Key)); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+// detectSender: --from / AGENTMSG_FROM / config file, else the agent session
+// the caller runs in, else $USER.
+func detectSender(ctx context.Context, f *Factory) (string, string, error) {
+	cfg, err := f.Config()
+	if err != nil {
+		return "", "", err
+	}
+	name, source := cfg.Settings.From, string(cfg.Source("from"))
+	if name == "" {
+		if session, err := tmux.CallerSession(ctx, f.LookupEnv); err == nil {
+			if t, ok := target.FromSession(session); ok {
+				name, source = t.Agent(), "tmux session "+session
+			}
+		} else {
+			f.Log.Debug("could not read the caller's tmux session", "err", err)
+		}
+	}
+	for _, v := range []string{"USER", "LOGNAME"} {
+		if name == "" {
+			name, _ = f.LookupEnv(v)
+			source = "$" + v
+		}
+	}
+	if name == "" {
+		if u, err := user.Current(); err == nil {
+			name, source = u.Username, "the system's user name"
+		}
+	}
+	sender, err := message.Sender(name)
+	if err != nil {
+		return "", "", usageError{fmt.Errorf("%w (from %s)", err, source)}
+	}
+	return sender, source, nil
+}
+
+// usageError marks bad input: exit code 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// exactArgs and rangeArgs are cobra's validators, as usage errors.
+func argsBetween(lo, hi int, what string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) < lo || (hi >= 0 && len(args) > hi) {
+			return usagef("%s: want %s, got %d argument(s)\nUsage: %s", c.Name(), what, len(args), c.UseLine())
+		}
+		return nil
+	}
+}
+
+var errSilent = errors.New("already reported")
+
+// exitError ends the process with code after the command printed its own report.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+func (e exitError) Unwrap() error { return errSilent }
+
+func joinWords(args []string) string { return strings.Join(args, " ") }

@@ -1,0 +1,135 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/target"
+)
+
+// SendOptions are send's inputs.
+type SendOptions struct {
+	IO         *IOStreams
+	Dispatcher func() (*dispatch.Dispatcher, error)
+	Sender     func(ctx context.Context) (string, string, error)
+	JSON       func() bool
+
+	Target  target.Target
+	Message string
+	// FromStdin: no message in the arguments, or "-": read it from stdin.
+	FromStdin bool
+}
+
+func NewCmdSend(f *Factory, runF func(context.Context, *SendOptions) error) *cobra.Command {
+	opts := &SendOptions{IO: f.IO, Dispatcher: f.Dispatcher, Sender: f.Sender, JSON: func() bool { return f.JSON }}
+	c := &cobra.Command{
+		Use:   "send TEAM NAME [MESSAGE...]",
+		Short: "Type a message into one agent's input box, submit it, and confirm it arrived",
+		Long: `Send types MESSAGE into the input box of the agent in tmux session
+agent-TEAM-NAME (NAME may be a spawned copy, ana-2, or a team-less ralph-<id>),
+submits it and waits for proof that the agent took it.
+
+The message comes from the arguments, or from stdin when none is given or it
+is "-". It is typed as "MSG_<SENDER>_<8 hex>: MESSAGE", exactly as written:
+quotes, ;, #{...}, newlines, tabs and unicode arrive as they are; escape
+sequences and control characters other than newline and tab are removed.
+
+Send waits (--ready-timeout) while the agent is busy, shows a dialog, or a
+person is typing in its box: it never types into a dialog and never adds to
+or submits someone else's text. Concurrent senders to one agent take turns.
+
+` + exitCodesHelp,
+		Example: `  agentmsg send alpha ana "run the tests and report"
+  agentmsg send alpha ana-2 "you are the second reviewer"
+  git diff | agentmsg send alpha ana -
+  agentmsg --json send alpha ana "status?"`,
+		Args:              argsBetween(2, -1, "TEAM NAME [MESSAGE...]"),
+		ValidArgsFunction: completeTeamAgent(f),
+		RunE: func(c *cobra.Command, args []string) error {
+			t, err := target.New(args[0], args[1])
+			if err != nil {
+				return err
+			}
+			opts.Target = t
+			rest := args[2:]
+			if len(rest) == 0 || (len(rest) == 1 && rest[0] == "-") {
+				opts.FromStdin = true
+			} else {
+				opts.Message = joinWords(rest)
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return sendRun(c.Context(), opts)
+		},
+	}
+	return c
+}
+
+func sendRun(ctx context.Context, opts *SendOptions) error {
+	text, err := messageText(opts.IO, opts.Message, opts.FromStdin)
+	if err != nil {
+		return err
+	}
+	sender, _, err := opts.Sender(ctx)
+	if err != nil {
+		return err
+	}
+	d, err := opts.Dispatcher()
+	if err != nil {
+		return err
+	}
+	var progress *waitPrinter
+	if opts.IO.ErrTTY && !opts.JSON() {
+		progress = newWaitPrinter(opts.IO.ErrOut, true)
+		d.OnWait = progress.wait
+	}
+	out := d.Send(ctx, opts.Target, sender, text)
+	if progress != nil {
+		progress.done()
+	}
+	code := outcomeCode(out)
+	if opts.JSON() {
+		writeJSON(&Factory{IO: opts.IO}, struct {
+			ID   string `json:"id,omitempty"`
+			From string `json:"from"`
+			outcomeJSON
+		}{string(out.ID), sender, toJSON(out)})
+	}
+	if out.OK() {
+		if !opts.JSON() {
+			fmt.Fprintln(opts.IO.Out, describe(out))
+		}
+		return nil
+	}
+	if out.ID == "" && out.Verdict != dispatch.NotFound {
+		// Nothing was attempted (an empty message, ...): an ordinary error.
+		if !opts.JSON() {
+			return out.Err
+		}
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s\n", describe(out))
+	if h := hint(out, d.Tmux.Server().Socket); h != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "  %s\n", h)
+	}
+	return exitError{code}
+}
+
+// messageText is the message from the arguments or from stdin.
+func messageText(io_ *IOStreams, fromArgs string, fromStdin bool) (string, error) {
+	if !fromStdin {
+		return fromArgs, nil
+	}
+	if io_.InTTY {
+		return "", usagef("no message: give it after the agent's name, or pipe it on stdin")
+	}
+	b, err := io.ReadAll(io_.In)
+	if err != nil {
+		return "", fmt.Errorf("reading the message from stdin: %w", err)
+	}
+	return string(b), nil
+}

@@ -1,0 +1,439 @@
+// Package delivery types one message into one agent's pane and finds out
+// whether the agent really received it.
+//
+// It is a state machine over a small terminal interface and a clock; it runs
+// no processes, reads no environment and prints nothing. One delivery:
+//
+//  1. takes the pane's lock (held through step 6, so senders never merge);
+//  2. leaves copy mode or any other pane mode;
+//  3. waits until the input box is on screen and empty: never types into a
+//     dialog, never adds to or submits a person's draft;
+//  4. pastes "MSG_<SENDER>_<hex>: <text>" as data (a buffer, bracketed
+//     paste) and waits to see it in the box;
+//  5. after a short settle, presses submit in a separate command;
+//  6. confirms: submitted only when the box no longer holds the text and the
+//     id shows above it. Text still in the box gets another submit press;
+//     text provably gone without trace is typed again.
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/tmux"
+)
+
+// Terminal is the part of tmux a delivery uses. The pane id is resolved by
+// the caller and used for every command.
+type Terminal interface {
+	LeaveMode(ctx context.Context, pane string) error
+	Capture(ctx context.Context, pane string, history int) ([]string, error)
+	Paste(ctx context.Context, pane, buffer, text string) error
+	SendBytes(ctx context.Context, pane string, b ...byte) error
+}
+
+// Locker gives exclusive use of one pane.
+type Locker interface {
+	Pane(ctx context.Context, socket, pane string) (unlock func(), err error)
+}
+
+// Clock is time, replaceable in tests.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d or until ctx ends.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// Options tune a delivery. The zero value is not useful: start from
+// DefaultOptions.
+type Options struct {
+	ReadyTimeout   time.Duration // wait this long for an empty input box
+	ConfirmTimeout time.Duration // wait this long for proof after each submit
+	Retries        int           // extra submit presses (or retypes) allowed
+	Settle         time.Duration // pause between seeing our text and submitting
+	Poll           time.Duration // screen poll interval
+	Reader         ScreenReader
+	// OnWait, when set, is told what the delivery is waiting for: once when
+	// the state changes and about once a second while it stays.
+	OnWait func(Wait)
+}
+
+// Wait describes a delivery that cannot type yet.
+type Wait struct {
+	State  State
+	Detail string
+	Waited time.Duration
+}
+
+// DefaultOptions are the seed's DeliveryConfig values, with a fast poll.
+func DefaultOptions() Options {
+	return Options{
+		ReadyTimeout:   30 * time.Second,
+		ConfirmTimeout: 5 * time.Second,
+		Retries:        2,
+		Settle:         30 * time.Millisecond,
+		Poll:           10 * time.Millisecond,
+		Reader:         Generic{},
+	}
+}
+
+// Verdict is the outcome of one delivery.
+type Verdict string
+
+const (
+	Submitted Verdict = "submitted" // the agent took the message
+	Typed     Verdict = "typed"     // left in the box, submission not confirmed
+	NotReady  Verdict = "not_ready" // never typed: busy, dialog or draft the whole time
+	Failed    Verdict = "failed"    // tmux failed or the pane went away
+)
+
+// Result is what happened.
+type Result struct {
+	ID       message.ID
+	Verdict  Verdict
+	Presses  int   // submit presses
+	Typings  int   // times the text was pasted
+	Err      error // nil only when Verdict is Submitted
+	Elapsed  time.Duration
+	LastSeen State // the screen state when the delivery ended
+}
+
+// Errors a delivery ends with, for errors.Is.
+var (
+	ErrNotReady    = errors.New("agent not ready")
+	ErrUnconfirmed = errors.New("typed but not confirmed as submitted")
+	ErrPaneGone    = errors.New("pane went away")
+)
+
+// NotReadyError says why the agent never became ready.
+type NotReadyError struct {
+	State  State
+	Detail string
+	Waited time.Duration
+}
+
+func (e *NotReadyError) Error() string {
+	what := map[State]string{
+		Busy:    "it stayed busy",
+		Dialog:  "a dialog stayed open (nothing was typed or pressed)",
+		Draft:   "its input box held someone else's text (left untouched)",
+		Unknown: "no input box was on screen",
+	}[e.State]
+	if what == "" {
+		what = string(e.State)
+	}
+	s := fmt.Sprintf("not ready after %s: %s", e.Waited.Round(time.Millisecond), what)
+	if e.Detail != "" {
+		s += " — " + e.Detail
+	}
+	return s
+}
+
+func (e *NotReadyError) Unwrap() error { return ErrNotReady }
+
+// Deliverer runs deliveries.
+type Deliverer struct {
+	Term   Terminal
+	Locks  Locker
+	Clock  Clock
+	Socket string // the server's socket, half of the lock key
+	Opts   Options
+}
+
+// Deliver types msg (already cleaned) with the given id into pane.
+func (d *Deliverer) Deliver(ctx context.Context, pane string, id message.ID, text string) Result {
+	start := d.Clock.Now()
+	run := &run{d: d, pane: pane, id: id, typed: message.Format(id, text)}
+	run.res.ID = id
+	err := run.deliver(ctx)
+	run.res.Err = err
+	run.res.Elapsed = d.Clock.Now().Sub(start)
+	switch {
+	case err == nil:
+		run.res.Verdict = Submitted
+	case errors.Is(err, ErrNotReady):
+		run.res.Verdict = NotReady
+	case errors.Is(err, ErrUnconfirmed) && run.leftInBox:
+		run.res.Verdict = Typed
+	default:
+		run.res.Verdict = Failed
+	}
+	return run.res
+}
+
+type run struct {
+	d     *Deliverer
+	pane  string
+	id    message.ID
+	typed string // what we paste: "<id>: <text>"
+	// boxAfterPaste is the box as first seen holding our text; an agent that
+	// folds long pastes ("[Pasted text #1 +11 lines]") shows no id there.
+	boxAfterPaste string
+	leftInBox     bool // we gave up with our text still in the box
+	res           Result
+}
+
+func (r *run) deliver(ctx context.Context) error {
+	unlock, err := r.d.Locks.Pane(ctx, r.d.Socket, r.pane)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	if err := r.term(r.d.Term.LeaveMode(ctx, r.pane)); err != nil {
+		return err
+	}
+	if err := r.waitReady(ctx); err != nil {
+		return err
+	}
+	retries := r.d.Opts.Retries
+	retype := true
+	for {
+		if retype {
+			shown, err := r.typeText(ctx)
+			if err != nil {
+				return err
+			}
+			if !shown {
+				// The box stayed empty: the paste was lost, so typing
+				// again cannot double it.
+				if retries == 0 {
+					return fmt.Errorf("%w: the pasted text never appeared in the input box", ErrUnconfirmed)
+				}
+				retries--
+				continue
+			}
+		}
+		if err := r.pressSubmit(ctx); err != nil {
+			return err
+		}
+		out, err := r.confirm(ctx)
+		if err != nil {
+			return err
+		}
+		switch {
+		case out == confirmed:
+			return nil
+		case retries == 0 && out == stillInBox:
+			r.leftInBox = true
+			return fmt.Errorf("%w: the text is still in the input box after %d submit presses", ErrUnconfirmed, r.res.Presses)
+		case retries == 0:
+			return fmt.Errorf("%w: the text left the input box but %s never showed on screen", ErrUnconfirmed, r.id)
+		}
+		// Still in the box: press again. Gone without trace: the text is
+		// provably not in the box, so typing it again cannot double it.
+		retries--
+		retype = out == vanished
+	}
+}
+
+// waitReady polls until the box is empty and on screen.
+func (r *run) waitReady(ctx context.Context) error {
+	start := r.d.Clock.Now()
+	var last State
+	var lastTold time.Time
+	for {
+		rd, _, err := r.read(ctx)
+		if err != nil {
+			return err
+		}
+		if rd.State == Ready {
+			return nil
+		}
+		now := r.d.Clock.Now()
+		waited := now.Sub(start)
+		if waited >= r.d.Opts.ReadyTimeout {
+			return &NotReadyError{State: rd.State, Detail: rd.Detail, Waited: waited}
+		}
+		if r.d.Opts.OnWait != nil && (rd.State != last || now.Sub(lastTold) >= time.Second) {
+			r.d.Opts.OnWait(Wait{State: rd.State, Detail: rd.Detail, Waited: waited})
+			lastTold = now
+		}
+		last = rd.State
+		if err := r.sleep(ctx, r.d.Opts.Poll); err != nil {
+			return err
+		}
+	}
+}
+
+// typeText pastes our text and waits until the box shows it. shown is
+// false when the box stayed empty until the confirm timeout.
+func (r *run) typeText(ctx context.Context) (shown bool, err error) {
+	r.res.Typings++
+	buffer := fmt.Sprintf("agentmsg-%s-%d", r.id, r.res.Typings)
+	if err := r.term(r.d.Term.Paste(ctx, r.pane, buffer, r.typed)); err != nil {
+		return false, err
+	}
+	deadline := r.d.Clock.Now().Add(r.d.Opts.ConfirmTimeout)
+	wait := backoff{max: r.d.Opts.Poll}
+	for {
+		rd, _, err := r.read(ctx)
+		if err != nil {
+			return false, err
+		}
+		switch {
+		case rd.State == Dialog:
+			return false, fmt.Errorf("%w: a dialog opened while typing (%s); nothing was pressed", ErrUnconfirmed, rd.Detail)
+		case rd.Box != "" && (strings.Contains(rd.Box, string(r.id)) || !strings.Contains(rd.Box, "MSG_")):
+			// Ours: it holds our id, or it is the agent's stand-in for a
+			// long paste (the box was empty right before, and we hold the
+			// lock).
+			r.boxAfterPaste = rd.Box
+			return true, nil
+		case rd.Box != "":
+			return false, fmt.Errorf("%w: after pasting, the input box holds other text; nothing was pressed", ErrUnconfirmed)
+		case !r.d.Clock.Now().Before(deadline):
+			return false, nil
+		}
+		if err := r.sleep(ctx, wait.next()); err != nil {
+			return false, err
+		}
+	}
+}
+
+// pressSubmit settles, takes a last look and presses submit, only if the
+// box still holds our text and nothing has opened over it.
+func (r *run) pressSubmit(ctx context.Context) error {
+	if err := r.sleep(ctx, r.d.Opts.Settle); err != nil {
+		return err
+	}
+	rd, _, err := r.read(ctx)
+	if err != nil {
+		return err
+	}
+	if !r.ours(rd) {
+		return fmt.Errorf("%w: before submit the screen showed %s (%s), not our text; nothing was pressed", ErrUnconfirmed, rd.State, rd.Detail)
+	}
+	r.res.Presses++
+	return r.term(r.d.Term.SendBytes(ctx, r.pane, '\r'))
+}
+
+type outcome int
+
+const (
+	confirmed  outcome = iota // the id shows above an empty box
+	stillInBox                // our text is still in the box at the deadline
+	vanished                  // the box is empty but the id is nowhere on screen
+)
+
+// confirm polls after a press until the id shows above the box, or the
+// deadline passes.
+func (r *run) confirm(ctx context.Context) (outcome, error) {
+	deadline := r.d.Clock.Now().Add(r.d.Opts.ConfirmTimeout)
+	wait := backoff{max: r.d.Opts.Poll}
+	for {
+		rd, lines, err := r.read(ctx)
+		if err != nil {
+			return 0, err
+		}
+		stillOurs := r.ours(rd)
+		if !stillOurs && containsID(above(lines, rd), r.id) {
+			return confirmed, nil
+		}
+		if !r.d.Clock.Now().Before(deadline) {
+			switch {
+			case stillOurs:
+				return stillInBox, nil
+			case rd.State == Dialog:
+				// The agent may have taken it and asked for permission; we
+				// cannot see and must not press anything.
+				return 0, fmt.Errorf("%w: a dialog is open (%s) and %s is not on screen", ErrUnconfirmed, rd.Detail, r.id)
+			case rd.State == Busy:
+				// It most likely took the text and is working on it: typing
+				// again would probably make a duplicate.
+				return 0, fmt.Errorf("%w: the input box emptied and the agent is busy, but %s is not on screen; not typing it again", ErrUnconfirmed, r.id)
+			}
+			// One deep look into the scrollback before calling it lost: a
+			// long text scrolls its id off the visible screen.
+			seen, err := r.idInHistory(ctx)
+			if err != nil || seen {
+				return confirmed, err
+			}
+			return vanished, nil
+		}
+		if err := r.sleep(ctx, wait.next()); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// ours reports whether the box holds the text we typed.
+func (r *run) ours(rd Reading) bool {
+	if rd.State == Dialog || rd.Box == "" {
+		return false
+	}
+	return strings.Contains(rd.Box, string(r.id)) || rd.Box == r.boxAfterPaste
+}
+
+// idInHistory captures enough scrollback to reach the start of our
+// (possibly long) text and looks for the id above the box.
+func (r *run) idInHistory(ctx context.Context) (bool, error) {
+	history := 200 + strings.Count(r.typed, "\n") + len(r.typed)/40
+	lines, err := r.d.Term.Capture(ctx, r.pane, min(history, 5000))
+	if err := r.term(err); err != nil {
+		return false, err
+	}
+	return containsID(above(lines, r.d.Opts.Reader.Read(lines)), r.id), nil
+}
+
+// above is the transcript: the lines above the box, or all of them when
+// no box is on screen.
+func above(lines []string, rd Reading) []string {
+	if rd.BoxRow >= 0 && rd.BoxRow <= len(lines) {
+		return lines[:rd.BoxRow]
+	}
+	return lines
+}
+
+func containsID(lines []string, id message.ID) bool {
+	for _, l := range lines {
+		if strings.Contains(l, string(id)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *run) read(ctx context.Context) (Reading, []string, error) {
+	lines, err := r.d.Term.Capture(ctx, r.pane, 0)
+	if err := r.term(err); err != nil {
+		return Reading{}, nil, err
+	}
+	rd := r.d.Opts.Reader.Read(lines)
+	r.res.LastSeen = rd.State
+	return rd, lines, nil
+}
+
+func (r *run) sleep(ctx context.Context, d time.Duration) error {
+	return r.d.Clock.Sleep(ctx, d)
+}
+
+// term turns a vanished pane into ErrPaneGone and keeps other tmux errors.
+func (r *run) term(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, tmux.ErrPaneNotFound) || errors.Is(err, tmux.ErrSessionNotFound) {
+		return fmt.Errorf("%w: %s (%v)", ErrPaneGone, r.pane, err)
+	}
+	return err
+}
+
+// backoff polls fast right after an action, when the agent's redraw is due
+// within a millisecond or two, and at the poll interval after that.
+type backoff struct {
+	next_, max time.Duration
+}
+
+func (b *backoff) next() time.Duration {
+	if b.next_ == 0 {
+		b.next_ = 500 * time.Microsecond
+	}
+	d := min(b.next_, b.max)
+	b.next_ = min(2*b.next_, b.max)
+	return d
+}

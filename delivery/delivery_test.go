@@ -1,0 +1,187 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmsg/agentmsg/message"
+)
+
+const testID = message.ID("MSG_LEAD_0badcafe")
+
+func deliverTo(t *testing.T, a *fakeAgent, c *fakeClock, text string, tweak func(*Options)) (Result, *noLocks) {
+	t.Helper()
+	opts := DefaultOptions()
+	opts.ReadyTimeout = 3 * time.Second
+	if tweak != nil {
+		tweak(&opts)
+	}
+	locks := &noLocks{}
+	d := &Deliverer{Term: a, Locks: locks, Clock: c, Socket: "/tmp/s", Opts: opts}
+	res := d.Deliver(context.Background(), "%1", testID, text)
+	if locks.taken != 0 {
+		t.Errorf("lock still held after delivery")
+	}
+	return res, locks
+}
+
+func TestDeliver(t *testing.T) {
+	long := strings.Repeat("line of a long message\n", 60) + "end"
+	tests := []struct {
+		name  string
+		setup func(a *fakeAgent)
+		text  string
+		opts  func(*Options)
+
+		verdict       Verdict
+		errIs         error
+		errHas        string
+		wantSubmitted []string // nil: the default, exactly one submission of text
+		presses       int
+		typings       int
+		check         func(t *testing.T, a *fakeAgent, res Result)
+	}{
+		{name: "ready agent", verdict: Submitted, presses: 1, typings: 1},
+		{name: "copy mode is left first", setup: func(a *fakeAgent) { a.inMode = true }, verdict: Submitted, presses: 1, typings: 1,
+			check: func(t *testing.T, a *fakeAgent, _ Result) {
+				if len(a.keys) != 0 {
+					t.Errorf("copy mode ate %q", a.keys)
+				}
+			}},
+		{name: "dialog that never closes", setup: func(a *fakeAgent) { a.mode = "dialog" },
+			verdict: NotReady, errIs: ErrNotReady, errHas: "a dialog stayed open", wantSubmitted: []string{},
+			check: func(t *testing.T, a *fakeAgent, res Result) {
+				var nr *NotReadyError
+				if !errors.As(res.Err, &nr) || nr.State != Dialog || nr.Waited < 3*time.Second {
+					t.Errorf("error %#v, want a NotReadyError for a dialog after the ready timeout", res.Err)
+				}
+			}},
+		{name: "a person's draft is left alone", setup: func(a *fakeAgent) { a.draft = "half typ" },
+			verdict: NotReady, errIs: ErrNotReady, errHas: "someone else's text", wantSubmitted: []string{},
+			check: func(t *testing.T, a *fakeAgent, _ Result) {
+				if a.draft != "half typ" {
+					t.Errorf("draft is now %q", a.draft)
+				}
+			}},
+		{name: "busy then ready", setup: func(a *fakeAgent) { a.mode, a.busyUntil = "busy", 2*time.Second },
+			verdict: Submitted, presses: 1, typings: 1,
+			check: func(t *testing.T, a *fakeAgent, res Result) {
+				if res.Elapsed < 2*time.Second {
+					t.Errorf("delivered after %s, before the agent was ready", res.Elapsed)
+				}
+			}},
+		{name: "busy the whole time", setup: func(a *fakeAgent) { a.mode = "busy" },
+			verdict: NotReady, errHas: "it stayed busy", wantSubmitted: []string{}},
+		{name: "no box on screen", setup: func(a *fakeAgent) { a.mode = "dialog"; a.transcript = nil },
+			opts: func(o *Options) {
+				o.Reader = readerFunc(func([]string) Reading { return Reading{State: Unknown, BoxRow: -1} })
+			},
+			verdict: NotReady, errHas: "no input box", wantSubmitted: []string{}},
+		{name: "lost submit press is pressed again", setup: func(a *fakeAgent) { a.dropEnters = 1 },
+			verdict: Submitted, presses: 2, typings: 1},
+		{name: "submit never takes", setup: func(a *fakeAgent) { a.dropEnters = 100 },
+			verdict: Typed, errIs: ErrUnconfirmed, errHas: "still in the input box after 3 submit presses", wantSubmitted: []string{}, presses: 3, typings: 1},
+		{name: "no retries", setup: func(a *fakeAgent) { a.dropEnters = 100 }, opts: func(o *Options) { o.Retries = 0 },
+			verdict: Typed, wantSubmitted: []string{}, presses: 1, typings: 1},
+		{name: "lost paste is typed again", setup: func(a *fakeAgent) { a.dropPastes = 1 },
+			verdict: Submitted, presses: 1, typings: 2},
+		{name: "paste never shows", setup: func(a *fakeAgent) { a.dropPastes = 100 },
+			verdict: Failed, errIs: ErrUnconfirmed, errHas: "never appeared", wantSubmitted: []string{}, presses: 0, typings: 3},
+		{name: "agent takes it silently: retyped, then reported unconfirmed", setup: func(a *fakeAgent) { a.silent = true },
+			verdict: Failed, errIs: ErrUnconfirmed, errHas: "never showed on screen", presses: 3, typings: 3,
+			wantSubmitted: []string{string(testID) + ": hello", string(testID) + ": hello", string(testID) + ": hello"}},
+		{name: "slow echo is waited for", setup: func(a *fakeAgent) { a.echoDelay = 2 * time.Second },
+			verdict: Submitted, presses: 1, typings: 1},
+		{name: "dialog opens over the pasted text", setup: func(a *fakeAgent) { a.dialogOnPaste = true },
+			verdict: Failed, errIs: ErrUnconfirmed, errHas: "dialog opened while typing", wantSubmitted: []string{}, presses: 0, typings: 1,
+			check: func(t *testing.T, a *fakeAgent, _ Result) {
+				if len(a.keys) != 0 {
+					t.Errorf("keys reached the dialog: %q", a.keys)
+				}
+			}},
+		{name: "long text is folded and scrolls off screen", text: long, verdict: Submitted, presses: 1, typings: 1,
+			check: func(t *testing.T, a *fakeAgent, _ Result) {
+				if a.captures < 3 {
+					t.Errorf("only %d captures", a.captures)
+				}
+			}},
+		{name: "pane goes away mid-delivery", setup: func(a *fakeAgent) { a.goneAfter = 4 },
+			verdict: Failed, errIs: ErrPaneGone, wantSubmitted: []string{}, typings: 1},
+		{name: "tmux fails", setup: func(a *fakeAgent) { a.failCapture = errors.New("tmux capture-pane: server exited unexpectedly") },
+			verdict: Failed, errHas: "server exited unexpectedly", wantSubmitted: []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, c := newFakeAgent()
+			a.transcript = []string{"Welcome to the fake agent"}
+			if tt.setup != nil {
+				tt.setup(a)
+			}
+			text := tt.text
+			if text == "" {
+				text = "hello"
+			}
+			res, _ := deliverTo(t, a, c, text, tt.opts)
+			if res.Verdict != tt.verdict {
+				t.Fatalf("verdict %s (err %v), want %s", res.Verdict, res.Err, tt.verdict)
+			}
+			if (res.Err == nil) != (tt.verdict == Submitted) {
+				t.Errorf("err = %v with verdict %s", res.Err, res.Verdict)
+			}
+			if tt.errIs != nil && !errors.Is(res.Err, tt.errIs) {
+				t.Errorf("err = %v, want errors.Is %v", res.Err, tt.errIs)
+			}
+			if tt.errHas != "" && (res.Err == nil || !strings.Contains(res.Err.Error(), tt.errHas)) {
+				t.Errorf("err = %v, want it to say %q", res.Err, tt.errHas)
+			}
+			want := tt.wantSubmitted
+			if want == nil {
+				want = []string{string(testID) + ": " + text}
+			}
+			if strings.Join(a.submitted, "\x00") != strings.Join(want, "\x00") || len(a.submitted) != len(want) {
+				t.Errorf("agent received %d submissions %.80q, want %d", len(a.submitted), a.submitted, len(want))
+			}
+			if res.Presses != tt.presses || res.Typings != tt.typings {
+				t.Errorf("presses %d typings %d, want %d and %d", res.Presses, res.Typings, tt.presses, tt.typings)
+			}
+			if len(a.keys) != 0 {
+				t.Errorf("input reached a dialog or copy mode: %q", a.keys)
+			}
+			if tt.check != nil {
+				tt.check(t, a, res)
+			}
+		})
+	}
+}
+
+type readerFunc func([]string) Reading
+
+func (f readerFunc) Read(l []string) Reading { return f(l) }
+
+func TestDeliverReportsWaits(t *testing.T) {
+	a, c := newFakeAgent()
+	a.mode, a.busyUntil = "busy", 2500*time.Millisecond
+	var waits []Wait
+	res, _ := deliverTo(t, a, c, "hi", func(o *Options) { o.OnWait = func(w Wait) { waits = append(waits, w) } })
+	if res.Verdict != Submitted {
+		t.Fatalf("verdict %s: %v", res.Verdict, res.Err)
+	}
+	if len(waits) != 3 || waits[0].State != Busy || waits[0].Waited != 0 || waits[2].Waited < 2*time.Second {
+		t.Errorf("waits = %+v, want 3 reports of busy, a second apart", waits)
+	}
+}
+
+func TestDeliverCancelled(t *testing.T) {
+	a, c := newFakeAgent()
+	a.mode = "busy"
+	d := &Deliverer{Term: a, Locks: &noLocks{}, Clock: c, Opts: DefaultOptions()}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res := d.Deliver(ctx, "%1", testID, "x")
+	if res.Verdict != Failed || !errors.Is(res.Err, context.Canceled) {
+		t.Fatalf("verdict %s err %v, want failed with context.Canceled", res.Verdict, res.Err)
+	}
+}

@@ -1,0 +1,175 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentmsg/agentmsg/tmux"
+)
+
+// fakeClock is virtual time: Sleep returns at once and moves Now.
+type fakeClock struct{ now time.Time }
+
+func (c *fakeClock) Now() time.Time { return c.now }
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.now = c.now.Add(d)
+	return nil
+}
+
+type noLocks struct{ taken int }
+
+func (l *noLocks) Pane(ctx context.Context, socket, pane string) (func(), error) {
+	l.taken++
+	return func() { l.taken-- }, ctx.Err()
+}
+
+// fakeAgent is a pane running a Claude-Code-like agent, drawn as text.
+type fakeAgent struct {
+	clock *fakeClock
+	start time.Time
+
+	mode       string        // "", "dialog", "busy": the state now
+	busyUntil  time.Duration // busy until this much virtual time has passed
+	inMode     bool          // copy mode eats pasted text and keys
+	draft      string
+	transcript []string
+	foldOver   int // pastes longer than this show as a placeholder
+	pastes     int
+
+	dropEnters    int           // ignore this many submit presses
+	dropPastes    int           // lose this many pastes
+	silent        bool          // take submissions without echoing them
+	dialogOnPaste bool          // a dialog opens right after text is pasted
+	goneAfter     int           // the pane vanishes after this many tmux calls (0: never)
+	failCapture   error         // every capture fails with this
+	echoDelay     time.Duration // the transcript shows a submission this late
+	pendingEcho   []echo
+
+	calls     int
+	submitted []string
+	keys      []string // every key or paste that reached a dialog or copy mode
+	captures  int
+}
+
+type echo struct {
+	at   time.Duration
+	text string
+}
+
+func newFakeAgent() (*fakeAgent, *fakeClock) {
+	c := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	return &fakeAgent{clock: c, start: c.now, foldOver: 800}, c
+}
+
+func (a *fakeAgent) elapsed() time.Duration { return a.clock.now.Sub(a.start) }
+
+func (a *fakeAgent) tick() error {
+	a.calls++
+	if a.goneAfter > 0 && a.calls > a.goneAfter {
+		return &tmux.Error{Command: "x", Stderr: "can't find pane: %1", Kind: tmux.ErrPaneNotFound}
+	}
+	if a.mode == "busy" && a.busyUntil > 0 && a.elapsed() >= a.busyUntil {
+		a.mode = ""
+	}
+	kept := a.pendingEcho[:0]
+	for _, e := range a.pendingEcho {
+		if a.elapsed() >= e.at {
+			a.transcript = append(a.transcript, "> "+e.text)
+		} else {
+			kept = append(kept, e)
+		}
+	}
+	a.pendingEcho = kept
+	return nil
+}
+
+func (a *fakeAgent) LeaveMode(ctx context.Context, pane string) error {
+	if err := a.tick(); err != nil {
+		return err
+	}
+	a.inMode = false
+	return nil
+}
+
+func (a *fakeAgent) Capture(ctx context.Context, pane string, history int) ([]string, error) {
+	if err := a.tick(); err != nil {
+		return nil, err
+	}
+	if a.failCapture != nil {
+		return nil, a.failCapture
+	}
+	a.captures++
+	screen := a.screen()
+	if history == 0 && len(screen) > 50 {
+		screen = screen[len(screen)-50:]
+	}
+	return screen, nil
+}
+
+func (a *fakeAgent) screen() []string {
+	var lines []string
+	for _, t := range a.transcript {
+		lines = append(lines, strings.Split(t, "\n")...)
+	}
+	if a.mode == "dialog" {
+		return append(lines, " Bash command", "   rm -rf /", " Do you want to proceed?", " ❯ 1. Yes", "   2. No", " Esc to cancel", "")
+	}
+	rule := strings.Repeat("─", 60)
+	box := strings.Split(a.draft, "\n")
+	if a.pastes > 0 && len(a.draft) > a.foldOver {
+		box = []string{fmt.Sprintf("[Pasted text #%d +%d lines]", a.pastes, strings.Count(a.draft, "\n"))}
+	}
+	lines = append(lines, "", rule, "❯\u00a0"+box[0])
+	for _, l := range box[1:] {
+		lines = append(lines, "  "+l)
+	}
+	status := "  ? for shortcuts"
+	if a.mode == "busy" {
+		status = "  ✻ Working… (esc to interrupt)"
+	}
+	return append(lines, rule, status, "", "")
+}
+
+func (a *fakeAgent) Paste(ctx context.Context, pane, buffer, text string) error {
+	if err := a.tick(); err != nil {
+		return err
+	}
+	switch {
+	case a.inMode || a.mode == "dialog":
+		a.keys = append(a.keys, "paste:"+text)
+	case a.dropPastes > 0:
+		a.dropPastes--
+	default:
+		a.pastes++
+		a.draft += text
+		if a.dialogOnPaste {
+			a.mode = "dialog"
+		}
+	}
+	return nil
+}
+
+func (a *fakeAgent) SendBytes(ctx context.Context, pane string, b ...byte) error {
+	if err := a.tick(); err != nil {
+		return err
+	}
+	switch {
+	case a.inMode || a.mode == "dialog":
+		a.keys = append(a.keys, fmt.Sprintf("key:%x", b))
+	case a.mode == "busy" || a.draft == "":
+	case a.dropEnters > 0:
+		a.dropEnters--
+	default:
+		a.submitted = append(a.submitted, a.draft)
+		if !a.silent {
+			a.pendingEcho = append(a.pendingEcho, echo{a.elapsed() + a.echoDelay, a.draft})
+		}
+		a.draft = ""
+	}
+	return nil
+}

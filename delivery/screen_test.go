@@ -1,0 +1,48 @@
+package delivery
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestGenericRead(t *testing.T) {
+	rule := strings.Repeat("─", 40)
+	tests := []struct {
+		name   string
+		screen []string
+		state  State
+		box    string
+		boxRow int
+	}{
+		{"claude idle", []string{"> earlier", "", rule, "❯\u00a0", rule, "  ? for shortcuts", "", ""}, Ready, "", 2},
+		{"claude idle nbsp trimmed to space", []string{rule, "❯ ", rule}, Ready, "", 0},
+		{"claude draft", []string{rule, "❯\u00a0half typed", rule, "  ? for shortcuts"}, Draft, "half typed", 0},
+		{"claude multi-line draft", []string{rule, "❯\u00a0one", "  two", rule}, Draft, "one\ntwo", 0},
+		{"claude busy", []string{"✻ Working…", rule, "❯\u00a0", rule, "  esc to interrupt"}, Busy, "", 1},
+		{"claude busy above box", []string{"✻ Thinking… (esc to interrupt)", "", rule, "❯\u00a0", rule}, Busy, "", 2},
+		{"permission dialog", []string{"> run it", " Bash command", "   rm -rf /", " Do you want to proceed?", " ❯ 1. Yes", "   2. No", " Esc to cancel"}, Dialog, "", -1},
+		{"selection menu inside rules", []string{rule, "❯ 1. Yes", "  2. No", rule}, Dialog, "", -1},
+		{"menu under the box", []string{rule, "❯\u00a0/mod", rule, " ❯ 1. /model"}, Dialog, "", -1},
+		{"transcript quoting a dialog above an idle box", []string{"> Do you want to proceed? Esc to cancel", "❯ 1. Yes", rule, "❯\u00a0", rule, "  ? for shortcuts"}, Ready, "", 2},
+		{"plain prompt", []string{"hello", "> "}, Ready, "", 1},
+		{"plain prompt bare", []string{"hello", ">"}, Ready, "", 1},
+		{"plain draft", []string{"hello", "> abc"}, Draft, "abc", 1},
+		{"plain multi-line", []string{"hello", "> abc", "  def"}, Draft, "abc\ndef", 1},
+		{"y/n question", []string{"Overwrite file? (y/n)"}, Dialog, "", -1},
+		{"shell prompt is not a box", []string{"$ ls", "a b", "$ "}, Unknown, "", -1},
+		{"busy without box", []string{"working... (esc to interrupt)"}, Busy, "", -1},
+		{"empty screen", []string{"", "", ""}, Unknown, "", -1},
+		{"box far above bottom", append([]string{rule, "❯\u00a0", rule}, strings.Split(strings.Repeat("x\n", 20), "\n")...), Unknown, "", -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Generic{}.Read(tt.screen)
+			if got.State != tt.state || got.Box != tt.box || got.BoxRow != tt.boxRow {
+				t.Errorf("Read = %+v, want state %s box %q row %d", got, tt.state, tt.box, tt.boxRow)
+			}
+			if got.State != Ready && got.Detail == "" {
+				t.Errorf("state %s without a detail", got.State)
+			}
+		})
+	}
+}

@@ -1,0 +1,249 @@
+// Package dispatch is agentmsg's use of the parts: it finds agents on a tmux
+// server, hands each message to a delivery, fans broadcasts out, and reports
+// one outcome per target. It prints nothing; cmd does.
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentmsg/agentmsg/broadcast"
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/tmux"
+)
+
+// Errors for outcomes that never reached a delivery.
+var (
+	ErrTargetNotFound = errors.New("no such agent")
+	ErrNoTargets      = errors.New("no agents found")
+	ErrEmptyMessage   = errors.New("the message is empty")
+)
+
+// Verdicts besides delivery's.
+const NotFound delivery.Verdict = "not_found"
+
+// Dispatcher sends messages through one tmux server.
+type Dispatcher struct {
+	Tmux        tmux.Client
+	Locks       delivery.Locker
+	Clock       delivery.Clock
+	Opts        delivery.Options
+	Concurrency int       // broadcast deliveries in flight
+	Random      io.Reader // for message ids; nil is crypto/rand
+	// OnWait, when set, hears about every delivery that waits for its agent.
+	OnWait func(target.Target, delivery.Wait)
+}
+
+// Outcome is what happened to one message for one target.
+type Outcome struct {
+	Target  target.Target
+	Pane    string
+	ID      message.ID
+	Verdict delivery.Verdict
+	State   delivery.State // the agent's screen when the delivery ended
+	Presses int
+	Typings int
+	Elapsed time.Duration
+	Err     error // nil only when Verdict is delivery.Submitted
+}
+
+// OK reports whether the message was submitted.
+func (o Outcome) OK() bool { return o.Verdict == delivery.Submitted }
+
+// Report is the outcome of a broadcast.
+type Report struct {
+	ID        message.ID
+	Outcomes  []Outcome
+	Delivered int
+	Failed    int
+}
+
+// Send delivers text from sender (already normalised by message.Sender) to t.
+func (d *Dispatcher) Send(ctx context.Context, t target.Target, sender, text string) Outcome {
+	start := d.Clock.Now()
+	text, id, err := d.prepare(sender, text)
+	if err != nil {
+		return Outcome{Target: t, Verdict: delivery.Failed, Err: err}
+	}
+	pane, err := d.Tmux.SessionPane(ctx, t.Session)
+	if err != nil {
+		out := Outcome{Target: t, ID: id, Verdict: delivery.Failed, Err: err}
+		if errors.Is(err, tmux.ErrSessionNotFound) {
+			out.Verdict, out.Err = NotFound, d.notFound(ctx, t)
+		}
+		out.Elapsed = d.Clock.Now().Sub(start)
+		return out
+	}
+	out := d.deliver(ctx, t, pane, id, text)
+	out.Elapsed = d.Clock.Now().Sub(start)
+	return out
+}
+
+// Broadcast delivers text to every agent of team in parallel, or with team
+// "" to every agent session on the server. One target's failure never stops
+// the others.
+func (d *Dispatcher) Broadcast(ctx context.Context, team, sender, text string) (Report, error) {
+	text, id, err := d.prepare(sender, text)
+	if err != nil {
+		return Report{}, err
+	}
+	agents, err := d.find(ctx, team)
+	if err != nil {
+		return Report{}, err
+	}
+	if len(agents) == 0 {
+		return Report{}, noTargets(team)
+	}
+	rep := Report{ID: id}
+	rep.Outcomes = broadcast.Each(ctx, agents, d.Concurrency, func(ctx context.Context, a found) Outcome {
+		start := d.Clock.Now()
+		out := d.deliver(ctx, a.Target, a.pane, id, text)
+		out.Elapsed = d.Clock.Now().Sub(start)
+		return out
+	})
+	for _, o := range rep.Outcomes {
+		if o.OK() {
+			rep.Delivered++
+		} else {
+			rep.Failed++
+		}
+	}
+	return rep, nil
+}
+
+// Agent is one agent found on the server, with its screen's state now.
+type Agent struct {
+	Target target.Target
+	Pane   tmux.Pane
+	State  delivery.State
+	Detail string
+}
+
+// Agents lists the agents of team ("" for all) and reads each one's screen,
+// in parallel.
+func (d *Dispatcher) Agents(ctx context.Context, team string) ([]Agent, error) {
+	agents, err := d.find(ctx, team)
+	if err != nil {
+		return nil, err
+	}
+	return broadcast.Each(ctx, agents, d.Concurrency, func(ctx context.Context, a found) Agent {
+		out := Agent{Target: a.Target, Pane: a.pane, State: delivery.Unknown}
+		lines, err := d.Tmux.Capture(ctx, a.pane.ID, 0)
+		if err != nil {
+			out.Detail = err.Error()
+			return out
+		}
+		rd := d.Opts.Reader.Read(lines)
+		out.State, out.Detail = rd.State, rd.Detail
+		if a.pane.InMode {
+			// A send leaves copy mode first, so the state still holds.
+			out.Detail = joinDetail("in copy mode", rd.Detail)
+		}
+		return out
+	}), nil
+}
+
+// Targets lists the agents of team ("" for all), for completion and checks.
+func (d *Dispatcher) Targets(ctx context.Context, team string) ([]target.Target, error) {
+	agents, err := d.find(ctx, team)
+	out := make([]target.Target, len(agents))
+	for i, a := range agents {
+		out[i] = a.Target
+	}
+	return out, err
+}
+
+type found struct {
+	Target target.Target
+	pane   tmux.Pane
+}
+
+// find lists the agent sessions of team ("" for every team and ralph
+// agents), sorted by session name. Sessions that do not follow the naming
+// scheme are not agents and are left out.
+func (d *Dispatcher) find(ctx context.Context, team string) ([]found, error) {
+	panes, err := d.Tmux.ListPanes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []found
+	for _, p := range panes {
+		t, ok := target.FromSession(p.Session)
+		if !ok || (team != "" && t.Team != team) {
+			continue
+		}
+		out = append(out, found{Target: t, pane: p})
+	}
+	slices.SortFunc(out, func(a, b found) int { return strings.Compare(a.Target.Session, b.Target.Session) })
+	return out, nil
+}
+
+func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pane, id message.ID, text string) Outcome {
+	out := Outcome{Target: t, Pane: pane.ID, ID: id}
+	if pane.Dead {
+		out.Verdict, out.Err = delivery.Failed, fmt.Errorf("the program in %s (pane %s) has exited", t.Session, pane.ID)
+		return out
+	}
+	opts := d.Opts
+	if d.OnWait != nil {
+		opts.OnWait = func(w delivery.Wait) { d.OnWait(t, w) }
+	}
+	del := &delivery.Deliverer{Term: d.Tmux, Locks: d.Locks, Clock: d.Clock, Socket: d.Tmux.Server().Socket, Opts: opts}
+	res := del.Deliver(ctx, pane.ID, id, text)
+	out.Verdict, out.State, out.Presses, out.Typings, out.Err = res.Verdict, res.LastSeen, res.Presses, res.Typings, res.Err
+	return out
+}
+
+func (d *Dispatcher) prepare(sender, text string) (string, message.ID, error) {
+	text = message.Clean(text)
+	if strings.TrimSpace(text) == "" {
+		return "", "", ErrEmptyMessage
+	}
+	id, err := message.NewID(sender, d.Random)
+	return text, id, err
+}
+
+// notFound explains a missing agent and names the ones that do exist.
+func (d *Dispatcher) notFound(ctx context.Context, t target.Target) error {
+	msg := fmt.Sprintf("no session named exactly %q on %s", t.Session, d.Tmux.Server().Socket)
+	team := t.Team
+	if t.IsRalph() {
+		team = ""
+	}
+	if agents, err := d.find(ctx, team); err == nil {
+		var names []string
+		for _, a := range agents {
+			if a.Target.IsRalph() == t.IsRalph() {
+				names = append(names, a.Target.Agent())
+			}
+		}
+		switch {
+		case len(names) > 0:
+			msg += fmt.Sprintf(" (agents there: %s)", strings.Join(names, ", "))
+		case !t.IsRalph():
+			msg += fmt.Sprintf(" (team %s has no agents there; see agentmsg list)", t.Team)
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrTargetNotFound, msg)
+}
+
+func noTargets(team string) error {
+	if team == "" {
+		return fmt.Errorf("%w: no agent-* sessions on this server", ErrNoTargets)
+	}
+	return fmt.Errorf("%w: team %s has no agent sessions on this server", ErrNoTargets, team)
+}
+
+func joinDetail(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + "; " + b
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+type agentState int
+
+const (
+	stateReady agentState = iota
+	stateBusy
+	stateDialog
+)
+
+var stateNames = map[string]agentState{"ready": stateReady, "busy": stateBusy, "dialog": stateDialog}
+
+// config holds the behaviour chosen by flags.
+type config struct {
+	style           string // "claude" or "plain"
+	queue           bool
+	busyAfterSubmit time.Duration
+	enterGuard      time.Duration
+	foldBytes       int // <= 0: never fold by size
+	foldLines       int // <= 0: never fold by line count
+	dropEnter       int
+}
+
+// record is one line of the log file.
+type record struct {
+	T      string `json:"t"`
+	Kind   string `json:"kind"`
+	Text   string `json:"text"`
+	Queued bool   `json:"queued,omitempty"`
+}
+
+// agent is the stand-in's behaviour, free of I/O: the caller feeds it events
+// and the time, then drains records (for the log) and echoes (submitted texts
+// for the transcript) and checks exitCode.
+type agent struct {
+	cfg       config
+	state     agentState
+	busyUntil time.Time // zero while busy: busy until a cue says otherwise
+	draft     draft
+	queued    []string
+	pastes    int // folded pastes so far, numbers their labels
+	dropsLeft int
+	lastInput time.Time // last typed rune or paste, for the enter guard
+
+	records  []record
+	echoes   []string
+	exitCode int // non-zero: the program must stop with this status
+}
+
+func newAgent(cfg config, initial agentState) *agent {
+	return &agent{cfg: cfg, state: initial, dropsLeft: cfg.dropEnter}
+}
+
+func (a *agent) log(now time.Time, kind, text string, queued bool) {
+	a.records = append(a.records, record{
+		T: now.UTC().Format(time.RFC3339Nano), Kind: kind, Text: text, Queued: queued,
+	})
+}
+
+// handle applies one input event.
+func (a *agent) handle(ev event, now time.Time) {
+	if ev.kind == evInterrupt {
+		// Like a real CLI killed by C-c: whatever else is going on, it is over.
+		a.log(now, "interrupt", "", false)
+		a.exitCode = 130
+		return
+	}
+	if a.state == stateDialog {
+		a.dialogInput(ev, now)
+		return
+	}
+	switch ev.kind {
+	case evRune:
+		a.draft.addText(string(ev.r))
+		a.lastInput = now
+	case evPaste:
+		a.paste(ev.text)
+		a.lastInput = now
+	case evBackspace:
+		a.draft.backspace()
+	case evEnter:
+		a.enter(now)
+	}
+}
+
+func (a *agent) paste(text string) {
+	lines := strings.Count(text, "\n")
+	if a.cfg.foldBytes > 0 && len(text) > a.cfg.foldBytes || a.cfg.foldLines > 0 && lines+1 > a.cfg.foldLines {
+		a.pastes++
+		a.draft.addFolded(text, fmt.Sprintf("[Pasted text #%d +%d lines]", a.pastes, lines))
+		return
+	}
+	a.draft.addText(text)
+}
+
+func (a *agent) enter(now time.Time) {
+	switch {
+	case a.draft.empty():
+	case a.cfg.enterGuard > 0 && now.Sub(a.lastInput) < a.cfg.enterGuard:
+		// Codex-style paste-burst detection: Enter right after fast input
+		// is taken as part of the text.
+		a.draft.addText("\n")
+	case a.state == stateBusy:
+		if a.cfg.queue {
+			a.queued = append(a.queued, a.draft.text())
+			a.draft.clear()
+		}
+	case a.dropsLeft > 0:
+		a.dropsLeft--
+	default:
+		a.submit(a.draft.text(), false, now)
+		a.draft.clear()
+	}
+}
+
+func (a *agent) submit(text string, queued bool, now time.Time) {
+	a.log(now, "prompt", text, queued)
+	a.echoes = append(a.echoes, text)
+	if a.cfg.busyAfterSubmit > 0 {
+		a.state = stateBusy
+		a.busyUntil = now.Add(a.cfg.busyAfterSubmit)
+	}
+}
+
+// dialogInput logs every key or paste: the tests assert that none arrives.
+func (a *agent) dialogInput(ev event, now time.Time) {
+	a.log(now, "dialog-key", describe(ev), false)
+	if ev.kind == evEsc || ev.kind == evEnter || ev.kind == evRune && ev.r == '1' {
+		a.becomeReady(now) // cancelled or approved
+	}
+}
+
+func describe(ev event) string {
+	switch ev.kind {
+	case evEnter:
+		return "enter"
+	case evEsc:
+		return "esc"
+	case evBackspace:
+		return "backspace"
+	case evPaste:
+		return "paste:" + ev.text
+	default:
+		return string(ev.r)
+	}
+}
+
+// becomeReady ends busy or dialog state and submits what was queued meanwhile.
+func (a *agent) becomeReady(now time.Time) {
+	a.state, a.busyUntil = stateReady, time.Time{}
+	q := a.queued
+	a.queued = nil
+	for _, text := range q {
+		a.submit(text, true, now)
+	}
+}
+
+// cue switches state on the test's request; unknown words are ignored.
+func (a *agent) cue(word string, now time.Time) {
+	st, ok := stateNames[word]
+	if !ok {
+		return
+	}
+	switch st {
+	case stateReady:
+		a.becomeReady(now)
+	case stateBusy:
+		a.state, a.busyUntil = stateBusy, time.Time{}
+	case stateDialog:
+		a.state = stateDialog
+	}
+}
+
+// deadline is when busy-after-submit ends, or zero.
+func (a *agent) deadline() time.Time {
+	if a.state != stateBusy {
+		return time.Time{}
+	}
+	return a.busyUntil
+}
+
+// tick ends a timed busy period once its deadline has passed.
+func (a *agent) tick(now time.Time) {
+	if d := a.deadline(); !d.IsZero() && !now.Before(d) {
+		a.becomeReady(now)
+	}
+}

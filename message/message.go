@@ -1,0 +1,120 @@
+// Package message builds what agentmsg types into an agent: an id that the
+// sender can find again on the receiver's screen, and text cleaned of
+// anything a terminal would act on rather than display.
+package message
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// ID is "MSG_<SENDER>_<8 hex>".
+type ID string
+
+var (
+	idRe      = regexp.MustCompile(`^MSG_[A-Z0-9_]+_[0-9a-f]{8}$`)
+	senderBad = regexp.MustCompile(`[^A-Z0-9_]+`)
+)
+
+// ErrEmptySender is returned when no usable sender name is left.
+var ErrEmptySender = errors.New("sender name is empty: pass --from NAME or set AGENTMSG_FROM")
+
+// Sender turns a name ("ana", "ana-2", "j.doe") into the id's sender part:
+// upper case, runs of anything but letters, digits and _ become _.
+func Sender(name string) (string, error) {
+	s := senderBad.ReplaceAllString(strings.ToUpper(name), "_")
+	s = strings.Trim(s, "_")
+	if s == "" {
+		return "", ErrEmptySender
+	}
+	if len(s) > 32 {
+		s = s[:32] // the id must stay short and early on the receiver's line
+	}
+	return s, nil
+}
+
+// NewID makes a fresh id for sender (already normalised by Sender), reading
+// 4 bytes from random (crypto/rand.Reader when nil).
+func NewID(sender string, random io.Reader) (ID, error) {
+	if random == nil {
+		random = rand.Reader
+	}
+	var b [4]byte
+	if _, err := io.ReadFull(random, b[:]); err != nil {
+		return "", fmt.Errorf("making a message id: %w", err)
+	}
+	return ID("MSG_" + sender + "_" + hex.EncodeToString(b[:])), nil
+}
+
+// Valid reports whether s has the shape of an id.
+func Valid(s string) bool { return idRe.MatchString(s) }
+
+// Format is the exact text typed into the agent.
+func Format(id ID, text string) string { return string(id) + ": " + text }
+
+// Clean removes what a terminal would act on instead of showing: escape
+// sequences (so an ESC[201~ cannot end our bracketed paste early), CR, C-c
+// and every other control character except newline and tab. Invalid UTF-8
+// becomes U+FFFD, CRLF becomes LF, and trailing newlines are dropped (a
+// trailing newline would be a second, empty line in the box).
+func Clean(text string) string {
+	text = strings.ToValidUTF8(text, "\uFFFD")
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	var b strings.Builder
+	b.Grow(len(text))
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		switch {
+		case r == '\x1b':
+			i += escapeLen(text[i:])
+			continue
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			// C0 and C1 controls: drop.
+		default:
+			b.WriteRune(r)
+		}
+		i += size
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// escapeLen is the length of the escape sequence at the start of s (which
+// begins with ESC): a CSI sequence up to its final byte, an OSC/DCS/APC/PM
+// string up to its terminator, or ESC plus one character.
+func escapeLen(s string) int {
+	if len(s) < 2 {
+		return len(s)
+	}
+	switch s[1] {
+	case '[': // CSI: parameters and intermediates 0x20-0x3f, final 0x40-0x7e
+		for j := 2; j < len(s); j++ {
+			if s[j] >= 0x40 && s[j] <= 0x7e {
+				return j + 1
+			}
+			if s[j] < 0x20 || s[j] > 0x3f {
+				return j // malformed: drop what we consumed, keep the rest as text
+			}
+		}
+		return len(s)
+	case ']', 'P', '_', '^': // strings ended by BEL or ESC \
+		for j := 2; j < len(s); j++ {
+			if s[j] == '\a' {
+				return j + 1
+			}
+			if s[j] == '\x1b' && j+1 < len(s) && s[j+1] == '\\' {
+				return j + 2
+			}
+		}
+		return len(s)
+	}
+	_, size := utf8.DecodeRuneInString(s[1:])
+	return 1 + size
+}

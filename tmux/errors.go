@@ -1,0 +1,50 @@
+package tmux
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Kinds of failure, classified from tmux's stderr (never from argv, which
+// may hold anything).
+var (
+	ErrNotInstalled    = errors.New("tmux is not installed (Debian/Ubuntu: sudo apt-get install tmux)")
+	ErrNoServer        = errors.New("no tmux server is running on that socket")
+	ErrSessionNotFound = errors.New("no such tmux session")
+	ErrPaneNotFound    = errors.New("no such tmux pane")
+)
+
+// Error is a failed tmux command with what tmux said.
+type Error struct {
+	Command  string // the tmux subcommand(s), e.g. "paste-buffer"; never the data
+	Socket   string
+	ExitCode int
+	Stderr   string
+	Kind     error // one of the Err* above, or nil
+}
+
+func (e *Error) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if msg == "" {
+		msg = fmt.Sprintf("exit status %d", e.ExitCode)
+	}
+	return fmt.Sprintf("tmux %s on %s: %s", e.Command, e.Socket, msg)
+}
+
+func (e *Error) Unwrap() error { return e.Kind }
+
+func classify(stderr string) error {
+	switch {
+	case strings.Contains(stderr, "no server running"),
+		strings.Contains(stderr, "error connecting to"),
+		strings.Contains(stderr, "server exited unexpectedly"):
+		return ErrNoServer
+	case strings.Contains(stderr, "can't find session"):
+		return ErrSessionNotFound
+	case strings.Contains(stderr, "can't find pane"),
+		strings.Contains(stderr, "can't find window"):
+		return ErrPaneNotFound
+	}
+	return nil
+}
