@@ -173,33 +173,50 @@ func (c *Exec) SendBytes(ctx context.Context, pane string, b ...byte) error {
 	return err
 }
 
-// Info uses gotmux: the server's own variables hold no user text, so its
-// parser is sound here.
+// Info asks the server for its version and pid.
 func (c *Exec) Info(ctx context.Context) (Info, error) {
-	type result struct {
-		info Info
-		err  error
+	out, err := c.run(ctx, nil, "display-message", "-p", "#{version}"+sep+"#{pid}")
+	if err != nil {
+		return Info{}, err
 	}
-	done := make(chan result, 1)
-	go func() {
-		t, err := gotmux.NewTmux(c.server.Socket)
-		if err != nil {
-			done <- result{err: &Error{Command: "list-clients", Socket: c.server.Socket, Stderr: err.Error(), Kind: ErrNoServer}}
-			return
+	version, pid, _ := strings.Cut(strings.TrimSpace(string(out)), sep)
+	n, _ := strconv.Atoi(pid)
+	return Info{Version: version, PID: n, Socket: c.server.Socket}, nil
+}
+
+// SessionNames lists the server's session names through gotmux, which is
+// sound for this: a session name cannot hold the ":" of gotmux's "-:-"
+// field separator. Another field it reads (the session's directory) can,
+// and gotmux panics then; that case falls back to the direct runner.
+func (c *Exec) SessionNames(ctx context.Context) (names []string, err error) {
+	if names, ok := c.sessionNamesGotmux(); ok {
+		return names, nil
+	}
+	out, err := c.run(ctx, nil, "list-sessions", "-F", "#{session_name}")
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(out)), nil
+}
+
+func (c *Exec) sessionNamesGotmux() (names []string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			names, ok = nil, false
 		}
-		s, err := t.GetServerInformation()
-		if err != nil {
-			done <- result{err: &Error{Command: "display-message", Socket: c.server.Socket, Stderr: err.Error()}}
-			return
-		}
-		done <- result{info: Info{Version: s.Version, PID: int(s.Pid), Socket: c.server.Socket}}
 	}()
-	select {
-	case r := <-done:
-		return r.info, r.err
-	case <-ctx.Done():
-		return Info{}, ctx.Err()
+	t, err := gotmux.NewTmux(c.server.Socket)
+	if err != nil {
+		return nil, false
 	}
+	sessions, err := t.ListSessions()
+	if err != nil {
+		return nil, false
+	}
+	for _, s := range sessions {
+		names = append(names, s.Name)
+	}
+	return names, true
 }
 
 func (c *Exec) run(ctx context.Context, stdin *strings.Reader, args ...string) ([]byte, error) {

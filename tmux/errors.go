@@ -38,7 +38,10 @@ func classify(stderr string) error {
 	switch {
 	case strings.Contains(stderr, "no server running"),
 		strings.Contains(stderr, "error connecting to"),
-		strings.Contains(stderr, "server exited unexpectedly"):
+		strings.Contains(stderr, "server exited unexpectedly"),
+		// attach-session on a socket with no server starts one that has
+		// no sessions and exits at once: for us, no server.
+		strings.Contains(stderr, "no sessions"):
 		return ErrNoServer
 	case strings.Contains(stderr, "can't find session"):
 		return ErrSessionNotFound
