@@ -93,7 +93,14 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 		}
 	}
 	return &dispatch.Dispatcher{
-		Tmux:        client,
+		Tmux: client,
+		Attach: func(ctx context.Context, session string) (dispatch.Conn, error) {
+			a, err := tmux.Attach(ctx, client, session)
+			if err != nil {
+				return nil, err // not a typed nil in the interface
+			}
+			return a, nil
+		},
 		Locks:       lock.DefaultDir(f.LookupEnv),
 		Clock:       realClock{},
 		Opts:        opts,

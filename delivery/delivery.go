@@ -264,7 +264,9 @@ func (r *run) waitReady(ctx context.Context) error {
 // false when the box stayed empty until the confirm timeout.
 func (r *run) typeText(ctx context.Context) (shown bool, err error) {
 	r.res.Typings++
-	buffer := fmt.Sprintf("agentmsg-%s-%d", r.id, r.res.Typings)
+	// A broadcast types the same id into many panes at once: the pane keeps
+	// the buffer names (and the control client's spool files) apart.
+	buffer := fmt.Sprintf("agentmsg-%s-p%s-%d", r.id, strings.TrimPrefix(r.pane, "%"), r.res.Typings)
 	if err := r.term(r.d.Term.Paste(ctx, r.pane, buffer, r.typed)); err != nil {
 		return false, err
 	}

@@ -29,9 +29,21 @@ var (
 // Verdicts besides delivery's.
 const NotFound delivery.Verdict = "not_found"
 
+// Conn is a tmux client held for the length of one send, broadcast or
+// listing, and closed after it.
+type Conn interface {
+	tmux.Client
+	Close() error
+}
+
 // Dispatcher sends messages through one tmux server.
 type Dispatcher struct {
-	Tmux        tmux.Client
+	Tmux tmux.Client
+	// Attach, when set, opens a faster client attached to one session (a
+	// tmux control client: a command costs a fraction of a millisecond
+	// instead of a process). It fails with tmux.ErrSessionNotFound when
+	// there is no such session. Without it every command goes to Tmux.
+	Attach      func(ctx context.Context, session string) (Conn, error)
 	Locks       delivery.Locker
 	Clock       delivery.Clock
 	Opts        delivery.Options
@@ -72,7 +84,12 @@ func (d *Dispatcher) Send(ctx context.Context, t target.Target, sender, text str
 	if err != nil {
 		return Outcome{Target: t, Verdict: delivery.Failed, Err: err}
 	}
-	pane, err := d.Tmux.SessionPane(ctx, t.Session)
+	conn, err := d.attach(ctx, t.Session)
+	var pane tmux.Pane
+	if err == nil {
+		defer conn.Close()
+		pane, err = conn.SessionPane(ctx, t.Session)
+	}
 	if err != nil {
 		out := Outcome{Target: t, ID: id, Verdict: delivery.Failed, Err: err}
 		if errors.Is(err, tmux.ErrSessionNotFound) {
@@ -81,10 +98,39 @@ func (d *Dispatcher) Send(ctx context.Context, t target.Target, sender, text str
 		out.Elapsed = d.Clock.Now().Sub(start)
 		return out
 	}
-	out := d.deliver(ctx, t, pane, id, text)
+	out := d.deliver(ctx, conn, t, pane, id, text)
 	out.Elapsed = d.Clock.Now().Sub(start)
 	return out
 }
+
+// attach opens a client for session: Attach's when there is one, else Tmux.
+func (d *Dispatcher) attach(ctx context.Context, session string) (Conn, error) {
+	if d.Attach == nil {
+		return nopCloser{d.Tmux}, nil
+	}
+	return d.Attach(ctx, session)
+}
+
+// shared opens one client for work on many agents, attached to the first
+// of them that still exists; Tmux when none can be attached to.
+func (d *Dispatcher) shared(ctx context.Context, agents []found) Conn {
+	if d.Attach != nil {
+		for _, a := range agents {
+			conn, err := d.Attach(ctx, a.Target.Session)
+			if err == nil {
+				return conn
+			}
+			if !errors.Is(err, tmux.ErrSessionNotFound) {
+				break
+			}
+		}
+	}
+	return nopCloser{d.Tmux}
+}
+
+type nopCloser struct{ tmux.Client }
+
+func (nopCloser) Close() error { return nil }
 
 // Broadcast delivers text to every agent of team in parallel, or with team
 // "" to every agent session on the server. One target's failure never stops
@@ -101,10 +147,12 @@ func (d *Dispatcher) Broadcast(ctx context.Context, team, sender, text string) (
 	if len(agents) == 0 {
 		return Report{}, noTargets(team)
 	}
+	conn := d.shared(ctx, agents)
+	defer conn.Close()
 	rep := Report{ID: id}
 	rep.Outcomes = broadcast.Each(ctx, agents, d.Concurrency, func(ctx context.Context, a found) Outcome {
 		start := d.Clock.Now()
-		out := d.deliver(ctx, a.Target, a.pane, id, text)
+		out := d.deliver(ctx, conn, a.Target, a.pane, id, text)
 		out.Elapsed = d.Clock.Now().Sub(start)
 		return out
 	})
@@ -133,9 +181,11 @@ func (d *Dispatcher) Agents(ctx context.Context, team string) ([]Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	conn := d.shared(ctx, agents)
+	defer conn.Close()
 	return broadcast.Each(ctx, agents, d.Concurrency, func(ctx context.Context, a found) Agent {
 		out := Agent{Target: a.Target, Pane: a.pane, State: delivery.Unknown}
-		lines, err := d.Tmux.Capture(ctx, a.pane.ID, 0)
+		lines, err := conn.Capture(ctx, a.pane.ID, 0)
 		if err != nil {
 			out.Detail = err.Error()
 			return out
@@ -185,7 +235,7 @@ func (d *Dispatcher) find(ctx context.Context, team string) ([]found, error) {
 	return out, nil
 }
 
-func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pane, id message.ID, text string) Outcome {
+func (d *Dispatcher) deliver(ctx context.Context, term tmux.Client, t target.Target, pane tmux.Pane, id message.ID, text string) Outcome {
 	out := Outcome{Target: t, Pane: pane.ID, ID: id}
 	if pane.Dead {
 		out.Verdict, out.Err = delivery.Failed, fmt.Errorf("the program in %s (pane %s) has exited", t.Session, pane.ID)
@@ -195,7 +245,7 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 	if d.OnWait != nil {
 		opts.OnWait = func(w delivery.Wait) { d.OnWait(t, w) }
 	}
-	del := &delivery.Deliverer{Term: d.Tmux, Locks: d.Locks, Clock: d.Clock, Socket: d.Tmux.Server().Socket, Opts: opts}
+	del := &delivery.Deliverer{Term: term, Locks: d.Locks, Clock: d.Clock, Socket: term.Server().Socket, Opts: opts}
 	res := del.Deliver(ctx, pane.ID, id, text)
 	out.Verdict, out.State, out.Presses, out.Typings, out.Err = res.Verdict, res.LastSeen, res.Presses, res.Typings, res.Err
 	return out

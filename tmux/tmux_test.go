@@ -61,6 +61,14 @@ var clients = []clientCase{
 		t.Cleanup(func() { c.Close() })
 		return c
 	}},
+	{"attached", func(t *testing.T, e *Exec) Client {
+		a, err := Attach(context.Background(), e, "agent-alpha-ana-2")
+		if err != nil || !a.Control() {
+			t.Fatalf("Attach: %v (control %v)", err, err == nil && a.Control())
+		}
+		t.Cleanup(func() { a.Close() })
+		return a
+	}},
 }
 
 func TestClient(t *testing.T) {
@@ -164,6 +172,32 @@ func TestControlServerGone(t *testing.T) {
 	_, err = c.ListPanes(context.Background())
 	if err == nil {
 		t.Fatal("ListPanes after kill-server succeeded")
+	}
+}
+
+// A broadcast shares one client attached to one agent's session; when that
+// session goes away, the others must still be reachable.
+func TestAttachedOutlivesItsSession(t *testing.T) {
+	e, raw := testServer(t)
+	a, err := Attach(context.Background(), e, "agent-alpha-ana-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	raw("kill-session", "-t", "=agent-alpha-ana-2")
+	panes, err := a.ListPanes(context.Background())
+	if err != nil || len(panes) != 1 || !strings.HasPrefix(panes[0].Session, "odd") {
+		t.Fatalf("ListPanes after the attached session went: %+v, %v", panes, err)
+	}
+	if a.Control() {
+		t.Error("still claims a live control client")
+	}
+}
+
+func TestAttachMissing(t *testing.T) {
+	e, _ := testServer(t)
+	if _, err := Attach(context.Background(), e, "agent-alpha-ana"); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("Attach to a prefix of a session: %v, want ErrSessionNotFound", err)
 	}
 }
 
