@@ -1,0 +1,223 @@
+// Command bench measures agentmsg against stand-in agents on a private tmux
+// server: one send from process start to verdict, broadcasts to 20 and 100
+// agents, and 8 concurrent senders to one agent. It prints a table; it never
+// fails on a slow machine, it reports. scripts/bench runs it.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentmsg/agentmsg/e2e/harness"
+)
+
+func main() {
+	sends := flag.Int("sends", 50, "single sends to time")
+	senders := flag.Int("senders", 8, "concurrent senders to one agent")
+	each := flag.Int("each", 25, "messages per concurrent sender")
+	flag.Parse()
+	err := run(*sends, *senders, *each)
+	harness.Cleanup()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type row struct{ what, result, target string }
+
+func run(sends, senders, each int) error {
+	var rows []row
+	add := func(r row, err error) error {
+		if err != nil {
+			return err
+		}
+		rows = append(rows, r)
+		fmt.Fprintf(os.Stderr, "  %s: %s\n", r.what, r.result)
+		return nil
+	}
+	fmt.Fprintln(os.Stderr, "building and measuring (a minute or so)...")
+	if err := add(benchSend(sends)); err != nil {
+		return err
+	}
+	for _, n := range []int{20, 100} {
+		if err := add(benchBroadcast(n)); err != nil {
+			return err
+		}
+	}
+	if err := add(benchConcurrent(senders, each)); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEASURE\tRESULT\tTARGET")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.what, r.result, r.target)
+	}
+	return tw.Flush()
+}
+
+// withServer runs fn against a fresh private server with n ready agents of
+// team "bench" (agent-bench-a000...).
+func withServer(n int, fn func(s *harness.Server, agents []*harness.Agent) error) error {
+	s, err := harness.NewServer()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	agents := make([]*harness.Agent, n)
+	var g sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		g.Add(1)
+		go func() {
+			defer g.Done()
+			agents[i], errs[i] = s.StartAgent(fmt.Sprintf("agent-bench-a%03d", i))
+		}()
+	}
+	g.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return fn(s, agents)
+}
+
+func benchSend(n int) (row, error) {
+	var times []time.Duration
+	err := withServer(1, func(s *harness.Server, agents []*harness.Agent) error {
+		for i := range n {
+			res, err := s.Run("send", "bench", "a000", fmt.Sprintf("message %d", i))
+			if err != nil {
+				return err
+			}
+			if res.Code != 0 {
+				return fmt.Errorf("send %d: %s", i, res)
+			}
+			times = append(times, res.Elapsed)
+		}
+		got, err := agents[0].WaitReceived(n, 10*time.Second)
+		if err != nil || len(got) != n {
+			return fmt.Errorf("agent received %d of %d: %v", len(got), n, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return row{}, err
+	}
+	return row{
+		what:   fmt.Sprintf("send to a ready agent, process start to verdict (n=%d)", n),
+		result: fmt.Sprintf("median %s, p95 %s", ms(percentile(times, 50)), ms(percentile(times, 95))),
+		target: "median <= 30 ms + settle (30 ms)",
+	}, nil
+}
+
+func benchBroadcast(n int) (row, error) {
+	const runs = 5
+	var times []time.Duration
+	err := withServer(n, func(s *harness.Server, agents []*harness.Agent) error {
+		for i := range runs {
+			res, err := s.Run("--json", "broadcast", "bench", fmt.Sprintf("broadcast %d", i))
+			if err != nil {
+				return err
+			}
+			rep, err := harness.Decode[harness.BroadcastReport](res.Stdout)
+			if err != nil || res.Code != 0 || rep.Delivered != n {
+				return fmt.Errorf("broadcast to %d: %v\n%s", n, err, res)
+			}
+			times = append(times, res.Elapsed)
+		}
+		for _, a := range agents {
+			if got, err := a.WaitReceived(runs, 10*time.Second); err != nil || len(got) != runs {
+				return fmt.Errorf("%s received %d of %d: %v", a.Session, len(got), runs, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return row{}, err
+	}
+	return row{
+		what:   fmt.Sprintf("broadcast to %d agents (%d runs)", n, runs),
+		result: fmt.Sprintf("median %s, max %s", ms(percentile(times, 50)), ms(percentile(times, 100))),
+		target: "100 agents <= 1 s",
+	}, nil
+}
+
+func benchConcurrent(senders, each int) (row, error) {
+	var (
+		elapsed time.Duration
+		merged  int
+		total   = senders * each
+	)
+	err := withServer(1, func(s *harness.Server, agents []*harness.Agent) error {
+		want := map[string]bool{}
+		var mu sync.Mutex
+		start := time.Now()
+		var g sync.WaitGroup
+		errs := make([]error, senders)
+		for w := range senders {
+			g.Add(1)
+			go func() {
+				defer g.Done()
+				for i := range each {
+					text := fmt.Sprintf("sender %d message %d", w, i)
+					res, err := s.Run("--json", "send", "bench", "a000", text)
+					if err == nil && res.Code != 0 {
+						err = fmt.Errorf("%s", res)
+					}
+					if err != nil {
+						errs[w] = err
+						return
+					}
+					rep, err := harness.Decode[harness.SendReport](res.Stdout)
+					if err != nil {
+						errs[w] = err
+						return
+					}
+					mu.Lock()
+					want[harness.Submitted(rep.ID, text)] = true
+					mu.Unlock()
+				}
+			}()
+		}
+		g.Wait()
+		elapsed = time.Since(start)
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		got, err := agents[0].WaitReceived(total, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		for _, p := range got {
+			if !want[p] {
+				merged++ // not exactly one message: merged, split or mangled
+			}
+			delete(want, p)
+		}
+		merged += len(want) // never arrived whole
+		return nil
+	})
+	if err != nil {
+		return row{}, err
+	}
+	return row{
+		what:   fmt.Sprintf("%d senders x %d messages to one agent", senders, each),
+		result: fmt.Sprintf("%.0f msgs/s, %d of %d merged or lost", float64(total)/elapsed.Seconds(), merged, total),
+		target: "nothing merged",
+	}, nil
+}
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100
+	return s[max(0, min(len(s)-1, i-1))]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
