@@ -82,7 +82,7 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.IO.ErrTTY && !opts.JSON() {
+	if !opts.JSON() {
 		d.OnWait = newWaitPrinter(opts.IO.ErrOut, false).wait
 	}
 	rep, err := d.Broadcast(ctx, opts.Team, sender, text)

@@ -85,7 +85,7 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 	}
 	opts := delivery.DefaultOptions()
 	opts.ReadyTimeout, opts.ConfirmTimeout, opts.Retries = s.ReadyTimeout, s.ConfirmTimeout, s.Retries
-	opts.Settle, opts.Poll = s.Settle, s.Poll
+	opts.Settle, opts.Repress, opts.Poll = s.Settle, s.Repress, s.Poll
 	f.Log.Debug("tmux server", "socket", server.Socket)
 	if f.Log.GetLevel() <= log.DebugLevel {
 		client.Trace = func(command string, took time.Duration, err error) {

@@ -43,7 +43,7 @@ func describe(o dispatch.Outcome) string {
 	if o.OK() {
 		return fmt.Sprintf("submitted to %s as %s (pane %s, %s)", o.Target, o.ID, o.Pane, ms(o.Elapsed))
 	}
-	return fmt.Sprintf("%s to %s: %v", o.Verdict, o.Target, o.Err)
+	return fmt.Sprintf("not delivered to %s (%s): %v", o.Target, o.Verdict, o.Err)
 }
 
 // hint says what to try next after a failed outcome, or "".

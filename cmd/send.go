@@ -84,8 +84,10 @@ func sendRun(ctx context.Context, opts *SendOptions) error {
 		return err
 	}
 	var progress *waitPrinter
-	if opts.IO.ErrTTY && !opts.JSON() {
-		progress = newWaitPrinter(opts.IO.ErrOut, true)
+	if !opts.JSON() {
+		// A person sees one line kept up to date; an agent running us as a
+		// tool (no terminal) sees a line each time the reason changes.
+		progress = newWaitPrinter(opts.IO.ErrOut, opts.IO.ErrTTY)
 		d.OnWait = progress.wait
 	}
 	out := d.Send(ctx, opts.Target, sender, text)

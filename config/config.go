@@ -40,6 +40,7 @@ type Settings struct {
 	ConfirmTimeout time.Duration // how long to wait for proof of submission after each submit
 	Retries        int           // extra submit presses when the text is still in the box
 	Settle         time.Duration // pause between typing the text and pressing submit
+	Repress        time.Duration // press submit again when our text sits in the box this long
 	Poll           time.Duration // screen poll interval while waiting
 	Concurrency    int           // broadcast deliveries in flight at once
 	From           string        // sender name; empty means detect it
@@ -54,6 +55,7 @@ func Defaults() Settings {
 		ConfirmTimeout: 5 * time.Second,
 		Retries:        2,
 		Settle:         30 * time.Millisecond,
+		Repress:        500 * time.Millisecond,
 		Poll:           10 * time.Millisecond,
 		Concurrency:    16,
 	}
@@ -133,6 +135,8 @@ var specs = [...]spec{
 		help: "extra submit presses when the text is still in the box"},
 	{key: "settle", min: 0, max: math.MaxInt64, field: func(s *Settings) any { return &s.Settle },
 		help: "pause between typing the text and pressing submit"},
+	{key: "repress", min: 0, max: math.MaxInt64, field: func(s *Settings) any { return &s.Repress },
+		help: "press submit again when our text is still in the box this long after a press (while retries last)"},
 	// Polling faster than 1ms only burns CPU on tmux round trips.
 	{key: "poll", min: int64(time.Millisecond), max: math.MaxInt64, field: func(s *Settings) any { return &s.Poll },
 		help: "screen poll interval while waiting"},

@@ -54,6 +54,7 @@ func TestDefaults(t *testing.T) {
 		ConfirmTimeout: 5 * time.Second,
 		Retries:        2,
 		Settle:         30 * time.Millisecond,
+		Repress:        500 * time.Millisecond,
 		Poll:           10 * time.Millisecond,
 		Concurrency:    16,
 	}
@@ -178,7 +179,7 @@ func TestPrecedence(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	t.Parallel()
-	const known = "known keys: ready_timeout, confirm_timeout, retries, settle, poll, concurrency, from, socket, socket_name"
+	const known = "known keys: ready_timeout, confirm_timeout, retries, settle, repress, poll, concurrency, from, socket, socket_name"
 	const both = "tmux takes a socket path (socket, -S) or a socket name (socket_name, -L), not both, so remove one"
 	tests := []struct {
 		name  string
@@ -243,7 +244,7 @@ func TestErrors(t *testing.T) {
 		{name: "flag duration that does not parse", flags: []flag{{"confirm_timeout", "5"}},
 			want: `--confirm-timeout "5": want a duration such as 30s or 250ms`},
 		{name: "unknown setting", flags: []flag{{"speed", "1"}},
-			want: `unknown setting "speed"; known settings: ready_timeout, confirm_timeout, retries, settle, poll, concurrency, from, socket, socket_name`},
+			want: `unknown setting "speed"; known settings: ready_timeout, confirm_timeout, retries, settle, repress, poll, concurrency, from, socket, socket_name`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -354,6 +355,7 @@ func TestEntries(t *testing.T) {
 		{"confirm_timeout", "1.5s", "env AGENTMSG_CONFIRM_TIMEOUT"},
 		{"retries", "2", "default"},
 		{"settle", "1m30s", "file " + path},
+		{"repress", "500ms", "default"},
 		{"poll", "250ms", "flag --poll"},
 		{"concurrency", "3", "flag --concurrency"},
 		{"from", "ana", "file " + path},

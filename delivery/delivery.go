@@ -55,8 +55,12 @@ type Options struct {
 	ConfirmTimeout time.Duration // wait this long for proof after each submit
 	Retries        int           // extra submit presses (or retypes) allowed
 	Settle         time.Duration // pause between seeing our text and submitting
-	Poll           time.Duration // screen poll interval
-	Reader         ScreenReader
+	// Repress: our text still in the box this long after a press means the
+	// press was lost (or taken as a newline): press again, while retries
+	// last. The last press waits the whole ConfirmTimeout.
+	Repress time.Duration
+	Poll    time.Duration // screen poll interval
+	Reader  ScreenReader
 	// OnWait, when set, is told what the delivery is waiting for: once when
 	// the state changes and about once a second while it stays.
 	OnWait func(Wait)
@@ -76,6 +80,7 @@ func DefaultOptions() Options {
 		ConfirmTimeout: 5 * time.Second,
 		Retries:        2,
 		Settle:         30 * time.Millisecond,
+		Repress:        500 * time.Millisecond,
 		Poll:           10 * time.Millisecond,
 		Reader:         Generic{},
 	}
@@ -211,7 +216,7 @@ func (r *run) deliver(ctx context.Context) error {
 		if err := r.pressSubmit(ctx); err != nil {
 			return err
 		}
-		out, err := r.confirm(ctx)
+		out, err := r.confirm(ctx, retries == 0)
 		if err != nil {
 			return err
 		}
@@ -316,6 +321,9 @@ func (r *run) pressSubmit(ctx context.Context) error {
 
 type outcome int
 
+// lookBackEvery spaces the scrollback captures of a confirm (each a few ms).
+const lookBackEvery = 100 * time.Millisecond
+
 const (
 	confirmed  outcome = iota // the id shows above an empty box
 	stillInBox                // our text is still in the box at the deadline
@@ -323,10 +331,13 @@ const (
 )
 
 // confirm polls after a press until the id shows above the box, or the
-// deadline passes.
-func (r *run) confirm(ctx context.Context) (outcome, error) {
-	deadline := r.d.Clock.Now().Add(r.d.Opts.ConfirmTimeout)
+// deadline passes. Unless this is the last press, text that sits in the
+// box for Repress returns stillInBox early, to press again.
+func (r *run) confirm(ctx context.Context, last bool) (outcome, error) {
+	pressed := r.d.Clock.Now()
+	deadline := pressed.Add(r.d.Opts.ConfirmTimeout)
 	wait := backoff{max: r.d.Opts.Poll}
+	var nextLook time.Time
 	for {
 		rd, lines, err := r.read(ctx)
 		if err != nil {
@@ -336,7 +347,20 @@ func (r *run) confirm(ctx context.Context) (outcome, error) {
 		if !stillOurs && containsID(above(lines, rd), r.id) {
 			return confirmed, nil
 		}
-		if !r.d.Clock.Now().Before(deadline) {
+		if !stillOurs && rd.Box == "" && rd.State == Ready && !r.d.Clock.Now().Before(nextLook) {
+			// The box emptied but the id is not on the screen: a long text
+			// scrolls it off the top. Look back now (and every so often)
+			// rather than only at the deadline.
+			nextLook = r.d.Clock.Now().Add(lookBackEvery)
+			if seen, err := r.idInHistory(ctx); err != nil || seen {
+				return confirmed, err
+			}
+		}
+		now := r.d.Clock.Now()
+		if stillOurs && !last && r.d.Opts.Repress > 0 && now.Sub(pressed) >= r.d.Opts.Repress {
+			return stillInBox, nil
+		}
+		if !now.Before(deadline) {
 			switch {
 			case stillOurs:
 				return stillInBox, nil

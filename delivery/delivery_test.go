@@ -81,7 +81,14 @@ func TestDeliver(t *testing.T) {
 			},
 			verdict: NotReady, errHas: "no input box", wantSubmitted: []string{}},
 		{name: "lost submit press is pressed again", setup: func(a *fakeAgent) { a.dropEnters = 1 },
-			verdict: Submitted, presses: 2, typings: 1},
+			verdict: Submitted, presses: 2, typings: 1,
+			check: func(t *testing.T, a *fakeAgent, res Result) {
+				if res.Elapsed > time.Second {
+					t.Errorf("pressed again after %s: want it after Repress, not the confirm timeout", res.Elapsed)
+				}
+			}},
+		{name: "slow agent is not pressed twice within Repress", setup: func(a *fakeAgent) { a.echoDelay = 300 * time.Millisecond },
+			verdict: Submitted, presses: 1, typings: 1},
 		{name: "submit never takes", setup: func(a *fakeAgent) { a.dropEnters = 100 },
 			verdict: Typed, errIs: ErrUnconfirmed, errHas: "still in the input box after 3 submit presses", wantSubmitted: []string{}, presses: 3, typings: 1},
 		{name: "no retries", setup: func(a *fakeAgent) { a.dropEnters = 100 }, opts: func(o *Options) { o.Retries = 0 },
@@ -103,9 +110,12 @@ func TestDeliver(t *testing.T) {
 				}
 			}},
 		{name: "long text is folded and scrolls off screen", text: long, verdict: Submitted, presses: 1, typings: 1,
-			check: func(t *testing.T, a *fakeAgent, _ Result) {
+			check: func(t *testing.T, a *fakeAgent, res Result) {
 				if a.captures < 3 {
 					t.Errorf("only %d captures", a.captures)
+				}
+				if res.Elapsed > time.Second {
+					t.Errorf("confirmed after %s: the scrollback should be read as soon as the box empties", res.Elapsed)
 				}
 			}},
 		{name: "pane goes away mid-delivery", setup: func(a *fakeAgent) { a.goneAfter = 4 },

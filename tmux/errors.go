@@ -25,6 +25,12 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	if e.Kind == ErrNoServer {
+		// tmux's own words differ by command ("no server running",
+		// "error connecting to ... (No such file or directory)", "no
+		// sessions"); one sentence serves the reader better.
+		return fmt.Sprintf("no tmux server is running on %s (start one, or choose another with -L NAME or -S PATH)", e.Socket)
+	}
 	msg := strings.TrimSpace(e.Stderr)
 	if msg == "" {
 		msg = fmt.Sprintf("exit status %d", e.ExitCode)

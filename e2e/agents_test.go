@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentmsg/agentmsg/e2e/harness"
+)
+
+// An agent that stays busy after each prompt: the second send waits for it
+// instead of typing into a busy agent.
+func TestBackToBackSendsToAgentBusyAfterSubmit(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-alpha-ana", harness.BusyAfterSubmit(300*time.Millisecond))
+
+	one, res := sendJSON(t, s, nil, "alpha", "ana", "first")
+	wantCode(t, res, 0)
+	two, res := sendJSON(t, s, nil, "alpha", "ana", "second")
+	wantCode(t, res, 0)
+	wantReceived(t, ana, harness.Submitted(one.ID, "first"), harness.Submitted(two.ID, "second"))
+	for _, r := range ana.Records() {
+		if r.Queued {
+			t.Errorf("typed while busy: %q was queued", r.Text)
+		}
+	}
+}
+
+// Team-less ralph agents are addressed as ralph-<id> under any team.
+func TestSendToRalphAgent(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	r7 := s.StartAgent("agent-ralph-r7")
+
+	rep, res := sendJSON(t, s, nil, "whatever", "ralph-r7", "loop on")
+	wantCode(t, res, 0)
+	wantReceived(t, r7, harness.Submitted(rep.ID, "loop on"))
+}
+
+// Codex-style paste-burst detection: an Enter that comes too soon after
+// fast input is taken as a newline. The message must still arrive exactly,
+// with no newline added.
+func TestSendToPasteBurstAgent(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-alpha-ana", harness.EnterGuard(120*time.Millisecond))
+	bob := s.StartAgent("agent-alpha-bob", harness.EnterGuard(120*time.Millisecond))
+
+	// Configured for such an agent (a profile's settle): one press, exact.
+	rep, res := sendJSON(t, s, nil, "--settle", "150ms", "alpha", "ana", "not too fast")
+	wantCode(t, res, 0)
+	wantReceived(t, ana, harness.Submitted(rep.ID, "not too fast"))
+	if rep.Presses != 1 {
+		t.Errorf("%d presses with a settle above the agent's guard, want 1", rep.Presses)
+	}
+
+	// With the default settle the first Enter becomes a newline in the box.
+	// The text is still ours and still there, so it is pressed again soon
+	// (not after the confirm timeout) and arrives once, whole.
+	rep, res = sendJSON(t, s, nil, "alpha", "bob", "too fast")
+	wantCode(t, res, 0)
+	got := bob.WaitReceived(1, 5*time.Second)
+	if len(got) != 1 || strings.TrimRight(got[0], "\n") != harness.Submitted(rep.ID, "too fast") {
+		t.Errorf("bob received %q, want one %q (a trailing newline aside)", got, harness.Submitted(rep.ID, "too fast"))
+	}
+	if res.Elapsed > 3*time.Second {
+		t.Errorf("took %s: the second press should come after --repress, not the confirm timeout", res.Elapsed)
+	}
+}
+
+// An agent whose program has exited (its pane kept by remain-on-exit) is
+// reported, not typed into.
+func TestSendToExitedAgent(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-alpha-ana")
+	s.Tmux("set-option", "-w", "-t", ana.Pane, "remain-on-exit", "on")
+	pid, err := ana.PID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for strings.TrimSpace(s.Tmux("display-message", "-p", "-t", ana.Pane, "#{pane_dead}")) != "1" {
+		if time.Now().After(deadline) {
+			t.Fatal("the stand-in did not exit on SIGTERM")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	res := s.Run("send", "alpha", "ana", "anyone home?")
+	wantCode(t, res, 1)
+	if !strings.Contains(res.Stderr, "exited") {
+		t.Errorf("stderr should say the agent's program has exited:\n%s", res.Stderr)
+	}
+	wantUntouched(t, ana)
+}

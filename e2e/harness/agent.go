@@ -1,0 +1,226 @@
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// StartTimeout is how long StartAgent waits for the stand-in's "started"
+// record.
+const StartTimeout = 10 * time.Second
+
+// Record is one line of a stand-in's log.
+type Record struct {
+	T      string `json:"t"`
+	Kind   string `json:"kind"` // started, prompt, dialog-key, interrupt
+	Text   string `json:"text"`
+	Queued bool   `json:"queued,omitempty"`
+}
+
+// AgentOption sets one of the stand-in's flags.
+type AgentOption func(*[]string)
+
+func flagOption(name, value string) AgentOption {
+	return func(args *[]string) { *args = append(*args, "-"+name, value) }
+}
+
+// Style is "claude" (the default) or "plain".
+func Style(style string) AgentOption { return flagOption("style", style) }
+
+// InitialState is "ready" (the default), "busy" or "dialog".
+func InitialState(state string) AgentOption { return flagOption("state", state) }
+
+// BusyAfterSubmit keeps the agent busy for d after each prompt.
+func BusyAfterSubmit(d time.Duration) AgentOption { return flagOption("busy-after-submit", d.String()) }
+
+// Queue makes Enter while busy queue the draft.
+func Queue() AgentOption { return func(args *[]string) { *args = append(*args, "-queue") } }
+
+// FoldBytes folds pastes longer than n bytes into a label (<= 0: never).
+func FoldBytes(n int) AgentOption { return flagOption("fold-bytes", strconv.Itoa(n)) }
+
+// FoldLines folds pastes of more than n lines into a label (<= 0: never).
+func FoldLines(n int) AgentOption { return flagOption("fold-lines", strconv.Itoa(n)) }
+
+// DropEnter ignores the first n Enters that would submit.
+func DropEnter(n int) AgentOption { return flagOption("drop-enter", strconv.Itoa(n)) }
+
+// EnterGuard turns an Enter within d of typing into a newline.
+func EnterGuard(d time.Duration) AgentOption { return flagOption("enter-guard", d.String()) }
+
+// Agent is one stand-in running in its own session.
+type Agent struct {
+	Server  *Server
+	Session string
+	Pane    string // "%N", used for every command after start
+	LogPath string
+	CuePath string
+}
+
+// StartAgent starts the stand-in in a new 200x50 session and waits for it
+// to log "started".
+func (s *Server) StartAgent(session string, opts ...AgentOption) (*Agent, error) {
+	// Files are numbered, not named after the session: a test may use
+	// session names no file should carry.
+	n := s.agents.Add(1)
+	a := &Agent{
+		Server:  s,
+		Session: session,
+		LogPath: filepath.Join(s.Dir, "logs", fmt.Sprintf("agent%d.log", n)),
+		CuePath: filepath.Join(s.Dir, "logs", fmt.Sprintf("agent%d.cue", n)),
+	}
+	args := []string{"-log", a.LogPath, "-cue", a.CuePath}
+	for _, o := range opts {
+		o(&args)
+	}
+	// More than one argument after the options: tmux runs the program
+	// itself, no shell in between to reinterpret anything.
+	out, err := s.Tmux(append([]string{"new-session", "-d", "-P", "-F", "#{pane_id}",
+		"-s", session, "-x", "200", "-y", "50", "--", s.Bins.Standin}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	a.Pane = strings.TrimSpace(out)
+	if err := a.waitStarted(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *Agent) waitStarted() error {
+	deadline := time.Now().Add(StartTimeout)
+	for {
+		recs, err := a.Records()
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if r.Kind == "started" {
+				return nil
+			}
+		}
+		if _, err := a.Server.Tmux("has-session", "-t", "="+a.Session); err != nil {
+			return fmt.Errorf("stand-in in %s exited before it started: %w", a.Session, err)
+		}
+		if time.Now().After(deadline) {
+			screen, _ := a.Capture()
+			return fmt.Errorf("stand-in in %s did not start within %s; screen:\n%s", a.Session, StartTimeout, screen)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Records reads the whole log; a missing log is an empty one.
+func (a *Agent) Records() ([]Record, error) {
+	b, err := os.ReadFile(a.LogPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var recs []Record
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	for sc.Scan() {
+		var r Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("%s: bad log line %q: %w", a.LogPath, sc.Text(), err)
+		}
+		recs = append(recs, r)
+	}
+	return recs, sc.Err()
+}
+
+// Received is the text of every prompt the agent submitted, in order.
+func (a *Agent) Received() ([]string, error) {
+	return a.OfKind("prompt")
+}
+
+// OfKind is the text of every record of kind.
+func (a *Agent) OfKind(kind string) ([]string, error) {
+	recs, err := a.Records()
+	var out []string
+	for _, r := range recs {
+		if r.Kind == kind {
+			out = append(out, r.Text)
+		}
+	}
+	return out, err
+}
+
+// WaitReceived polls the log until it holds at least n prompts or timeout
+// passes, and returns what it holds then.
+func (a *Agent) WaitReceived(n int, timeout time.Duration) ([]string, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		got, err := a.Received()
+		if err != nil || len(got) >= n {
+			return got, err
+		}
+		if time.Now().After(deadline) {
+			return got, fmt.Errorf("%s: %d of %d prompts after %s", a.Session, len(got), n, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// SetState cues the stand-in into "ready", "busy" or "dialog". The stand-in
+// acts on a change of the cue file only, so cueing the same word twice in a
+// row does nothing the second time.
+func (a *Agent) SetState(state string) error {
+	// Write then rename: the stand-in never reads half a word.
+	tmp := a.CuePath + ".tmp"
+	if err := os.WriteFile(tmp, []byte(state+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, a.CuePath)
+}
+
+// Type types text into the agent's box as a person would.
+func (a *Agent) Type(text string) error { return a.Server.TypeLiteral(a.Pane, text) }
+
+// Press sends key names (Enter, Escape) to the agent's pane.
+func (a *Agent) Press(keys ...string) error { return a.Server.PressKeys(a.Pane, keys...) }
+
+// Capture returns the agent's visible screen.
+func (a *Agent) Capture() (string, error) { return a.Server.Capture(a.Pane) }
+
+// WaitScreen polls the screen until it contains want or timeout passes.
+func (a *Agent) WaitScreen(want string, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		screen, err := a.Capture()
+		if err != nil || strings.Contains(screen, want) {
+			return screen, err
+		}
+		if time.Now().After(deadline) {
+			return screen, fmt.Errorf("%s: screen does not show %q after %s", a.Session, want, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// PID is the pane's first process: the stand-in itself. Use it, not a
+// process search by name, to signal the stand-in.
+func (a *Agent) PID() (int, error) {
+	out, err := a.Server.Tmux("display-message", "-p", "-t", a.Pane, "#{pane_pid}")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(out))
+}
+
+// Kill ends the agent's session.
+func (a *Agent) Kill() error {
+	_, err := a.Server.Tmux("kill-session", "-t", "="+a.Session)
+	return err
+}

@@ -1,0 +1,165 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// TmuxTimeout bounds every tmux call the harness makes, so that a wedged
+// server fails a test instead of hanging it.
+const TmuxTimeout = 10 * time.Second
+
+// Server is a private tmux server on a socket of its own. Nothing here ever
+// runs tmux without -S, so the user's own server is never touched.
+type Server struct {
+	Bins   Binaries
+	Dir    string // short temp dir: socket, logs, cues, XDG dirs
+	Socket string
+
+	agents atomic.Int64 // numbers log and cue files
+}
+
+// NewServer builds the binaries if needed and starts a server that holds
+// one placeholder session (_keep), so that it outlives every agent.
+func NewServer() (*Server, error) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		return nil, fmt.Errorf("tmux is not installed: %w", err)
+	}
+	bins, err := Build()
+	if err != nil {
+		return nil, err
+	}
+	// Socket paths are limited to about 100 bytes, and t.TempDir() can be
+	// longer than that: a short dir under /tmp it is.
+	dir, err := os.MkdirTemp("/tmp", "am")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Bins: bins, Dir: dir, Socket: filepath.Join(dir, "sock")}
+	for _, sub := range []string{"logs", "config", "runtime", "state"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	// -f /dev/null: no user config can change key handling or sizes.
+	if _, err := s.Tmux("-f", "/dev/null", "new-session", "-d", "-s", "_keep", "-x", "200", "-y", "50",
+		"/bin/sh", "-c", s.watchdog()); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("starting tmux server: %w", err)
+	}
+	return s, nil
+}
+
+// watchdog is the _keep session's program: it keeps the server up while
+// this process lives, and takes the server and its dir down when this
+// process dies without calling Close (a test binary killed on timeout).
+func (s *Server) watchdog() string {
+	// The shell ignores the hangup that kill-server sends its own pane, so
+	// that it lives on to remove the dir (the socket must stay until then:
+	// without it kill-server cannot reach the server).
+	return fmt.Sprintf("trap '' HUP TERM; while kill -0 %d 2>/dev/null; do sleep 1; done; tmux -S '%s' kill-server; rm -rf '%s'",
+		os.Getpid(), s.Socket, s.Dir)
+}
+
+// Close kills the server and removes its dir, socket included (kill-server
+// leaves the socket file behind).
+func (s *Server) Close() error {
+	_, err := s.Tmux("kill-server")
+	if err != nil && (strings.Contains(err.Error(), "no server running") || strings.Contains(err.Error(), "error connecting")) {
+		err = nil // already gone: closed twice, or the watchdog was faster
+	}
+	if rmErr := os.RemoveAll(s.Dir); rmErr != nil {
+		err = errors.Join(err, rmErr)
+	}
+	return err
+}
+
+// Tmux runs one tmux command on this server and returns its stdout.
+func (s *Server) Tmux(args ...string) (string, error) {
+	return s.tmuxStdin(nil, args...)
+}
+
+func (s *Server) tmuxStdin(stdin []byte, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), TmuxTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "tmux", append([]string{"-S", s.Socket}, args...)...)
+	cmd.Env = tmuxEnv()
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("tmux %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// tmuxEnv is the caller's environment without the variables that tie a
+// tmux client to the server it runs in; SHELL is fixed so that a shell
+// pane behaves the same on every machine.
+func tmuxEnv() []string {
+	env := withoutVars(os.Environ(), "TMUX", "TMUX_PANE", "SHELL", "AGENTMSG_*")
+	return append(env, "SHELL=/bin/sh")
+}
+
+func withoutVars(env []string, names ...string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		drop := false
+		for _, n := range names {
+			if name == n || strings.HasSuffix(n, "*") && strings.HasPrefix(name, strings.TrimSuffix(n, "*")) {
+				drop = true
+			}
+		}
+		if !drop {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// NewShellSession starts a session running /bin/sh: a pane that is not an
+// agent. It returns the pane id.
+func (s *Server) NewShellSession(session string) (string, error) {
+	out, err := s.Tmux("new-session", "-d", "-P", "-F", "#{pane_id}", "-s", session, "-x", "200", "-y", "50", "/bin/sh")
+	return strings.TrimSpace(out), err
+}
+
+// Capture returns the visible screen of a pane (or "=SESSION:").
+func (s *Server) Capture(target string) (string, error) {
+	return s.Tmux("capture-pane", "-p", "-J", "-t", target)
+}
+
+// TypeLiteral types text into a pane as a person would, as data (-l), never
+// as key names.
+func (s *Server) TypeLiteral(pane, text string) error {
+	_, err := s.Tmux("send-keys", "-t", pane, "-l", "--", text)
+	return err
+}
+
+// PressKeys sends key names (Enter, Escape, C-c) to a pane.
+func (s *Server) PressKeys(pane string, keys ...string) error {
+	_, err := s.Tmux(append([]string{"send-keys", "-t", pane}, keys...)...)
+	return err
+}
+
+// Sessions lists the server's session names.
+func (s *Server) Sessions() ([]string, error) {
+	out, err := s.Tmux("list-sessions", "-F", "#{session_name}")
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(strings.TrimSpace(out), "\n"), nil
+}
