@@ -41,7 +41,7 @@ func exitCode(err error) int {
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.As(err, &ue), errors.Is(err, target.ErrInvalid), errors.Is(err, config.ErrInvalid),
-		errors.Is(err, dispatch.ErrEmptyMessage):
+		errors.Is(err, dispatch.ErrEmptyMessage), errors.Is(err, dispatch.ErrSelf):
 		return ExitUsage
 	case errors.Is(err, dispatch.ErrTargetNotFound), errors.Is(err, dispatch.ErrNoTargets):
 		return ExitNotFound

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/log"
@@ -92,7 +93,15 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 			f.Log.Debug("tmux", "cmd", command, "took", took, "err", err)
 		}
 	}
+	// The caller's own pane, when it runs on the server we talk to.
+	var self string
+	if v, ok := f.LookupEnv("TMUX"); ok {
+		if sock, _, _ := strings.Cut(v, ","); sock == server.Socket {
+			self, _ = f.LookupEnv("TMUX_PANE")
+		}
+	}
 	return &dispatch.Dispatcher{
+		Self: self,
 		Tmux: client,
 		Attach: func(ctx context.Context, session string) (dispatch.Conn, error) {
 			a, err := tmux.Attach(ctx, client, session)

@@ -3,12 +3,14 @@ package cmd
 import (
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/tmux"
 )
 
 // outcomeJSON is one target's verdict in --json output.
@@ -46,20 +48,37 @@ func describe(o dispatch.Outcome) string {
 	return fmt.Sprintf("not delivered to %s (%s): %v", o.Target, o.Verdict, o.Err)
 }
 
-// hint says what to try next after a failed outcome, or "".
-func hint(o dispatch.Outcome, socket string) string {
+// hint says what to try next after a failed outcome, or "". serverFlag is
+// what points agentmsg at the server used ("" for the one it finds itself).
+func hint(o dispatch.Outcome, socket, serverFlag string) string {
 	switch outcomeCode(o) {
 	case ExitNotFound:
 		if o.Target.IsRalph() {
-			return "see the agents there: agentmsg list"
+			return "see the agents there: agentmsg " + serverFlag + "list"
 		}
-		return "see the agents there: agentmsg list " + o.Target.Team
+		return "see the agents there: agentmsg " + serverFlag + "list " + o.Target.Team
 	case ExitNotReady:
-		return "wait longer with --ready-timeout, or look: tmux -S " + socket + " attach -t '=" + o.Target.Session + "'"
+		return "wait longer with --ready-timeout, or look: tmux -S " + shellQuote(socket) + " attach -r -t '=" + o.Target.Session + "'"
 	case ExitUnconfirmed:
-		return "look at the agent's screen: tmux -S " + socket + " attach -t '=" + o.Target.Session + "'"
+		return "look at the agent's screen: tmux -S " + shellQuote(socket) + " attach -r -t '=" + o.Target.Session + "'"
 	}
 	return ""
+}
+
+// serverFlag is "-S PATH " when socket is not the server agentmsg would
+// find without flags, so that a printed command reaches the same server.
+func serverFlag(lookupEnv func(string) (string, bool), socket string) string {
+	if def, err := tmux.ResolveServer("", "", lookupEnv); err == nil && def.Socket == socket {
+		return ""
+	}
+	return "-S " + shellQuote(socket) + " "
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+%=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func ms(d time.Duration) string {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"os/user"
@@ -44,9 +45,28 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 // NewFactory wires the real dependencies, read lazily.
 func NewFactory(io *IOStreams, lookupEnv func(string) (string, bool)) *Factory {
 	f := &Factory{IO: io, LookupEnv: lookupEnv}
-	f.Log = log.NewWithOptions(io.ErrOut, log.Options{Prefix: "agentmsg", Level: log.WarnLevel})
+	// Hide that stderr is a terminal: on one, the logger's colour support
+	// asks the terminal for its colours at start-up and waits up to 5 s for
+	// each answer (10 s per run where none comes, and the answers can eat a
+	// person's keystrokes). Plain text logs are worth neither.
+	f.Log = log.NewWithOptions(plainWriter{io.ErrOut}, log.Options{Prefix: "agentmsg", Level: log.WarnLevel})
 	return f
 }
+
+// typedString is a string flag that reports a type name in --help.
+type typedString struct {
+	v        *string
+	typeName string
+}
+
+func (t *typedString) String() string     { return *t.v }
+func (t *typedString) Set(s string) error { *t.v = s; return nil }
+func (t *typedString) Type() string       { return t.typeName }
+
+// plainWriter is an io.Writer and nothing more: no Fd, so no terminal.
+type plainWriter struct{ w io.Writer }
+
+func (p plainWriter) Write(b []byte) (int, error) { return p.w.Write(b) }
 
 // globalFlags are the flags every command takes; each config key is one.
 type globalFlags struct {
@@ -99,7 +119,10 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.`,
 		case "from":
 			pf.StringVar(v, k.Flag, "", "sender name (default: $AGENTMSG_FROM, else the agent whose tmux session you run in, else $USER)")
 		default:
-			pf.StringVar(v, k.Flag, k.Default, usage)
+			// Validated by config.Set, which names the key and the rule;
+			// typed here only so that --help says what a value looks like.
+			*v = k.Default
+			pf.Var(&typedString{v, k.Type}, k.Flag, usage)
 		}
 	}
 	pf.BoolVar(&f.JSON, "json", false, "print one JSON document on stdout")

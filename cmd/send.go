@@ -17,6 +17,7 @@ type SendOptions struct {
 	Dispatcher func() (*dispatch.Dispatcher, error)
 	Sender     func(ctx context.Context) (string, string, error)
 	JSON       func() bool
+	LookupEnv  func(string) (string, bool)
 
 	Target  target.Target
 	Message string
@@ -25,7 +26,7 @@ type SendOptions struct {
 }
 
 func NewCmdSend(f *Factory, runF func(context.Context, *SendOptions) error) *cobra.Command {
-	opts := &SendOptions{IO: f.IO, Dispatcher: f.Dispatcher, Sender: f.Sender, JSON: func() bool { return f.JSON }}
+	opts := &SendOptions{IO: f.IO, Dispatcher: f.Dispatcher, Sender: f.Sender, JSON: func() bool { return f.JSON }, LookupEnv: f.LookupEnv}
 	c := &cobra.Command{
 		Use:   "send TEAM NAME [MESSAGE...]",
 		Short: "Type a message into one agent's input box, submit it, and confirm it arrived",
@@ -115,7 +116,8 @@ func sendRun(ctx context.Context, opts *SendOptions) error {
 		}
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s\n", describe(out))
-	if h := hint(out, d.Tmux.Server().Socket); h != "" {
+	socket := d.Tmux.Server().Socket
+	if h := hint(out, socket, serverFlag(opts.LookupEnv, socket)); h != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "  %s\n", h)
 	}
 	return exitError{code}

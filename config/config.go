@@ -106,6 +106,7 @@ type KeyInfo struct {
 	Flag    string // without the dashes: "ready-timeout"
 	Default string // formatted like Entry.Value
 	Help    string
+	Type    string // "duration", "int" or "string", for --help
 }
 
 // Entry is one key with its effective value, formatted as a person would write
@@ -175,9 +176,20 @@ func Keys() []KeyInfo {
 	def := Defaults()
 	out := make([]KeyInfo, len(specs))
 	for i, sp := range specs {
-		out[i] = KeyInfo{Key: sp.key, Env: envName(sp.key), Flag: flagName(sp.key), Default: sp.format(&def), Help: sp.help}
+		out[i] = KeyInfo{Key: sp.key, Env: envName(sp.key), Flag: flagName(sp.key), Default: sp.format(&def), Help: sp.help, Type: sp.typeName()}
 	}
 	return out
+}
+
+func (sp *spec) typeName() string {
+	var s Settings
+	switch sp.field(&s).(type) {
+	case *time.Duration:
+		return "duration"
+	case *int:
+		return "int"
+	}
+	return "string"
 }
 
 func (sp *spec) format(s *Settings) string {

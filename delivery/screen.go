@@ -82,7 +82,7 @@ func (Generic) Read(lines []string) Reading {
 	if busy(bottom) {
 		return Reading{State: Busy, BoxRow: -1, Detail: "the agent is working"}
 	}
-	return Reading{State: Unknown, BoxRow: -1, Detail: "no input box at the bottom of the screen"}
+	return Reading{State: Unknown, BoxRow: -1, Detail: "the bottom of the screen shows neither a prompt nor a dialog"}
 }
 
 // readRuledBox finds "❯ text" lines between two rules of ─, the lower rule

@@ -24,6 +24,7 @@ var (
 	ErrTargetNotFound = errors.New("no such agent")
 	ErrNoTargets      = errors.New("no agents found")
 	ErrEmptyMessage   = errors.New("the message is empty")
+	ErrSelf           = errors.New("that agent is you")
 )
 
 // Verdicts besides delivery's.
@@ -43,10 +44,14 @@ type Dispatcher struct {
 	// tmux control client: a command costs a fraction of a millisecond
 	// instead of a process). It fails with tmux.ErrSessionNotFound when
 	// there is no such session. Without it every command goes to Tmux.
-	Attach      func(ctx context.Context, session string) (Conn, error)
-	Locks       delivery.Locker
-	Clock       delivery.Clock
-	Opts        delivery.Options
+	Attach func(ctx context.Context, session string) (Conn, error)
+	Locks  delivery.Locker
+	Clock  delivery.Clock
+	Opts   delivery.Options
+	// Self is the pane the caller runs in ("" when outside this server).
+	// A broadcast leaves it out: an agent broadcasting to its team is busy
+	// running us and would wait for itself until the ready timeout.
+	Self        string
 	Concurrency int       // broadcast deliveries in flight
 	Random      io.Reader // for message ids; nil is crypto/rand
 	// OnWait, when set, hears about every delivery that waits for its agent.
@@ -89,6 +94,9 @@ func (d *Dispatcher) Send(ctx context.Context, t target.Target, sender, text str
 	if err == nil {
 		defer conn.Close()
 		pane, err = conn.SessionPane(ctx, t.Session)
+	}
+	if err == nil && d.Self != "" && pane.ID == d.Self {
+		err = fmt.Errorf("%w: %s is the pane you run in; your own prompt is busy running this command", ErrSelf, t.Session)
 	}
 	if err != nil {
 		out := Outcome{Target: t, ID: id, Verdict: delivery.Failed, Err: err}
@@ -144,6 +152,7 @@ func (d *Dispatcher) Broadcast(ctx context.Context, team, sender, text string) (
 	if err != nil {
 		return Report{}, err
 	}
+	agents = slices.DeleteFunc(agents, func(a found) bool { return d.Self != "" && a.pane.ID == d.Self })
 	if len(agents) == 0 {
 		return Report{}, noTargets(team)
 	}

@@ -282,3 +282,20 @@ func TestAgentsReadsStates(t *testing.T) {
 		t.Fatalf("states %v, want ana ready, bob dialog", got)
 	}
 }
+
+func TestBroadcastLeavesOutTheCaller(t *testing.T) {
+	s := newFakeServer("agent-alpha-ana", "agent-alpha-bob")
+	d := newDispatcher(s)
+	d.Self = s.sessions["agent-alpha-bob"].id
+	rep, err := d.Broadcast(context.Background(), "alpha", "BOB", "hi team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Delivered != 1 || len(rep.Outcomes) != 1 || rep.Outcomes[0].Target.Name != "ana" {
+		t.Fatalf("report %+v, want ana only", rep)
+	}
+	out := d.Send(context.Background(), mustTarget(t, "alpha", "bob"), "BOB", "note to self")
+	if !errors.Is(out.Err, ErrSelf) || len(s.received("agent-alpha-bob")) != 0 {
+		t.Fatalf("send to oneself: %+v, want ErrSelf and nothing typed", out)
+	}
+}

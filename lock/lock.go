@@ -35,32 +35,61 @@ func DefaultDir(lookupEnv func(string) (string, bool)) Dir {
 
 // Pane takes the exclusive lock for one pane of one server, waiting until it
 // is free or ctx ends. The returned func releases it.
+//
+// The lock file is removed on release, so that the directory does not
+// collect a file per pane ever used. That is safe because a holder checks,
+// once it has the lock, that the file it locked is still the one at the
+// path; a waiter that wins the lock on a removed file starts over.
 func (d Dir) Pane(ctx context.Context, socket, paneID string) (unlock func(), err error) {
 	if err := os.MkdirAll(d.Path, 0o700); err != nil {
 		return nil, fmt.Errorf("lock directory: %w", err)
 	}
 	sum := sha256.Sum256([]byte(socket))
-	name := hex.EncodeToString(sum[:8]) + "-" + strings.TrimPrefix(paneID, "%") + ".lock"
-	f, err := os.OpenFile(filepath.Join(d.Path, name), os.O_RDWR|os.O_CREATE, 0o600)
+	path := filepath.Join(d.Path, hex.EncodeToString(sum[:8])+"-"+strings.TrimPrefix(paneID, "%")+".lock")
+	for {
+		f, err := lockFile(ctx, path, paneID)
+		if err != nil {
+			return nil, err
+		}
+		if same(f, path) {
+			return func() {
+				os.Remove(path) // before the release: no one can hold it now
+				f.Close()       // closing the file releases the flock
+			}, nil
+		}
+		f.Close() // the previous holder removed it: lock the new one
+	}
+}
+
+// same reports whether f is the file now at path.
+func same(f *os.File, path string) bool {
+	held, err1 := f.Stat()
+	now, err2 := os.Stat(path)
+	return err1 == nil && err2 == nil && os.SameFile(held, now)
+}
+
+// lockFile opens path and takes its flock, waiting until it is free or ctx
+// ends.
+func lockFile(ctx context.Context, path, paneID string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock file: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
-		return func() { f.Close() }, nil // closing the file releases the flock
+		return f, nil
 	}
 
 	// Contended: block in the kernel (waiters wake as soon as it is free)
 	// on a goroutine, so ctx can still end the wait.
-	type result struct{ err error }
-	done := make(chan result, 1)
-	go func() { done <- result{unix.Flock(int(f.Fd()), unix.LOCK_EX)} }()
+	done := make(chan error, 1)
+	go func() { done <- unix.Flock(int(f.Fd()), unix.LOCK_EX) }()
 	select {
-	case r := <-done:
-		if r.err != nil {
+	case err := <-done:
+		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("locking pane %s: %w", paneID, r.err)
+			return nil, fmt.Errorf("locking pane %s: %w", paneID, err)
 		}
-		return func() { f.Close() }, nil
+		return f, nil
 	case <-ctx.Done():
 		// The blocked flock is interrupted by nothing; let it finish and
 		// release whatever it gets.

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -38,6 +39,10 @@ func TestPaneExcludes(t *testing.T) {
 	wg.Wait()
 	if maxInside != 1 {
 		t.Fatalf("%d holders at once, want 1", maxInside)
+	}
+	// Released locks leave no file behind (a busy server has many panes).
+	if left, _ := os.ReadDir(d.Path); len(left) != 0 {
+		t.Errorf("%d lock files left behind", len(left))
 	}
 }
 
