@@ -1,0 +1,135 @@
+package mailbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Retention bounds an inbox. A zero field is no bound; the zero Retention
+// keeps every message and only folds updates into their envelopes.
+type Retention struct {
+	MaxCount int           // keep at most the newest MaxCount messages...
+	MaxAge   time.Duration // ...that are younger than MaxAge
+}
+
+// CompactResult says what Compact did.
+type CompactResult struct {
+	Kept, Dropped int
+	Corrupt       int  // unparsable lines dropped
+	Torn          bool // a line left unfinished by a dead writer was dropped
+	Rewritten     bool // false when there was nothing to change
+}
+
+// Compact rewrites agent's inbox to the messages r retains, folding each
+// delivery update into its envelope. Beyond r it never drops a message
+// that a saved cursor has not passed, the last message a cursor passed
+// (its anchor, see Position), or one whose delivery is still outstanding.
+// Readers that never saved a cursor are not protected.
+//
+// The new file is written beside the inbox, fsynced and renamed over it
+// under the inbox lock, so writers wait and a crash at any instant leaves
+// either the old file or the new one, each complete.
+func (s *Store) Compact(team, agent string, r Retention) (CompactResult, error) {
+	b, err := s.Box(team, agent)
+	if err != nil {
+		return CompactResult{}, err
+	}
+	res, err := b.compact(r)
+	if err != nil {
+		return res, fmt.Errorf("compacting inbox of %s: %w", agent, err)
+	}
+	return res, nil
+}
+
+func (b *Box) compact(r Retention) (CompactResult, error) {
+	if _, err := os.Stat(b.path()); os.IsNotExist(err) {
+		return CompactResult{}, nil
+	}
+	unlock, err := lockFile(b.lockPath())
+	if err != nil {
+		return CompactResult{}, err
+	}
+	defer unlock()
+
+	data, err := os.ReadFile(b.path())
+	if err != nil {
+		return CompactResult{}, err
+	}
+	sc := parse(data, 0)
+	// Cursors are read under the lock; see Advance for why a cursor saved
+	// after this point is still safe.
+	cursors, err := b.cursors()
+	if err != nil {
+		return CompactResult{}, err
+	}
+	keep := b.retain(sc, cursors, r)
+
+	res := CompactResult{Corrupt: len(sc.corrupt), Torn: sc.torn > 0}
+	for _, k := range keep {
+		if k {
+			res.Kept++
+		}
+	}
+	res.Dropped = len(keep) - res.Kept
+	if res.Dropped == 0 && sc.updates == 0 && res.Corrupt == 0 && !res.Torn && sc.gen != "" {
+		return res, nil
+	}
+
+	hdr, err := newHeader(b.s.now())
+	if err != nil {
+		return res, err
+	}
+	out := make([]byte, 0, len(data))
+	out = append(out, hdr...)
+	for i, e := range sc.entries {
+		if !keep[i] {
+			continue
+		}
+		line, err := json.Marshal(e.env)
+		if err != nil {
+			return res, err
+		}
+		out = append(append(out, line...), '\n')
+	}
+	tmp, err := writeTemp(b.dir, "."+b.Agent+".jsonl.tmp*", out)
+	if err != nil {
+		return res, err
+	}
+	if err := os.Rename(tmp, b.path()); err != nil {
+		os.Remove(tmp)
+		return res, err
+	}
+	res.Rewritten = true
+	return res, syncDir(b.dir)
+}
+
+// retain decides, per entry, whether compaction keeps it.
+func (b *Box) retain(sc *scan, cursors map[string]Position, r Retention) []bool {
+	n := len(sc.entries)
+	firstUnread := n
+	anchors := map[int]bool{}
+	for _, c := range cursors {
+		i := sc.after(c)
+		firstUnread = min(firstUnread, i)
+		if i > 0 {
+			anchors[i-1] = true
+		}
+	}
+	now := b.s.now()
+	keep := make([]bool, n)
+	retained := 0
+	for i := n - 1; i >= 0; i-- {
+		e := sc.entries[i].env
+		young := r.MaxAge <= 0 || now.Sub(e.Timestamp) < r.MaxAge
+		if young && (r.MaxCount <= 0 || retained < r.MaxCount) {
+			keep[i] = true
+			retained++
+		}
+		if i >= firstUnread || anchors[i] || (e.Delivery != nil && e.Delivery.State.Outstanding()) {
+			keep[i] = true
+		}
+	}
+	return keep
+}

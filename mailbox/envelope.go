@@ -1,0 +1,110 @@
+package mailbox
+
+import (
+	"time"
+
+	"github.com/agentmsg/agentmsg/message"
+)
+
+// Type says what a message is for; receivers dispatch on it.
+type Type string
+
+// Message types. The set is open: an unknown type is stored and read back
+// unchanged, so a newer sender does not break an older reader.
+const (
+	TypeText             Type = "text"
+	TypeStatus           Type = "status"
+	TypeShutdownRequest  Type = "shutdown-request"
+	TypeShutdownResponse Type = "shutdown-response"
+	TypePlan             Type = "plan"
+	TypePlanApproval     Type = "plan-approval"
+	TypeTask             Type = "task"
+	TypeBroadcast        Type = "broadcast"
+	TypeRequest          Type = "request"
+	TypeClaim            Type = "claim"
+)
+
+// Broadcast is the To of a message sent to every agent of a team.
+const Broadcast = "*"
+
+// Envelope is one message as stored, one JSON object per inbox line.
+type Envelope struct {
+	ID        message.ID        `json:"id"`
+	From      string            `json:"from"`
+	To        string            `json:"to"`
+	Type      Type              `json:"type"`
+	Content   string            `json:"content,omitempty"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	ReplyTo   message.ID        `json:"reply_to,omitempty"`
+	RequestID string            `json:"request_id,omitempty"`
+	// Timestamp is set by Append when zero and always stored in UTC;
+	// encoding/json writes it as RFC 3339 with nanoseconds.
+	Timestamp time.Time `json:"timestamp"`
+	// Delivery is the latest delivery record: the one appended with the
+	// message, replaced by each later update for its id.
+	Delivery *Delivery `json:"delivery,omitempty"`
+}
+
+// DeliveryState is how far a message has got into the agent's pane.
+type DeliveryState string
+
+// Delivery states.
+const (
+	StatePending   DeliveryState = "pending"   // stored, not yet tried
+	StateTyped     DeliveryState = "typed"     // text is in the input box
+	StateSubmitted DeliveryState = "submitted" // Enter pressed and confirmed
+	StateQueued    DeliveryState = "queued"    // the agent queued it behind its current turn
+	StateDeferred  DeliveryState = "deferred"  // agent busy or in a dialog; retry later
+	StateFailed    DeliveryState = "failed"    // gave up; LastVerdict says why
+	StateRead      DeliveryState = "read"      // the agent pulled it from its inbox
+)
+
+// Outstanding reports whether a delivery still has work to do; compaction
+// never drops such a message.
+func (s DeliveryState) Outstanding() bool { return s == StatePending || s == StateDeferred }
+
+// Delivery records the progress of one message to its receiver.
+type Delivery struct {
+	State       DeliveryState `json:"state"`
+	Attempts    int           `json:"attempts,omitempty"`
+	LastVerdict string        `json:"last_verdict,omitempty"`
+	Updated     time.Time     `json:"updated,omitzero"`
+}
+
+// Position is a place in an inbox: just after the line ending at Offset in
+// the inbox generation Gen, which is just after message LastID.
+//
+// Offsets are only meaningful within one generation, because compaction
+// rewrites the file. When the generation has changed, the position is
+// found again from LastID (compaction keeps every message a saved cursor
+// points at, see Compact). The zero Position is the start of the inbox.
+type Position struct {
+	Gen    string     `json:"gen,omitempty"`
+	Offset int64      `json:"offset"`
+	LastID message.ID `json:"last_id,omitempty"`
+}
+
+// record is any inbox line: an envelope, an update ({"update": id,
+// "delivery": {...}}), or the header that starts every inbox file
+// ({"gen": ...}). Embedding makes an envelope decode unchanged.
+type record struct {
+	Envelope
+	Update message.ID `json:"update,omitempty"`
+	Gen    string     `json:"gen,omitempty"`
+}
+
+// updateRecord is written for a delivery change; a separate type so that
+// it does not carry the envelope's empty, non-omitempty fields.
+type updateRecord struct {
+	Update   message.ID `json:"update"`
+	Delivery *Delivery  `json:"delivery"`
+}
+
+// headerRecord is the first line of every inbox file. Each new file (the
+// first append, or a compaction) gets a fresh random generation, so a
+// Position taken in an older file is recognised as such even when its
+// offset happens to fit the new one.
+type headerRecord struct {
+	Gen     string    `json:"gen"`
+	Created time.Time `json:"created"`
+}

@@ -1,0 +1,233 @@
+package mailbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/agentmsg/agentmsg/message"
+)
+
+// Batch is the result of reading an inbox.
+type Batch struct {
+	// Envelopes are the complete messages read, in append order, each with
+	// the latest delivery update (seen in this read) folded in.
+	Envelopes []Envelope
+	// End is where the next read should start: after the last complete
+	// line. A last line still being written is not included and is read
+	// once it is complete.
+	End Position
+	// Corrupt lists complete lines that did not parse. They are skipped
+	// so that one bad line cannot hide the rest of the inbox.
+	Corrupt []CorruptLine
+}
+
+// CorruptLine is a complete inbox line that is not a valid record.
+type CorruptLine struct {
+	Offset int64 // where the line starts, in generation Batch.End.Gen
+	Err    error
+}
+
+func (c CorruptLine) Error() string { return fmt.Sprintf("inbox line at byte %d: %v", c.Offset, c.Err) }
+
+// Read returns every message in agent's inbox.
+func (s *Store) Read(team, agent string) (Batch, error) {
+	b, err := s.Box(team, agent)
+	if err != nil {
+		return Batch{}, err
+	}
+	batch, _, err := readInbox(b.path(), Position{})
+	return batch, err
+}
+
+// fileState identifies what a read saw, so Wait can tell when the inbox
+// has grown or been replaced since.
+type fileState struct {
+	ino  uint64
+	size int64
+}
+
+func statOf(fi os.FileInfo) fileState {
+	st := fileState{size: fi.Size()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ino = sys.Ino
+	}
+	return st
+}
+
+// readInbox reads the messages after from. All reads go through one open
+// file, so a compaction renaming a new file into place mid-read cannot mix
+// two generations; the next read sees the new one.
+func readInbox(path string, from Position) (Batch, fileState, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Batch{End: from}, fileState{}, nil
+	}
+	if err != nil {
+		return Batch{}, fileState{}, fmt.Errorf("opening inbox: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Batch{}, fileState{}, fmt.Errorf("opening inbox: %w", err)
+	}
+	st := statOf(fi)
+
+	gen, err := readGen(f, st.size)
+	if err != nil {
+		return Batch{}, st, err
+	}
+	fast := from.Offset == 0 && from.LastID == ""
+	if from.Gen == gen && from.Offset >= 0 && from.Offset <= st.size {
+		fast = true // same generation: the offset is exact
+	}
+	if fast {
+		data, err := readAt(f, from.Offset, st.size)
+		if err != nil {
+			return Batch{}, st, err
+		}
+		sc := parse(data, from.Offset)
+		sc.gen = gen
+		return sc.batch(0, from.LastID), st, nil
+	}
+	// The inbox was compacted (or recreated) since from was taken: find
+	// the last message read by its id.
+	data, err := readAt(f, 0, st.size)
+	if err != nil {
+		return Batch{}, st, err
+	}
+	sc := parse(data, 0)
+	i := sc.after(from)
+	anchor := message.ID("")
+	if i > 0 {
+		anchor = sc.entries[i-1].env.ID
+	}
+	return sc.batch(i, anchor), st, nil
+}
+
+func readAt(f *os.File, from, to int64) ([]byte, error) {
+	data := make([]byte, to-from)
+	if _, err := f.ReadAt(data, from); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("reading inbox: %w", err)
+	}
+	return data, nil
+}
+
+// readGen returns the generation named by the header line, or "" for a
+// file without one.
+func readGen(f *os.File, size int64) (string, error) {
+	buf := make([]byte, min(size, 256))
+	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("reading inbox: %w", err)
+	}
+	nl := bytes.IndexByte(buf, '\n')
+	if nl < 0 {
+		return "", nil
+	}
+	var h headerRecord
+	if json.Unmarshal(buf[:nl], &h) != nil {
+		return "", nil
+	}
+	return h.Gen, nil
+}
+
+// scan is one parsed stretch of an inbox.
+type scan struct {
+	gen     string
+	entries []entry
+	end     int64 // absolute offset just after the last complete line
+	torn    int64 // bytes after end: a line not yet (or never) complete
+	updates int   // update records folded or dropped
+	corrupt []CorruptLine
+}
+
+type entry struct {
+	env        Envelope
+	start, end int64
+}
+
+// parse reads the complete lines of data, which starts at offset base.
+func parse(data []byte, base int64) *scan {
+	sc := &scan{end: base}
+	byID := map[message.ID]int{}
+	for off := 0; off < len(data); {
+		nl := bytes.IndexByte(data[off:], '\n')
+		if nl < 0 {
+			sc.torn = int64(len(data) - off)
+			break
+		}
+		line, start := data[off:off+nl], base+int64(off)
+		off += nl + 1
+		sc.end = base + int64(off)
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var r record
+		if err := json.Unmarshal(line, &r); err != nil {
+			sc.corrupt = append(sc.corrupt, CorruptLine{Offset: start, Err: err})
+			continue
+		}
+		switch {
+		case r.Gen != "":
+			if start == 0 {
+				sc.gen = r.Gen
+			}
+		case r.Update != "":
+			if r.Delivery == nil {
+				sc.corrupt = append(sc.corrupt, CorruptLine{Offset: start, Err: errors.New("update without delivery")})
+				continue
+			}
+			sc.updates++
+			if i, ok := byID[r.Update]; ok {
+				sc.entries[i].env.Delivery = r.Delivery // latest wins
+			}
+		case !message.Valid(string(r.ID)):
+			sc.corrupt = append(sc.corrupt, CorruptLine{Offset: start, Err: fmt.Errorf("no valid message id (%q)", r.ID)})
+		default:
+			byID[r.ID] = len(sc.entries)
+			sc.entries = append(sc.entries, entry{env: r.Envelope, start: start, end: sc.end})
+		}
+	}
+	return sc
+}
+
+// after returns the index of the first entry after pos.
+func (sc *scan) after(pos Position) int {
+	if pos.Gen == sc.gen && pos.Offset <= sc.end {
+		for i, e := range sc.entries {
+			if e.start >= pos.Offset {
+				return i
+			}
+		}
+		return len(sc.entries)
+	}
+	if pos.LastID != "" {
+		for i := len(sc.entries) - 1; i >= 0; i-- {
+			if sc.entries[i].env.ID == pos.LastID {
+				return i + 1
+			}
+		}
+	}
+	// The anchor is gone (or there never was one): start over. A reader
+	// may see a message twice, but never misses one.
+	return 0
+}
+
+// batch returns the entries from index i; lastID is the message before
+// them.
+func (sc *scan) batch(i int, lastID message.ID) Batch {
+	b := Batch{Corrupt: sc.corrupt}
+	if n := len(sc.entries) - i; n > 0 {
+		b.Envelopes = make([]Envelope, n)
+		for j, e := range sc.entries[i:] {
+			b.Envelopes[j] = e.env
+		}
+		lastID = b.Envelopes[n-1].ID
+	}
+	b.End = Position{Gen: sc.gen, Offset: sc.end, LastID: lastID}
+	return b
+}

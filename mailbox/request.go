@@ -1,0 +1,249 @@
+package mailbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Request is an open request that any agent of a team may claim, and
+// exactly one gets.
+type Request struct {
+	ID          string
+	From        string
+	Description string
+	Timeout     time.Duration // after Posted; 0 never expires
+	Posted      time.Time     // set by Post when zero
+}
+
+// requestFile is a Request on disk: an absolute expiry reads better in
+// JSON than a duration in nanoseconds.
+type requestFile struct {
+	ID          string    `json:"id"`
+	From        string    `json:"from"`
+	Description string    `json:"description"`
+	Posted      time.Time `json:"posted"`
+	Expires     time.Time `json:"expires,omitzero"`
+}
+
+type claimFile struct {
+	By string    `json:"by"`
+	At time.Time `json:"at"`
+}
+
+// RequestState is where a request stands.
+type RequestState string
+
+// Request states.
+const (
+	RequestOpen    RequestState = "open"
+	RequestClaimed RequestState = "claimed"
+	RequestExpired RequestState = "expired" // timed out unclaimed
+)
+
+// RequestInfo is a request with its state, as Requests lists it.
+type RequestInfo struct {
+	Request
+	State     RequestState
+	ClaimedBy string
+	ClaimedAt time.Time
+}
+
+// Errors from Post and Claim.
+var (
+	ErrAlreadyClaimed = errors.New("request already claimed")
+	ErrRequestExists  = errors.New("a request with this id already exists")
+	ErrNoRequest      = errors.New("no such request")
+	ErrExpired        = errors.New("request expired")
+)
+
+// ClaimedError is the ErrAlreadyClaimed of a lost claim; it names the
+// winner.
+type ClaimedError struct {
+	RequestID, By string
+	At            time.Time
+}
+
+func (e *ClaimedError) Error() string {
+	return fmt.Sprintf("request %s was already claimed by %s at %s", e.RequestID, e.By, e.At.Format(time.RFC3339))
+}
+
+// Is makes errors.Is(err, ErrAlreadyClaimed) hold.
+func (e *ClaimedError) Is(target error) bool { return target == ErrAlreadyClaimed }
+
+// requestIDRe allows message ids and similar tokens, but no '.' or '/',
+// so an id cannot leave the requests directory.
+var requestIDRe = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]{0,127}$`)
+
+func (s *Store) requestPaths(team, id string) (dir, req, claim string, err error) {
+	if err := checkName("team", team); err != nil {
+		return "", "", "", err
+	}
+	if !requestIDRe.MatchString(id) {
+		return "", "", "", fmt.Errorf("%w: request id %q (letters, digits, _ and -)", ErrBadName, id)
+	}
+	dir = filepath.Join(s.teamDir(team), "requests")
+	return dir, filepath.Join(dir, id+".json"), filepath.Join(dir, id+".claim"), nil
+}
+
+// Post publishes r in team. Posting an id twice is ErrRequestExists.
+func (s *Store) Post(team string, r Request) error {
+	dir, path, _, err := s.requestPaths(team, r.ID)
+	if err != nil {
+		return err
+	}
+	if err := checkName("agent", r.From); err != nil {
+		return err
+	}
+	if r.Posted.IsZero() {
+		r.Posted = s.now()
+	}
+	rf := requestFile{ID: r.ID, From: r.From, Description: r.Description, Posted: r.Posted.UTC()}
+	if r.Timeout > 0 {
+		rf.Expires = rf.Posted.Add(r.Timeout)
+	}
+	data, err := json.Marshal(rf)
+	if err != nil {
+		return err
+	}
+	if err := createExclusive(dir, path, data); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("posting request %s: %w", r.ID, ErrRequestExists)
+		}
+		return fmt.Errorf("posting request %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// Claim gives request id to claimant if nobody has it yet. Across any
+// number of processes exactly one claim succeeds; every other gets a
+// *ClaimedError naming the winner.
+func (s *Store) Claim(team, id, claimant string) (Request, error) {
+	dir, path, claimPath, err := s.requestPaths(team, id)
+	if err != nil {
+		return Request{}, err
+	}
+	if err := checkName("agent", claimant); err != nil {
+		return Request{}, err
+	}
+	r, err := readRequest(path)
+	if err != nil {
+		return Request{}, err
+	}
+	now := s.now()
+	if r.Timeout > 0 && !now.Before(r.Posted.Add(r.Timeout)) {
+		return r, fmt.Errorf("claiming request %s: %w at %s", id, ErrExpired, r.Posted.Add(r.Timeout).Format(time.RFC3339))
+	}
+	data, err := json.Marshal(claimFile{By: claimant, At: now})
+	if err != nil {
+		return r, err
+	}
+	err = createExclusive(dir, claimPath, data)
+	if errors.Is(err, os.ErrExist) {
+		c, rerr := readClaim(claimPath)
+		if rerr != nil {
+			return r, rerr
+		}
+		return r, &ClaimedError{RequestID: id, By: c.By, At: c.At}
+	}
+	if err != nil {
+		return r, fmt.Errorf("claiming request %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// createExclusive makes path with data unless it exists. The data goes to
+// a temp file first and is then hard-linked into place: link(2) fails if
+// the name exists, like O_EXCL, but unlike O_EXCL the name only ever
+// appears with its full content, so a loser can always read who won.
+func createExclusive(dir, path string, data []byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := writeTemp(dir, "."+filepath.Base(path)+".tmp*", data)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func readRequest(path string) (Request, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Request{}, fmt.Errorf("%w: %s", ErrNoRequest, strings.TrimSuffix(filepath.Base(path), ".json"))
+	}
+	if err != nil {
+		return Request{}, err
+	}
+	var rf requestFile
+	if err := json.Unmarshal(data, &rf); err != nil {
+		return Request{}, fmt.Errorf("reading request %s: %w", filepath.Base(path), err)
+	}
+	r := Request{ID: rf.ID, From: rf.From, Description: rf.Description, Posted: rf.Posted}
+	if !rf.Expires.IsZero() {
+		r.Timeout = rf.Expires.Sub(rf.Posted)
+	}
+	return r, nil
+}
+
+func readClaim(path string) (claimFile, error) {
+	var c claimFile
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		return c, fmt.Errorf("reading claim %s: %w", filepath.Base(path), err)
+	}
+	return c, nil
+}
+
+// Requests lists team's requests, oldest first. An unreadable request
+// file is skipped and reported in the joined error, alongside the
+// requests that could be read.
+func (s *Store) Requests(team string) ([]RequestInfo, error) {
+	if err := checkName("team", team); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(s.teamDir(team), "requests")
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	var out []RequestInfo
+	var errs []error
+	for _, e := range ents {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || !requestIDRe.MatchString(id) {
+			continue
+		}
+		r, err := readRequest(filepath.Join(dir, e.Name()))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		info := RequestInfo{Request: r, State: RequestOpen}
+		if c, err := readClaim(filepath.Join(dir, id+".claim")); err == nil {
+			info.State, info.ClaimedBy, info.ClaimedAt = RequestClaimed, c.By, c.At
+		} else if r.Timeout > 0 && !now.Before(r.Posted.Add(r.Timeout)) {
+			info.State = RequestExpired
+		}
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Posted.Before(out[j].Posted) })
+	return out, errors.Join(errs...)
+}

@@ -1,0 +1,89 @@
+// Package mailbox is the durable per-agent mailbox behind every send.
+//
+// Each agent has one append-only JSON-lines inbox per team,
+// <root>/teams/<team>/mailbox/<agent>.jsonl. Writers append whole lines
+// under an flock on <agent>.lock, so lines from many processes never
+// interleave; readers take no lock at all and skip a last line that has no
+// newline yet. Nothing is rewritten in place: delivery-state changes are
+// appended as update records and folded in when reading, and compaction
+// writes a new file and renames it over the old one. A crash at any point
+// therefore leaves a file whose complete lines are all intact.
+//
+// Besides inboxes the store holds per-reader cursors, open requests that
+// exactly one agent can claim, and a status board.
+package mailbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+)
+
+// Store is a mailbox tree rooted at Root. The zero value of the optional
+// fields is usable.
+type Store struct {
+	Root string
+	// Now is the clock for timestamps and retention; nil means time.Now.
+	Now func() time.Time
+	// PollInterval is how often Wait looks at the inbox; 0 means 10ms.
+	PollInterval time.Duration
+}
+
+// New returns a Store rooted at root.
+func New(root string) *Store { return &Store{Root: root} }
+
+// DefaultRoot is $AGENTMSG_HOME, else $XDG_STATE_HOME/agentmsg, else
+// $HOME/.local/state/agentmsg. The mailbox is state (it must survive a
+// reboot), so it does not live under $XDG_RUNTIME_DIR like the locks.
+func DefaultRoot(lookupEnv func(string) (string, bool)) string {
+	if v, ok := lookupEnv("AGENTMSG_HOME"); ok && v != "" {
+		return v
+	}
+	if v, ok := lookupEnv("XDG_STATE_HOME"); ok && v != "" {
+		return filepath.Join(v, "agentmsg")
+	}
+	if v, ok := lookupEnv("HOME"); ok && v != "" {
+		return filepath.Join(v, ".local", "state", "agentmsg")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("agentmsg-%d", os.Getuid()), "state")
+}
+
+// ErrBadName is returned for a team, agent or reader name that could not
+// safely be part of a path.
+var ErrBadName = errors.New("invalid name")
+
+// nameRe is the agent naming scheme ("ana", "ana-2", "ralph_x-7"). It has
+// no '.', '/' or '..', so a name can never leave its directory.
+var nameRe = regexp.MustCompile(`^[a-z][a-z0-9_]*(-[a-z0-9]+)?$`)
+
+func checkName(kind, s string) error {
+	if len(s) > 64 || !nameRe.MatchString(s) {
+		return fmt.Errorf("%w: %s %q must look like \"ana\" or \"ana-2\" (lower case, digits, _, one -suffix)", ErrBadName, kind, s)
+	}
+	return nil
+}
+
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (s *Store) teamDir(team string) string { return filepath.Join(s.Root, "teams", team) }
+
+// CleanTeam removes everything stored for team. Writers still running for
+// that team recreate their own files; stopping them first is the caller's
+// job.
+func (s *Store) CleanTeam(team string) error {
+	if err := checkName("team", team); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(s.teamDir(team)); err != nil {
+		return fmt.Errorf("removing team %s: %w", team, err)
+	}
+	return nil
+}
