@@ -14,6 +14,7 @@ import (
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lock"
+	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/tmux"
 )
 
@@ -50,6 +51,10 @@ type Factory struct {
 	Dispatcher func() (*dispatch.Dispatcher, error)
 	// Sender is who this process speaks for, and where that came from.
 	Sender func(ctx context.Context) (name, source string, err error)
+	// Identity is the caller's team and name, for mailbox commands.
+	Identity func(ctx context.Context) (Identity, error)
+	// Mailbox is the durable store of messages.
+	Mailbox func() (*mailbox.Store, error)
 	// JSON is set by --json.
 	JSON bool
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"os/user"
 	"strings"
 	"syscall"
 
@@ -18,9 +17,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/message"
-	"github.com/agentmsg/agentmsg/target"
-	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/mailbox"
 )
 
 // version is set at build time with -ldflags "-X github.com/agentmsg/agentmsg/cmd.version=...".
@@ -118,6 +115,8 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.`,
 			pf.StringVarP(v, k.Flag, "L", "", "tmux server socket name, as tmux -L")
 		case "from":
 			pf.StringVar(v, k.Flag, "", "sender name (default: $AGENTMSG_FROM, else the agent whose tmux session you run in, else $USER)")
+		case "team":
+			pf.StringVar(v, k.Flag, "", "your team, for mailbox commands (default: $AGENTMSG_TEAM, else the team of the agent session you run in)")
 		default:
 			// Validated by config.Set, which names the key and the rule;
 			// typed here only so that --help says what a value looks like.
@@ -131,6 +130,12 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.`,
 	f.Config = func() (*config.Loaded, error) { return loadConfig(f, root, g) }
 	if f.Dispatcher == nil {
 		f.Dispatcher = func() (*dispatch.Dispatcher, error) { return newDispatcher(f) }
+	}
+	if f.Mailbox == nil {
+		f.Mailbox = func() (*mailbox.Store, error) { return mailbox.New(mailbox.DefaultRoot(f.LookupEnv)), nil }
+	}
+	if f.Identity == nil {
+		f.Identity = onceIdentity(f)
 	}
 	if f.Sender == nil {
 		f.Sender = func(ctx context.Context) (string, string, error) { return detectSender(ctx, f) }
@@ -165,39 +170,13 @@ func loadConfig(f *Factory, root *cobra.Command, g *globalFlags) (*config.Loaded
 	return cfg, nil
 }
 
-// detectSender: --from / AGENTMSG_FROM / config file, else the agent session
-// the caller runs in, else $USER.
+// detectSender is the upper-cased name in message ids: MSG_<SENDER>_<hex>.
 func detectSender(ctx context.Context, f *Factory) (string, string, error) {
-	cfg, err := f.Config()
+	id, err := f.Identity(ctx)
 	if err != nil {
 		return "", "", err
 	}
-	name, source := cfg.Settings.From, string(cfg.Source("from"))
-	if name == "" {
-		if session, err := tmux.CallerSession(ctx, f.LookupEnv); err == nil {
-			if t, ok := target.FromSession(session); ok {
-				name, source = t.Agent(), "tmux session "+session
-			}
-		} else {
-			f.Log.Debug("could not read the caller's tmux session", "err", err)
-		}
-	}
-	for _, v := range []string{"USER", "LOGNAME"} {
-		if name == "" {
-			name, _ = f.LookupEnv(v)
-			source = "$" + v
-		}
-	}
-	if name == "" {
-		if u, err := user.Current(); err == nil {
-			name, source = u.Username, "the system's user name"
-		}
-	}
-	sender, err := message.Sender(name)
-	if err != nil {
-		return "", "", usageError{fmt.Errorf("%w (from %s)", err, source)}
-	}
-	return sender, source, nil
+	return id.Sender, id.Source, nil
 }
 
 // usageError marks bad input: exit code 2.

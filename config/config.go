@@ -44,6 +44,7 @@ type Settings struct {
 	Poll           time.Duration // screen poll interval while waiting
 	Concurrency    int           // broadcast deliveries in flight at once
 	From           string        // sender name; empty means detect it
+	Team           string        // the sender's team, for mailbox commands; empty means detect it
 	Socket         string        // tmux -S path
 	SocketName     string        // tmux -L name
 }
@@ -145,6 +146,8 @@ var specs = [...]spec{
 		help: "broadcast deliveries in flight at once"},
 	{key: "from", field: func(s *Settings) any { return &s.From },
 		help: "sender name (empty: detect it)"},
+	{key: "team", field: func(s *Settings) any { return &s.Team },
+		help: "your team, for mailbox commands (empty: detect it)"},
 	{key: "socket", field: func(s *Settings) any { return &s.Socket },
 		help: "tmux server socket path (tmux -S)"},
 	{key: "socket_name", field: func(s *Settings) any { return &s.SocketName },

@@ -1,0 +1,113 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os/user"
+	"strings"
+	"sync"
+
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/tmux"
+)
+
+// Identity is who the caller is: the name on its messages and, for the
+// mailbox, its team and inbox name.
+type Identity struct {
+	Team   string // "" when neither --team, $AGENTMSG_TEAM nor a session says
+	Name   string // inbox name, lower case: "ana", "ana-2", "dana"
+	Sender string // upper case, for ids: MSG_<SENDER>_<hex>
+	Source string // where Name came from, for messages
+}
+
+// NeedTeam is the identity's team, or a usage error saying how to give one.
+func (id Identity) NeedTeam() (string, error) {
+	if id.Team == "" {
+		return "", usagef("which team are you on? give --team TEAM or set AGENTMSG_TEAM (inside an agent-<team>-<name> session it is found by itself)")
+	}
+	return id.Team, nil
+}
+
+// onceIdentity resolves the identity at most once per process: --from /
+// AGENTMSG_FROM / config file, else the agent session the caller runs in,
+// else $USER; the team likewise from --team / AGENTMSG_TEAM, else the
+// session.
+func onceIdentity(f *Factory) func(ctx context.Context) (Identity, error) {
+	var (
+		once sync.Once
+		id   Identity
+		err  error
+	)
+	return func(ctx context.Context) (Identity, error) {
+		once.Do(func() { id, err = resolveIdentity(ctx, f) })
+		return id, err
+	}
+}
+
+func resolveIdentity(ctx context.Context, f *Factory) (Identity, error) {
+	cfg, err := f.Config()
+	if err != nil {
+		return Identity{}, err
+	}
+	id := Identity{Name: cfg.Settings.From, Source: string(cfg.Source("from")), Team: cfg.Settings.Team}
+	if id.Name == "" || id.Team == "" {
+		session, err := tmux.CallerSession(ctx, f.LookupEnv)
+		if err != nil {
+			f.Log.Debug("could not read the caller's tmux session", "err", err)
+		}
+		if t, ok := target.FromSession(session); ok {
+			if id.Name == "" {
+				id.Name, id.Source = t.Agent(), "tmux session "+session
+			}
+			if id.Team == "" && !t.IsRalph() {
+				id.Team = t.Team
+			}
+		}
+	}
+	for _, v := range []string{"USER", "LOGNAME"} {
+		if id.Name == "" {
+			id.Name, _ = f.LookupEnv(v)
+			id.Source = "$" + v
+		}
+	}
+	if id.Name == "" {
+		if u, err := user.Current(); err == nil {
+			id.Name, id.Source = u.Username, "the system's user name"
+		}
+	}
+	if id.Team != "" {
+		if err := target.ValidateTeam(id.Team); err != nil {
+			return Identity{}, err
+		}
+	}
+	id.Sender, err = message.Sender(id.Name)
+	if err != nil {
+		return Identity{}, usageError{fmt.Errorf("%w (from %s)", err, id.Source)}
+	}
+	id.Name = inboxName(id.Name)
+	return id, nil
+}
+
+// inboxName turns any sender name into a valid inbox name: lower case,
+// letters, digits and _ with at most one "-suffix" ("Demo Lead" -> demo_lead).
+func inboxName(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9' && b.Len() > 0:
+			b.WriteRune(r)
+		case r == '-' && !dash && b.Len() > 0:
+			dash = true
+			b.WriteRune(r)
+		case b.Len() > 0 && !dash: // after the dash only letters and digits
+			b.WriteRune('_')
+		}
+	}
+	s := strings.TrimRight(b.String(), "-")
+	if s == "" {
+		return "anonymous"
+	}
+	return s
+}
