@@ -61,6 +61,11 @@ type Options struct {
 	Repress time.Duration
 	Poll    time.Duration // screen poll interval
 	Reader  ScreenReader
+	// Resume is for a message that an earlier, interrupted delivery may
+	// have typed or submitted already: the id above the box means it was
+	// submitted (nothing is typed again); the id in the box means it was
+	// typed (it is only submitted).
+	Resume bool
 	// OnWait, when set, is told what the delivery is waiting for: once when
 	// the state changes and about once a second while it stays.
 	OnWait func(Wait)
@@ -192,11 +197,23 @@ func (r *run) deliver(ctx context.Context) error {
 	if err := r.term(r.d.Term.LeaveMode(ctx, r.pane)); err != nil {
 		return err
 	}
-	if err := r.waitReady(ctx); err != nil {
-		return err
+	retype := true
+	if r.d.Opts.Resume {
+		done, inBox, err := r.resume(ctx)
+		if err != nil || done {
+			return err
+		}
+		retype = !inBox
+	}
+	if retype {
+		switch err := r.waitReady(ctx); {
+		case errors.Is(err, errOursInBox):
+			retype = false
+		case err != nil:
+			return err
+		}
 	}
 	retries := r.d.Opts.Retries
-	retype := true
 	for {
 		if retype {
 			shown, err := r.typeText(ctx)
@@ -236,6 +253,27 @@ func (r *run) deliver(ctx context.Context) error {
 	}
 }
 
+// resume looks for traces of an earlier attempt: done when the id is in
+// the transcript, inBox when our text waits in the box.
+func (r *run) resume(ctx context.Context) (done, inBox bool, err error) {
+	rd, lines, err := r.read(ctx)
+	if err != nil {
+		return false, false, err
+	}
+	if rd.State != Dialog && strings.Contains(rd.Box, string(r.id)) {
+		r.boxAfterPaste = rd.Box
+		return false, true, nil
+	}
+	if containsID(above(lines, rd), r.id) {
+		return true, false, nil
+	}
+	seen, err := r.idInHistory(ctx)
+	return seen, false, err
+}
+
+// errOursInBox: while resuming, the box turned out to hold our text.
+var errOursInBox = errors.New("our text is in the box")
+
 // waitReady polls until the box is empty and on screen.
 func (r *run) waitReady(ctx context.Context) error {
 	start := r.d.Clock.Now()
@@ -248,6 +286,11 @@ func (r *run) waitReady(ctx context.Context) error {
 		}
 		if rd.State == Ready {
 			return nil
+		}
+		if r.d.Opts.Resume && rd.State != Dialog && strings.Contains(rd.Box, string(r.id)) {
+			// An earlier attempt's paste showed up late: it is ours.
+			r.boxAfterPaste = rd.Box
+			return errOursInBox
 		}
 		now := r.d.Clock.Now()
 		waited := now.Sub(start)

@@ -84,11 +84,35 @@ type Report struct {
 
 // Send delivers text from sender (already normalised by message.Sender) to t.
 func (d *Dispatcher) Send(ctx context.Context, t target.Target, sender, text string) Outcome {
-	start := d.Clock.Now()
-	text, id, err := d.prepare(sender, text)
+	msg, err := d.NewMessage(sender, text)
 	if err != nil {
 		return Outcome{Target: t, Verdict: delivery.Failed, Err: err}
 	}
+	return d.SendMessage(ctx, t, msg)
+}
+
+// Message is a cleaned text with its id, ready to type.
+type Message struct {
+	ID   message.ID
+	Text string
+}
+
+// NewMessage cleans text and gives it a fresh id from sender (already
+// normalised by message.Sender). It fails with ErrEmptyMessage when
+// nothing but whitespace is left.
+func (d *Dispatcher) NewMessage(sender, text string) (Message, error) {
+	text = message.Clean(text)
+	if strings.TrimSpace(text) == "" {
+		return Message{}, ErrEmptyMessage
+	}
+	id, err := message.NewID(sender, d.Random)
+	return Message{ID: id, Text: text}, err
+}
+
+// SendMessage delivers msg to t.
+func (d *Dispatcher) SendMessage(ctx context.Context, t target.Target, msg Message) Outcome {
+	start := d.Clock.Now()
+	id, text := msg.ID, msg.Text
 	conn, err := d.attach(ctx, t.Session)
 	var pane tmux.Pane
 	if err == nil {
@@ -144,10 +168,18 @@ func (nopCloser) Close() error { return nil }
 // "" to every agent session on the server. One target's failure never stops
 // the others.
 func (d *Dispatcher) Broadcast(ctx context.Context, team, sender, text string) (Report, error) {
-	text, id, err := d.prepare(sender, text)
+	msg, err := d.NewMessage(sender, text)
 	if err != nil {
 		return Report{}, err
 	}
+	return d.BroadcastMessage(ctx, team, msg, nil)
+}
+
+// BroadcastMessage delivers msg to every agent of team ("" for all). When
+// set, before hears the targets first and can stop the broadcast by
+// failing (a mailbox records the message for each of them there).
+func (d *Dispatcher) BroadcastMessage(ctx context.Context, team string, msg Message, before func([]target.Target) error) (Report, error) {
+	id, text := msg.ID, msg.Text
 	agents, err := d.find(ctx, team)
 	if err != nil {
 		return Report{}, err
@@ -155,6 +187,15 @@ func (d *Dispatcher) Broadcast(ctx context.Context, team, sender, text string) (
 	agents = slices.DeleteFunc(agents, func(a found) bool { return d.Self != "" && a.pane.ID == d.Self })
 	if len(agents) == 0 {
 		return Report{}, noTargets(team)
+	}
+	if before != nil {
+		targets := make([]target.Target, len(agents))
+		for i, a := range agents {
+			targets[i] = a.Target
+		}
+		if err := before(targets); err != nil {
+			return Report{}, err
+		}
 	}
 	conn := d.shared(ctx, agents)
 	defer conn.Close()
@@ -209,6 +250,15 @@ func (d *Dispatcher) Agents(ctx context.Context, team string) ([]Agent, error) {
 	}), nil
 }
 
+// Exists reports whether t's session is on the server (exactly).
+func (d *Dispatcher) Exists(ctx context.Context, t target.Target) (bool, error) {
+	_, err := d.Tmux.SessionPane(ctx, t.Session)
+	if errors.Is(err, tmux.ErrSessionNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // Targets lists the agents of team ("" for all), for completion and checks.
 func (d *Dispatcher) Targets(ctx context.Context, team string) ([]target.Target, error) {
 	agents, err := d.find(ctx, team)
@@ -258,15 +308,6 @@ func (d *Dispatcher) deliver(ctx context.Context, term tmux.Client, t target.Tar
 	res := del.Deliver(ctx, pane.ID, id, text)
 	out.Verdict, out.State, out.Presses, out.Typings, out.Err = res.Verdict, res.LastSeen, res.Presses, res.Typings, res.Err
 	return out
-}
-
-func (d *Dispatcher) prepare(sender, text string) (string, message.ID, error) {
-	text = message.Clean(text)
-	if strings.TrimSpace(text) == "" {
-		return "", "", ErrEmptyMessage
-	}
-	id, err := message.NewID(sender, d.Random)
-	return text, id, err
 }
 
 // notFound explains a missing agent and names the ones that do exist.

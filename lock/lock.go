@@ -45,9 +45,22 @@ func (d Dir) Pane(ctx context.Context, socket, paneID string) (unlock func(), er
 		return nil, fmt.Errorf("lock directory: %w", err)
 	}
 	sum := sha256.Sum256([]byte(socket))
-	path := filepath.Join(d.Path, hex.EncodeToString(sum[:8])+"-"+strings.TrimPrefix(paneID, "%")+".lock")
+	return d.take(ctx, hex.EncodeToString(sum[:8])+"-"+strings.TrimPrefix(paneID, "%"), "pane "+paneID)
+}
+
+// Named takes the exclusive lock called name (letters, digits, - and _),
+// for work other than typing into a pane: one deliverer per inbox, say.
+func (d Dir) Named(ctx context.Context, name string) (unlock func(), err error) {
+	if err := os.MkdirAll(d.Path, 0o700); err != nil {
+		return nil, fmt.Errorf("lock directory: %w", err)
+	}
+	return d.take(ctx, "named-"+name, name)
+}
+
+func (d Dir) take(ctx context.Context, name, what string) (unlock func(), err error) {
+	path := filepath.Join(d.Path, name+".lock")
 	for {
-		f, err := lockFile(ctx, path, paneID)
+		f, err := lockFile(ctx, path, what)
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +83,7 @@ func same(f *os.File, path string) bool {
 
 // lockFile opens path and takes its flock, waiting until it is free or ctx
 // ends.
-func lockFile(ctx context.Context, path, paneID string) (*os.File, error) {
+func lockFile(ctx context.Context, path, what string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock file: %w", err)
@@ -87,13 +100,13 @@ func lockFile(ctx context.Context, path, paneID string) (*os.File, error) {
 	case err := <-done:
 		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("locking pane %s: %w", paneID, err)
+			return nil, fmt.Errorf("locking %s: %w", what, err)
 		}
 		return f, nil
 	case <-ctx.Done():
 		// The blocked flock is interrupted by nothing; let it finish and
 		// release whatever it gets.
 		go func() { <-done; f.Close() }()
-		return nil, fmt.Errorf("waiting for another sender to finish with pane %s: %w", paneID, ctx.Err())
+		return nil, fmt.Errorf("waiting for another process to finish with %s: %w", what, ctx.Err())
 	}
 }

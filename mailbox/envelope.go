@@ -51,6 +51,7 @@ type DeliveryState string
 // Delivery states.
 const (
 	StatePending   DeliveryState = "pending"   // stored, not yet tried
+	StateTyping    DeliveryState = "typing"    // a deliverer is typing it (or died doing so)
 	StateTyped     DeliveryState = "typed"     // text is in the input box
 	StateSubmitted DeliveryState = "submitted" // Enter pressed and confirmed
 	StateQueued    DeliveryState = "queued"    // the agent queued it behind its current turn
@@ -61,7 +62,9 @@ const (
 
 // Outstanding reports whether a delivery still has work to do; compaction
 // never drops such a message.
-func (s DeliveryState) Outstanding() bool { return s == StatePending || s == StateDeferred }
+func (s DeliveryState) Outstanding() bool {
+	return s == StatePending || s == StateDeferred || s == StateTyping
+}
 
 // Delivery records the progress of one message to its receiver.
 type Delivery struct {

@@ -1,0 +1,236 @@
+// Package courier joins the mailbox and the terminal: every message is
+// recorded in its recipient's inbox before anything is typed, and what
+// happened to it is recorded after. A message that cannot be typed now
+// (the agent busy, a dialog open, a person typing) stays pending in the
+// inbox, and a later Deliver types it once its agent is ready: never lost,
+// never typed twice.
+package courier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/lock"
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/target"
+)
+
+// Verdicts a courier adds to delivery's.
+const (
+	// Deferred: recorded; the agent was not ready, and a deliver run will
+	// type it when it is.
+	Deferred delivery.Verdict = "deferred"
+	// Recorded: put in the inbox only (--mailbox-only).
+	Recorded delivery.Verdict = "recorded"
+)
+
+// Courier sends through a mailbox and a dispatcher.
+type Courier struct {
+	Store    *mailbox.Store
+	Dispatch *dispatch.Dispatcher
+	Locks    lock.Dir // one deliverer per inbox at a time
+	Now      func() time.Time
+}
+
+// Mode says how far a send goes.
+type Mode struct {
+	// Queue: an agent that is not ready gets the message later (verdict
+	// Deferred, a success); without it, that is a failure (exit 4).
+	Queue bool
+	// MailboxOnly records the message without typing it.
+	MailboxOnly bool
+}
+
+// Result is one recipient's outcome and what the mailbox now says.
+type Result struct {
+	dispatch.Outcome
+	State mailbox.DeliveryState
+}
+
+// OK reports whether the message is taken care of: submitted, or safely
+// kept for later.
+func (r Result) OK() bool {
+	return r.Verdict == delivery.Submitted || r.Verdict == Deferred || r.Verdict == Recorded
+}
+
+// Inbox names the inbox of t: its team and agent name; team-less ralph
+// agents live in team "ralph".
+func Inbox(t target.Target) (team, agent string) {
+	if t.IsRalph() {
+		return "ralph", t.Agent()
+	}
+	return t.Team, t.Agent()
+}
+
+// Typed is what goes into the agent's box for env: the content, marked with
+// its type and the message it answers.
+func Typed(env mailbox.Envelope) string {
+	var prefix []string
+	if env.Type != "" && env.Type != mailbox.TypeText {
+		prefix = append(prefix, "["+string(env.Type)+"]")
+	}
+	if env.ReplyTo != "" {
+		prefix = append(prefix, "re "+string(env.ReplyTo)+":")
+	}
+	keys := make([]string, 0, len(env.Metadata))
+	for k := range env.Metadata {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		prefix = append(prefix, k+"="+env.Metadata[k])
+	}
+	if len(prefix) == 0 {
+		return env.Content
+	}
+	return strings.Join(prefix, " ") + " " + env.Content
+}
+
+// Send records env (its ID, From, Type, Content set) in t's inbox, then
+// types it unless mode says otherwise, and records the outcome.
+func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelope, mode Mode) Result {
+	team, agent := Inbox(t)
+	env.To = agent
+	env.Delivery = &mailbox.Delivery{State: mailbox.StatePending, Updated: c.now()}
+	res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID}}
+	box, err := c.Store.Box(team, agent)
+	if err == nil {
+		err = box.Append(env)
+	}
+	if err != nil {
+		res.Verdict, res.Err = delivery.Failed, fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
+		return res
+	}
+	res.State = mailbox.StatePending
+	if mode.MailboxOnly {
+		res.Verdict = Recorded
+		return res
+	}
+	return c.typeOne(ctx, box, t, env, mode, 1, false)
+}
+
+// Broadcast records env in the inbox of every agent of team ("" for all)
+// and types it into each, in parallel.
+func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelope, mode Mode) ([]Result, error) {
+	env.To = mailbox.Broadcast
+	env.Delivery = &mailbox.Delivery{State: mailbox.StatePending, Updated: c.now()}
+	boxes := map[string]*mailbox.Box{}
+	record := func(targets []target.Target) error {
+		var errs []error
+		for _, t := range targets {
+			tm, agent := Inbox(t)
+			box, err := c.Store.Box(tm, agent)
+			if err == nil {
+				err = box.Append(env)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s/%s: %w", tm, agent, err))
+				continue
+			}
+			boxes[t.Session] = box
+		}
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("recording the broadcast: %w", err)
+		}
+		return nil
+	}
+	msg := dispatch.Message{ID: env.ID, Text: Typed(env)}
+	if mode.MailboxOnly {
+		targets, err := c.Dispatch.Targets(ctx, team)
+		if err != nil {
+			return nil, err
+		}
+		if len(targets) == 0 {
+			return nil, fmt.Errorf("%w: no agent sessions to record for", dispatch.ErrNoTargets)
+		}
+		if err := record(targets); err != nil {
+			return nil, err
+		}
+		out := make([]Result, len(targets))
+		for i, t := range targets {
+			out[i] = Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Recorded}, State: mailbox.StatePending}
+		}
+		return out, nil
+	}
+	rep, err := c.Dispatch.BroadcastMessage(ctx, team, msg, record)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Result, len(rep.Outcomes))
+	for i, o := range rep.Outcomes {
+		out[i] = c.settle(boxes[o.Target.Session], env.ID, o, mode, 1)
+	}
+	return out, nil
+}
+
+// typeOne types env into t and records the outcome. attempt counts the
+// typings of this message so far, this one included.
+func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target, env mailbox.Envelope, mode Mode, attempt int, resume bool) Result {
+	// Recorded before typing: a deliverer that finds this state after a
+	// crash looks for traces on screen before typing again.
+	if err := box.SetDelivery(env.ID, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Updated: c.now()}); err != nil {
+		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}, State: mailbox.StatePending}
+	}
+	d := *c.Dispatch
+	d.Opts.Resume = resume
+	out := d.SendMessage(ctx, t, dispatch.Message{ID: env.ID, Text: Typed(env)})
+	return c.settle(box, env.ID, out, mode, attempt)
+}
+
+// settle records the outcome of one typing and turns a not-ready agent
+// into a deferral when mode queues.
+func (c *Courier) settle(box *mailbox.Box, id message.ID, out dispatch.Outcome, mode Mode, attempt int) Result {
+	res := Result{Outcome: out}
+	rec := mailbox.Delivery{Attempts: attempt, LastVerdict: string(out.Verdict), Updated: c.now()}
+	if out.Err != nil {
+		rec.LastVerdict += ": " + out.Err.Error()
+	}
+	switch {
+	case out.Verdict == delivery.Submitted:
+		rec.State = mailbox.StateSubmitted
+	case out.Verdict == delivery.Typed:
+		rec.State = mailbox.StateTyped
+	case out.Verdict == delivery.NotReady && mode.Queue:
+		rec.State = mailbox.StateDeferred
+		res.Verdict, res.Err = Deferred, nil
+	default:
+		rec.State = mailbox.StateFailed
+	}
+	res.State = rec.State
+	if box == nil {
+		return res
+	}
+	if err := box.SetDelivery(id, rec); err != nil && res.Err == nil {
+		res.Err = fmt.Errorf("%s, but recording that failed: %w", out.Verdict, err)
+	}
+	return res
+}
+
+func (c *Courier) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// inboxes lists every inbox in the store as (team, agent).
+func (c *Courier) inboxes() ([][2]string, error) {
+	paths, err := filepath.Glob(filepath.Join(c.Store.Root, "teams", "*", "mailbox", "*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	out := make([][2]string, 0, len(paths))
+	for _, p := range paths {
+		team := filepath.Base(filepath.Dir(filepath.Dir(p)))
+		out = append(out, [2]string{team, strings.TrimSuffix(filepath.Base(p), ".jsonl")})
+	}
+	return out, nil
+}

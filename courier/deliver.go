@@ -1,0 +1,113 @@
+package courier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/target"
+)
+
+// Typing is one message a Deliver pass tried to type.
+type Typing struct {
+	Team, Agent string
+	Result
+}
+
+// Deliver makes one pass over every inbox (or those of team, when set):
+// the outstanding messages of each agent that is on the server are typed,
+// oldest first, each once. An inbox stops at its first message the agent
+// is not ready for, so that order holds. Inboxes of names with no agent
+// session (people, agents outside tmux) are left for their owners to read.
+func (c *Courier) Deliver(ctx context.Context, team string) ([]Typing, error) {
+	all, err := c.inboxes()
+	if err != nil {
+		return nil, err
+	}
+	var (
+		out  []Typing
+		errs []error
+	)
+	for _, in := range all {
+		if team != "" && in[0] != team {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		done, err := c.deliverInbox(ctx, in[0], in[1])
+		out = append(out, done...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s/%s: %w", in[0], in[1], err))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func (c *Courier) deliverInbox(ctx context.Context, team, agent string) ([]Typing, error) {
+	t, ok := inboxTarget(team, agent)
+	if !ok {
+		return nil, nil // not an agent's name: read, not typed
+	}
+	box, err := c.Store.Box(team, agent)
+	if err != nil {
+		return nil, err
+	}
+	batch, err := c.Store.Read(team, agent)
+	if err != nil {
+		return nil, err
+	}
+	var pending []mailbox.Envelope
+	for _, env := range batch.Envelopes {
+		if env.Delivery != nil && env.Delivery.State.Outstanding() {
+			pending = append(pending, env)
+		}
+	}
+	if len(pending) == 0 {
+		return nil, nil
+	}
+	// One deliverer per inbox: two would both type the same message.
+	unlock, err := c.Locks.Named(ctx, "deliver-"+team+"-"+agent)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	// Read again under the lock: another deliverer (or the sender) may
+	// have finished some of them meanwhile.
+	if batch, err = c.Store.Read(team, agent); err != nil {
+		return nil, err
+	}
+	var out []Typing
+	for _, env := range batch.Envelopes {
+		if env.Delivery == nil {
+			continue
+		}
+		state := env.Delivery.State
+		if !state.Outstanding() {
+			continue
+		}
+		if ok, err := c.Dispatch.Exists(ctx, t); err != nil || !ok {
+			return out, err // no session now: nothing to type into
+		}
+		// Resume whenever an earlier attempt may have typed it.
+		resume := state == mailbox.StateTyping || env.Delivery.Attempts > 0
+		res := c.typeOne(ctx, box, t, env, Mode{Queue: true}, env.Delivery.Attempts+1, resume)
+		out = append(out, Typing{Team: team, Agent: agent, Result: res})
+		if res.Verdict == Deferred || res.Verdict == dispatch.NotFound {
+			break // keep the order: the rest wait behind this one
+		}
+	}
+	return out, nil
+}
+
+// inboxTarget is the agent whose inbox team/agent is, when the name is an
+// agent's.
+func inboxTarget(team, agent string) (target.Target, bool) {
+	if team == "ralph" {
+		return target.FromSession("agent-" + agent)
+	}
+	t, err := target.New(team, agent)
+	return t, err == nil
+}
