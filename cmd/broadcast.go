@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/target"
 )
@@ -14,8 +15,12 @@ import (
 type BroadcastOptions struct {
 	IO         *IOStreams
 	Dispatcher func() (*dispatch.Dispatcher, error)
-	Sender     func(ctx context.Context) (string, string, error)
+	Courier    func(*dispatch.Dispatcher) (*courier.Courier, error)
+	Identity   func(ctx context.Context) (Identity, error)
 	JSON       func() bool
+
+	Mode     courier.Mode
+	Envelope envelopeFlags
 
 	Team      string // "" with All
 	All       bool
@@ -24,7 +29,8 @@ type BroadcastOptions struct {
 }
 
 func NewCmdBroadcast(f *Factory, runF func(context.Context, *BroadcastOptions) error) *cobra.Command {
-	opts := &BroadcastOptions{IO: f.IO, Dispatcher: f.Dispatcher, Sender: f.Sender, JSON: func() bool { return f.JSON }}
+	opts := &BroadcastOptions{IO: f.IO, Dispatcher: f.Dispatcher, Courier: f.courier, Identity: f.Identity,
+		JSON: func() bool { return f.JSON }, Mode: courier.Mode{Queue: true}}
 	c := &cobra.Command{
 		Use:   "broadcast (TEAM | --all) [MESSAGE...]",
 		Short: "Send one message to every agent of a team, or to every agent session, in parallel",
@@ -66,6 +72,11 @@ is "-". Everything send says about waiting and safety holds for each target.
 		},
 	}
 	c.Flags().BoolVar(&opts.All, "all", false, "every agent-* session on the server (no TEAM)")
+	noQueue := false
+	c.Flags().BoolVar(&noQueue, "no-queue", false, "a target not ready in time fails (exit 6) instead of keeping the message for agentmsg deliver")
+	c.Flags().BoolVar(&opts.Mode.MailboxOnly, "mailbox-only", false, "only record the message in each agent's inbox")
+	opts.Envelope.register(c)
+	c.PreRun = func(*cobra.Command, []string) { opts.Mode.Queue = !noQueue }
 	return c
 }
 
@@ -74,7 +85,11 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 	if err != nil {
 		return err
 	}
-	sender, _, err := opts.Sender(ctx)
+	env, err := opts.Envelope.build()
+	if err != nil {
+		return err
+	}
+	id, err := opts.Identity(ctx)
 	if err != nil {
 		return err
 	}
@@ -82,49 +97,66 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 	if err != nil {
 		return err
 	}
-	if !opts.JSON() {
-		d.OnWait = newWaitPrinter(opts.IO.ErrOut, false).wait
-	}
-	rep, err := d.Broadcast(ctx, opts.Team, sender, text)
+	msg, err := d.NewMessage(id.Sender, text)
 	if err != nil {
 		return err
 	}
+	env.ID, env.From, env.Content = msg.ID, id.Name, msg.Text
+	c, err := opts.Courier(d)
+	if err != nil {
+		return err
+	}
+	if !opts.JSON() {
+		d.OnWait = newWaitPrinter(opts.IO.ErrOut, false).wait
+	}
+	results, err := c.Broadcast(ctx, opts.Team, env, opts.Mode)
+	if err != nil {
+		return err
+	}
+	delivered, failed := 0, 0
+	for _, r := range results {
+		if r.OK() {
+			delivered++
+		} else {
+			failed++
+		}
+	}
 	code := ExitOK
-	if rep.Failed > 0 {
+	if failed > 0 {
 		code = ExitPartial
 	}
 	if opts.JSON() {
-		results := make([]outcomeJSON, len(rep.Outcomes))
-		for i, o := range rep.Outcomes {
-			results[i] = toJSON(o)
+		out := make([]resultJSON, len(results))
+		for i, r := range results {
+			out[i] = toResultJSON(r)
 		}
-		verdict := map[bool]string{true: "delivered", false: "partial"}[rep.Failed == 0]
-		if rep.Delivered == 0 {
+		verdict := map[bool]string{true: "delivered", false: "partial"}[failed == 0]
+		if delivered == 0 {
 			verdict = "failed"
 		}
 		writeJSON(&Factory{IO: opts.IO}, struct {
-			ID        string        `json:"id"`
-			From      string        `json:"from"`
-			Team      string        `json:"team,omitempty"`
-			All       bool          `json:"all"`
-			Verdict   string        `json:"verdict"`
-			Delivered int           `json:"delivered"`
-			Failed    int           `json:"failed"`
-			ExitCode  int           `json:"exit_code"`
-			Results   []outcomeJSON `json:"results"`
-		}{string(rep.ID), sender, opts.Team, opts.All, verdict, rep.Delivered, rep.Failed, code, results})
+			ID        string       `json:"id"`
+			From      string       `json:"from"`
+			Team      string       `json:"team,omitempty"`
+			All       bool         `json:"all"`
+			Verdict   string       `json:"verdict"`
+			Delivered int          `json:"delivered"`
+			Failed    int          `json:"failed"`
+			ExitCode  int          `json:"exit_code"`
+			Results   []resultJSON `json:"results"`
+		}{string(env.ID), id.Sender, opts.Team, opts.All, verdict, delivered, failed, code, out})
 		return exitError{code}
 	}
-	for _, o := range rep.Outcomes {
+	for _, r := range results {
 		mark := "✓"
-		if !o.OK() {
+		if !r.OK() {
 			mark = "✗"
 		}
-		fmt.Fprintf(opts.IO.Out, "%s %s\n", mark, describe(o))
+		fmt.Fprintf(opts.IO.Out, "%s %s\n", mark, describeResult(r))
 	}
-	fmt.Fprintf(opts.IO.Out, "%d of %d delivered as %s", rep.Delivered, len(rep.Outcomes), rep.ID)
-	if rep.Failed > 0 {
-		fmt.Fprintf(opts.IO.Out, "; %d failed", rep.Failed)
+	fmt.Fprintf(opts.IO.Out, "%d of %d delivered as %s", delivered, len(results), env.ID)
+	if failed > 0 {
+		fmt.Fprintf(opts.IO.Out, "; %d failed", failed)
 	}
 	fmt.Fprintln(opts.IO.Out)
 	return exitError{code}

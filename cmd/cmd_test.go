@@ -157,7 +157,8 @@ func TestExitCodes(t *testing.T) {
 // The exit codes are documented in --help; the table there must match.
 func TestExitCodesHelpMatches(t *testing.T) {
 	for code, word := range map[int]string{ExitOK: "delivered", ExitError: "anything else", ExitUsage: "bad usage",
-		ExitNotFound: "no such target", ExitNotReady: "not ready", ExitUnconfirmed: "not confirmed", ExitPartial: "some targets failed"} {
+		ExitNotFound: "no such target", ExitNotReady: "not ready", ExitUnconfirmed: "not confirmed", ExitPartial: "some targets failed",
+		ExitTimeout: "no matching message", ExitClaimed: "already claimed"} {
 		line := fmt.Sprintf("  %d  ", code)
 		i := strings.Index(exitCodesHelp, line)
 		if i < 0 || !strings.Contains(exitCodesHelp[i:min(len(exitCodesHelp), i+80)], word) {

@@ -8,6 +8,7 @@ import (
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -20,16 +21,20 @@ const (
 	ExitNotReady    = 4 // busy, dialog or a person's draft the whole ready timeout
 	ExitUnconfirmed = 5 // typed but not confirmed as submitted
 	ExitPartial     = 6 // a broadcast in which some targets failed
+	ExitTimeout     = 7 // wait: no matching message in time
+	ExitClaimed     = 8 // claim: the request was already claimed, or expired
 )
 
 const exitCodesHelp = `Exit codes:
   0  delivered (every target, for a broadcast)
   1  anything else: tmux missing, server unreachable, ...
   2  bad usage or an invalid name
-  3  no such target (no agent session of that exact name, or none in the team)
+  3  no such target (no agent session of that exact name, or none in the team), request or message
   4  not ready in time: busy, a dialog or a person's draft the whole time
   5  typed but not confirmed as submitted
-  6  a broadcast in which some targets failed`
+  6  a broadcast in which some targets failed
+  7  wait: no matching message arrived in time
+  8  claim: the request was already claimed by another agent, or expired`
 
 // exitCode maps an error to its exit code; the one place that does.
 func exitCode(err error) int {
@@ -41,10 +46,15 @@ func exitCode(err error) int {
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.As(err, &ue), errors.Is(err, target.ErrInvalid), errors.Is(err, config.ErrInvalid),
-		errors.Is(err, dispatch.ErrEmptyMessage), errors.Is(err, dispatch.ErrSelf):
+		errors.Is(err, dispatch.ErrEmptyMessage), errors.Is(err, dispatch.ErrSelf), errors.Is(err, mailbox.ErrBadName):
 		return ExitUsage
-	case errors.Is(err, dispatch.ErrTargetNotFound), errors.Is(err, dispatch.ErrNoTargets):
+	case errors.Is(err, dispatch.ErrTargetNotFound), errors.Is(err, dispatch.ErrNoTargets),
+		errors.Is(err, mailbox.ErrNoRequest), errors.Is(err, mailbox.ErrNoMessage):
 		return ExitNotFound
+	case errors.Is(err, errTimedOut):
+		return ExitTimeout
+	case errors.Is(err, mailbox.ErrAlreadyClaimed), errors.Is(err, mailbox.ErrExpired):
+		return ExitClaimed
 	case errors.Is(err, delivery.ErrNotReady):
 		return ExitNotReady
 	case errors.Is(err, delivery.ErrUnconfirmed):

@@ -15,6 +15,7 @@ import (
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/receipt"
 	"github.com/agentmsg/agentmsg/tmux"
 )
 
@@ -92,6 +93,9 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 	opts := delivery.DefaultOptions()
 	opts.ReadyTimeout, opts.ConfirmTimeout, opts.Retries = s.ReadyTimeout, s.ConfirmTimeout, s.Retries
 	opts.Settle, opts.Repress, opts.Poll = s.Settle, s.Repress, s.Poll
+	// Receipts from the agent's own prompt-submit hook (agentmsg hooks install).
+	receipts := &receipt.Log{Path: receipt.DefaultPath(mailbox.DefaultRoot(f.LookupEnv))}
+	opts.Receipt = receipts.Has
 	f.Log.Debug("tmux server", "socket", server.Socket)
 	if f.Log.GetLevel() <= log.DebugLevel {
 		client.Trace = func(command string, took time.Duration, err error) {

@@ -145,9 +145,15 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.`,
 		NewCmdSend(f, nil),
 		NewCmdBroadcast(f, nil),
 		NewCmdList(f, nil),
+		NewCmdDeliver(f, nil),
+		NewCmdReply(f),
+		NewCmdHooks(f),
+		NewCmdHook(f),
+		NewCmdRead(f),
 		NewCmdConfig(f),
 		NewCmdCompletion(f),
 	)
+	root.AddCommand(mailboxCommands(f)...)
 	return root
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/target"
 )
@@ -15,9 +16,13 @@ import (
 type SendOptions struct {
 	IO         *IOStreams
 	Dispatcher func() (*dispatch.Dispatcher, error)
-	Sender     func(ctx context.Context) (string, string, error)
+	Courier    func(*dispatch.Dispatcher) (*courier.Courier, error)
+	Identity   func(ctx context.Context) (Identity, error)
 	JSON       func() bool
 	LookupEnv  func(string) (string, bool)
+
+	Mode     courier.Mode
+	Envelope envelopeFlags
 
 	Target  target.Target
 	Message string
@@ -26,7 +31,8 @@ type SendOptions struct {
 }
 
 func NewCmdSend(f *Factory, runF func(context.Context, *SendOptions) error) *cobra.Command {
-	opts := &SendOptions{IO: f.IO, Dispatcher: f.Dispatcher, Sender: f.Sender, JSON: func() bool { return f.JSON }, LookupEnv: f.LookupEnv}
+	opts := &SendOptions{IO: f.IO, Dispatcher: f.Dispatcher, Courier: f.courier, Identity: f.Identity,
+		JSON: func() bool { return f.JSON }, LookupEnv: f.LookupEnv, Mode: courier.Mode{Queue: true}}
 	c := &cobra.Command{
 		Use:   "send TEAM NAME [MESSAGE...]",
 		Short: "Type a message into one agent's input box, submit it, and confirm it arrived",
@@ -42,6 +48,14 @@ sequences and control characters other than newline and tab are removed.
 Send waits (--ready-timeout) while the agent is busy, shows a dialog, or a
 person is typing in its box: it never types into a dialog and never adds to
 or submits someone else's text. Concurrent senders to one agent take turns.
+
+Every message is first recorded in the agent's inbox (see agentmsg inbox, log).
+When the agent is still not ready at the deadline, the message stays there
+and send exits 0 with the verdict "deferred": agentmsg deliver types it once
+the agent is ready. --no-queue makes that a failure (exit 4) instead.
+--mailbox-only records it without typing, for agents that read their inbox.
+
+` + typesHelp + `
 
 ` + exitCodesHelp,
 		Example: `  agentmsg send alpha ana "run the tests and report"
@@ -68,6 +82,11 @@ or submits someone else's text. Concurrent senders to one agent take turns.
 			return sendRun(c.Context(), opts)
 		},
 	}
+	noQueue := false
+	c.Flags().BoolVar(&noQueue, "no-queue", false, "fail (exit 4) when the agent is not ready in time, instead of keeping the message for agentmsg deliver")
+	c.Flags().BoolVar(&opts.Mode.MailboxOnly, "mailbox-only", false, "only record the message in the agent's inbox (for agents that read their inbox; the agent need not exist)")
+	opts.Envelope.register(c)
+	c.PreRun = func(*cobra.Command, []string) { opts.Mode.Queue = !noQueue }
 	return c
 }
 
@@ -76,7 +95,11 @@ func sendRun(ctx context.Context, opts *SendOptions) error {
 	if err != nil {
 		return err
 	}
-	sender, _, err := opts.Sender(ctx)
+	env, err := opts.Envelope.build()
+	if err != nil {
+		return err
+	}
+	id, err := opts.Identity(ctx)
 	if err != nil {
 		return err
 	}
@@ -84,40 +107,43 @@ func sendRun(ctx context.Context, opts *SendOptions) error {
 	if err != nil {
 		return err
 	}
+	msg, err := d.NewMessage(id.Sender, text)
+	if err != nil {
+		return err
+	}
+	env.ID, env.From, env.Content = msg.ID, id.Name, msg.Text
+	c, err := opts.Courier(d)
+	if err != nil {
+		return err
+	}
 	var progress *waitPrinter
-	if !opts.JSON() {
+	if !opts.JSON() && !opts.Mode.MailboxOnly {
 		// A person sees one line kept up to date; an agent running us as a
 		// tool (no terminal) sees a line each time the reason changes.
 		progress = newWaitPrinter(opts.IO.ErrOut, opts.IO.ErrTTY)
 		d.OnWait = progress.wait
 	}
-	out := d.Send(ctx, opts.Target, sender, text)
+	out := c.Send(ctx, opts.Target, env, opts.Mode)
 	if progress != nil {
 		progress.done()
 	}
-	code := outcomeCode(out)
+	code := resultCode(out)
 	if opts.JSON() {
 		writeJSON(&Factory{IO: opts.IO}, struct {
 			ID   string `json:"id,omitempty"`
 			From string `json:"from"`
-			outcomeJSON
-		}{string(out.ID), sender, toJSON(out)})
+			resultJSON
+		}{string(out.ID), id.Sender, toResultJSON(out)})
 	}
 	if out.OK() {
 		if !opts.JSON() {
-			fmt.Fprintln(opts.IO.Out, describe(out))
+			fmt.Fprintln(opts.IO.Out, describeResult(out))
 		}
 		return nil
 	}
-	if out.ID == "" && out.Verdict != dispatch.NotFound {
-		// Nothing was attempted (an empty message, ...): an ordinary error.
-		if !opts.JSON() {
-			return out.Err
-		}
-	}
-	fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s\n", describe(out))
+	fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s\n", describeResult(out))
 	socket := d.Tmux.Server().Socket
-	if h := hint(out, socket, serverFlag(opts.LookupEnv, socket)); h != "" {
+	if h := hint(out.Outcome, socket, serverFlag(opts.LookupEnv, socket)); h != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "  %s\n", h)
 	}
 	return exitError{code}

@@ -43,6 +43,8 @@ type Settings struct {
 	Repress        time.Duration // press submit again when our text sits in the box this long
 	Poll           time.Duration // screen poll interval while waiting
 	Concurrency    int           // broadcast deliveries in flight at once
+	KeepCount      int           // an inbox keeps at most this many messages (read and done ones go first)
+	KeepAge        time.Duration // ...and drops read, done messages older than this
 	From           string        // sender name; empty means detect it
 	Team           string        // the sender's team, for mailbox commands; empty means detect it
 	Socket         string        // tmux -S path
@@ -59,6 +61,8 @@ func Defaults() Settings {
 		Repress:        500 * time.Millisecond,
 		Poll:           10 * time.Millisecond,
 		Concurrency:    16,
+		KeepCount:      1000,
+		KeepAge:        30 * 24 * time.Hour,
 	}
 }
 
@@ -144,6 +148,10 @@ var specs = [...]spec{
 		help: "screen poll interval while waiting"},
 	{key: "concurrency", min: 1, max: 1000, field: func(s *Settings) any { return &s.Concurrency },
 		help: "broadcast deliveries in flight at once"},
+	{key: "keep_count", min: 1, max: math.MaxInt32, field: func(s *Settings) any { return &s.KeepCount },
+		help: "an inbox keeps at most this many messages (never an unread or undelivered one)"},
+	{key: "keep_age", min: int64(time.Minute), max: math.MaxInt64, field: func(s *Settings) any { return &s.KeepAge },
+		help: "an inbox drops read, delivered messages older than this"},
 	{key: "from", field: func(s *Settings) any { return &s.From },
 		help: "sender name (empty: detect it)"},
 	{key: "team", field: func(s *Settings) any { return &s.Team },

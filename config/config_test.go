@@ -57,6 +57,8 @@ func TestDefaults(t *testing.T) {
 		Repress:        500 * time.Millisecond,
 		Poll:           10 * time.Millisecond,
 		Concurrency:    16,
+		KeepCount:      1000,
+		KeepAge:        720 * time.Hour,
 	}
 	if got := Defaults(); got != want {
 		t.Fatalf("Defaults() = %+v, want %+v", got, want)
@@ -179,7 +181,7 @@ func TestPrecedence(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	t.Parallel()
-	const known = "known keys: ready_timeout, confirm_timeout, retries, settle, repress, poll, concurrency, from, team, socket, socket_name"
+	const known = "known keys: ready_timeout, confirm_timeout, retries, settle, repress, poll, concurrency, keep_count, keep_age, from, team, socket, socket_name"
 	const both = "tmux takes a socket path (socket, -S) or a socket name (socket_name, -L), not both, so remove one"
 	tests := []struct {
 		name  string
@@ -244,7 +246,7 @@ func TestErrors(t *testing.T) {
 		{name: "flag duration that does not parse", flags: []flag{{"confirm_timeout", "5"}},
 			want: `--confirm-timeout "5": want a duration such as 30s or 250ms`},
 		{name: "unknown setting", flags: []flag{{"speed", "1"}},
-			want: `unknown setting "speed"; known settings: ready_timeout, confirm_timeout, retries, settle, repress, poll, concurrency, from, team, socket, socket_name`},
+			want: `unknown setting "speed"; known settings: ready_timeout, confirm_timeout, retries, settle, repress, poll, concurrency, keep_count, keep_age, from, team, socket, socket_name`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -358,6 +360,8 @@ func TestEntries(t *testing.T) {
 		{"repress", "500ms", "default"},
 		{"poll", "250ms", "flag --poll"},
 		{"concurrency", "3", "flag --concurrency"},
+		{"keep_count", "1000", "default"},
+		{"keep_age", "720h0m0s", "default"},
 		{"from", "ana", "file " + path},
 		{"team", "", "default"},
 		{"socket", "/tmp/s", "env AGENTMSG_SOCKET"},

@@ -37,7 +37,9 @@ type Courier struct {
 	Store    *mailbox.Store
 	Dispatch *dispatch.Dispatcher
 	Locks    lock.Dir // one deliverer per inbox at a time
-	Now      func() time.Time
+	// Keep bounds each inbox; Deliver compacts an inbox that outgrows it.
+	Keep mailbox.Retention
+	Now  func() time.Time
 }
 
 // Mode says how far a send goes.

@@ -59,6 +59,12 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string) ([]Typin
 	if err != nil {
 		return nil, err
 	}
+	if c.outgrown(batch) {
+		// Compaction keeps every unread or undelivered message.
+		if _, err := c.Store.Compact(team, agent, c.Keep); err != nil {
+			return nil, err
+		}
+	}
 	var pending []mailbox.Envelope
 	for _, env := range batch.Envelopes {
 		if env.Delivery != nil && env.Delivery.State.Outstanding() {
@@ -100,6 +106,19 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string) ([]Typin
 		}
 	}
 	return out, nil
+}
+
+// outgrown reports whether an inbox holds more, or older, messages than
+// Keep allows.
+func (c *Courier) outgrown(b mailbox.Batch) bool {
+	n := len(b.Envelopes)
+	if n == 0 {
+		return false
+	}
+	if c.Keep.MaxCount > 0 && n > c.Keep.MaxCount {
+		return true
+	}
+	return c.Keep.MaxAge > 0 && c.now().Sub(b.Envelopes[0].Timestamp) > c.Keep.MaxAge
 }
 
 // inboxTarget is the agent whose inbox team/agent is, when the name is an

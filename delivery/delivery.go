@@ -61,6 +61,16 @@ type Options struct {
 	Repress time.Duration
 	Poll    time.Duration // screen poll interval
 	Reader  ScreenReader
+	// QueueWhileBusy types into a busy agent whose box is empty and on
+	// screen: for agents that queue what is submitted while they work.
+	QueueWhileBusy bool
+	// Force types into a pane that shows a shell prompt (where the text
+	// runs as a command); without it that is refused at once.
+	Force bool
+	// Receipt, when set, reports whether the agent itself has recorded
+	// receiving id (a hook run on prompt submit): proof no folding or
+	// scrolling can hide.
+	Receipt func(id message.ID) bool
 	// Resume is for a message that an earlier, interrupted delivery may
 	// have typed or submitted already: the id above the box means it was
 	// submitted (nothing is typed again); the id in the box means it was
@@ -96,6 +106,7 @@ type Verdict string
 
 const (
 	Submitted Verdict = "submitted" // the agent took the message
+	Queued    Verdict = "queued"    // the agent took it while busy and runs it next
 	Typed     Verdict = "typed"     // left in the box, submission not confirmed
 	NotReady  Verdict = "not_ready" // never typed: busy, dialog or draft the whole time
 	Failed    Verdict = "failed"    // tmux failed or the pane went away
@@ -163,6 +174,8 @@ func (d *Deliverer) Deliver(ctx context.Context, pane string, id message.ID, tex
 	run.res.Err = err
 	run.res.Elapsed = d.Clock.Now().Sub(start)
 	switch {
+	case err == nil && run.queued:
+		run.res.Verdict = Queued
 	case err == nil:
 		run.res.Verdict = Submitted
 	case errors.Is(err, ErrNotReady):
@@ -184,6 +197,7 @@ type run struct {
 	// folds long pastes ("[Pasted text #1 +11 lines]") shows no id there.
 	boxAfterPaste string
 	leftInBox     bool // we gave up with our text still in the box
+	queued        bool // confirmed while the agent showed it queued
 	res           Result
 }
 
@@ -284,8 +298,14 @@ func (r *run) waitReady(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if rd.State == Ready {
+		if rd.State == Ready || (rd.Shell && r.d.Opts.Force && rd.Box == "") {
 			return nil
+		}
+		if rd.State == Busy && r.d.Opts.QueueWhileBusy && rd.BoxRow >= 0 && rd.Box == "" {
+			return nil // it queues what is submitted now
+		}
+		if rd.Shell && !r.d.Opts.Force {
+			return &NotReadyError{State: rd.State, Detail: "the pane shows a shell prompt: the agent has exited, and a message would run as a command (--force types it anyway)"}
 		}
 		if r.d.Opts.Resume && rd.State != Dialog && strings.Contains(rd.Box, string(r.id)) {
 			// An earlier attempt's paste showed up late: it is ours.
@@ -387,7 +407,10 @@ func (r *run) confirm(ctx context.Context, last bool) (outcome, error) {
 			return 0, err
 		}
 		stillOurs := r.ours(rd)
-		if !stillOurs && containsID(above(lines, rd), r.id) {
+		if !stillOurs && (containsID(above(lines, rd), r.id) || r.receipt()) {
+			// A receipt comes when the agent really starts on it; before
+			// that, a queue on screen means it waits behind the current turn.
+			r.queued = rd.Queued && !r.receipt()
 			return confirmed, nil
 		}
 		if !stillOurs && rd.Box == "" && rd.State == Ready && !r.d.Clock.Now().Before(nextLook) {
@@ -428,6 +451,11 @@ func (r *run) confirm(ctx context.Context, last bool) (outcome, error) {
 			return 0, err
 		}
 	}
+}
+
+// receipt reports whether the agent recorded receiving our id itself.
+func (r *run) receipt() bool {
+	return r.d.Opts.Receipt != nil && r.d.Opts.Receipt(r.id)
 }
 
 // ours reports whether the box holds the text we typed.

@@ -27,6 +27,13 @@ type Reading struct {
 	BoxRow int
 	// Detail says why, for a person: "permission dialog: Do you want to proceed?".
 	Detail string
+	// Queued: the screen shows messages the agent has queued behind its
+	// current turn (Claude Code: "Press up to edit queued messages"), so an
+	// id seen above the box may be waiting rather than taken.
+	Queued bool
+	// Shell: the pane shows a shell prompt, not an agent: typed text would
+	// run as a command.
+	Shell bool
 }
 
 // ScreenReader interprets the visible lines of an agent's pane. Agent

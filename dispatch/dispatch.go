@@ -48,6 +48,11 @@ type Dispatcher struct {
 	Locks  delivery.Locker
 	Clock  delivery.Clock
 	Opts   delivery.Options
+	// Profile, when set, says how the agent in a pane behaves, from its
+	// foreground command and screen; why says how it was chosen.
+	Profile func(command string, screen []string) (p AgentProfile, why string)
+	// WaitIdle: never type into a busy agent, even one that queues.
+	WaitIdle bool
 	// Self is the pane the caller runs in ("" when outside this server).
 	// A broadcast leaves it out: an agent broadcasting to its team is busy
 	// running us and would wait for itself until the ready timeout.
@@ -68,11 +73,28 @@ type Outcome struct {
 	Presses int
 	Typings int
 	Elapsed time.Duration
-	Err     error // nil only when Verdict is delivery.Submitted
+	Err     error // nil only when the message was taken (OK)
+	// Profile names the agent CLI the screen was read as, and why.
+	Profile, ProfileWhy string
+	// Pointer: the message was long, and the agent got one line pointing
+	// at the whole text (agentmsg read ID) instead.
+	Pointer bool
 }
 
-// OK reports whether the message was submitted.
-func (o Outcome) OK() bool { return o.Verdict == delivery.Submitted }
+// OK reports whether the agent took the message: submitted, or queued to
+// run after its current turn.
+func (o Outcome) OK() bool { return o.Verdict == delivery.Submitted || o.Verdict == delivery.Queued }
+
+// AgentProfile is what a delivery needs to know about one agent CLI (see
+// package profile, which fills it).
+type AgentProfile struct {
+	Name      string
+	Reader    delivery.ScreenReader // nil: Opts.Reader
+	Settle    time.Duration         // at least this long before submit
+	Queues    bool                  // it queues what is submitted while it works
+	FoldBytes int                   // a longer text goes as a pointer line (0: never)
+	FoldLines int                   // ...as does one with more lines (0: never)
+}
 
 // Report is the outcome of a broadcast.
 type Report struct {
@@ -95,6 +117,9 @@ func (d *Dispatcher) Send(ctx context.Context, t target.Target, sender, text str
 type Message struct {
 	ID   message.ID
 	Text string
+	// Stored: the whole text can be read back with agentmsg read ID (it
+	// is in the mailbox), so a long one may be typed as a pointer.
+	Stored bool
 }
 
 // NewMessage cleans text and gives it a fresh id from sender (already
@@ -112,7 +137,7 @@ func (d *Dispatcher) NewMessage(sender, text string) (Message, error) {
 // SendMessage delivers msg to t.
 func (d *Dispatcher) SendMessage(ctx context.Context, t target.Target, msg Message) Outcome {
 	start := d.Clock.Now()
-	id, text := msg.ID, msg.Text
+	id := msg.ID
 	conn, err := d.attach(ctx, t.Session)
 	var pane tmux.Pane
 	if err == nil {
@@ -130,7 +155,7 @@ func (d *Dispatcher) SendMessage(ctx context.Context, t target.Target, msg Messa
 		out.Elapsed = d.Clock.Now().Sub(start)
 		return out
 	}
-	out := d.deliver(ctx, conn, t, pane, id, text)
+	out := d.deliver(ctx, conn, t, pane, msg)
 	out.Elapsed = d.Clock.Now().Sub(start)
 	return out
 }
@@ -179,7 +204,6 @@ func (d *Dispatcher) Broadcast(ctx context.Context, team, sender, text string) (
 // set, before hears the targets first and can stop the broadcast by
 // failing (a mailbox records the message for each of them there).
 func (d *Dispatcher) BroadcastMessage(ctx context.Context, team string, msg Message, before func([]target.Target) error) (Report, error) {
-	id, text := msg.ID, msg.Text
 	agents, err := d.find(ctx, team)
 	if err != nil {
 		return Report{}, err
@@ -199,10 +223,10 @@ func (d *Dispatcher) BroadcastMessage(ctx context.Context, team string, msg Mess
 	}
 	conn := d.shared(ctx, agents)
 	defer conn.Close()
-	rep := Report{ID: id}
+	rep := Report{ID: msg.ID}
 	rep.Outcomes = broadcast.Each(ctx, agents, d.Concurrency, func(ctx context.Context, a found) Outcome {
 		start := d.Clock.Now()
-		out := d.deliver(ctx, conn, a.Target, a.pane, id, text)
+		out := d.deliver(ctx, conn, a.Target, a.pane, msg)
 		out.Elapsed = d.Clock.Now().Sub(start)
 		return out
 	})
@@ -294,8 +318,8 @@ func (d *Dispatcher) find(ctx context.Context, team string) ([]found, error) {
 	return out, nil
 }
 
-func (d *Dispatcher) deliver(ctx context.Context, term tmux.Client, t target.Target, pane tmux.Pane, id message.ID, text string) Outcome {
-	out := Outcome{Target: t, Pane: pane.ID, ID: id}
+func (d *Dispatcher) deliver(ctx context.Context, term tmux.Client, t target.Target, pane tmux.Pane, msg Message) Outcome {
+	out := Outcome{Target: t, Pane: pane.ID, ID: msg.ID}
 	if pane.Dead {
 		out.Verdict, out.Err = delivery.Failed, fmt.Errorf("the program in %s (pane %s) has exited", t.Session, pane.ID)
 		return out
@@ -304,10 +328,50 @@ func (d *Dispatcher) deliver(ctx context.Context, term tmux.Client, t target.Tar
 	if d.OnWait != nil {
 		opts.OnWait = func(w delivery.Wait) { d.OnWait(t, w) }
 	}
+	text := msg.Text
+	if d.Profile != nil {
+		screen, err := term.Capture(ctx, pane.ID, 0)
+		if err != nil {
+			out.Verdict, out.Err = delivery.Failed, err
+			return out
+		}
+		p, why := d.Profile(pane.Command, screen)
+		out.Profile, out.ProfileWhy = p.Name, why
+		if p.Reader != nil {
+			opts.Reader = p.Reader
+		}
+		opts.Settle = max(opts.Settle, p.Settle)
+		opts.QueueWhileBusy = p.Queues && !d.WaitIdle
+		if msg.Stored && tooLong(text, p) {
+			text, out.Pointer = Pointer(msg.ID, text), true
+		}
+	}
 	del := &delivery.Deliverer{Term: term, Locks: d.Locks, Clock: d.Clock, Socket: term.Server().Socket, Opts: opts}
-	res := del.Deliver(ctx, pane.ID, id, text)
+	res := del.Deliver(ctx, pane.ID, msg.ID, text)
 	out.Verdict, out.State, out.Presses, out.Typings, out.Err = res.Verdict, res.LastSeen, res.Presses, res.Typings, res.Err
 	return out
+}
+
+// tooLong reports whether text would be folded in p's box, or is past the
+// size p reads well.
+func tooLong(text string, p AgentProfile) bool {
+	return (p.FoldBytes > 0 && len(text) > p.FoldBytes) ||
+		(p.FoldLines > 0 && strings.Count(text, "\n")+1 > p.FoldLines)
+}
+
+// pointerLineMax bounds the first line quoted in a pointer.
+const pointerLineMax = 120
+
+// Pointer is the one line typed for a long message: its first line and
+// where to read the rest. The id stays in front (message.Format adds it),
+// so confirmation works as for any message.
+func Pointer(id message.ID, text string) string {
+	first, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	first = strings.TrimSpace(first)
+	if r := []rune(first); len(r) > pointerLineMax {
+		first = string(r[:pointerLineMax]) + "…"
+	}
+	return first + " … (full text: agentmsg read " + string(id) + ")"
 }
 
 // notFound explains a missing agent and names the ones that do exist.

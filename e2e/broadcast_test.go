@@ -29,7 +29,7 @@ func TestBroadcastTeamPartial(t *testing.T) {
 	}
 	other := s.StartAgent("agent-other-bob")
 
-	res := s.Run("--json", "broadcast", "--ready-timeout", "1s", "team", "all hands")
+	res := s.Run("--json", "broadcast", "--no-queue", "--ready-timeout", "1s", "team", "all hands")
 	wantCode(t, res, 6)
 	rep, err := harness.Decode[harness.BroadcastReport](res.Stdout)
 	if err != nil {

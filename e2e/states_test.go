@@ -30,7 +30,7 @@ func TestSendNeverTypesIntoDialog(t *testing.T) {
 	s := harness.NewTestServer(t)
 	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("dialog"))
 
-	res := s.Run("send", "--ready-timeout", "1s", "alpha", "ana", "approve nothing")
+	res := s.Run("send", "--no-queue", "--ready-timeout", "1s", "alpha", "ana", "approve nothing")
 	wantCode(t, res, 4)
 	if res.Elapsed > 5*time.Second {
 		t.Errorf("a 1s ready timeout took %s", res.Elapsed)
@@ -50,7 +50,7 @@ func TestSendKeepsPersonsDraft(t *testing.T) {
 	ana.Type("half written")
 	ana.WaitScreen("half written", 5*time.Second)
 
-	res := s.Run("send", "--ready-timeout", "1s", "alpha", "ana", "do not merge me")
+	res := s.Run("send", "--no-queue", "--ready-timeout", "1s", "alpha", "ana", "do not merge me")
 	wantCode(t, res, 4)
 	if screen := ana.Capture(); !strings.Contains(screen, "half written") || strings.Contains(screen, "MSG_") {
 		t.Errorf("the draft was touched; screen:\n%s", screen)

@@ -1,0 +1,126 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/courier"
+)
+
+// DeliverOptions are deliver's inputs.
+type DeliverOptions struct {
+	IO   *IOStreams
+	F    *Factory
+	Team string
+	// Watch keeps going until interrupted, a pass every Every.
+	Watch bool
+	Every time.Duration
+}
+
+func NewCmdDeliver(f *Factory, runF func(context.Context, *DeliverOptions) error) *cobra.Command {
+	opts := &DeliverOptions{IO: f.IO, F: f, Every: 500 * time.Millisecond}
+	c := &cobra.Command{
+		Use:   "deliver [TEAM]",
+		Short: "Type the messages that are waiting in inboxes into their agents, once each is ready",
+		Long: `Deliver types every pending or deferred message (one that send kept because its
+agent was busy, showed a dialog or held a person's draft) into its agent, oldest
+first, each exactly once. An inbox stops at its first message whose agent is
+still not ready, so the order holds; the rest wait for the next pass.
+
+Each message is marked "typing" before it is typed and with its verdict after,
+so a deliver that is killed half-way leaves nothing lost: the next one looks
+for the message on the agent's screen first and neither types it twice nor
+skips it. Inboxes of names with no agent session (people, agents outside tmux)
+are left for their owners to read with agentmsg inbox.
+
+With --watch it keeps going, a pass every --every, until interrupted. The
+Claude Code Stop hook can run "agentmsg deliver" when a turn ends.
+
+Each pass waits at most --ready-timeout per agent (default for deliver: 1s).`,
+		Example: `  agentmsg deliver
+  agentmsg deliver alpha --watch
+  agentmsg --json deliver`,
+		Args: argsBetween(0, 1, "at most a TEAM"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Team = args[0]
+			}
+			if opts.Every <= 0 {
+				return usagef("--every must be above 0")
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return deliverRun(c.Context(), c, opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.Watch, "watch", false, "keep delivering until interrupted")
+	c.Flags().DurationVar(&opts.Every, "every", opts.Every, "with --watch, the time between passes")
+	return c
+}
+
+func deliverRun(ctx context.Context, c *cobra.Command, opts *DeliverOptions) error {
+	f := opts.F
+	d, err := f.Dispatcher()
+	if err != nil {
+		return err
+	}
+	// The Stop hook runs deliver inside the agent's own pane, and the
+	// messages waiting for that agent are exactly what it is for.
+	d.Self = ""
+	// A pass looks, it does not wait long: the next pass comes soon.
+	if fl := c.Flags().Lookup("ready-timeout"); fl == nil || !fl.Changed {
+		d.Opts.ReadyTimeout = time.Second
+	}
+	cr, err := f.courier(d)
+	if err != nil {
+		return err
+	}
+	var all []courier.Typing
+	for {
+		done, err := cr.Deliver(ctx, opts.Team)
+		all = append(all, done...)
+		if !f.JSON {
+			for _, t := range done {
+				mark := "✓"
+				if !t.OK() {
+					mark = "✗"
+				}
+				fmt.Fprintf(opts.IO.Out, "%s %s\n", mark, describeResult(t.Result))
+			}
+		}
+		if err != nil {
+			if !opts.Watch || ctx.Err() != nil {
+				return finishDeliver(opts, all, err)
+			}
+			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %v\n", err)
+		}
+		if !opts.Watch {
+			return finishDeliver(opts, all, nil)
+		}
+		select {
+		case <-ctx.Done():
+			return finishDeliver(opts, all, nil)
+		case <-time.After(opts.Every):
+		}
+	}
+}
+
+func finishDeliver(opts *DeliverOptions, all []courier.Typing, err error) error {
+	if opts.F.JSON {
+		out := make([]resultJSON, len(all))
+		for i, t := range all {
+			out[i] = toResultJSON(t.Result)
+		}
+		writeJSON(opts.F, struct {
+			Typed   int          `json:"typed"`
+			Results []resultJSON `json:"results"`
+		}{len(all), out})
+	} else if len(all) == 0 && err == nil {
+		fmt.Fprintln(opts.IO.Out, "nothing to deliver")
+	}
+	return err
+}

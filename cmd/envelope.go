@@ -1,0 +1,147 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/lock"
+	"github.com/agentmsg/agentmsg/mailbox"
+)
+
+// envelopeFlags are the typed-message flags of send and broadcast.
+type envelopeFlags struct {
+	typ  string
+	meta []string
+}
+
+func (e *envelopeFlags) register(c *cobra.Command) {
+	c.Flags().StringVar(&e.typ, "type", "text", "message type: "+strings.Join(typeNames(), ", "))
+	c.Flags().StringArrayVar(&e.meta, "meta", nil, "metadata KEY=VALUE (repeatable); see the rules per type below")
+}
+
+// protocol is what each message type needs, the seed's table of typed
+// messages: the metadata a receiver dispatches on must be there.
+var protocol = []struct {
+	typ      mailbox.Type
+	required map[string][]string // key -> allowed values (nil: any)
+	help     string
+}{
+	{mailbox.TypeText, nil, "plain text"},
+	{mailbox.TypeStatus, map[string][]string{"state": {"idle", "working", "blocked", "pr_pending", "complete", "failed"}}, "a status update: --meta state=working"},
+	{mailbox.TypeShutdownRequest, nil, "lead to agent: finish up and stop"},
+	{mailbox.TypeShutdownResponse, map[string][]string{"accept": {"true", "false"}}, "agent to lead: --meta accept=true, or false to defer (send it with reply)"},
+	{mailbox.TypePlan, nil, "agent to lead: a plan for approval"},
+	{mailbox.TypePlanApproval, map[string][]string{"approve": {"true", "false"}}, "lead to agent: --meta approve=true|false (send it with reply)"},
+	{mailbox.TypeTask, nil, "lead to agent: a task assignment (--meta task_id=... optional)"},
+}
+
+func typeNames() []string {
+	out := make([]string, len(protocol))
+	for i, p := range protocol {
+		out[i] = string(p.typ)
+	}
+	return out
+}
+
+const typesHelp = `Message types (--type; the agent sees "[type] key=value ... text"):
+  text               plain text (the default)
+  status             a status update; needs --meta state=idle|working|blocked|pr_pending|complete|failed
+  shutdown-request   lead to agent: finish up and stop
+  shutdown-response  agent to lead; needs --meta accept=true|false (false: defer while finishing)
+  plan               agent to lead: a plan for approval
+  plan-approval      lead to agent; needs --meta approve=true|false
+  task               lead to agent: a task assignment`
+
+// build checks the flags against the protocol and returns an envelope
+// without id, sender or content.
+func (e *envelopeFlags) build() (mailbox.Envelope, error) {
+	env := mailbox.Envelope{Type: mailbox.Type(e.typ)}
+	var rule map[string][]string
+	known := false
+	for _, p := range protocol {
+		if p.typ == env.Type {
+			rule, known = p.required, true
+		}
+	}
+	if !known {
+		return env, usagef("--type %q: want one of %s", e.typ, strings.Join(typeNames(), ", "))
+	}
+	for _, kv := range e.meta {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.ContainsAny(k, " \t\n") {
+			return env, usagef("--meta %q: want KEY=VALUE", kv)
+		}
+		if env.Metadata == nil {
+			env.Metadata = map[string]string{}
+		}
+		env.Metadata[k] = v
+	}
+	for key, allowed := range rule {
+		v, ok := env.Metadata[key]
+		if !ok {
+			return env, usagef("a %s message needs --meta %s=...", env.Type, key)
+		}
+		if allowed != nil && !contains(allowed, v) {
+			return env, usagef("--meta %s=%s for a %s message: want one of %s", key, v, env.Type, strings.Join(allowed, ", "))
+		}
+	}
+	return env, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// courier joins the mailbox to a dispatcher.
+func (f *Factory) courier(d *dispatch.Dispatcher) (*courier.Courier, error) {
+	store, err := f.Mailbox()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := f.Config()
+	if err != nil {
+		return nil, err
+	}
+	return &courier.Courier{Store: store, Dispatch: d, Locks: lock.DefaultDir(f.LookupEnv),
+		Keep: mailbox.Retention{MaxCount: cfg.Settings.KeepCount, MaxAge: cfg.Settings.KeepAge}}, nil
+}
+
+// resultCode is the exit code of a courier result: deferred and recorded
+// messages are safe, so 0.
+func resultCode(r courier.Result) int {
+	if r.OK() {
+		return ExitOK
+	}
+	return outcomeCode(r.Outcome)
+}
+
+// resultJSON is outcomeJSON plus what the mailbox recorded.
+type resultJSON struct {
+	outcomeJSON
+	Stored string `json:"stored,omitempty"` // the mailbox's delivery state
+}
+
+func toResultJSON(r courier.Result) resultJSON {
+	j := resultJSON{outcomeJSON: toJSON(r.Outcome), Stored: string(r.State)}
+	j.ExitCode = resultCode(r)
+	return j
+}
+
+func describeResult(r courier.Result) string {
+	switch r.Verdict {
+	case courier.Deferred:
+		return fmt.Sprintf("deferred for %s as %s: kept in its inbox until it is ready (agentmsg deliver types it then)", r.Target, r.ID)
+	case courier.Recorded:
+		return fmt.Sprintf("recorded in %s's inbox as %s (not typed)", r.Target, r.ID)
+	}
+	return describe(r.Outcome)
+}

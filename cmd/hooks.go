@@ -1,0 +1,206 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/receipt"
+)
+
+func NewCmdHooks(f *Factory) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "hooks",
+		Short: "Install agentmsg's hooks into an agent CLI's settings",
+	}
+	var dir string
+	var print bool
+	install := &cobra.Command{
+		Use:   "install claude",
+		Short: "Add agentmsg's UserPromptSubmit and Stop hooks to a project's .claude/settings.json",
+		Long: `Install merges two hooks into DIR/.claude/settings.json (DIR: --dir, default the
+current directory), keeping everything else in the file, and does nothing
+when they are there already:
+
+  UserPromptSubmit  records the id of every message Claude Code really submits
+                    (a queued one when it is sent): send confirms by this
+                    receipt, which no folding or scrolling of the screen hides.
+  Stop              when a turn ends, types the messages kept for agents that
+                    were busy (agentmsg deliver), in the background.
+
+--print shows the merged file instead of writing it. Other agent CLIs have no
+prompt-submit hook that agentmsg can use yet; their deliveries are confirmed
+from the screen.`,
+		Example: `  agentmsg hooks install claude
+  agentmsg hooks install claude --dir ~/src/project --print`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 || args[0] != "claude" {
+				return usagef("hooks install: want the agent CLI: claude (the only one with a prompt-submit hook today)")
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			if dir == "" {
+				if dir, err = os.Getwd(); err != nil {
+					return err
+				}
+			}
+			root := mailbox.DefaultRoot(f.LookupEnv)
+			receipts := receipt.DefaultPath(root)
+			// The hooks run in the agent's environment: the server comes
+			// from its $TMUX unless one was named here.
+			var serverArgs string
+			if fl := c.Flags().Lookup("socket"); fl != nil && fl.Changed {
+				serverArgs = "-S " + shellQuote(fl.Value.String()) + " "
+			} else if fl := c.Flags().Lookup("socket-name"); fl != nil && fl.Changed {
+				serverArgs = "-L " + shellQuote(fl.Value.String()) + " "
+			}
+			path := filepath.Join(dir, ".claude", "settings.json")
+			old, err := os.ReadFile(path)
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			merged, changed, err := mergeClaudeHooks(old, claudeHookCommands(exe, root, receipts, serverArgs))
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if print {
+				_, err := f.IO.Out.Write(merged)
+				return err
+			}
+			if !changed {
+				fmt.Fprintf(f.IO.Out, "%s already has agentmsg's hooks\n", path)
+				return nil
+			}
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return err
+			}
+			tmp := path + ".agentmsg.tmp"
+			if err := os.WriteFile(tmp, merged, 0o644); err != nil {
+				return err
+			}
+			if err := os.Rename(tmp, path); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IO.Out, "added agentmsg's UserPromptSubmit and Stop hooks to %s\nreceipts go to %s\n", path, receipts)
+			return nil
+		},
+	}
+	install.Flags().StringVar(&dir, "dir", "", "the project directory (default: the current one)")
+	install.Flags().BoolVar(&print, "print", false, "print the merged settings instead of writing them")
+	c.AddCommand(install)
+	return c
+}
+
+// claudeHookCommands are the hook command lines, by event. The mailbox
+// root is fixed at install time: the agent's environment may not have the
+// variables that located it.
+func claudeHookCommands(exe, root, receipts, serverArgs string) map[string]string {
+	q := shellQuote
+	return map[string]string{
+		"UserPromptSubmit": q(exe) + " hook prompt-submit --receipts " + q(receipts),
+		// In the background: the turn is not over until the hook returns,
+		// and deliver waits for the box it is holding up.
+		"Stop": "(AGENTMSG_HOME=" + q(root) + " " + q(exe) + " " + serverArgs + "deliver >/dev/null 2>&1 &)",
+	}
+}
+
+// mergeClaudeHooks adds each command to settings' hooks unless a command of
+// agentmsg's for that event is there; everything else is kept as it was.
+func mergeClaudeHooks(old []byte, commands map[string]string) ([]byte, bool, error) {
+	settings := map[string]any{}
+	if len(bytes.TrimSpace(old)) > 0 {
+		if err := json.Unmarshal(old, &settings); err != nil {
+			return nil, false, fmt.Errorf("not valid JSON, left untouched: %w", err)
+		}
+	}
+	hooks, _ := settings["hooks"].(map[string]any)
+	if hooks == nil {
+		if settings["hooks"] != nil {
+			return nil, false, errors.New(`"hooks" is not an object, left untouched`)
+		}
+		hooks = map[string]any{}
+	}
+	changed := false
+	for _, event := range []string{"UserPromptSubmit", "Stop"} {
+		groups, _ := hooks[event].([]any)
+		if hasAgentmsgHook(groups) {
+			continue
+		}
+		groups = append(groups, map[string]any{
+			"hooks": []any{map[string]any{"type": "command", "command": commands[event]}},
+		})
+		hooks[event] = groups
+		changed = true
+	}
+	settings["hooks"] = hooks
+	out, err := json.MarshalIndent(settings, "", "  ")
+	if err != nil {
+		return nil, false, err
+	}
+	return append(out, '\n'), changed, nil
+}
+
+func hasAgentmsgHook(groups []any) bool {
+	for _, g := range groups {
+		gm, _ := g.(map[string]any)
+		hs, _ := gm["hooks"].([]any)
+		for _, h := range hs {
+			hm, _ := h.(map[string]any)
+			if cmd, _ := hm["command"].(string); strings.Contains(cmd, "agentmsg") &&
+				(strings.Contains(cmd, " hook prompt-submit") || strings.Contains(cmd, " deliver")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// newCmdHookRun is what the installed hooks run; hidden from help.
+func NewCmdHook(f *Factory) *cobra.Command {
+	var receipts string
+	c := &cobra.Command{
+		Use:    "hook prompt-submit",
+		Hidden: true,
+		Short:  "Run by Claude Code's UserPromptSubmit hook: record the submitted message's id",
+		Args:   argsBetween(1, 1, "prompt-submit"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if args[0] != "prompt-submit" {
+				return usagef("unknown hook %q", args[0])
+			}
+			// A hook must never stand in the agent's way: errors are
+			// reported on stderr and the exit is 0.
+			var in struct {
+				Prompt string `json:"prompt"`
+			}
+			data, err := io.ReadAll(io.LimitReader(f.IO.In, 64<<20))
+			if err == nil {
+				err = json.Unmarshal(data, &in)
+			}
+			if err != nil {
+				fmt.Fprintf(f.IO.ErrOut, "agentmsg hook: %v\n", err)
+				return nil
+			}
+			if id, ok := receipt.FromPrompt(in.Prompt); ok {
+				if err := (&receipt.Log{Path: receipts}).Record(id); err != nil {
+					fmt.Fprintf(f.IO.ErrOut, "agentmsg hook: %v\n", err)
+				}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&receipts, "receipts", "", "the receipts file")
+	return c
+}

@@ -1,0 +1,236 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
+)
+
+// LogOptions are log's inputs.
+type LogOptions struct {
+	MailboxDeps
+
+	Team  string // "" for every team
+	Agent string // "" for every inbox of the team
+	ID    message.ID
+}
+
+func NewCmdLog(f *Factory, runF func(context.Context, *LogOptions) error) *cobra.Command {
+	opts := &LogOptions{MailboxDeps: mailboxDeps(f)}
+	var id string
+	c := &cobra.Command{
+		Use:   "log [TEAM [NAME]]",
+		Short: "List the messages in the mailboxes and how far each got",
+		Long: `Log lists the messages kept in every inbox of every team (of TEAM; only
+NAME's inbox), oldest first: when, id, sender, recipient, type, and the
+delivery: its state (pending, typing, typed, submitted, queued, deferred,
+failed, read; "-" for a message only put in the mailbox), the attempts and
+the last verdict. A message to a whole team is listed once per inbox.
+
+--id ID shows one message's history instead: each inbox that holds it, and
+there every delivery record in order, with its time and verdict. Compaction
+keeps only the latest record of a message.`,
+		Example: `  agentmsg log
+  agentmsg log alpha
+  agentmsg log alpha ana
+  agentmsg log --id MSG_LEAD_1a2b3c4d
+  agentmsg --json log alpha | jq '.messages[] | select(.delivery.state == "failed")'`,
+		Args:              argsBetween(0, 2, "at most TEAM NAME"),
+		ValidArgsFunction: completeMailboxInbox(f),
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				team, err := teamArg(args[0])
+				if err != nil {
+					return err
+				}
+				opts.Team = team
+			}
+			if len(args) > 1 {
+				opts.Agent = args[1]
+			}
+			if id != "" && !message.Valid(id) {
+				return usagef("--id %q is not a message id (MSG_<SENDER>_<8 hex>)", id)
+			}
+			opts.ID = message.ID(id)
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return logRun(c.Context(), opts)
+		},
+	}
+	c.Flags().StringVar(&id, "id", "", "show this message's delivery history")
+	return c
+}
+
+// inboxRef is one inbox.
+type inboxRef struct{ team, agent string }
+
+// inboxes lists the inboxes the options name.
+func (o *LogOptions) inboxes(s *mailbox.Store) ([]inboxRef, error) {
+	teams := []string{o.Team}
+	if o.Team == "" {
+		var err error
+		if teams, err = s.Teams(); err != nil {
+			return nil, err
+		}
+	}
+	var out []inboxRef
+	for _, t := range teams {
+		if o.Agent != "" {
+			out = append(out, inboxRef{t, o.Agent})
+			continue
+		}
+		agents, err := s.Agents(t)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range agents {
+			out = append(out, inboxRef{t, a})
+		}
+	}
+	return out, nil
+}
+
+// logEntry is one message in one inbox.
+type logEntry struct {
+	Team  string `json:"team"`
+	Inbox string `json:"inbox"`
+	mailbox.Envelope
+}
+
+func logRun(ctx context.Context, opts *LogOptions) error {
+	s, err := opts.Mailbox()
+	if err != nil {
+		return err
+	}
+	boxes, err := opts.inboxes(s)
+	if err != nil {
+		return err
+	}
+	if opts.ID != "" {
+		return logHistory(opts, s, boxes)
+	}
+	entries := []logEntry{}
+	for _, b := range boxes {
+		batch, err := s.Read(b.team, b.agent)
+		if err != nil {
+			return err
+		}
+		for _, c := range batch.Corrupt {
+			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: skipped a damaged line in the inbox of %s/%s: %v\n", b.team, b.agent, c)
+		}
+		for _, e := range batch.Envelopes {
+			entries = append(entries, logEntry{b.team, b.agent, e})
+		}
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Timestamp.Before(entries[j].Timestamp) })
+	if opts.JSON() {
+		writeJSON(opts.jsonOut(), struct {
+			Messages []logEntry `json:"messages"`
+		}{entries})
+		return nil
+	}
+	if len(entries) == 0 {
+		fmt.Fprintf(opts.IO.ErrOut, "no messages in %s\n", opts.where())
+		return nil
+	}
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tID\tFROM\tTO\tTYPE\tSTATE\tATTEMPTS\tLAST VERDICT")
+	for _, e := range entries {
+		state, attempts, verdict := deliveryCells(e.Delivery)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\n", e.Timestamp.Local().Format(time.DateTime), e.ID, e.From,
+			e.Team, e.Inbox, e.Type, state, attempts, cell(verdict, 50))
+	}
+	return tw.Flush()
+}
+
+func (o *LogOptions) where() string {
+	switch {
+	case o.Agent != "":
+		return "the inbox of " + o.Team + "/" + o.Agent
+	case o.Team != "":
+		return "team " + o.Team
+	}
+	return "any team"
+}
+
+func deliveryCells(d *mailbox.Delivery) (state, attempts, verdict string) {
+	if d == nil {
+		return "-", "-", "-"
+	}
+	return string(d.State), strconv.Itoa(d.Attempts), orDash(d.LastVerdict)
+}
+
+// historyJSON is one inbox's copy of a message and its delivery records.
+type historyJSON struct {
+	Team     string             `json:"team"`
+	Inbox    string             `json:"inbox"`
+	Message  mailbox.Envelope   `json:"message"`
+	Delivery []mailbox.Delivery `json:"delivery"`
+}
+
+func logHistory(opts *LogOptions, s *mailbox.Store, boxes []inboxRef) error {
+	copies := []historyJSON{}
+	for _, b := range boxes {
+		env, ds, err := s.History(b.team, b.agent, opts.ID)
+		if errors.Is(err, mailbox.ErrNoMessage) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if ds == nil {
+			ds = []mailbox.Delivery{}
+		}
+		copies = append(copies, historyJSON{b.team, b.agent, env, ds})
+	}
+	if len(copies) == 0 {
+		return fmt.Errorf("%w: %s is in no inbox of %s", mailbox.ErrNoMessage, opts.ID, opts.where())
+	}
+	if opts.JSON() {
+		writeJSON(opts.jsonOut(), struct {
+			ID     message.ID    `json:"id"`
+			Copies []historyJSON `json:"copies"`
+		}{opts.ID, copies})
+		return nil
+	}
+	for i, c := range copies {
+		if i > 0 {
+			fmt.Fprintln(opts.IO.Out)
+		}
+		writeHistory(opts.IO.Out, c)
+	}
+	return nil
+}
+
+// writeHistory prints one copy's history: the message, then one line per
+// delivery record, the first being the one it was stored with.
+func writeHistory(w io.Writer, c historyJSON) {
+	e := c.Message
+	fmt.Fprintf(w, "%s from %s to %s/%s (%s)\n", e.ID, e.From, c.Team, c.Inbox, msgLabel(e))
+	fmt.Fprintf(w, "  %s\n", indentRest(cell(e.Content, 200), "  "))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	first := "recorded (mailbox only)"
+	if e.Delivery != nil {
+		first = "recorded, " + string(e.Delivery.State)
+	}
+	fmt.Fprintf(tw, "  %s\t%s\n", e.Timestamp.Local().Format("2006-01-02 15:04:05.000"), first)
+	for _, d := range c.Delivery {
+		line := fmt.Sprintf("  %s\t%s\tattempt %d", d.Updated.Local().Format("2006-01-02 15:04:05.000"), d.State, d.Attempts)
+		if d.LastVerdict != "" {
+			line += "\t" + d.LastVerdict
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
+}

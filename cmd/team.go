@@ -1,0 +1,126 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func NewCmdTeam(f *Factory, runF func(context.Context, *TeamCleanOptions) error) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "team",
+		Short: "Manage what the mailbox keeps for a team",
+		Args:  argsBetween(0, 0, "a subcommand: clean"),
+	}
+	c.AddCommand(NewCmdTeamClean(f, runF))
+	return c
+}
+
+// TeamCleanOptions are team clean's inputs.
+type TeamCleanOptions struct {
+	MailboxDeps
+
+	Team string
+	Yes  bool
+}
+
+func NewCmdTeamClean(f *Factory, runF func(context.Context, *TeamCleanOptions) error) *cobra.Command {
+	opts := &TeamCleanOptions{MailboxDeps: mailboxDeps(f)}
+	c := &cobra.Command{
+		Use:   "clean TEAM",
+		Short: "Remove a team's mailboxes, requests and status board",
+		Long: `Clean removes everything the mailbox keeps for TEAM: every agent's inbox and
+read cursors, the open and claimed requests, and the status board. Messages
+not yet delivered are lost with it.
+
+Without --yes it only says what it would remove (and exits 2). Stop the
+team's agents first: one still running recreates its own inbox.`,
+		Example: `  agentmsg team clean alpha
+  agentmsg team clean alpha --yes`,
+		Args:              argsBetween(1, 1, "TEAM"),
+		ValidArgsFunction: completeMailboxTeam(f),
+		RunE: func(c *cobra.Command, args []string) error {
+			team, err := teamArg(args[0])
+			if err != nil {
+				return err
+			}
+			opts.Team = team
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return teamCleanRun(c.Context(), opts)
+		},
+	}
+	c.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "really remove it")
+	return c
+}
+
+func teamCleanRun(ctx context.Context, opts *TeamCleanOptions) error {
+	s, err := opts.Mailbox()
+	if err != nil {
+		return err
+	}
+	agents, err := s.Agents(opts.Team)
+	if err != nil {
+		return err
+	}
+	reqs, _ := s.Requests(opts.Team)
+	board, _ := s.Board(opts.Team)
+	teams, err := s.Teams()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(s.Root, "teams", opts.Team)
+	stored := false
+	for _, t := range teams {
+		stored = stored || t == opts.Team
+	}
+	var parts []string
+	if len(agents) > 0 {
+		parts = append(parts, fmt.Sprintf("%d inbox(es) (%s)", len(agents), strings.Join(agents, ", ")))
+	}
+	if len(reqs) > 0 {
+		parts = append(parts, fmt.Sprintf("%d request(s)", len(reqs)))
+	}
+	if len(board) > 0 {
+		parts = append(parts, fmt.Sprintf("%d status(es)", len(board)))
+	}
+	what := strings.Join(parts, ", ")
+	if what == "" {
+		what = "nothing but empty directories"
+	}
+
+	if !stored {
+		if opts.JSON() {
+			writeJSON(opts.jsonOut(), teamCleanJSON{Team: opts.Team, Path: path})
+		} else {
+			fmt.Fprintf(opts.IO.ErrOut, "nothing is stored for team %s\n", opts.Team)
+		}
+		return nil
+	}
+	if !opts.Yes {
+		return usagef("team clean %s would remove %s: %s; run it again with --yes to remove them", opts.Team, path, what)
+	}
+	if err := s.CleanTeam(opts.Team); err != nil {
+		return err
+	}
+	if opts.JSON() {
+		writeJSON(opts.jsonOut(), teamCleanJSON{Team: opts.Team, Path: path, Removed: true,
+			Inboxes: append([]string{}, agents...), Requests: len(reqs), Statuses: len(board)})
+		return nil
+	}
+	fmt.Fprintf(opts.IO.Out, "removed %s: %s\n", path, what)
+	return nil
+}
+
+type teamCleanJSON struct {
+	Team     string   `json:"team"`
+	Path     string   `json:"path"`
+	Removed  bool     `json:"removed"`
+	Inboxes  []string `json:"inboxes,omitempty"`
+	Requests int      `json:"requests"`
+	Statuses int      `json:"statuses"`
+}

@@ -1,0 +1,166 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentmsg/agentmsg/e2e/harness"
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
+)
+
+// store opens the mailbox the server's agentmsg runs use (XDG_STATE_HOME
+// inside the server's dir).
+func store(s *harness.TestServer) *mailbox.Store {
+	return mailbox.New(filepath.Join(s.Dir, "state", "agentmsg"))
+}
+
+func deliveryState(t *testing.T, s *harness.TestServer, team, agent string, id string) mailbox.DeliveryState {
+	t.Helper()
+	batch, err := store(s).Read(team, agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range batch.Envelopes {
+		if string(e.ID) == id && e.Delivery != nil {
+			return e.Delivery.State
+		}
+	}
+	t.Fatalf("%s is not in %s/%s's inbox", id, team, agent)
+	return ""
+}
+
+// A busy agent's message is kept, not lost: send exits 0 "deferred", and
+// deliver types it once the agent is ready, once.
+func TestDeferredMessageIsDeliveredWhenReady(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("busy"))
+
+	rep, res := sendJSON(t, s, nil, "--ready-timeout", "300ms", "alpha", "ana", "when you have a minute")
+	wantCode(t, res, 0)
+	if rep.Verdict != "deferred" {
+		t.Fatalf("verdict %q, want deferred\n%s", rep.Verdict, res)
+	}
+	if got := deliveryState(t, s, "alpha", "ana", rep.ID); got != mailbox.StateDeferred {
+		t.Errorf("inbox says %s, want deferred", got)
+	}
+	wantUntouched(t, ana)
+
+	// Still busy: a deliver pass leaves it waiting.
+	wantCode(t, s.Run("deliver", "--ready-timeout", "200ms"), 0)
+	wantUntouched(t, ana)
+
+	ana.SetState("ready")
+	wantCode(t, s.Run("deliver"), 0)
+	wantReceived(t, ana, harness.Submitted(rep.ID, "when you have a minute"))
+	if got := deliveryState(t, s, "alpha", "ana", rep.ID); got != mailbox.StateSubmitted {
+		t.Errorf("inbox says %s, want submitted", got)
+	}
+	// Nothing is typed twice.
+	wantCode(t, s.Run("deliver"), 0)
+	wantReceived(t, ana, harness.Submitted(rep.ID, "when you have a minute"))
+}
+
+// --no-queue is the old fail-fast behaviour: exit 4, recorded as failed, and
+// deliver leaves it alone (the sender was told).
+func TestNoQueueFailsFast(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("dialog"))
+	rep, res := sendJSON(t, s, nil, "--no-queue", "--ready-timeout", "300ms", "alpha", "ana", "now or never")
+	wantCode(t, res, 4)
+	if got := deliveryState(t, s, "alpha", "ana", rep.ID); got != mailbox.StateFailed {
+		t.Errorf("inbox says %s, want failed", got)
+	}
+	ana.SetState("ready")
+	wantCode(t, s.Run("deliver"), 0)
+	wantUntouched(t, ana)
+}
+
+// --mailbox-only records without typing, even for an agent not in tmux.
+func TestMailboxOnly(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	rep, res := sendJSON(t, s, nil, "--mailbox-only", "alpha", "remote", "read this when you poll")
+	wantCode(t, res, 0)
+	if rep.Verdict != "recorded" {
+		t.Errorf("verdict %q, want recorded", rep.Verdict)
+	}
+	if got := deliveryState(t, s, "alpha", "remote", rep.ID); got != mailbox.StatePending {
+		t.Errorf("inbox says %s, want pending", got)
+	}
+	// Without --mailbox-only an unknown agent is still exit 3.
+	_, res = sendJSON(t, s, nil, "alpha", "nobody", "hello?")
+	wantCode(t, res, 3)
+}
+
+// A deliver killed at any instant loses nothing and types nothing twice:
+// the next one finds its traces (the "typing" record, the id on screen).
+func TestDeliverKilledMidwayNeitherLosesNorDoubles(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-alpha-ana")
+	const n = 12
+	want := make([]string, n)
+	for i := range n {
+		text := fmt.Sprintf("queued message %d", i)
+		rep, res := sendJSON(t, s, nil, "--mailbox-only", "alpha", "ana", text)
+		wantCode(t, res, 0)
+		want[i] = harness.Submitted(rep.ID, text)
+	}
+	for _, after := range []time.Duration{60 * time.Millisecond, 130 * time.Millisecond, 170 * time.Millisecond} {
+		cmd := exec.Command(s.Bins.Agentmsg, "-S", s.Socket, "deliver")
+		cmd.Env = s.Env()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(after)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := s.Server.Exec(ctx, nil, "-S", s.Socket, "deliver")
+	if err != nil || res.Code != 0 {
+		t.Fatalf("final deliver: %v\n%s", err, res)
+	}
+	got := ana.Received()
+	if !slices.Equal(got, want) {
+		t.Fatalf("received %d prompts, want each of %d exactly once in order:\ngot  %q\nwant %q", len(got), n, got, want)
+	}
+}
+
+// An interrupted delivery that had typed but not submitted: the next
+// deliver presses submit on the text already there instead of typing it
+// again.
+func TestDeliverResumesTypedText(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-alpha-ana")
+	rep, res := sendJSON(t, s, nil, "--mailbox-only", "alpha", "ana", "half way there")
+	wantCode(t, res, 0)
+	// What a deliver killed between paste and Enter leaves behind.
+	box, err := store(s).Box("alpha", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := box.SetDelivery(message.ID(rep.ID), mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s.Tmux("set-buffer", "-b", "half", harness.Submitted(rep.ID, "half way there"))
+	s.Tmux("paste-buffer", "-p", "-d", "-b", "half", "-t", ana.Pane)
+	ana.WaitScreen(rep.ID, 5*time.Second)
+
+	wantCode(t, s.Run("deliver"), 0)
+	wantReceived(t, ana, harness.Submitted(rep.ID, "half way there"))
+	if got := deliveryState(t, s, "alpha", "ana", rep.ID); got != mailbox.StateSubmitted {
+		t.Errorf("inbox says %s, want submitted", got)
+	}
+}

@@ -1,0 +1,109 @@
+// Package receipt keeps the ids an agent itself reports having received.
+//
+// Claude Code runs a UserPromptSubmit hook with the exact text of every
+// prompt it really submits (a queued one when it is sent, not when it is
+// queued). agentmsg's hook appends the message id at the start of that text
+// to a log, and a delivery that finds its id there knows the agent took the
+// message: proof that no folding, scrolling or redrawing of the screen can
+// hide.
+package receipt
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+
+	"github.com/agentmsg/agentmsg/message"
+)
+
+// Log is an append-only file of received ids, one per line.
+type Log struct {
+	Path string
+
+	mu   sync.Mutex
+	size int64
+	data []byte
+}
+
+// DefaultPath is where receipts live under the agentmsg state root.
+func DefaultPath(root string) string { return filepath.Join(root, "receipts.log") }
+
+// maxSize bounds the log: past it, Record keeps the newer half. Ids are
+// checked within seconds of being written, so old ones are worthless.
+const maxSize = 1 << 20
+
+// leadingID matches the id agentmsg puts at the start of every message.
+var leadingID = regexp.MustCompile(`^\s*(MSG_[A-Z0-9_]+_[0-9a-f]{8}):`)
+
+// FromPrompt is the id a submitted prompt starts with, if any. Only the
+// leading one counts: a message that quotes another's id must not confirm
+// that one.
+func FromPrompt(prompt string) (message.ID, bool) {
+	m := leadingID.FindStringSubmatch(prompt)
+	if m == nil {
+		return "", false
+	}
+	return message.ID(m[1]), true
+}
+
+// Record appends id in one write, so concurrent hooks never interleave.
+func (l *Log) Record(id message.ID) error {
+	if err := os.MkdirAll(filepath.Dir(l.Path), 0o700); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(l.Path); err == nil && fi.Size() > maxSize {
+		l.trim()
+	}
+	f, err := os.OpenFile(l.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write([]byte(string(id) + "\n"))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("recording receipt: %w", err)
+	}
+	return nil
+}
+
+// trim keeps the newer half of the log (best effort: a receipt lost here
+// only costs the screen-based confirmation its backup).
+func (l *Log) trim() {
+	data, err := os.ReadFile(l.Path)
+	if err != nil {
+		return
+	}
+	half := data[len(data)/2:]
+	if i := bytes.IndexByte(half, '\n'); i >= 0 {
+		half = half[i+1:]
+	}
+	tmp := l.Path + ".tmp"
+	if os.WriteFile(tmp, half, 0o600) == nil {
+		_ = os.Rename(tmp, l.Path)
+	}
+}
+
+// Has reports whether id has been recorded. It rereads the file only when
+// it has grown, so a confirm loop can ask every few milliseconds.
+func (l *Log) Has(id message.ID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fi, err := os.Stat(l.Path)
+	if err != nil {
+		return false
+	}
+	if fi.Size() != l.size {
+		data, err := os.ReadFile(l.Path)
+		if err != nil {
+			return false
+		}
+		// A leading newline makes every id a whole line to match.
+		l.data, l.size = append([]byte("\n"), data...), int64(len(data))
+	}
+	return bytes.Contains(l.data, []byte("\n"+string(id)+"\n"))
+}
