@@ -96,34 +96,52 @@ func Typed(env mailbox.Envelope) string {
 	return strings.Join(prefix, " ") + " " + env.Content
 }
 
-// Send records env (its ID, From, Type, Content set) in t's inbox, then
-// types it unless mode says otherwise, and records the outcome.
+// Send records env (its ID, From, Type, Content set) in t's inbox and
+// types it, unless mode says only to record it; then it records the
+// outcome. The record is made once t's pane is found and before anything
+// is typed: a message to an agent that does not exist is refused (exit 3)
+// and leaves no inbox behind, unless mode.MailboxOnly.
 func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelope, mode Mode) Result {
 	team, agent := Inbox(t)
 	env.To = agent
-	env.Delivery = &mailbox.Delivery{State: mailbox.StatePending, Updated: c.now()}
-	res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID}}
 	box, err := c.Store.Box(team, agent)
-	if err == nil {
-		err = box.Append(env)
-	}
 	if err != nil {
-		res.Verdict, res.Err = delivery.Failed, fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
-		return res
+		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}}
 	}
-	res.State = mailbox.StatePending
 	if mode.MailboxOnly {
-		res.Verdict = Recorded
+		env.Delivery = &mailbox.Delivery{State: mailbox.StatePending, Updated: c.now()}
+		res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Recorded}, State: mailbox.StatePending}
+		if err := box.Append(env); err != nil {
+			res.Verdict, res.Err = delivery.Failed, fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
+		}
 		return res
 	}
-	return c.typeOne(ctx, box, t, env, mode, 1, false)
+	// Marked typing from the start: a crash between here and the outcome
+	// leaves a message the next deliver resumes rather than retypes.
+	env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Updated: c.now()}
+	recorded := false
+	record := func() error {
+		if err := box.Append(env); err != nil {
+			return fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
+		}
+		recorded = true
+		return nil
+	}
+	out := c.Dispatch.SendMessage(ctx, t, dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true}, record)
+	if !recorded {
+		return Result{Outcome: out}
+	}
+	return c.settle(box, env.ID, out, mode, 1)
 }
 
 // Broadcast records env in the inbox of every agent of team ("" for all)
 // and types it into each, in parallel.
 func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelope, mode Mode) ([]Result, error) {
 	env.To = mailbox.Broadcast
-	env.Delivery = &mailbox.Delivery{State: mailbox.StatePending, Updated: c.now()}
+	env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Updated: c.now()}
+	if mode.MailboxOnly {
+		env.Delivery = &mailbox.Delivery{State: mailbox.StatePending, Updated: c.now()}
+	}
 	boxes := map[string]*mailbox.Box{}
 	record := func(targets []target.Target) error {
 		var errs []error
@@ -144,7 +162,7 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		}
 		return nil
 	}
-	msg := dispatch.Message{ID: env.ID, Text: Typed(env)}
+	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true}
 	if mode.MailboxOnly {
 		targets, err := c.Dispatch.Targets(ctx, team)
 		if err != nil {
@@ -183,7 +201,7 @@ func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target
 	}
 	d := *c.Dispatch
 	d.Opts.Resume = resume
-	out := d.SendMessage(ctx, t, dispatch.Message{ID: env.ID, Text: Typed(env)})
+	out := d.SendMessage(ctx, t, dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true}, nil)
 	return c.settle(box, env.ID, out, mode, attempt)
 }
 

@@ -110,7 +110,7 @@ func (d *Dispatcher) Send(ctx context.Context, t target.Target, sender, text str
 	if err != nil {
 		return Outcome{Target: t, Verdict: delivery.Failed, Err: err}
 	}
-	return d.SendMessage(ctx, t, msg)
+	return d.SendMessage(ctx, t, msg, nil)
 }
 
 // Message is a cleaned text with its id, ready to type.
@@ -134,8 +134,10 @@ func (d *Dispatcher) NewMessage(sender, text string) (Message, error) {
 	return Message{ID: id, Text: text}, err
 }
 
-// SendMessage delivers msg to t.
-func (d *Dispatcher) SendMessage(ctx context.Context, t target.Target, msg Message) Outcome {
+// SendMessage delivers msg to t. When set, before runs once t's pane is
+// found and before anything is typed (a mailbox records the message
+// there); its error ends the send.
+func (d *Dispatcher) SendMessage(ctx context.Context, t target.Target, msg Message, before func() error) Outcome {
 	start := d.Clock.Now()
 	id := msg.ID
 	conn, err := d.attach(ctx, t.Session)
@@ -146,6 +148,9 @@ func (d *Dispatcher) SendMessage(ctx context.Context, t target.Target, msg Messa
 	}
 	if err == nil && d.Self != "" && pane.ID == d.Self {
 		err = fmt.Errorf("%w: %s is the pane you run in; your own prompt is busy running this command", ErrSelf, t.Session)
+	}
+	if err == nil && before != nil {
+		err = before()
 	}
 	if err != nil {
 		out := Outcome{Target: t, ID: id, Verdict: delivery.Failed, Err: err}
