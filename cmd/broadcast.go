@@ -21,6 +21,8 @@ type BroadcastOptions struct {
 
 	Mode     courier.Mode
 	Envelope envelopeFlags
+	Agent    agentFlags
+	Factory  *Factory
 
 	Team      string // "" with All
 	All       bool
@@ -30,7 +32,7 @@ type BroadcastOptions struct {
 
 func NewCmdBroadcast(f *Factory, runF func(context.Context, *BroadcastOptions) error) *cobra.Command {
 	opts := &BroadcastOptions{IO: f.IO, Dispatcher: f.Dispatcher, Courier: f.courier, Identity: f.Identity,
-		JSON: func() bool { return f.JSON }, Mode: courier.Mode{Queue: true}}
+		JSON: func() bool { return f.JSON }, Mode: courier.Mode{Queue: true}, Factory: f}
 	c := &cobra.Command{
 		Use:   "broadcast (TEAM | --all) [MESSAGE...]",
 		Short: "Send one message to every agent of a team, or to every agent session, in parallel",
@@ -76,6 +78,7 @@ is "-". Everything send says about waiting and safety holds for each target.
 	c.Flags().BoolVar(&noQueue, "no-queue", false, "a target not ready in time fails (exit 6) instead of keeping the message for agentmsg deliver")
 	c.Flags().BoolVar(&opts.Mode.MailboxOnly, "mailbox-only", false, "only record the message in each agent's inbox")
 	opts.Envelope.register(c)
+	opts.Agent.register(c, true)
 	c.PreRun = func(*cobra.Command, []string) { opts.Mode.Queue = !noQueue }
 	return c
 }
@@ -95,6 +98,9 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 	}
 	d, err := opts.Dispatcher()
 	if err != nil {
+		return err
+	}
+	if err := opts.Agent.apply(opts.Factory, d); err != nil {
 		return err
 	}
 	msg, err := d.NewMessage(id.Sender, text)

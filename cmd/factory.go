@@ -102,6 +102,14 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 			f.Log.Debug("tmux", "cmd", command, "took", took, "err", err)
 		}
 	}
+	profiles, err := agentProfiles(cfg)
+	if err != nil {
+		return nil, err
+	}
+	pick, err := profilePicker(profiles, "")
+	if err != nil {
+		return nil, err
+	}
 	// The caller's own pane, when it runs on the server we talk to.
 	var self string
 	if v, ok := f.LookupEnv("TMUX"); ok {
@@ -110,8 +118,9 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 		}
 	}
 	return &dispatch.Dispatcher{
-		Self: self,
-		Tmux: client,
+		Self:    self,
+		Profile: pick,
+		Tmux:    client,
 		Attach: func(ctx context.Context, session string) (dispatch.Conn, error) {
 			a, err := tmux.Attach(ctx, client, session)
 			if err != nil {

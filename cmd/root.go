@@ -150,6 +150,7 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.`,
 		NewCmdHooks(f),
 		NewCmdHook(f),
 		NewCmdRead(f),
+		NewCmdDoctor(f),
 		NewCmdConfig(f),
 		NewCmdCompletion(f),
 	)

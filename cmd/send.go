@@ -23,6 +23,8 @@ type SendOptions struct {
 
 	Mode     courier.Mode
 	Envelope envelopeFlags
+	Agent    agentFlags
+	Factory  *Factory
 
 	Target  target.Target
 	Message string
@@ -32,7 +34,7 @@ type SendOptions struct {
 
 func NewCmdSend(f *Factory, runF func(context.Context, *SendOptions) error) *cobra.Command {
 	opts := &SendOptions{IO: f.IO, Dispatcher: f.Dispatcher, Courier: f.courier, Identity: f.Identity,
-		JSON: func() bool { return f.JSON }, LookupEnv: f.LookupEnv, Mode: courier.Mode{Queue: true}}
+		JSON: func() bool { return f.JSON }, LookupEnv: f.LookupEnv, Mode: courier.Mode{Queue: true}, Factory: f}
 	c := &cobra.Command{
 		Use:   "send TEAM NAME [MESSAGE...]",
 		Short: "Type a message into one agent's input box, submit it, and confirm it arrived",
@@ -86,6 +88,7 @@ the agent is ready. --no-queue makes that a failure (exit 4) instead.
 	c.Flags().BoolVar(&noQueue, "no-queue", false, "fail (exit 4) when the agent is not ready in time, instead of keeping the message for agentmsg deliver")
 	c.Flags().BoolVar(&opts.Mode.MailboxOnly, "mailbox-only", false, "only record the message in the agent's inbox (for agents that read their inbox; the agent need not exist)")
 	opts.Envelope.register(c)
+	opts.Agent.register(c, true)
 	c.PreRun = func(*cobra.Command, []string) { opts.Mode.Queue = !noQueue }
 	return c
 }
@@ -105,6 +108,9 @@ func sendRun(ctx context.Context, opts *SendOptions) error {
 	}
 	d, err := opts.Dispatcher()
 	if err != nil {
+		return err
+	}
+	if err := opts.Agent.apply(opts.Factory, d); err != nil {
 		return err
 	}
 	msg, err := d.NewMessage(id.Sender, text)

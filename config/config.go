@@ -308,6 +308,8 @@ func exclusive(key string) string {
 type Loaded struct {
 	Settings Settings
 	sources  map[string]Source
+	// Profiles are the [profiles.NAME] tables of the config file.
+	Profiles map[string]ProfileSettings
 }
 
 // Source says where the value of key came from; "" for an unknown key.
@@ -451,6 +453,9 @@ func (l *Loaded) loadFile(path string) error {
 			continue // inside a table, whose own key is reported as unknown
 		}
 		key := k[0]
+		if key == "profiles" {
+			continue // below
+		}
 		sp, known := lookup(key)
 		var rejected error // why the value was refused, as opposed to a decoder failure
 		var value any
@@ -489,6 +494,48 @@ func (l *Loaded) loadFile(path string) error {
 		}
 		return invalidf("%s = %s in %s: %v", key, literal(value), at, rejected)
 	}
+	// [profiles.NAME] tables: "profiles" itself is implicit, so it is
+	// not among md.Keys().
+	if prim, ok := top["profiles"]; ok {
+		return l.loadProfiles(md, prim, path)
+	}
+	return nil
+}
+
+// ProfileSettings is one [profiles.NAME] table of the config file: changes
+// to a built-in agent profile, or a new profile based on another.
+type ProfileSettings struct {
+	Base      string   `toml:"base"`     // the profile this one starts from (a new one)
+	Commands  []string `toml:"commands"` // foreground commands that identify it
+	Settle    string   `toml:"settle"`   // a duration: "150ms"
+	Queues    *bool    `toml:"queues"`
+	FoldBytes *int     `toml:"fold_bytes"`
+	FoldLines *int     `toml:"fold_lines"`
+	// Regular expressions matched against the bottom rows of the screen.
+	Ready       string `toml:"ready"`
+	Busy        string `toml:"busy"`
+	Dialog      string `toml:"dialog"`
+	Placeholder string `toml:"placeholder"`
+}
+
+func (l *Loaded) loadProfiles(md toml.MetaData, prim toml.Primitive, path string) error {
+	var profiles map[string]ProfileSettings
+	if err := md.PrimitiveDecode(prim, &profiles); err != nil {
+		return invalidf("%s: [profiles]: %v", path, err)
+	}
+	for _, k := range md.Undecoded() {
+		if len(k) > 0 && k[0] == "profiles" {
+			return invalidf("%s: unknown key %q in [profiles]; known: base, commands, settle, queues, fold_bytes, fold_lines, ready, busy, dialog, placeholder", path, k.String())
+		}
+	}
+	for name, p := range profiles {
+		if p.Settle != "" {
+			if _, err := time.ParseDuration(p.Settle); err != nil {
+				return invalidf("%s: [profiles.%s] settle = %q: want a duration like \"150ms\"", path, name, p.Settle)
+			}
+		}
+	}
+	l.Profiles = profiles
 	return nil
 }
 

@@ -412,3 +412,36 @@ func TestKeys(t *testing.T) {
 		t.Errorf("FlagSource(socket_name) = %q", FlagSource("socket_name"))
 	}
 }
+
+func TestProfileTables(t *testing.T) {
+	l, _, err := load(t, `retries = 3
+
+[profiles.codex]
+settle = "200ms"
+
+[profiles.mycli]
+base = "generic"
+commands = ["mycli", "mycli-beta"]
+queues = true
+fold_bytes = 2000
+ready = '^\$ $'
+`, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Settings.Retries != 3 || l.Profiles["codex"].Settle != "200ms" {
+		t.Errorf("settings %+v, profiles %+v", l.Settings, l.Profiles)
+	}
+	my := l.Profiles["mycli"]
+	if my.Base != "generic" || len(my.Commands) != 2 || my.Queues == nil || !*my.Queues || *my.FoldBytes != 2000 || my.Ready != `^\$ $` {
+		t.Errorf("mycli = %+v", my)
+	}
+	for body, want := range map[string]string{
+		"[profiles.x]\nspeed = 1\n":      "unknown key",
+		"[profiles.x]\nsettle = \"x\"\n": "want a duration",
+	} {
+		if _, _, err := load(t, body, nil, nil); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err %v, want %q", body, err, want)
+		}
+	}
+}

@@ -198,6 +198,7 @@ type run struct {
 	boxAfterPaste string
 	leftInBox     bool // we gave up with our text still in the box
 	queued        bool // confirmed while the agent showed it queued
+	shell         bool // --force into a shell prompt: its command line is the box
 	res           Result
 }
 
@@ -453,6 +454,37 @@ func (r *run) confirm(ctx context.Context, last bool) (outcome, error) {
 	}
 }
 
+// shellLine reads a shell prompt's command line as the input box, for
+// --force: what follows the prompt on the last non-blank row.
+func shellLine(lines []string, rd Reading) Reading {
+	i := len(lines) - 1
+	for i >= 0 && strings.TrimSpace(lines[i]) == "" {
+		i--
+	}
+	if i < 0 {
+		return rd
+	}
+	line := lines[i]
+	cut := -1
+	for _, p := range []string{"$ ", "# ", "% "} {
+		if j := strings.LastIndex(line, p); j > cut {
+			cut = j + len(p)
+		}
+	}
+	rd.BoxRow = i
+	if cut < 0 {
+		rd.Box = "" // "$" at the very end: an empty command line
+	} else {
+		rd.Box = strings.TrimSpace(line[cut:])
+	}
+	if rd.Box == "" {
+		rd.State = Ready
+	} else {
+		rd.State = Draft
+	}
+	return rd
+}
+
 // receipt reports whether the agent recorded receiving our id itself.
 func (r *run) receipt() bool {
 	return r.d.Opts.Receipt != nil && r.d.Opts.Receipt(r.id)
@@ -501,6 +533,12 @@ func (r *run) read(ctx context.Context) (Reading, []string, error) {
 		return Reading{}, nil, err
 	}
 	rd := r.d.Opts.Reader.Read(lines)
+	if r.d.Opts.Force && (rd.Shell || r.shell) {
+		// Once a shell, read as one until the end: the typed line no
+		// longer ends in the prompt a reader recognises.
+		r.shell = true
+		rd = shellLine(lines, rd)
+	}
 	r.res.LastSeen = rd.State
 	return rd, lines, nil
 }

@@ -129,6 +129,16 @@ func TestDeliver(t *testing.T) {
 			verdict: Submitted, presses: 1, typings: 0},
 		{name: "resume: no trace, typed as new", opts: func(o *Options) { o.Resume = true },
 			verdict: Submitted, presses: 1, typings: 1},
+		{name: "a shell prompt is refused at once", opts: func(o *Options) {
+			o.Reader = readerFunc(func([]string) Reading {
+				return Reading{State: Unknown, Shell: true, BoxRow: -1, Detail: "a shell prompt, not an agent"}
+			})
+		}, verdict: NotReady, errIs: ErrNotReady, errHas: "shell prompt", wantSubmitted: []string{},
+			check: func(t *testing.T, a *fakeAgent, res Result) {
+				if res.Elapsed > 0 {
+					t.Errorf("refused after %s, want at once", res.Elapsed)
+				}
+			}},
 		{name: "tmux fails", setup: func(a *fakeAgent) { a.failCapture = errors.New("tmux capture-pane: server exited unexpectedly") },
 			verdict: Failed, errHas: "server exited unexpectedly", wantSubmitted: []string{}},
 	}

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -9,12 +11,12 @@ import (
 	"github.com/agentmsg/agentmsg/e2e/harness"
 )
 
-// An agent that stays busy after each prompt: the second send waits for it
-// instead of typing into a busy agent.
+// An agent that stays busy after each prompt and does not queue: the second
+// send waits for it instead of typing into a busy agent.
 func TestBackToBackSendsToAgentBusyAfterSubmit(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
-	ana := s.StartAgent("agent-alpha-ana", harness.BusyAfterSubmit(300*time.Millisecond))
+	ana := s.StartAgent("agent-alpha-ana", harness.BusyAfterSubmit(300*time.Millisecond), harness.NoQueue(), harness.Style("plain"))
 
 	one, res := sendJSON(t, s, nil, "alpha", "ana", "first")
 	wantCode(t, res, 0)
@@ -98,4 +100,41 @@ func TestSendToExitedAgent(t *testing.T) {
 		t.Errorf("stderr should say the agent's program has exited:\n%s", res.Stderr)
 	}
 	wantUntouched(t, ana)
+}
+
+// An agent that has exited leaves a shell prompt in its pane: a message
+// typed there would run as a command. Refused unless --force.
+func TestSendRefusesShellPrompt(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	pane := s.NewShellSession("agent-alpha-ana")
+	s.Tmux("send-keys", "-t", pane, "-l", "PS1='$ '")
+	s.Tmux("send-keys", "-t", pane, "-H", "0d")
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.HasSuffix(strings.TrimRight(s.Capture(pane), "\n "), "$") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no shell prompt:\n%s", s.Capture(pane))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ran := filepath.Join(s.Dir, "ran")
+
+	res := s.Run("send", "--no-queue", "alpha", "ana", "; touch "+ran)
+	wantCode(t, res, 4)
+	if !strings.Contains(res.Stderr, "shell prompt") || res.Elapsed > 5*time.Second {
+		t.Errorf("want an immediate refusal naming the shell prompt, got after %s:\n%s", res.Elapsed, res.Stderr)
+	}
+	if strings.Contains(s.Capture(pane), "touch") {
+		t.Errorf("something was typed into the shell:\n%s", s.Capture(pane))
+	}
+	// --force types it: the line starts with the id, so the shell only
+	// complains about a command named MSG_..., and nothing else runs.
+	rep, res := sendJSON(t, s, nil, "--force", "--agent", "generic", "alpha", "ana", "hello shell")
+	wantCode(t, res, 0)
+	if !strings.Contains(s.Capture(pane), rep.ID+": hello shell") {
+		t.Errorf("--force did not type it:\n%s", s.Capture(pane))
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("the refused message ran")
+	}
 }

@@ -36,12 +36,12 @@ func deliveryState(t *testing.T, s *harness.TestServer, team, agent string, id s
 	return ""
 }
 
-// A busy agent's message is kept, not lost: send exits 0 "deferred", and
-// deliver types it once the agent is ready, once.
+// A message to an agent showing a dialog is kept, not lost: send exits 0
+// "deferred", and deliver types it once the agent is ready, once.
 func TestDeferredMessageIsDeliveredWhenReady(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
-	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("busy"))
+	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("dialog"))
 
 	rep, res := sendJSON(t, s, nil, "--ready-timeout", "300ms", "alpha", "ana", "when you have a minute")
 	wantCode(t, res, 0)
@@ -53,7 +53,7 @@ func TestDeferredMessageIsDeliveredWhenReady(t *testing.T) {
 	}
 	wantUntouched(t, ana)
 
-	// Still busy: a deliver pass leaves it waiting.
+	// Still a dialog: a deliver pass leaves it waiting, pressing nothing.
 	wantCode(t, s.Run("deliver", "--ready-timeout", "200ms"), 0)
 	wantUntouched(t, ana)
 

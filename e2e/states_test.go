@@ -62,7 +62,8 @@ func TestSendKeepsPersonsDraft(t *testing.T) {
 	wantReceived(t, ana, "half written")
 }
 
-// A send waits while the agent works and types once it is ready.
+// With --wait-idle a send waits while the agent works and types once it is
+// ready, even to an agent that would queue it.
 func TestSendWaitsForBusyAgent(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
@@ -71,7 +72,7 @@ func TestSendWaitsForBusyAgent(t *testing.T) {
 	done := make(chan harness.Result, 1)
 	errc := make(chan error, 1)
 	go func() {
-		res, err := s.Server.Run("--json", "send", "--ready-timeout", "10s", "alpha", "ana", "when you are free")
+		res, err := s.Server.Run("--json", "send", "--wait-idle", "--ready-timeout", "10s", "alpha", "ana", "when you are free")
 		done <- res
 		errc <- err
 	}()
@@ -119,10 +120,53 @@ func TestSendFoldedPaste(t *testing.T) {
 	s := harness.NewTestServer(t)
 	ana := s.StartAgent("agent-alpha-ana") // folds pastes over 800 bytes
 
-	text := strings.Repeat("folded paste ", 2048/13) + "end"
+	// Read as Claude Code, whose box would fold it: the agent gets one
+	// line, and agentmsg read gives the rest.
+	text := "first line of a long one\n" + strings.Repeat("folded paste ", 2048/13) + "end"
 	rep, res := sendJSON(t, s, nil, "alpha", "ana", text)
 	wantCode(t, res, 0)
-	wantReceived(t, ana, harness.Submitted(rep.ID, text))
+	wantReceived(t, ana, harness.Submitted(rep.ID, "first line of a long one … (full text: agentmsg read "+rep.ID+")"))
+	read := s.Run("read", rep.ID)
+	wantCode(t, read, 0)
+	if read.Stdout != text+"\n" {
+		t.Errorf("agentmsg read gave %d bytes, want the %d sent", len(read.Stdout), len(text)+1)
+	}
+
+	// Typed whole when the profile does not fold (--agent generic): the
+	// stand-in folds it in its box, and the id check copes.
+	rep, res = sendJSON(t, s, nil, "--agent", "generic", "alpha", "ana", text)
+	wantCode(t, res, 0)
+	if got := ana.Received(); got[len(got)-1] != harness.Submitted(rep.ID, text) {
+		t.Errorf("received %.80q, want the whole text", got[len(got)-1])
+	}
+}
+
+// A busy agent that queues (Claude Code) gets the message at once: verdict
+// queued, and it runs the message when its turn ends. An agent that does
+// not queue is waited for.
+func TestSendQueuesIntoBusyAgent(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("busy"))
+	rep, res := sendJSON(t, s, nil, "alpha", "ana", "next, please")
+	wantCode(t, res, 0)
+	if rep.Verdict != "queued" || rep.Presses != 1 {
+		t.Fatalf("verdict %q after %d presses, want queued after 1\n%s", rep.Verdict, rep.Presses, res)
+	}
+	wantUntouched(t, ana)
+	ana.SetState("ready")
+	got := ana.WaitReceived(1, 5*time.Second)
+	if len(got) != 1 || got[0] != harness.Submitted(rep.ID, "next, please") {
+		t.Fatalf("received %q", got)
+	}
+
+	bob := s.StartAgent("agent-alpha-bob", harness.InitialState("busy"), harness.NoQueue(), harness.Style("plain"))
+	rep, res = sendJSON(t, s, nil, "--ready-timeout", "300ms", "alpha", "bob", "not while busy")
+	wantCode(t, res, 0)
+	if rep.Verdict != "deferred" {
+		t.Errorf("verdict %q for a busy agent that does not queue, want deferred", rep.Verdict)
+	}
+	wantUntouched(t, bob)
 }
 
 // The plain style draws "> " instead of Claude Code's box.

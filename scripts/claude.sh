@@ -7,16 +7,15 @@
 #   bash scripts/claude.sh            # prints the path
 #
 # The cache dir is ${AGENTMSG_CACHE:-$HOME/.cache/agentmsg}/claude. Set
-# AGENTMSG_CLAUDE_VERSION to pin a version (default: latest). Progress and
+# AGENTMSG_CLAUDE_VERSION to choose a version (default: 2.1.197, the one the
+# recorded screens and e2e/claude/NOTES.md are from; "latest" for the newest). Progress and
 # errors go to stderr; stdout holds only the path.
 ensure_claude() {
 	local dir="${AGENTMSG_CACHE:-$HOME/.cache/agentmsg}/claude"
 	local bin="$dir/node_modules/.bin/claude"
-	local pkg="@anthropic-ai/claude-code"
-	if [[ -n ${AGENTMSG_CLAUDE_VERSION:-} ]]; then
-		pkg="$pkg@$AGENTMSG_CLAUDE_VERSION"
-	fi
-	if [[ -x $bin ]] && "$bin" --version >/dev/null 2>&1; then
+	local version="${AGENTMSG_CLAUDE_VERSION:-2.1.197}"
+	local pkg="@anthropic-ai/claude-code@$version"
+	if [[ -x $bin ]] && { [[ $version == latest ]] || "$bin" --version 2>/dev/null | grep -qF "$version"; }; then
 		printf '%s\n' "$bin"
 		return 0
 	fi

@@ -44,6 +44,10 @@ func BusyAfterSubmit(d time.Duration) AgentOption { return flagOption("busy-afte
 // Queue makes Enter while busy queue the draft.
 func Queue() AgentOption { return func(args *[]string) { *args = append(*args, "-queue") } }
 
+// NoQueue makes Enter while busy do nothing (the default queues, as
+// Claude Code does).
+func NoQueue() AgentOption { return func(args *[]string) { *args = append(*args, "-queue=false") } }
+
 // FoldBytes folds pastes longer than n bytes into a label (<= 0: never).
 func FoldBytes(n int) AgentOption { return flagOption("fold-bytes", strconv.Itoa(n)) }
 
@@ -77,7 +81,9 @@ func (s *Server) StartAgent(session string, opts ...AgentOption) (*Agent, error)
 		LogPath: filepath.Join(s.Dir, "logs", fmt.Sprintf("agent%d.log", n)),
 		CuePath: filepath.Join(s.Dir, "logs", fmt.Sprintf("agent%d.cue", n)),
 	}
-	args := []string{"-log", a.LogPath, "-cue", a.CuePath}
+	// -queue: like Claude Code, whose screen the stand-in draws, it queues
+	// what is submitted while it is busy (NoQueue turns that off).
+	args := []string{"-log", a.LogPath, "-cue", a.CuePath, "-queue"}
 	for _, o := range opts {
 		o(&args)
 	}

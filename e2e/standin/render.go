@@ -21,7 +21,6 @@ const (
 	indent        = "  "
 	statusIdle    = "  ? for shortcuts"
 	statusBusy    = "  ✻ Working… (esc to interrupt)"
-	statusQueued  = "  Press up to edit queued messages"
 	plainBusyLine = "working..."
 )
 
@@ -126,8 +125,10 @@ func firstLine(s string) string {
 // input box and status line, or the permission dialog in their place.
 func regionRows(a *agent, width int) []string {
 	var rows []string
+	// As Claude Code 2.1.197 draws them: indented above the box, with a
+	// plain space after the glyph (the box's own has a no-break space).
 	for _, q := range a.queued {
-		rows = append(rows, wrap(sanitize("  ⎿ Queued: "+firstLine(q)), width)...)
+		rows = append(rows, wrap(sanitize("  ❯ "+firstLine(q)), width)...)
 	}
 	switch {
 	case a.state == stateDialog:
@@ -150,7 +151,12 @@ func plainBox(a *agent, width int) []string {
 func claudeBox(a *agent, width int) []string {
 	rule := strings.Repeat("─", max(width, 1))
 	rows := []string{rule}
-	rows = append(rows, block(a.draft.display(), claudePrompt, indent, width)...)
+	shown := a.draft.display()
+	if shown == "" && len(a.queued) > 0 {
+		// A dim placeholder inside the empty box, as the real one shows.
+		shown = "Press up to edit queued messages"
+	}
+	rows = append(rows, block(shown, claudePrompt, indent, width)...)
 	rows = append(rows, rule)
 	return append(rows, wrapAll(claudeStatus(a), width)...)
 }
@@ -162,9 +168,6 @@ func claudeStatus(a *agent) []string {
 	var lines []string
 	if a.state == stateBusy {
 		lines = append(lines, statusBusy)
-	}
-	if len(a.queued) > 0 {
-		lines = append(lines, statusQueued)
 	}
 	if lines == nil {
 		lines = []string{statusIdle}

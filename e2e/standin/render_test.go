@@ -86,10 +86,9 @@ func TestClaudeRegionBusyAndQueued(t *testing.T) {
 	got := regionRows(a, 80)
 	rule := strings.Repeat("─", 80)
 	want := []string{
-		"  ⎿ Queued: MSG_Q: first line",
-		rule, "❯\u00a0", rule,
+		"  ❯ MSG_Q: first line",
+		rule, "❯\u00a0Press up to edit queued messages", rule,
 		"  ✻ Working… (esc to interrupt)",
-		"  Press up to edit queued messages",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %q\nwant %q", got, want)

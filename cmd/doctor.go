@@ -1,0 +1,132 @@
+package cmd
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/target"
+)
+
+func NewCmdDoctor(f *Factory) *cobra.Command {
+	var probe bool
+	var agent agentFlags
+	c := &cobra.Command{
+		Use:   "doctor TEAM NAME",
+		Short: "Explain what agentmsg sees of one agent, and what a send would do now",
+		Long: `Doctor shows, without typing anything: the tmux server and its version, the
+exact session agent-TEAM-NAME (and the sessions a bare prefix match would have
+reached instead), the pane, its foreground command, which agent profile reads
+its screen and why, the state of the input box now, the bottom of the screen,
+and what a send would do.
+
+--probe also times ten harmless round trips (screen captures) over the same
+tmux client a send uses.`,
+		Example: `  agentmsg doctor alpha ana
+  agentmsg doctor --probe alpha ana-2
+  agentmsg --json doctor alpha ana`,
+		Args: argsBetween(2, 2, "TEAM NAME"),
+		RunE: func(c *cobra.Command, args []string) error {
+			t, err := target.New(args[0], args[1])
+			if err != nil {
+				return err
+			}
+			d, err := f.Dispatcher()
+			if err != nil {
+				return err
+			}
+			if err := agent.apply(f, d); err != nil {
+				return err
+			}
+			n := 0
+			if probe {
+				n = 10
+			}
+			in, err := d.Inspect(c.Context(), t, n)
+			if err != nil {
+				return err
+			}
+			if f.JSON {
+				probeMS := make([]float64, len(in.Probe))
+				for i, p := range in.Probe {
+					probeMS[i] = float64(p.Microseconds()) / 1000
+				}
+				writeJSON(f, map[string]any{
+					"target": t.String(), "session": t.Session, "found": in.Found, "similar": in.Similar,
+					"socket": in.Server.Socket, "tmux_version": in.Server.Version,
+					"pane": in.Pane.ID, "command": in.Pane.Command, "in_mode": in.Pane.InMode,
+					"profile": in.Profile.Name, "profile_why": in.Why,
+					"state": string(in.Reading.State), "detail": in.Reading.Detail, "box": in.Reading.Box,
+					"queued": in.Reading.Queued, "shell": in.Reading.Shell,
+					"would": in.Would, "probe_ms": probeMS,
+				})
+				return nil
+			}
+			w := f.IO.Out
+			fmt.Fprintf(w, "server    %s (tmux %s, pid %d)\n", in.Server.Socket, in.Server.Version, in.Server.PID)
+			if in.Found {
+				fmt.Fprintf(w, "session   %s: found (exact match)\n", t.Session)
+			} else {
+				fmt.Fprintf(w, "session   %s: NOT FOUND\n", t.Session)
+			}
+			if len(in.Similar) > 0 {
+				fmt.Fprintf(w, "          a bare tmux -t %s would have reached %s instead; agentmsg never does\n", t.Session, strings.Join(in.Similar, ", "))
+			}
+			if in.Found {
+				mode := ""
+				if in.Pane.InMode {
+					mode = " (in copy mode: a send leaves it first)"
+				}
+				fmt.Fprintf(w, "pane      %s, %dx%d, running %s%s\n", in.Pane.ID, in.Pane.Width, in.Pane.Height, in.Pane.Command, mode)
+				fmt.Fprintf(w, "profile   %s (%s)\n", in.Profile.Name, in.Why)
+				state := string(in.Reading.State)
+				if in.Reading.Detail != "" {
+					state += ": " + in.Reading.Detail
+				}
+				if in.Reading.Queued {
+					state += " (messages queued)"
+				}
+				fmt.Fprintf(w, "state     %s\n", state)
+				if in.Reading.Box != "" {
+					fmt.Fprintf(w, "box       %q\n", clipText(in.Reading.Box, 100))
+				}
+				fmt.Fprintf(w, "screen    (bottom)\n")
+				for _, l := range bottom(in.Screen, 8) {
+					fmt.Fprintf(w, "  │ %s\n", l)
+				}
+			}
+			fmt.Fprintf(w, "a send would: %s\n", in.Would)
+			if len(in.Probe) > 0 {
+				p := slices.Clone(in.Probe)
+				slices.Sort(p)
+				fmt.Fprintf(w, "probe     %d captures: median %s, max %s\n", len(p), p[len(p)/2].Round(time.Microsecond), p[len(p)-1].Round(time.Microsecond))
+			}
+			if !in.Found {
+				return exitError{ExitNotFound}
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&probe, "probe", false, "also time ten harmless round trips (screen captures)")
+	agent.register(c, true)
+	return c
+}
+
+// bottom is the last n non-blank-trailing lines of a screen.
+func bottom(lines []string, n int) []string {
+	end := len(lines)
+	for end > 0 && strings.TrimSpace(lines[end-1]) == "" {
+		end--
+	}
+	return lines[max(0, end-n):end]
+}
+
+func clipText(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,105 @@
+package cmd
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/config"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/profile"
+)
+
+// agentProfiles are the built-in profiles changed, or added to, by the
+// config file's [profiles.NAME] tables.
+func agentProfiles(cfg *config.Loaded) ([]profile.Profile, error) {
+	if len(cfg.Profiles) == 0 {
+		return profile.Builtin(), nil
+	}
+	overrides := make(map[string]profile.Override, len(cfg.Profiles))
+	for name, p := range cfg.Profiles {
+		o := profile.Override{Base: p.Base, Commands: p.Commands, Queues: p.Queues, FoldBytes: p.FoldBytes, FoldLines: p.FoldLines,
+			ReadyPattern: p.Ready, BusyPattern: p.Busy, DialogPattern: p.Dialog, PlaceholderPattern: p.Placeholder}
+		if p.Settle != "" {
+			d, err := time.ParseDuration(p.Settle) // checked by config already
+			if err != nil {
+				return nil, err
+			}
+			o.Settle = &d
+		}
+		overrides[name] = o
+	}
+	ps, err := profile.Apply(profile.Builtin(), overrides)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("%w: agent profiles in the config file: %v", config.ErrInvalid, err)}
+	}
+	return ps, nil
+}
+
+// profilePicker chooses the profile of each pane: kind when --agent gave
+// one, else detected from the foreground command and the screen.
+func profilePicker(profiles []profile.Profile, kind string) (func(string, []string) (dispatch.AgentProfile, string), error) {
+	if kind != "" {
+		p, ok := profile.LookupIn(profiles, kind)
+		if !ok {
+			return nil, usagef("--agent %q: want one of %s", kind, strings.Join(profileNames(profiles), ", "))
+		}
+		return func(string, []string) (dispatch.AgentProfile, string) {
+			return toAgentProfile(p), "--agent " + kind
+		}, nil
+	}
+	return func(command string, screen []string) (dispatch.AgentProfile, string) {
+		p, why := profile.DetectIn(profiles, command, screen)
+		return toAgentProfile(p), why
+	}, nil
+}
+
+func toAgentProfile(p profile.Profile) dispatch.AgentProfile {
+	return dispatch.AgentProfile{Name: p.Name, Reader: p.Reader, Settle: p.Settle, Queues: p.Queues,
+		FoldBytes: p.FoldBytes, FoldLines: p.FoldLines}
+}
+
+func profileNames(ps []profile.Profile) []string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.Name
+	}
+	sort.Strings(names)
+	return names
+}
+
+// agentFlags are the per-command flags about how the target agent behaves.
+type agentFlags struct {
+	kind     string
+	waitIdle bool
+	force    bool
+}
+
+func (a *agentFlags) register(c *cobra.Command, delivers bool) {
+	c.Flags().StringVar(&a.kind, "agent", "", "the agent CLI's profile (claude, codex, gemini, qwen, aider, shell, generic, or one from the config file) instead of detecting it")
+	if delivers {
+		c.Flags().BoolVar(&a.waitIdle, "wait-idle", false, "wait for a busy agent to finish its turn, even one that queues messages (Claude Code)")
+		c.Flags().BoolVar(&a.force, "force", false, "type even into a pane that shows a shell prompt (the text runs as a command there)")
+	}
+}
+
+// apply sets them on d.
+func (a *agentFlags) apply(f *Factory, d *dispatch.Dispatcher) error {
+	d.WaitIdle, d.Opts.Force = a.waitIdle, a.force
+	if a.kind == "" {
+		return nil
+	}
+	cfg, err := f.Config()
+	if err != nil {
+		return err
+	}
+	profiles, err := agentProfiles(cfg)
+	if err != nil {
+		return err
+	}
+	d.Profile, err = profilePicker(profiles, a.kind)
+	return err
+}

@@ -1,0 +1,153 @@
+package profile
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/agentmsg/agentmsg/delivery"
+)
+
+// Codex reads OpenAI Codex CLI's TUI (codex-rs/tui, reconstructed from its
+// snapshot tests; not captured here). The composer is the bottom-most line
+// starting with › at column 0, continuation lines indented by two, then a
+// blank line and a footer whose lines are indented by two:
+//
+//   - Working (0s • esc to interrupt)
+//
+//     › Ask Codex to do anything        (dim placeholder when empty)
+//
+//     ? for shortcuts                        100% context left
+//
+// Older versions draw the composer as lines starting with ▌, footer
+// "⏎ send   ⌃J newline …". An approval overlay replaces the composer with
+// "Would you like to run the following command?" and "› 1. Yes, proceed".
+type Codex struct{}
+
+// codexPlaceholders are the dim hints an empty composer shows (one chosen at
+// random per session), from codex-rs/tui's PLACEHOLDERS and default text.
+// Without colour they read like typed text. A person's draft that is exactly
+// one of them reads as empty.
+var codexPlaceholders = []string{
+	"Ask Codex to do anything",
+	"Explain this codebase",
+	"Summarize recent commits",
+	"Implement {feature}",
+	"Find and fix a bug in @filename",
+	"Write tests for @filename",
+	"Improve documentation in @filename",
+	"Run /review on my current changes",
+	"Use /skills to list available skills",
+	"Explore /status to view session info",
+}
+
+var codexDialogs = []string{
+	"would you like to", "press enter to confirm or esc to cancel", "allow command?",
+	"do you trust", "(y/n)", "[y/n]",
+}
+
+func (Codex) Read(screen []string) delivery.Reading {
+	lines := trimScreen(screen)
+	if len(lines) == 0 {
+		return unknown("the screen is empty")
+	}
+	if lastIsShellPrompt(lines) {
+		return shellReading()
+	}
+	from := bottom(lines, bottomRows)
+	if d, ok := menuDialog(lines[from:]); ok {
+		return dialog(d)
+	}
+	top, text, ok := codexComposer(lines, from)
+	if !ok {
+		if l, ok := containsFold(lines[from:], codexDialogs...); ok {
+			return dialog("dialog: " + l)
+		}
+		if _, ok := containsFold(lines[from:], "esc to interrupt"); ok {
+			return delivery.Reading{State: delivery.Busy, BoxRow: -1, Detail: "the agent is working; no composer on screen"}
+		}
+		return unknown("no Codex composer at the bottom of the screen")
+	}
+	r := delivery.Reading{BoxRow: top, Box: text}
+	if !strings.Contains(r.Box, "\n") && slices.Contains(codexPlaceholders, strings.TrimSpace(r.Box)) {
+		r.Box = ""
+	}
+	above := lines[max(0, top-8):top]
+	for _, l := range above {
+		// Messages queued behind the running turn: "  ↳ text".
+		if strings.HasPrefix(strings.TrimLeft(l, " "), "↳ ") {
+			r.Queued = true
+		}
+	}
+	_, busy := containsFold(above, "esc to interrupt")
+	switch {
+	case busy:
+		r.State, r.Detail = delivery.Busy, "the agent is working"
+		if r.Box != "" {
+			r.Detail += "; the composer holds text"
+		}
+	case r.Box != "":
+		r.State, r.Detail = delivery.Draft, "the composer holds text"
+	default:
+		r.State = delivery.Ready
+	}
+	return r
+}
+
+// codexComposer finds the composer: its first row and its text. Below it
+// only continuation lines, blank lines and the footer may follow; a › line
+// followed by anything else is a past prompt in the transcript.
+func codexComposer(lines []string, from int) (int, string, bool) {
+	for i := len(lines) - 1; i >= from; i-- {
+		l := lines[i]
+		switch {
+		case l == "›" || strings.HasPrefix(l, "› "):
+			text := []string{strings.TrimPrefix(strings.TrimPrefix(l, "›"), " ")}
+			j := i + 1
+			for ; j < len(lines) && lines[j] != ""; j++ {
+				if !strings.HasPrefix(lines[j], "  ") {
+					return 0, "", false
+				}
+				text = append(text, strings.TrimPrefix(lines[j], "  "))
+			}
+			for ; j < len(lines); j++ {
+				if lines[j] != "" && !strings.HasPrefix(lines[j], "  ") {
+					return 0, "", false
+				}
+			}
+			return i, joinBox(text), true
+		case strings.HasPrefix(l, "▌"):
+			// Older composer: a column of ▌, then the key hints.
+			end := i
+			for i > from && strings.HasPrefix(lines[i-1], "▌") {
+				i--
+			}
+			for _, f := range lines[end+1:] {
+				if f != "" && !strings.Contains(f, "send") {
+					return 0, "", false
+				}
+			}
+			var text []string
+			for _, t := range lines[i : end+1] {
+				text = append(text, strings.TrimPrefix(strings.TrimPrefix(t, "▌"), " "))
+			}
+			return i, joinBox(text), true
+		}
+	}
+	return 0, "", false
+}
+
+func (c Codex) recognize(lines []string) (string, bool) {
+	if lastIsShellPrompt(lines) {
+		return "", false
+	}
+	if _, ok := containsFold(lines, ">_ OpenAI Codex"); ok {
+		return "screen shows the OpenAI Codex banner", true
+	}
+	from := bottom(lines, bottomRows)
+	if _, _, ok := codexComposer(lines, from); ok {
+		if _, ok := containsFold(lines[from:], "context left", "? for shortcuts", "⏎ send"); ok {
+			return "screen shows Codex's composer", true
+		}
+	}
+	return "", false
+}

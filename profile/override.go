@@ -1,0 +1,216 @@
+package profile
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentmsg/agentmsg/delivery"
+)
+
+// Override changes fields of a profile, from the config file. Nil or empty
+// fields keep the base's value.
+type Override struct {
+	// Base names the profile to start from. Empty: change the profile of
+	// the override's own name, which must exist. Set: a new profile (or a
+	// replacement of an existing one) based on that profile.
+	Base      string
+	Commands  []string
+	Settle    *time.Duration
+	Queues    *bool
+	FoldBytes *int
+	FoldLines *int
+	// Regular expressions matched against each of the bottom rows of the
+	// screen (trailing spaces trimmed), refining the base's reader:
+	//   DialogPattern: a match means a dialog is open (never type).
+	//   BusyPattern: a match means the agent is working.
+	//   PlaceholderPattern: a box text it matches is a placeholder, i.e. empty.
+	//   ReadyPattern: when the base reader finds no box, the bottom-most
+	//   matching row is an empty, ready prompt.
+	ReadyPattern, BusyPattern, DialogPattern, PlaceholderPattern string
+}
+
+// Apply returns base with the overrides applied: a copy, base is not
+// changed. Overrides are applied in name order, and one may be based on a
+// profile another adds. New profiles come after base, so that their
+// commands win in DetectIn.
+func Apply(base []Profile, overrides map[string]Override) ([]Profile, error) {
+	out := slices.Clone(base)
+	for i := range out {
+		out[i].Commands = slices.Clone(out[i].Commands)
+	}
+	names := make([]string, 0, len(overrides))
+	for name := range overrides {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+
+	// Resolve bases in passes, so "b" may be based on "a" added here.
+	pending := names
+	for len(pending) > 0 {
+		var next []string
+		var errs []error
+		for _, name := range pending {
+			o := overrides[name]
+			from := o.Base
+			if from == "" {
+				from = name
+			}
+			start, ok := LookupIn(out, from)
+			if !ok {
+				if slices.Contains(pending, from) && from != name {
+					next = append(next, name) // its base comes later in this pass
+					continue
+				}
+				errs = append(errs, unknownBase(name, o.Base))
+				continue
+			}
+			p, err := applyOne(name, start, o)
+			if err != nil {
+				return nil, err
+			}
+			if i := slices.IndexFunc(out, func(q Profile) bool { return q.Name == name }); i >= 0 {
+				out[i] = p
+			} else {
+				out = append(out, p)
+			}
+		}
+		if len(errs) > 0 {
+			return nil, errors.Join(errs...)
+		}
+		if len(next) == len(pending) {
+			return nil, fmt.Errorf("profiles %s: their bases form a cycle", strings.Join(next, ", "))
+		}
+		pending = next
+	}
+	return out, nil
+}
+
+func unknownBase(name, base string) error {
+	if base == "" {
+		return fmt.Errorf("profile %q: no such profile; to add one, give a base (claude, codex, gemini, qwen, aider, shell or generic)", name)
+	}
+	return fmt.Errorf("profile %q: base %q: no such profile", name, base)
+}
+
+func applyOne(name string, p Profile, o Override) (Profile, error) {
+	if strings.TrimSpace(name) == "" {
+		return Profile{}, errors.New("a profile needs a name")
+	}
+	p.Name = name
+	if o.Commands != nil {
+		for _, c := range o.Commands {
+			if strings.TrimSpace(c) == "" {
+				return Profile{}, fmt.Errorf("profile %q: an empty command", name)
+			}
+		}
+		p.Commands = slices.Clone(o.Commands)
+	}
+	if o.Settle != nil {
+		if *o.Settle < 0 {
+			return Profile{}, fmt.Errorf("profile %q: settle %s is negative", name, *o.Settle)
+		}
+		p.Settle = *o.Settle
+	}
+	if o.Queues != nil {
+		p.Queues = *o.Queues
+	}
+	if o.FoldBytes != nil {
+		if *o.FoldBytes < 0 {
+			return Profile{}, fmt.Errorf("profile %q: fold bytes %d is negative", name, *o.FoldBytes)
+		}
+		p.FoldBytes = *o.FoldBytes
+	}
+	if o.FoldLines != nil {
+		if *o.FoldLines < 0 {
+			return Profile{}, fmt.Errorf("profile %q: fold lines %d is negative", name, *o.FoldLines)
+		}
+		p.FoldLines = *o.FoldLines
+	}
+	pr := patterned{base: p.Reader}
+	for _, f := range []struct {
+		what string
+		src  string
+		dst  **regexp.Regexp
+	}{
+		{"ready pattern", o.ReadyPattern, &pr.ready},
+		{"busy pattern", o.BusyPattern, &pr.busy},
+		{"dialog pattern", o.DialogPattern, &pr.dialog},
+		{"placeholder pattern", o.PlaceholderPattern, &pr.placeholder},
+	} {
+		if f.src == "" {
+			continue
+		}
+		re, err := regexp.Compile(f.src)
+		if err != nil {
+			return Profile{}, fmt.Errorf("profile %q: %s %q: %w", name, f.what, f.src, err)
+		}
+		*f.dst = re
+	}
+	if pr.ready != nil || pr.busy != nil || pr.dialog != nil || pr.placeholder != nil {
+		if pr.base == nil {
+			pr.base = Generic{}
+		}
+		p.Reader = pr
+	}
+	return p, nil
+}
+
+// patterned refines a reader with patterns from the config file. Order of
+// precedence: a shell prompt (from the base), a dialog, busy, then a
+// placeholder or a ready prompt.
+type patterned struct {
+	base                             delivery.ScreenReader
+	ready, busy, dialog, placeholder *regexp.Regexp
+}
+
+func (p patterned) Read(screen []string) delivery.Reading {
+	r := p.base.Read(screen)
+	if r.Shell {
+		return r
+	}
+	lines := trimScreen(screen)
+	from := bottom(lines, bottomRows)
+	match := func(re *regexp.Regexp) int {
+		for i := len(lines) - 1; re != nil && i >= from; i-- {
+			if re.MatchString(lines[i]) {
+				return i
+			}
+		}
+		return -1
+	}
+	if i := match(p.dialog); i >= 0 {
+		return dialog("dialog (profile pattern): " + strings.TrimSpace(lines[i]))
+	}
+	if p.placeholder != nil && r.Box != "" && p.placeholder.MatchString(r.Box) {
+		r.Box = ""
+		if r.State == delivery.Draft {
+			r.State, r.Detail = delivery.Ready, ""
+		}
+	}
+	if match(p.busy) >= 0 {
+		switch r.State {
+		case delivery.Ready, delivery.Draft:
+			r.State, r.Detail = delivery.Busy, "the agent is working (profile pattern)"
+		case delivery.Unknown:
+			return delivery.Reading{State: delivery.Busy, BoxRow: -1, Detail: "the agent is working (profile pattern)"}
+		}
+		return r
+	}
+	if r.State == delivery.Unknown {
+		if i := match(p.ready); i >= 0 {
+			return delivery.Reading{State: delivery.Ready, BoxRow: i}
+		}
+	}
+	return r
+}
+
+func (p patterned) recognize(lines []string) (string, bool) {
+	if r, ok := p.base.(recognizer); ok {
+		return r.recognize(lines)
+	}
+	return "", false
+}

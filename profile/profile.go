@@ -1,0 +1,211 @@
+// Package profile knows the agent CLIs agentmsg types into: how each one's
+// screen reads (a delivery.ScreenReader), how long to pause before the
+// submit key, whether it queues text submitted while busy, and how it shows
+// long pastes. Detect picks a profile for a pane from its foreground command
+// and its screen; Apply changes or adds profiles from the config file.
+//
+// A profile is data plus, where needed, a small reader. The Claude Code
+// reader is built from real captures (e2e/claude/testdata/screens); the
+// others are reconstructed from the CLIs' public sources and
+// conservative where unsure: an unrecognised screen reads Unknown, never
+// Ready.
+package profile
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentmsg/agentmsg/delivery"
+)
+
+// Profile says how one agent CLI behaves in a terminal.
+type Profile struct {
+	// Name: "claude", "codex", "gemini", "qwen", "aider", "shell", "generic",
+	// or a name the config file adds.
+	Name string
+	// Commands are the pane_current_command values that identify it.
+	// Node-based CLIs often show "node"; then the screen decides.
+	Commands []string
+	// Settle is the pause between seeing the text in the box and pressing
+	// the submit key. Codex takes an Enter within about 120 ms of fast input
+	// as a newline (paste-burst guard), so its settle is above that.
+	Settle time.Duration
+	// SubmitKey is the byte sent to submit (0x0d, a raw CR, for all known
+	// CLIs; see FIELD-NOTES on named Enter keys).
+	SubmitKey byte
+	// Queues: the CLI accepts text submitted while it is busy and runs it
+	// after the current turn (Claude Code does, measured).
+	Queues bool
+	// FoldBytes and FoldLines: a paste with more bytes, or more lines, than
+	// these is shown folded in the box ("[Pasted text #1 +11 lines]"), so
+	// the text cannot be checked there. 0 means never folded on that count.
+	FoldBytes, FoldLines int
+	// Reader interprets the pane's screen.
+	Reader delivery.ScreenReader
+}
+
+// Submit key and settle used when nothing better is known: a raw CR, and the
+// delivery engine's own default pause.
+const (
+	cr            = 0x0d
+	defaultSettle = 30 * time.Millisecond
+)
+
+// shellCommands are the pane_current_command values of interactive shells.
+var shellCommands = []string{"bash", "zsh", "sh", "fish", "dash", "ksh", "mksh", "tcsh", "csh"}
+
+// Builtin returns the profiles agentmsg ships, in detection order. Each call
+// returns fresh slices, so callers may change them.
+func Builtin() []Profile {
+	return []Profile{
+		{
+			// Measured with Claude Code 2.1.197 (e2e/claude/NOTES.md): 4 or
+			// more lines, or one line over 800 characters, fold; it queues.
+			Name: "claude", Commands: []string{"claude"},
+			Settle: defaultSettle, SubmitKey: cr, Queues: true,
+			FoldBytes: 800, FoldLines: 3,
+			Reader: Claude{},
+		},
+		{
+			// openai/codex tui: LARGE_PASTE_CHAR_THRESHOLD 1000 chars
+			// ("[Pasted Content N chars]"), no fold by lines; the paste-burst
+			// guard swallows an Enter within ~120 ms of fast input. Codex
+			// accepts input while busy, but that is not verified here, so
+			// Queues stays false (wait for idle).
+			Name: "codex", Commands: []string{"codex"},
+			Settle: 200 * time.Millisecond, SubmitKey: cr,
+			FoldBytes: 1000,
+			Reader:    Codex{},
+		},
+		{
+			// gemini-cli text buffer: "[Pasted Text: N lines]" above 5 lines,
+			// "[Pasted Text: N chars]" above 500 characters (read in source,
+			// not seen in a terminal).
+			Name: "gemini", Commands: []string{"gemini"},
+			Settle: 100 * time.Millisecond, SubmitKey: cr,
+			FoldBytes: 500, FoldLines: 5,
+			Reader: Gemini{Product: "Gemini CLI"},
+		},
+		{
+			// QwenLM/qwen-code InputPrompt: "[Pasted Content N chars]" above
+			// 1000 characters or 10 lines (read in source).
+			Name: "qwen", Commands: []string{"qwen"},
+			Settle: 100 * time.Millisecond, SubmitKey: cr,
+			FoldBytes: 1000, FoldLines: 10,
+			Reader: Gemini{Product: "Qwen Code"},
+		},
+		{
+			// aider reads with prompt_toolkit (bracketed paste); no folding.
+			Name: "aider", Commands: []string{"aider"},
+			Settle: defaultSettle, SubmitKey: cr,
+			Reader: Aider{},
+		},
+		{
+			// A shell runs whatever is typed: never an agent.
+			Name: "shell", Commands: slices.Clone(shellCommands),
+			Settle: defaultSettle, SubmitKey: cr,
+			Reader: Shell{},
+		},
+		{
+			Name:   "generic",
+			Settle: defaultSettle, SubmitKey: cr,
+			Reader: Generic{},
+		},
+	}
+}
+
+// Lookup returns the builtin profile with that name.
+func Lookup(name string) (Profile, bool) {
+	return LookupIn(Builtin(), name)
+}
+
+// LookupIn returns the profile with that name from profiles (for example the
+// result of Apply).
+func LookupIn(profiles []Profile, name string) (Profile, bool) {
+	for _, p := range profiles {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Profile{}, false
+}
+
+// Detect picks a builtin profile from the pane's foreground command and its
+// screen, and says why.
+func Detect(command string, screen []string) (Profile, string) {
+	return DetectIn(Builtin(), command, screen)
+}
+
+// DetectIn picks a profile from profiles (builtins changed or extended by
+// Apply). The foreground command decides first, by exact match; a profile
+// later in the list wins a command claimed twice, so a profile the config
+// adds beats a builtin. A shell as foreground command still yields to an
+// agent whose live screen is recognised (an agent started by a wrapper
+// script shows the script's shell as the command). Otherwise the screen
+// decides; failing both, the profile named "generic".
+func DetectIn(profiles []Profile, command string, screen []string) (Profile, string) {
+	cmd := strings.TrimSpace(command)
+	if cmd != "" {
+		for i := len(profiles) - 1; i >= 0; i-- {
+			p := profiles[i]
+			if !slices.Contains(p.Commands, cmd) {
+				continue
+			}
+			if !isShellProfile(p) {
+				return p, "foreground command " + cmd
+			}
+			if q, why, ok := recognize(profiles, screen); ok {
+				return q, fmt.Sprintf("foreground command %s, but the %s", cmd, why)
+			}
+			return p, fmt.Sprintf("foreground command %s: a shell", cmd)
+		}
+	}
+	if p, why, ok := recognize(profiles, screen); ok {
+		return p, why
+	}
+	g, ok := LookupIn(profiles, "generic")
+	if !ok {
+		g, _ = Lookup("generic")
+	}
+	if cmd == "" {
+		return g, "foreground command unknown: generic"
+	}
+	return g, "unknown program " + cmd + ": generic"
+}
+
+// recognizer is implemented by readers that can tell their own CLI's live
+// screen: why is "screen shows Claude Code's input box".
+type recognizer interface {
+	recognize(lines []string) (why string, ok bool)
+}
+
+// recognize returns the first profile whose reader recognises the screen.
+// Builtins come first, so a profile based on claude does not take Claude's
+// screens from claude.
+func recognize(profiles []Profile, screen []string) (Profile, string, bool) {
+	lines := trimScreen(screen)
+	if len(lines) == 0 {
+		return Profile{}, "", false
+	}
+	for _, p := range profiles {
+		if r, ok := p.Reader.(recognizer); ok {
+			if why, ok := r.recognize(lines); ok {
+				return p, why, true
+			}
+		}
+	}
+	return Profile{}, "", false
+}
+
+func isShellProfile(p Profile) bool {
+	switch r := p.Reader.(type) {
+	case Shell:
+		return true
+	case patterned:
+		_, ok := r.base.(Shell)
+		return ok
+	}
+	return false
+}

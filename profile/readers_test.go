@@ -1,0 +1,112 @@
+package profile
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentmsg/agentmsg/delivery"
+)
+
+// The fixtures under testdata/ are reconstructions from the CLIs' sources
+// and published captures, not captures of our own (see testdata/README.md).
+func TestReconstructedScreens(t *testing.T) {
+	codex, gemini, qwen := Codex{}, Gemini{Product: "Gemini CLI"}, Gemini{Product: "Qwen Code"}
+	tests := []struct {
+		file   string
+		reader delivery.ScreenReader
+		want   want
+		detail string // a part of the detail, when it matters
+	}{
+		{"codex/idle.txt", codex, want{state: delivery.Ready, boxRow: 13}, ""},
+		{"codex/idle-other-placeholder.txt", codex, want{state: delivery.Ready, boxRow: 16}, ""},
+		{"codex/draft.txt", codex, want{state: delivery.Draft, box: "MSG_ab12: please review\nthe second line", boxRow: 13}, ""},
+		{"codex/busy.txt", codex, want{state: delivery.Busy, boxRow: 19}, ""},
+		{"codex/busy-queued.txt", codex, want{state: delivery.Busy, boxRow: 19, queued: true}, ""},
+		{"codex/approval.txt", codex, want{state: delivery.Dialog, boxRow: -1}, "Would you like to run the following command?"},
+		{"codex/old-composer.txt", codex, want{state: delivery.Ready, boxRow: 0}, ""},
+		{"codex/old-draft.txt", codex, want{state: delivery.Draft, box: "[Pasted Content 1005 chars]", boxRow: 0}, ""},
+		{"codex/streaming-no-composer.txt", codex, want{state: delivery.Unknown, boxRow: -1}, ""},
+		{"codex/exited.txt", codex, want{state: delivery.Unknown, boxRow: -1, shell: true}, shellDetail},
+
+		{"gemini/idle-boxed.txt", gemini, want{state: delivery.Ready, boxRow: 16}, ""},
+		{"gemini/draft-boxed.txt", gemini, want{state: delivery.Draft, box: "MSG_ef56: first line\nsecond line", boxRow: 10}, ""},
+		{"gemini/busy-boxed.txt", gemini, want{state: delivery.Busy, boxRow: 16}, ""},
+		{"gemini/confirm-boxed.txt", gemini, want{state: delivery.Dialog, boxRow: -1}, "Allow execution of: 'rm'?"},
+		{"gemini/idle-halfblock.txt", gemini, want{state: delivery.Ready, boxRow: 3}, ""},
+		{"gemini/yolo-draft-halfblock.txt", gemini, want{state: delivery.Draft, box: "MSG_0a1b: do it\nand this too", boxRow: 1}, ""},
+		{"gemini/shell-mode-halfblock.txt", gemini, want{state: delivery.Unknown, boxRow: -1}, "shell mode"},
+		{"gemini/confirm-halfblock.txt", gemini, want{state: delivery.Dialog, boxRow: -1}, "Allow execution of: 'echo'?"},
+		{"gemini/exited.txt", gemini, want{state: delivery.Unknown, boxRow: -1, shell: true}, shellDetail},
+		{"qwen/idle.txt", qwen, want{state: delivery.Ready, boxRow: 8}, ""},
+		{"qwen/draft.txt", qwen, want{state: delivery.Draft, box: "[Pasted Content 1532 chars]", boxRow: 8}, ""},
+
+		{"aider/idle.txt", Aider{}, want{state: delivery.Ready, boxRow: 6}, ""},
+		{"aider/idle-files.txt", Aider{}, want{state: delivery.Ready, boxRow: 7}, ""},
+		{"aider/draft.txt", Aider{}, want{state: delivery.Draft, box: "MSG_77aa: look at main.go", boxRow: 6}, ""},
+		{"aider/question.txt", Aider{}, want{state: delivery.Dialog, boxRow: -1}, "Add file to the chat?"},
+		{"aider/busy.txt", Aider{}, want{state: delivery.Busy, boxRow: -1}, ""},
+
+		{"shell/bash.txt", Shell{}, want{state: delivery.Unknown, boxRow: -1, shell: true}, shellDetail},
+		{"shell/root.txt", Shell{}, want{state: delivery.Unknown, boxRow: -1, shell: true}, shellDetail},
+		{"shell/zsh.txt", Shell{}, want{state: delivery.Unknown, boxRow: -1, shell: true}, shellDetail},
+		{"shell/running.txt", Shell{}, want{state: delivery.Unknown, boxRow: -1}, "no prompt"},
+		{"shell/bash.txt", Generic{}, want{state: delivery.Unknown, boxRow: -1, shell: true}, shellDetail},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			got := tt.reader.Read(readScreen(t, filepath.Join("testdata", tt.file)))
+			check(t, got, tt.want)
+			if !strings.Contains(got.Detail, tt.detail) {
+				t.Errorf("detail %q, want it to contain %q", got.Detail, tt.detail)
+			}
+		})
+	}
+}
+
+// No reader takes another CLI's screen, a dialog or a shell for a ready box.
+func TestNoFalseReady(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*/*.txt")
+	claude, _ := filepath.Glob(filepath.Join(claudeScreens, "*.txt"))
+	files = append(files, claude...)
+	for _, p := range Builtin() {
+		for _, f := range files {
+			// Gemini CLI and its fork Qwen Code share one reader.
+			family := map[string]string{"qwen": "gemini"}
+			own := strings.Contains(f, "/"+p.Name+"/") || strings.Contains(f, "/"+family[p.Name]+"/") ||
+				(p.Name == "gemini" && strings.Contains(f, "/qwen/")) ||
+				(p.Name == "claude" || p.Name == "generic") && strings.Contains(f, "e2e/claude")
+			if own {
+				continue
+			}
+			r := p.Reader.Read(readScreen(t, f))
+			// A plain "> " line is every generic prompt, and aider's.
+			if r.State == delivery.Ready && !(p.Name == "generic" && strings.Contains(f, "/aider/")) {
+				t.Errorf("%s reads %s as ready: %+v", p.Name, f, r)
+			}
+		}
+	}
+}
+
+func TestShellPrompt(t *testing.T) {
+	for l, want := range map[string]bool{
+		"$":                       true,
+		"$ ":                      true,
+		"user@host:~/work$ ":      true,
+		"bash-5.2# ":              true,
+		"[user@host work]$":       true,
+		"host work % ":            true,
+		"%":                       true,
+		"100%":                    false,
+		"  ? for shortcuts 5%":    false,
+		"/compact   Free up 10%":  false,
+		"❯ #":                     false,
+		"> ":                      false,
+		"user@host:~/work$ ls -l": false,
+		"":                        false,
+	} {
+		if got := isShellPrompt(l); got != want {
+			t.Errorf("isShellPrompt(%q) = %v, want %v", l, got, want)
+		}
+	}
+}
