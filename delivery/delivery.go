@@ -121,6 +121,16 @@ type Result struct {
 	Err      error // nil only when Verdict is Submitted
 	Elapsed  time.Duration
 	LastSeen State // the screen state when the delivery ended
+	Phases   Phases
+}
+
+// Phases say where a delivery's time went.
+type Phases struct {
+	Lock    time.Duration // waiting for other senders to the pane
+	Ready   time.Duration // waiting for an empty input box
+	Type    time.Duration // pasting until the box showed the text
+	Settle  time.Duration // the pause before submit, and the last look
+	Confirm time.Duration // from the submit press to proof of submission
 }
 
 // Errors a delivery ends with, for errors.Is.
@@ -203,7 +213,9 @@ type run struct {
 }
 
 func (r *run) deliver(ctx context.Context) error {
+	done := r.phase(&r.res.Phases.Lock)
 	unlock, err := r.d.Locks.Pane(ctx, r.d.Socket, r.pane)
+	done()
 	if err != nil {
 		return err
 	}
@@ -221,7 +233,10 @@ func (r *run) deliver(ctx context.Context) error {
 		retype = !inBox
 	}
 	if retype {
-		switch err := r.waitReady(ctx); {
+		done := r.phase(&r.res.Phases.Ready)
+		err := r.waitReady(ctx)
+		done()
+		switch {
 		case errors.Is(err, errOursInBox):
 			retype = false
 		case err != nil:
@@ -231,7 +246,9 @@ func (r *run) deliver(ctx context.Context) error {
 	retries := r.d.Opts.Retries
 	for {
 		if retype {
+			done := r.phase(&r.res.Phases.Type)
 			shown, err := r.typeText(ctx)
+			done()
 			if err != nil {
 				return err
 			}
@@ -248,7 +265,9 @@ func (r *run) deliver(ctx context.Context) error {
 		if err := r.pressSubmit(ctx); err != nil {
 			return err
 		}
+		done := r.phase(&r.res.Phases.Confirm)
 		out, err := r.confirm(ctx, retries == 0)
+		done()
 		if err != nil {
 			return err
 		}
@@ -284,6 +303,12 @@ func (r *run) resume(ctx context.Context) (done, inBox bool, err error) {
 	}
 	seen, err := r.idInHistory(ctx)
 	return seen, false, err
+}
+
+// phase starts timing one phase; the returned func adds the time to *d.
+func (r *run) phase(d *time.Duration) func() {
+	start := r.d.Clock.Now()
+	return func() { *d += r.d.Clock.Now().Sub(start) }
 }
 
 // errOursInBox: while resuming, the box turned out to hold our text.
@@ -369,10 +394,13 @@ func (r *run) typeText(ctx context.Context) (shown bool, err error) {
 // pressSubmit settles, takes a last look and presses submit, only if the
 // box still holds our text and nothing has opened over it.
 func (r *run) pressSubmit(ctx context.Context) error {
+	done := r.phase(&r.res.Phases.Settle)
 	if err := r.sleep(ctx, r.d.Opts.Settle); err != nil {
+		done()
 		return err
 	}
 	rd, _, err := r.read(ctx)
+	done()
 	if err != nil {
 		return err
 	}

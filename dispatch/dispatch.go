@@ -79,6 +79,7 @@ type Outcome struct {
 	// Pointer: the message was long, and the agent got one line pointing
 	// at the whole text (agentmsg read ID) instead.
 	Pointer bool
+	Phases  delivery.Phases
 }
 
 // OK reports whether the agent took the message: submitted, or queued to
@@ -354,6 +355,7 @@ func (d *Dispatcher) deliver(ctx context.Context, term tmux.Client, t target.Tar
 	del := &delivery.Deliverer{Term: term, Locks: d.Locks, Clock: d.Clock, Socket: term.Server().Socket, Opts: opts}
 	res := del.Deliver(ctx, pane.ID, msg.ID, text)
 	out.Verdict, out.State, out.Presses, out.Typings, out.Err = res.Verdict, res.LastSeen, res.Presses, res.Typings, res.Err
+	out.Phases = res.Phases
 	return out
 }
 

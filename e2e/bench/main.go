@@ -21,8 +21,9 @@ func main() {
 	sends := flag.Int("sends", 50, "single sends to time")
 	senders := flag.Int("senders", 8, "concurrent senders to one agent")
 	each := flag.Int("each", 25, "messages per concurrent sender")
+	claude := flag.Bool("claude", true, "also time sends to the real Claude Code (needs it installed: scripts/claude.sh)")
 	flag.Parse()
-	err := run(*sends, *senders, *each)
+	err := run(*sends, *senders, *each, *claude)
 	harness.Cleanup()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -32,7 +33,7 @@ func main() {
 
 type row struct{ what, result, target string }
 
-func run(sends, senders, each int) error {
+func run(sends, senders, each int, claude bool) error {
 	var rows []row
 	add := func(r row, err error) error {
 		if err != nil {
@@ -53,6 +54,11 @@ func run(sends, senders, each int) error {
 	}
 	if err := add(benchConcurrent(senders, each)); err != nil {
 		return err
+	}
+	if claude {
+		if err := add(benchClaude(10)); err != nil {
+			return err
+		}
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MEASURE\tRESULT\tTARGET")
