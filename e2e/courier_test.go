@@ -164,3 +164,37 @@ func TestDeliverResumesTypedText(t *testing.T) {
 		t.Errorf("inbox says %s, want submitted", got)
 	}
 }
+
+// With deliver --watch running (or the Stop hook), a deferred message is
+// typed by itself once its agent turns ready, and only once.
+func TestDeliverWatchTypesDeferredWhenReady(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("dialog"))
+
+	watch := exec.Command(s.Bins.Agentmsg, "-S", s.Socket, "deliver", "--watch", "--every", "100ms", "--ready-timeout", "50ms")
+	watch.Env = s.Env()
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = watch.Process.Signal(syscall.SIGTERM)
+		_ = watch.Wait()
+	})
+
+	rep, res := sendJSON(t, s, nil, "--ready-timeout", "200ms", "alpha", "ana", "whenever you can")
+	wantCode(t, res, 0)
+	if rep.Verdict != "deferred" {
+		t.Fatalf("verdict %q, want deferred", rep.Verdict)
+	}
+	time.Sleep(400 * time.Millisecond) // a few passes while the dialog is open
+	wantUntouched(t, ana)
+
+	ana.SetState("ready")
+	got := ana.WaitReceived(1, 10*time.Second)
+	time.Sleep(400 * time.Millisecond) // more passes: nothing typed twice
+	got = ana.Received()
+	if len(got) != 1 || got[0] != harness.Submitted(rep.ID, "whenever you can") {
+		t.Fatalf("received %q, want the message once", got)
+	}
+}

@@ -291,3 +291,24 @@ func TestLiveHookReceipts(t *testing.T) {
 		t.Errorf("settings.json hooks: %s (%v)", data, err)
 	}
 }
+
+// After /exit the pane shows a shell prompt under Claude's last frame: a
+// message typed there would run as a command. Refused unless --force.
+func TestLiveExitedAgentIsRefused(t *testing.T) {
+	l := newLive(t, false)
+	if err := l.agent.Type("/exit"); err != nil {
+		t.Fatal(err)
+	}
+	l.wait("the slash command in the box", boxIs("/exit"))
+	l.enter()
+	l.wait("the shell", func(s string) bool { return strings.Contains(s, "[claude exited") })
+	time.Sleep(300 * time.Millisecond) // the shell's prompt
+	ran := filepath.Join(l.dir, "ran")
+	_, res := l.send("--no-queue", "--ready-timeout", "2s", "; touch "+ran)
+	if res.code != 4 || !strings.Contains(res.stdout+res.stderr, "shell prompt") {
+		t.Fatalf("want exit 4 naming the shell prompt: %s", res)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("the message ran as a shell command")
+	}
+}
