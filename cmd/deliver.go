@@ -112,13 +112,18 @@ func deliverRun(ctx context.Context, c *cobra.Command, opts *DeliverOptions) err
 func finishDeliver(opts *DeliverOptions, all []courier.Typing, err error) error {
 	if opts.F.JSON {
 		out := make([]resultJSON, len(all))
+		taken := 0
 		for i, t := range all {
 			out[i] = toResultJSON(t.Result)
+			if t.Outcome.OK() {
+				taken++
+			}
 		}
 		writeJSON(opts.F, struct {
-			Typed   int          `json:"typed"`
-			Results []resultJSON `json:"results"`
-		}{len(all), out})
+			Delivered int          `json:"delivered"` // submitted or queued by the agent
+			Tried     int          `json:"tried"`     // messages tried, deferrals included
+			Results   []resultJSON `json:"results"`
+		}{taken, len(all), out})
 	} else if len(all) == 0 && err == nil {
 		fmt.Fprintln(opts.IO.Out, "nothing to deliver")
 	}

@@ -86,7 +86,7 @@ tmux client a send uses.`,
 				if in.Reading.Detail != "" {
 					state += ": " + in.Reading.Detail
 				}
-				if in.Reading.Queued {
+				if in.Reading.Queued && !strings.Contains(state, "queued") {
 					state += " (messages queued)"
 				}
 				fmt.Fprintf(w, "state     %s\n", state)

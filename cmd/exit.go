@@ -23,6 +23,7 @@ const (
 	ExitPartial     = 6 // a broadcast in which some targets failed
 	ExitTimeout     = 7 // wait: no matching message in time
 	ExitClaimed     = 8 // claim: the request was already claimed, or expired
+	ExitDeferred    = 9 // shutdown --wait: the agent answered, but deferred (accept=false)
 )
 
 const exitCodesHelp = `Exit codes:
@@ -34,7 +35,8 @@ const exitCodesHelp = `Exit codes:
   5  typed but not confirmed as submitted
   6  a broadcast in which some targets failed
   7  wait: no matching message arrived in time
-  8  claim: the request was already claimed by another agent, or expired`
+  8  claim: the request was already claimed by another agent, or expired
+  9  shutdown --wait: the agent deferred its shutdown (accept=false)`
 
 // exitCode maps an error to its exit code; the one place that does.
 func exitCode(err error) int {

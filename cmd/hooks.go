@@ -146,11 +146,14 @@ func mergeClaudeHooks(old []byte, commands map[string]string) ([]byte, bool, err
 		changed = true
 	}
 	settings["hooks"] = hooks
-	out, err := json.MarshalIndent(settings, "", "  ")
-	if err != nil {
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // keep > and & readable in the command lines
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(settings); err != nil {
 		return nil, false, err
 	}
-	return append(out, '\n'), changed, nil
+	return out.Bytes(), changed, nil
 }
 
 func hasAgentmsgHook(groups []any) bool {

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -15,6 +16,8 @@ import (
 
 // outcomeJSON is one target's verdict in --json output.
 type outcomeJSON struct {
+	// ID is the message's; send and broadcast also print it at the top.
+	ID        string  `json:"id,omitempty"`
 	Team      string  `json:"team"`
 	Agent     string  `json:"agent"`
 	Session   string  `json:"session"`
@@ -44,6 +47,7 @@ func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func toJSON(o dispatch.Outcome) outcomeJSON {
 	j := outcomeJSON{
+		ID:   string(o.ID),
 		Team: o.Target.Team, Agent: o.Target.Agent(), Session: o.Target.Session, Pane: o.Pane,
 		Verdict: string(o.Verdict), State: string(o.State), Presses: o.Presses, Typings: o.Typings,
 		ElapsedMS: float64(o.Elapsed.Microseconds()) / 1000, ExitCode: outcomeCode(o),
@@ -60,7 +64,10 @@ func toJSON(o dispatch.Outcome) outcomeJSON {
 
 // describe is one line for a person.
 func describe(o dispatch.Outcome) string {
-	if o.OK() {
+	switch {
+	case o.Verdict == delivery.Queued:
+		return fmt.Sprintf("queued for %s as %s: it runs after the agent's current turn (pane %s, %s)", o.Target, o.ID, o.Pane, ms(o.Elapsed))
+	case o.OK():
 		return fmt.Sprintf("submitted to %s as %s (pane %s, %s)", o.Target, o.ID, o.Pane, ms(o.Elapsed))
 	}
 	return fmt.Sprintf("not delivered to %s (%s): %v", o.Target, o.Verdict, o.Err)
@@ -76,6 +83,9 @@ func hint(o dispatch.Outcome, socket, serverFlag string) string {
 		}
 		return "see the agents there: agentmsg " + serverFlag + "list " + o.Target.Team
 	case ExitNotReady:
+		if errors.Is(o.Err, delivery.ErrNotAgent) {
+			return "the agent has exited: start it again in that pane (or use --force to type into the shell)"
+		}
 		return "wait longer with --ready-timeout, or look: tmux -S " + shellQuote(socket) + " attach -r -t '=" + o.Target.Session + "'"
 	case ExitUnconfirmed:
 		return "look at the agent's screen: tmux -S " + shellQuote(socket) + " attach -r -t '=" + o.Target.Session + "'"

@@ -60,7 +60,7 @@ type Result struct {
 // OK reports whether the message is taken care of: submitted, or safely
 // kept for later.
 func (r Result) OK() bool {
-	return r.Verdict == delivery.Submitted || r.Verdict == Deferred || r.Verdict == Recorded
+	return r.Outcome.OK() || r.Verdict == Deferred || r.Verdict == Recorded
 }
 
 // Inbox names the inbox of t: its team and agent name; team-less ralph
@@ -109,8 +109,9 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}}
 	}
 	if mode.MailboxOnly {
-		env.Delivery = &mailbox.Delivery{State: mailbox.StatePending, Updated: c.now()}
-		res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Recorded}, State: mailbox.StatePending}
+		// For the agent to read (agentmsg inbox); deliver never types it.
+		env.Delivery = &mailbox.Delivery{State: mailbox.StateInbox, Updated: c.now()}
+		res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Recorded}, State: mailbox.StateInbox}
 		if err := box.Append(env); err != nil {
 			res.Verdict, res.Err = delivery.Failed, fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
 		}
@@ -140,7 +141,7 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 	env.To = mailbox.Broadcast
 	env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Updated: c.now()}
 	if mode.MailboxOnly {
-		env.Delivery = &mailbox.Delivery{State: mailbox.StatePending, Updated: c.now()}
+		env.Delivery = &mailbox.Delivery{State: mailbox.StateInbox, Updated: c.now()}
 	}
 	boxes := map[string]*mailbox.Box{}
 	record := func(targets []target.Target) error {
@@ -176,7 +177,7 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		}
 		out := make([]Result, len(targets))
 		for i, t := range targets {
-			out[i] = Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Recorded}, State: mailbox.StatePending}
+			out[i] = Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Recorded}, State: mailbox.StateInbox}
 		}
 		return out, nil
 	}
@@ -216,9 +217,13 @@ func (c *Courier) settle(box *mailbox.Box, id message.ID, out dispatch.Outcome, 
 	switch {
 	case out.Verdict == delivery.Submitted:
 		rec.State = mailbox.StateSubmitted
+	case out.Verdict == delivery.Queued:
+		rec.State = mailbox.StateQueued
 	case out.Verdict == delivery.Typed:
 		rec.State = mailbox.StateTyped
-	case out.Verdict == delivery.NotReady && mode.Queue:
+	case out.Verdict == delivery.NotReady && mode.Queue && !errors.Is(out.Err, delivery.ErrNotAgent):
+		// Kept for deliver; not for a shell prompt, which is no agent
+		// and will not become ready by itself.
 		rec.State = mailbox.StateDeferred
 		res.Verdict, res.Err = Deferred, nil
 	default:

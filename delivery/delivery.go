@@ -138,6 +138,9 @@ var (
 	ErrNotReady    = errors.New("agent not ready")
 	ErrUnconfirmed = errors.New("typed but not confirmed as submitted")
 	ErrPaneGone    = errors.New("pane went away")
+	// ErrNotAgent: the pane shows a shell prompt (the agent has exited);
+	// it wraps ErrNotReady.
+	ErrNotAgent = errors.New("not an agent")
 )
 
 // NotReadyError says why the agent never became ready.
@@ -145,9 +148,13 @@ type NotReadyError struct {
 	State  State
 	Detail string
 	Waited time.Duration
+	Shell  bool // a shell prompt, not an agent: refused at once
 }
 
 func (e *NotReadyError) Error() string {
+	if e.Shell {
+		return "refused: " + e.Detail
+	}
 	what := map[State]string{
 		Busy:    "it stayed busy",
 		Dialog:  "a dialog stayed open (nothing was typed or pressed)",
@@ -164,7 +171,12 @@ func (e *NotReadyError) Error() string {
 	return s
 }
 
-func (e *NotReadyError) Unwrap() error { return ErrNotReady }
+func (e *NotReadyError) Unwrap() []error {
+	if e.Shell {
+		return []error{ErrNotReady, ErrNotAgent}
+	}
+	return []error{ErrNotReady}
+}
 
 // Deliverer runs deliveries.
 type Deliverer struct {
@@ -331,7 +343,7 @@ func (r *run) waitReady(ctx context.Context) error {
 			return nil // it queues what is submitted now
 		}
 		if rd.Shell && !r.d.Opts.Force {
-			return &NotReadyError{State: rd.State, Detail: "the pane shows a shell prompt: the agent has exited, and a message would run as a command (--force types it anyway)"}
+			return &NotReadyError{State: rd.State, Shell: true, Detail: "the pane shows a shell prompt: the agent has exited, and a message would run as a command (--force types it anyway)"}
 		}
 		if r.d.Opts.Resume && rd.State != Dialog && strings.Contains(rd.Box, string(r.id)) {
 			// An earlier attempt's paste showed up late: it is ours.

@@ -270,7 +270,14 @@ func (d *Dispatcher) Agents(ctx context.Context, team string) ([]Agent, error) {
 			out.Detail = err.Error()
 			return out
 		}
-		rd := d.Opts.Reader.Read(lines)
+		reader := d.Opts.Reader
+		if d.Profile != nil {
+			// Read as a send would: with the agent's own profile.
+			if p, _ := d.Profile(a.pane.Command, lines); p.Reader != nil {
+				reader = p.Reader
+			}
+		}
+		rd := reader.Read(lines)
 		out.State, out.Detail = rd.State, rd.Detail
 		if a.pane.InMode {
 			// A send leaves copy mode first, so the state still holds.

@@ -119,7 +119,9 @@ func TestSendRefusesShellPrompt(t *testing.T) {
 	}
 	ran := filepath.Join(s.Dir, "ran")
 
-	res := s.Run("send", "--no-queue", "alpha", "ana", "; touch "+ran)
+	// Refused even without --no-queue: a shell prompt is no agent, and
+	// will not turn into one for deliver.
+	res := s.Run("send", "alpha", "ana", "; touch "+ran)
 	wantCode(t, res, 4)
 	if !strings.Contains(res.Stderr, "shell prompt") || res.Elapsed > 5*time.Second {
 		t.Errorf("want an immediate refusal naming the shell prompt, got after %s:\n%s", res.Elapsed, res.Stderr)

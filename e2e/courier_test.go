@@ -93,9 +93,15 @@ func TestMailboxOnly(t *testing.T) {
 	if rep.Verdict != "recorded" {
 		t.Errorf("verdict %q, want recorded", rep.Verdict)
 	}
-	if got := deliveryState(t, s, "alpha", "remote", rep.ID); got != mailbox.StatePending {
-		t.Errorf("inbox says %s, want pending", got)
+	if got := deliveryState(t, s, "alpha", "remote", rep.ID); got != mailbox.StateInbox {
+		t.Errorf("inbox says %s, want inbox (for the agent to read, never typed)", got)
 	}
+	// Not typed by deliver either, even to an agent on the server.
+	ana := s.StartAgent("agent-alpha-ana")
+	_, res = sendJSON(t, s, nil, "--mailbox-only", "alpha", "ana", "for your inbox only")
+	wantCode(t, res, 0)
+	wantCode(t, s.Run("deliver"), 0)
+	wantUntouched(t, ana)
 	// Without --mailbox-only an unknown agent is still exit 3.
 	_, res = sendJSON(t, s, nil, "alpha", "nobody", "hello?")
 	wantCode(t, res, 3)
@@ -106,15 +112,19 @@ func TestMailboxOnly(t *testing.T) {
 func TestDeliverKilledMidwayNeitherLosesNorDoubles(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
-	ana := s.StartAgent("agent-alpha-ana")
+	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("dialog"))
 	const n = 12
 	want := make([]string, n)
 	for i := range n {
 		text := fmt.Sprintf("queued message %d", i)
-		rep, res := sendJSON(t, s, nil, "--mailbox-only", "alpha", "ana", text)
+		rep, res := sendJSON(t, s, nil, "--ready-timeout", "20ms", "alpha", "ana", text)
 		wantCode(t, res, 0)
+		if rep.Verdict != "deferred" {
+			t.Fatalf("verdict %q, want deferred", rep.Verdict)
+		}
 		want[i] = harness.Submitted(rep.ID, text)
 	}
+	ana.SetState("ready")
 	for _, after := range []time.Duration{60 * time.Millisecond, 130 * time.Millisecond, 170 * time.Millisecond} {
 		cmd := exec.Command(s.Bins.Agentmsg, "-S", s.Socket, "deliver")
 		cmd.Env = s.Env()

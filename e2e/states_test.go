@@ -153,6 +153,9 @@ func TestSendQueuesIntoBusyAgent(t *testing.T) {
 	if rep.Verdict != "queued" || rep.Presses != 1 {
 		t.Fatalf("verdict %q after %d presses, want queued after 1\n%s", rep.Verdict, rep.Presses, res)
 	}
+	if !strings.Contains(res.Stdout, `"stored": "queued"`) {
+		t.Errorf("the inbox should record it as queued:\n%s", res.Stdout)
+	}
 	wantUntouched(t, ana)
 	ana.SetState("ready")
 	got := ana.WaitReceived(1, 5*time.Second)

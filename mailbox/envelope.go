@@ -58,6 +58,7 @@ const (
 	StateDeferred  DeliveryState = "deferred"  // agent busy or in a dialog; retry later
 	StateFailed    DeliveryState = "failed"    // gave up; LastVerdict says why
 	StateRead      DeliveryState = "read"      // the agent pulled it from its inbox
+	StateInbox     DeliveryState = "inbox"     // only for the agent to read (--mailbox-only); never typed
 )
 
 // Outstanding reports whether a delivery still has work to do; compaction

@@ -232,3 +232,34 @@ func TestCommandNames(t *testing.T) {
 		t.Errorf("commandNames = %q", got)
 	}
 }
+
+func TestSessions(t *testing.T) {
+	e, _ := testServer(t)
+	ctx := context.Background()
+	pane, pid, err := e.NewSession(ctx, "agent-alpha-ana", t.TempDir(), []string{"AGENTMSG_FROM=ana"}, []string{"sleep", "300"})
+	if err != nil || !strings.HasPrefix(pane, "%") || pid <= 0 {
+		t.Fatalf("NewSession = %q, %d, %v", pane, pid, err)
+	}
+	if _, _, err := e.NewSession(ctx, "agent-alpha-ana", "", nil, []string{"sleep", "300"}); !errors.Is(err, ErrDuplicateSession) {
+		t.Errorf("second NewSession: %v, want ErrDuplicateSession", err)
+	}
+	// Exact: agent-alpha-an is no session, though tmux would prefix-match it.
+	for name, want := range map[string]bool{"agent-alpha-ana": true, "agent-alpha-an": false, "agent-alpha-ana-2": true} {
+		if got, err := e.HasSession(ctx, name); err != nil || got != want {
+			t.Errorf("HasSession(%q) = %v, %v; want %v", name, got, err, want)
+		}
+	}
+	acts, err := e.Activity(ctx)
+	if err != nil || acts["agent-alpha-ana"].IsZero() {
+		t.Errorf("Activity = %v, %v", acts, err)
+	}
+	if err := e.KillSession(ctx, "agent-alpha-ana"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.KillSession(ctx, "agent-alpha-ana"); err != nil {
+		t.Errorf("killing a session already gone: %v", err)
+	}
+	if ok, _ := e.HasSession(ctx, "agent-alpha-ana"); ok {
+		t.Error("still there after KillSession")
+	}
+}

@@ -1,0 +1,178 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/lifecycle"
+	"github.com/agentmsg/agentmsg/target"
+)
+
+// AgentsOptions are agents' inputs.
+type AgentsOptions struct {
+	LifecycleDeps
+	Team             string // "" for every team
+	Reap             bool
+	HeartbeatTimeout time.Duration
+}
+
+func NewCmdAgents(f *Factory, runF func(context.Context, *AgentsOptions) error) *cobra.Command {
+	opts := &AgentsOptions{LifecycleDeps: lifecycleDeps(f)}
+	c := &cobra.Command{
+		Use:   "agents [TEAM] [--reap]",
+		Short: "Show each agent's state (running, idle, waiting, dead), activity, pending messages and requests",
+		Long: `Agents joins the team's registry (agents started with agentmsg spawn, or that
+send heartbeats) with the agent sessions on the tmux server, and shows for
+each one:
+
+  STATE     running  the session is there and the agent is working (or its
+                     screen is not recognised)
+            idle     its input box is empty and on screen
+            waiting  a dialog is open, or someone's text is in its box
+            dead     the session or its process is gone, or it has sent
+                     heartbeats and the last is older than --heartbeat-timeout
+  PENDING   messages in its inbox not yet typed (deferred or pending)
+  REQS      requests it posted that nobody has claimed yet
+  ACTIVITY  the latest of: output in its pane, heartbeat, status update, spawn
+
+Without TEAM it shows every team, and team-less ralph agents.
+
+--reap also cleans up: every dead agent's registry entry is removed, and the
+dead agents are listed. It kills nothing: a session whose heartbeat stopped
+stays (it may be in a long tool call); end it with agentmsg kill.
+
+` + exitCodesHelp,
+		Example: `  agentmsg agents
+  agentmsg agents alpha
+  agentmsg agents alpha --reap
+  agentmsg --json agents alpha | jq -r '.agents[] | select(.state == "dead") | .agent'`,
+		Args:              argsBetween(0, 1, "at most a TEAM"),
+		ValidArgsFunction: completeTeam(f),
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if args[0] != target.RalphTeam {
+					if err := target.ValidateTeam(args[0]); err != nil {
+						return err
+					}
+				}
+				opts.Team = args[0]
+			}
+			if opts.HeartbeatTimeout <= 0 {
+				return usagef("--heartbeat-timeout %s: want a duration above 0", opts.HeartbeatTimeout)
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return agentsRun(c.Context(), opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.Reap, "reap", false, "remove the registry entries of dead agents (kills nothing)")
+	c.Flags().DurationVar(&opts.HeartbeatTimeout, "heartbeat-timeout", lifecycle.DefaultHeartbeatTimeout, "an agent that sends heartbeats is dead after this long without one")
+	return c
+}
+
+// agentJSON is one agent in agents --json.
+type agentStatusJSON struct {
+	Team         string     `json:"team"`
+	Agent        string     `json:"agent"`
+	Session      string     `json:"session"`
+	State        string     `json:"state"`
+	Reason       string     `json:"reason,omitempty"`
+	Registered   bool       `json:"registered"`
+	Kind         string     `json:"kind,omitempty"`
+	Pane         string     `json:"pane,omitempty"`
+	PID          int        `json:"pid,omitempty"`
+	Command      string     `json:"command,omitempty"`
+	Pending      int        `json:"pending"`
+	OpenRequests int        `json:"open_requests"`
+	LastActivity *time.Time `json:"last_activity,omitempty"`
+	Heartbeat    *time.Time `json:"heartbeat,omitempty"`
+	Spawned      *time.Time `json:"spawned,omitempty"`
+	Status       any        `json:"status,omitempty"`
+}
+
+func toAgentStatusJSON(s lifecycle.AgentStatus) agentStatusJSON {
+	j := agentStatusJSON{
+		Team: s.Target.Team, Agent: s.Target.Agent(), Session: s.Target.Session, State: s.State, Reason: s.Reason,
+		Registered: s.Registered, Pane: s.Pane, PID: s.PID, Command: s.Command,
+		Pending: s.Pending, OpenRequests: s.OpenRequests,
+		LastActivity: timePtr(s.LastActivity), Heartbeat: timePtr(s.Heartbeat),
+	}
+	if s.Record != nil {
+		j.Kind, j.Spawned = s.Record.Kind, timePtr(s.Record.Spawned)
+	}
+	if s.Status != nil {
+		j.Status = s.Status
+	}
+	return j
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func agentsRun(ctx context.Context, opts *AgentsOptions) error {
+	m, err := opts.Manager()
+	if err != nil {
+		return err
+	}
+	m.HeartbeatTimeout = opts.HeartbeatTimeout
+	var list, reaped []lifecycle.AgentStatus
+	if opts.Reap {
+		if reaped, err = m.Reap(ctx, opts.Team); err != nil {
+			return err
+		}
+	}
+	if list, err = m.Status(ctx, opts.Team); err != nil {
+		return err
+	}
+	if opts.JSON() {
+		doc := struct {
+			Socket string            `json:"socket"`
+			Agents []agentStatusJSON `json:"agents"`
+			Reaped []agentStatusJSON `json:"reaped,omitempty"`
+		}{Socket: m.Tmux.Server().Socket, Agents: []agentStatusJSON{}}
+		for _, s := range list {
+			doc.Agents = append(doc.Agents, toAgentStatusJSON(s))
+		}
+		if opts.Reap {
+			doc.Reaped = []agentStatusJSON{}
+			for _, s := range reaped {
+				doc.Reaped = append(doc.Reaped, toAgentStatusJSON(s))
+			}
+		}
+		writeJSON(opts.jsonOut(), doc)
+		return nil
+	}
+	for _, s := range reaped {
+		what := "unregistered"
+		if !s.Registered {
+			what = "not registered"
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "reaped %s (%s): %s\n", s.Target, what, s.Reason)
+	}
+	if len(list) == 0 {
+		where := "on " + m.Tmux.Server().Socket + " or in the registry"
+		if opts.Team != "" {
+			where = "in team " + opts.Team + " " + where
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "no agents %s\n", where)
+		return nil
+	}
+	now := opts.Now()
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TEAM\tAGENT\tSTATE\tPENDING\tREQS\tACTIVITY\tPANE\tCOMMAND\tREASON")
+	for _, s := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", orDash(s.Target.Team), s.Target.Agent(), s.State,
+			s.Pending, s.OpenRequests, sinceText(now, s.LastActivity), orDash(s.Pane), cell(orDash(s.Command), 24), cell(s.Reason, 60))
+	}
+	return tw.Flush()
+}

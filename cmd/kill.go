@@ -1,0 +1,108 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/lifecycle"
+	"github.com/agentmsg/agentmsg/target"
+)
+
+// KillOptions are kill's inputs.
+type KillOptions struct {
+	LifecycleDeps
+	Target target.Target
+	Grace  time.Duration
+}
+
+func NewCmdKill(f *Factory, runF func(context.Context, *KillOptions) error) *cobra.Command {
+	opts := &KillOptions{LifecycleDeps: lifecycleDeps(f)}
+	c := &cobra.Command{
+		Use:   "kill TEAM NAME [--grace D]",
+		Short: "Stop an agent now: SIGTERM, SIGKILL after a grace, then its session goes",
+		Long: `Kill ends the agent in session agent-TEAM-NAME and every process it started.
+
+Before any signal it collects, from /proc, the pane's first process, all its
+descendants, every process still in the pane's session (a daemon that
+double-forked away from the tree) and the members of their process groups.
+It sends SIGTERM to those process groups and processes, waits up to --grace,
+sends SIGKILL to whatever is left, removes the session, and checks that every
+collected process is gone: when one is not, it names it and exits 1. The
+agent's registry entry goes; its inbox stays.
+
+To ask an agent to stop on its own first, use agentmsg shutdown.
+
+` + exitCodesHelp,
+		Example: `  agentmsg kill alpha ana
+  agentmsg kill alpha ana-2 --grace 30s
+  agentmsg --json kill alpha ralph-7`,
+		Args:              argsBetween(2, 2, "TEAM NAME"),
+		ValidArgsFunction: completeTeamAgent(f),
+		RunE: func(c *cobra.Command, args []string) error {
+			t, err := teamName(args)
+			if err != nil {
+				return err
+			}
+			opts.Target = t
+			if opts.Grace <= 0 {
+				return usagef("--grace %s: want a duration above 0", opts.Grace)
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return killRun(c.Context(), opts)
+		},
+	}
+	c.Flags().DurationVar(&opts.Grace, "grace", lifecycle.DefaultGrace, "time between SIGTERM and SIGKILL")
+	return c
+}
+
+func killRun(ctx context.Context, opts *KillOptions) error {
+	m, err := opts.Manager()
+	if err != nil {
+		return err
+	}
+	res, err := m.Kill(ctx, opts.Target, opts.Grace)
+	if err != nil && !errors.Is(err, lifecycle.ErrSurvived) {
+		return err
+	}
+	if opts.JSON() {
+		doc := struct {
+			Team     string  `json:"team"`
+			Agent    string  `json:"agent"`
+			Session  string  `json:"session"`
+			PIDs     []int   `json:"pids"`
+			Forced   bool    `json:"forced"`
+			TookMS   float64 `json:"took_ms"`
+			ExitCode int     `json:"exit_code"`
+			Error    string  `json:"error,omitempty"`
+		}{opts.Target.Team, opts.Target.Agent(), opts.Target.Session, res.PIDs, res.Forced,
+			float64(res.Took.Microseconds()) / 1000, exitCode(err), ""}
+		if doc.PIDs == nil {
+			doc.PIDs = []int{}
+		}
+		if err != nil {
+			doc.Error = err.Error()
+		}
+		writeJSON(opts.jsonOut(), doc)
+		if err != nil {
+			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %v\n", err)
+			return exitError{exitCode(err)}
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	how := "SIGTERM"
+	if res.Forced {
+		how = "SIGKILL after " + opts.Grace.String()
+	}
+	fmt.Fprintf(opts.IO.Out, "killed %s: %d process(es) ended (%s), session %s removed, in %s\n",
+		opts.Target, len(res.PIDs), how, opts.Target.Session, res.Took.Round(time.Millisecond))
+	return nil
+}

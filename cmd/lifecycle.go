@@ -1,0 +1,161 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/lifecycle"
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/tmux"
+)
+
+// lifecycleCommands start, stop and watch agents.
+func lifecycleCommands(f *Factory) []*cobra.Command {
+	return []*cobra.Command{
+		NewCmdSpawn(f, nil),
+		NewCmdShutdown(f, nil),
+		NewCmdKill(f, nil),
+		NewCmdAgents(f, nil),
+		NewCmdHeartbeat(f, nil),
+	}
+}
+
+// LifecycleDeps are what every lifecycle command needs.
+type LifecycleDeps struct {
+	IO       *IOStreams
+	Manager  func() (*lifecycle.Manager, error)
+	Mailbox  func() (*mailbox.Store, error)
+	Identity func(ctx context.Context) (Identity, error)
+	JSON     func() bool
+	Now      func() time.Time
+}
+
+func lifecycleDeps(f *Factory) LifecycleDeps {
+	return LifecycleDeps{
+		IO:       f.IO,
+		Manager:  func() (*lifecycle.Manager, error) { return newLifecycleManager(f) },
+		Mailbox:  func() (*mailbox.Store, error) { return f.Mailbox() },
+		Identity: func(ctx context.Context) (Identity, error) { return f.Identity(ctx) },
+		JSON:     func() bool { return f.JSON },
+		Now:      time.Now,
+	}
+}
+
+// jsonOut is a Factory that writeJSON can print through.
+func (d LifecycleDeps) jsonOut() *Factory { return &Factory{IO: d.IO} }
+
+// newLifecycleManager builds a lifecycle manager for the configured
+// server and mailbox (the MCP server can use it too).
+func newLifecycleManager(f *Factory) (*lifecycle.Manager, error) {
+	d, err := f.Dispatcher()
+	if err != nil {
+		return nil, err
+	}
+	return lifecycleManager(f, d)
+}
+
+func lifecycleManager(f *Factory, d *dispatch.Dispatcher) (*lifecycle.Manager, error) {
+	exec, ok := d.Tmux.(*tmux.Exec)
+	if !ok {
+		var err error
+		if exec, err = tmux.NewExec(d.Tmux.Server()); err != nil {
+			return nil, err
+		}
+	}
+	cr, err := f.courier(d)
+	if err != nil {
+		return nil, err
+	}
+	return &lifecycle.Manager{Tmux: exec, Dispatch: d, Courier: cr, Store: cr.Store, Now: time.Now}, nil
+}
+
+// teamName parses TEAM NAME into a target.
+func teamName(args []string) (target.Target, error) {
+	return target.New(args[0], args[1])
+}
+
+// HeartbeatOptions are heartbeat's inputs.
+type HeartbeatOptions struct {
+	LifecycleDeps
+	Quiet bool
+}
+
+func NewCmdHeartbeat(f *Factory, runF func(context.Context, *HeartbeatOptions) error) *cobra.Command {
+	opts := &HeartbeatOptions{LifecycleDeps: lifecycleDeps(f)}
+	c := &cobra.Command{
+		Use:   "heartbeat",
+		Short: "Tell your team you are alive (for an agent to call now and then)",
+		Long: `Heartbeat records in your team's registry that you are alive now. Your team
+and name come from --team/--from, AGENTMSG_TEAM/AGENTMSG_FROM (a spawned agent
+has both), or the agent session you run in.
+
+Once an agent has sent one heartbeat, agentmsg agents reports it dead when
+the last one is older than --heartbeat-timeout (30s by default). An agent
+that never sends one is judged by its session and process only. Call it
+more often than the timeout, e.g. from a hook on every prompt or a loop:
+
+  while sleep 10; do agentmsg heartbeat -q; done &
+
+` + exitCodesHelp,
+		Example: `  agentmsg heartbeat
+  agentmsg --team alpha --from ana heartbeat -q`,
+		Args: argsBetween(0, 0, "no arguments"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return heartbeatRun(c.Context(), opts)
+		},
+	}
+	c.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing on success")
+	return c
+}
+
+func heartbeatRun(ctx context.Context, opts *HeartbeatOptions) error {
+	id, err := opts.Identity(ctx)
+	if err != nil {
+		return err
+	}
+	team := id.Team
+	if team == "" {
+		if t, ok := target.FromSession(target.SessionPrefix + id.Name); !ok || !t.IsRalph() {
+			if _, err := id.NeedTeam(); err != nil {
+				return err
+			}
+		}
+	}
+	// Only the mailbox: a heartbeat never needs the tmux server.
+	store, err := opts.Mailbox()
+	if err != nil {
+		return err
+	}
+	at := opts.Now()
+	m := &lifecycle.Manager{Store: store, Now: func() time.Time { return at }}
+	if err := m.Heartbeat(team, id.Name); err != nil {
+		return err
+	}
+	switch {
+	case opts.JSON():
+		writeJSON(opts.jsonOut(), struct {
+			Team  string    `json:"team"`
+			Agent string    `json:"agent"`
+			At    time.Time `json:"at"`
+		}{team, id.Name, at.UTC()})
+	case !opts.Quiet:
+		fmt.Fprintf(opts.IO.Out, "heartbeat of %s recorded at %s\n", displayName(team, id.Name), at.Format("15:04:05"))
+	}
+	return nil
+}
+
+// displayName is team/name, or name alone for a team-less agent.
+func displayName(team, name string) string {
+	if team == "" {
+		return name
+	}
+	return team + "/" + name
+}

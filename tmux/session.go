@@ -1,0 +1,86 @@
+package tmux
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrDuplicateSession is new-session's "duplicate session" (an exact name).
+var ErrDuplicateSession = errors.New("a session of that name exists")
+
+// NewSession creates a detached 200x50 session named exactly session,
+// running argv in dir with env (KEY=VALUE) added. tmux execs argv itself
+// when it has two or more words, so no shell re-reads it. It starts the
+// server when none runs on the socket. It returns the pane's id and first
+// process.
+func (c *Exec) NewSession(ctx context.Context, session, dir string, env, argv []string) (pane string, pid int, err error) {
+	args := []string{"new-session", "-d", "-P", "-F", "#{pane_id}" + sep + "#{pane_pid}",
+		"-s", session, "-x", "200", "-y", "50"}
+	if dir != "" {
+		args = append(args, "-c", dir)
+	}
+	for _, kv := range env {
+		args = append(args, "-e", kv)
+	}
+	args = append(append(args, "--"), argv...)
+	out, err := c.run(ctx, nil, args...)
+	if err != nil {
+		var te *Error
+		if errors.As(err, &te) && strings.Contains(te.Stderr, "duplicate session") {
+			te.Kind = ErrDuplicateSession
+		}
+		return "", 0, err
+	}
+	id, p, _ := strings.Cut(strings.TrimSpace(string(out)), sep)
+	pid, _ = strconv.Atoi(p)
+	return id, pid, nil
+}
+
+// KillSession ends the session named exactly session; one already gone
+// (or a server gone with it) is no error.
+func (c *Exec) KillSession(ctx context.Context, session string) error {
+	_, err := c.run(ctx, nil, "kill-session", "-t", "="+session)
+	if errors.Is(err, ErrSessionNotFound) || errors.Is(err, ErrNoServer) {
+		return nil
+	}
+	return err
+}
+
+// HasSession reports whether a session named exactly session exists.
+func (c *Exec) HasSession(ctx context.Context, session string) (bool, error) {
+	_, err := c.run(ctx, nil, "has-session", "-t", "="+session)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrSessionNotFound), errors.Is(err, ErrNoServer):
+		return false, nil
+	}
+	return false, err
+}
+
+// Activity is the last output time of every session's active window, by
+// session name (#{window_activity}); empty when no server runs.
+func (c *Exec) Activity(ctx context.Context) (map[string]time.Time, error) {
+	out, err := c.run(ctx, nil, "list-windows", "-a", "-F", "#{window_active}"+sep+"#{window_activity}"+sep+"#{session_name}")
+	if errors.Is(err, ErrNoServer) {
+		return map[string]time.Time{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]time.Time{}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		// The session name last: nothing it holds can shift the others.
+		f := strings.SplitN(line, sep, 3)
+		if len(f) != 3 || f[0] != "1" {
+			continue
+		}
+		if sec, err := strconv.ParseInt(f[1], 10, 64); err == nil && sec > 0 {
+			m[f[2]] = time.Unix(sec, 0)
+		}
+	}
+	return m, nil
+}
