@@ -23,29 +23,7 @@ func (e *envelopeFlags) register(c *cobra.Command) {
 	c.Flags().StringArrayVar(&e.meta, "meta", nil, "metadata KEY=VALUE (repeatable); see the rules per type below")
 }
 
-// protocol is what each message type needs, the seed's table of typed
-// messages: the metadata a receiver dispatches on must be there.
-var protocol = []struct {
-	typ      mailbox.Type
-	required map[string][]string // key -> allowed values (nil: any)
-	help     string
-}{
-	{mailbox.TypeText, nil, "plain text"},
-	{mailbox.TypeStatus, map[string][]string{"state": {"idle", "working", "blocked", "pr_pending", "complete", "failed"}}, "a status update: --meta state=working"},
-	{mailbox.TypeShutdownRequest, nil, "lead to agent: finish up and stop"},
-	{mailbox.TypeShutdownResponse, map[string][]string{"accept": {"true", "false"}}, "agent to lead: --meta accept=true, or false to defer (send it with reply)"},
-	{mailbox.TypePlan, nil, "agent to lead: a plan for approval"},
-	{mailbox.TypePlanApproval, map[string][]string{"approve": {"true", "false"}}, "lead to agent: --meta approve=true|false (send it with reply)"},
-	{mailbox.TypeTask, nil, "lead to agent: a task assignment (--meta task_id=... optional)"},
-}
-
-func typeNames() []string {
-	out := make([]string, len(protocol))
-	for i, p := range protocol {
-		out[i] = string(p.typ)
-	}
-	return out
-}
+func typeNames() []string { return mailbox.TypeNames() }
 
 const typesHelp = `Message types (--type; the agent sees "[type] key=value ... text"):
   text               plain text (the default)
@@ -56,49 +34,25 @@ const typesHelp = `Message types (--type; the agent sees "[type] key=value ... t
   plan-approval      lead to agent; needs --meta approve=true|false
   task               lead to agent: a task assignment`
 
-// build checks the flags against the protocol and returns an envelope
-// without id, sender or content.
+// build checks the flags against the protocol (mailbox.Protocol) and
+// returns an envelope without id, sender or content.
 func (e *envelopeFlags) build() (mailbox.Envelope, error) {
-	env := mailbox.Envelope{Type: mailbox.Type(e.typ)}
-	var rule map[string][]string
-	known := false
-	for _, p := range protocol {
-		if p.typ == env.Type {
-			rule, known = p.required, true
-		}
-	}
-	if !known {
-		return env, usagef("--type %q: want one of %s", e.typ, strings.Join(typeNames(), ", "))
-	}
+	var meta map[string]string
 	for _, kv := range e.meta {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || strings.ContainsAny(k, " \t\n") {
-			return env, usagef("--meta %q: want KEY=VALUE", kv)
+		if !ok || k == "" {
+			return mailbox.Envelope{}, usagef("--meta %q: want KEY=VALUE", kv)
 		}
-		if env.Metadata == nil {
-			env.Metadata = map[string]string{}
+		if meta == nil {
+			meta = map[string]string{}
 		}
-		env.Metadata[k] = v
+		meta[k] = v
 	}
-	for key, allowed := range rule {
-		v, ok := env.Metadata[key]
-		if !ok {
-			return env, usagef("a %s message needs --meta %s=...", env.Type, key)
-		}
-		if allowed != nil && !contains(allowed, v) {
-			return env, usagef("--meta %s=%s for a %s message: want one of %s", key, v, env.Type, strings.Join(allowed, ", "))
-		}
+	env, err := mailbox.Check(e.typ, meta)
+	if err != nil {
+		return env, usageError{err}
 	}
 	return env, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // courier joins the mailbox to a dispatcher.

@@ -155,6 +155,7 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.`,
 		NewCmdCompletion(f),
 	)
 	root.AddCommand(mailboxCommands(f)...)
+	root.AddCommand(NewCmdMCP(f))
 	root.AddCommand(lifecycleCommands(f)...)
 	return root
 }

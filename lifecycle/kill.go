@@ -59,7 +59,16 @@ func (m *Manager) Kill(ctx context.Context, t target.Target, grace time.Duration
 		if err != nil {
 			return res, err
 		}
-		procs = family(all, pane.PID)
+		// The pane's first process is the tmux server's child. If it is
+		// not, the pane's process has ended and its pid was reused by an
+		// unrelated process, whose family must not be touched.
+		info, err := m.Tmux.Info(ctx)
+		if err != nil {
+			return res, err
+		}
+		if p, ok := all[pane.PID]; ok && p.PPID == info.PID {
+			procs = family(all, pane.PID)
+		}
 	}
 	for _, p := range procs {
 		if p.PID == os.Getpid() {

@@ -1,0 +1,164 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/lifecycle"
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/mcpserver"
+	"github.com/agentmsg/agentmsg/target"
+)
+
+// MCPOptions are mcp's inputs.
+type MCPOptions struct {
+	IO           *IOStreams
+	Factory      *Factory
+	Orchestrator bool
+}
+
+func NewCmdMCP(f *Factory) *cobra.Command {
+	return newCmdMCP(f, nil)
+}
+
+func newCmdMCP(f *Factory, runF func(context.Context, *MCPOptions) error) *cobra.Command {
+	opts := &MCPOptions{IO: f.IO, Factory: f}
+	c := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve agentmsg's messaging as MCP tools over stdio",
+		Long: `MCP serves agentmsg as a Model Context Protocol server on stdin and stdout, for
+an agent CLI (Claude Code, Codex, Gemini CLI) to start. The caller's identity
+is found as for every command: --from/--team, AGENTMSG_FROM/AGENTMSG_TEAM, or
+the agent-<team>-<name> tmux session it runs in.
+
+Agent tools: check_messages, send_message, request_task, claim_request,
+list_agents, wait_for_message (timeout_seconds: default 30, at most 120).
+
+With --orchestrator also: broadcast, shutdown_agent, kill_agent,
+get_agent_status, assign_task (a task that starts with the agent's unread
+messages) and create_workflow (steps with depends_on, run in parallel where
+they can, each step's output put into the prompts of the steps after it).
+
+Every tool has a time limit; failures are MCP tool errors with a sentence
+saying what went wrong. agentmsg mcp install registers the server with an
+agent CLI.`,
+		Example: `  agentmsg mcp
+  AGENTMSG_TEAM=alpha AGENTMSG_FROM=lead agentmsg mcp --orchestrator
+  agentmsg mcp install claude --write`,
+		Args: argsBetween(0, 0, "no arguments (or the install subcommand)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return mcpRun(c.Context(), opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.Orchestrator, "orchestrator", false, "also serve the lead's tools: broadcast, shutdown_agent, kill_agent, get_agent_status, assign_task, create_workflow")
+	c.AddCommand(NewCmdMCPInstall(f, nil))
+	return c
+}
+
+func mcpRun(ctx context.Context, opts *MCPOptions) error {
+	f := opts.Factory
+	id, err := f.Identity(ctx)
+	if err != nil {
+		return err
+	}
+	team, err := id.NeedTeam()
+	if err != nil {
+		return err
+	}
+	store, err := f.Mailbox()
+	if err != nil {
+		return err
+	}
+	if err := announce(store, team, id.Name); err != nil {
+		f.Log.Warn("could not put you on the team's status board", "err", err)
+	}
+	deps := mcpserver.Deps{
+		Team: team, Name: id.Name, Sender: id.Sender,
+		Dispatcher: f.Dispatcher,
+		Courier:    f.courier,
+		Store:      store,
+		Lifecycle:  onceLifecycle(f),
+		Version:    version,
+	}
+	srv := mcpserver.New(deps, opts.Orchestrator)
+	f.Log.Debug("serving MCP on stdio", "team", team, "name", id.Name, "orchestrator", opts.Orchestrator)
+	t := &mcp.IOTransport{Reader: io.NopCloser(opts.IO.In), Writer: nopWriteCloser{opts.IO.Out}}
+	err = srv.Run(ctx, t)
+	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
+		return nil // the client closed stdin, or we were interrupted: the normal end
+	}
+	return err
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// announce puts the caller on its team's status board when it is not
+// there yet, so that other agents can message it by name even when it has
+// no tmux session (its inbox is where it reads).
+func announce(store *mailbox.Store, team, name string) error {
+	board, err := store.Board(team)
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(board, func(s mailbox.Status) bool { return s.Agent == name }) {
+		return nil
+	}
+	return store.SetStatus(team, name, mailbox.Status{})
+}
+
+// onceLifecycle builds the lifecycle manager on first use.
+func onceLifecycle(f *Factory) func() (mcpserver.Lifecycle, error) {
+	var (
+		mu sync.Mutex
+		lc mcpserver.Lifecycle
+	)
+	return func() (mcpserver.Lifecycle, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if lc != nil {
+			return lc, nil
+		}
+		m, err := newLifecycleManager(f)
+		if err != nil {
+			return nil, err
+		}
+		lc = lifecycleAdapter{m}
+		return lc, nil
+	}
+}
+
+// lifecycleAdapter is a *lifecycle.Manager as the MCP server sees it.
+type lifecycleAdapter struct{ m *lifecycle.Manager }
+
+func (a lifecycleAdapter) Shutdown(ctx context.Context, from string, t target.Target, reason string, wait time.Duration) (mcpserver.ShutdownResult, error) {
+	r, err := a.m.Shutdown(ctx, from, t, reason, wait)
+	return mcpserver.ShutdownResult{RequestID: r.RequestID, Answered: r.Answered, Accepted: r.Accepted,
+		Reason: r.Reason, Response: r.Response}, err
+}
+
+func (a lifecycleAdapter) Kill(ctx context.Context, t target.Target, grace time.Duration) (mcpserver.KillResult, error) {
+	r, err := a.m.Kill(ctx, t, grace)
+	return mcpserver.KillResult{Target: r.Target, PIDs: r.PIDs, Forced: r.Forced, Took: r.Took}, err
+}
+
+func (a lifecycleAdapter) Status(ctx context.Context, team string) ([]mcpserver.AgentStatus, error) {
+	list, err := a.m.Status(ctx, team)
+	out := make([]mcpserver.AgentStatus, len(list))
+	for i, s := range list {
+		out[i] = mcpserver.AgentStatus{Target: s.Target, State: s.State, Reason: s.Reason, LastActivity: s.LastActivity,
+			Pending: s.Pending, OpenRequests: s.OpenRequests, Status: s.Status, Pane: s.Pane, Command: s.Command}
+	}
+	return out, err
+}

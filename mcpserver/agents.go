@@ -1,0 +1,240 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/agentmsg/agentmsg/tmux"
+)
+
+// ListInput is list_agents' input.
+type ListInput struct{}
+
+// ListedAgent is one agent of the team.
+type ListedAgent struct {
+	Agent   string `json:"agent"`
+	Session string `json:"session,omitempty" jsonschema:"its tmux session; empty when it has none"`
+	Pane    string `json:"pane,omitempty"`
+	Command string `json:"command,omitempty"`
+	// State is the input box's state for an agent in tmux (ready, busy,
+	// dialog, draft, unknown), else "no-session".
+	State     string `json:"state" jsonschema:"ready, busy, dialog, draft or unknown for an agent in tmux; no-session otherwise"`
+	Detail    string `json:"detail,omitempty"`
+	Board     string `json:"board_state,omitempty" jsonschema:"the state it reported on the status board"`
+	WorkingOn string `json:"working_on,omitempty"`
+	You       bool   `json:"you,omitempty"`
+}
+
+// ListOutput is the team.
+type ListOutput struct {
+	Team   string        `json:"team"`
+	Agents []ListedAgent `json:"agents"`
+	Note   string        `json:"note,omitempty"`
+}
+
+func (s *server) listAgents(ctx context.Context, _ ListInput) (ListOutput, error) {
+	team, err := s.team()
+	if err != nil {
+		return ListOutput{}, err
+	}
+	out := ListOutput{Team: team, Agents: []ListedAgent{}}
+	byName := map[string]*ListedAgent{}
+	get := func(name string) *ListedAgent {
+		if a, ok := byName[name]; ok {
+			return a
+		}
+		a := &ListedAgent{Agent: name, State: "no-session", You: name == s.deps.Name}
+		byName[name] = a
+		return a
+	}
+	d, err := s.dispatcher()
+	if err == nil {
+		found, lerr := d.Agents(ctx, team)
+		switch {
+		case errors.Is(lerr, tmux.ErrNoServer):
+			out.Note = "no tmux server is running, so no agent has a session"
+		case lerr != nil:
+			return out, fmt.Errorf("listing the agents' tmux sessions: %w", lerr)
+		}
+		for _, f := range found {
+			a := get(f.Target.Agent())
+			a.Session, a.Pane, a.Command = f.Target.Session, f.Pane.ID, f.Pane.Command
+			a.State, a.Detail = string(f.State), f.Detail
+		}
+	} else {
+		out.Note = "tmux is not reachable: " + err.Error()
+	}
+	inboxes, _ := s.deps.Store.Agents(team)
+	for _, name := range inboxes {
+		get(name)
+	}
+	board, _ := s.deps.Store.Board(team)
+	for _, st := range board {
+		a := get(st.Agent)
+		a.Board, a.WorkingOn = st.State, st.WorkingOn
+	}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		out.Agents = append(out.Agents, *byName[n])
+	}
+	return out, nil
+}
+
+// StatusInput is get_agent_status' input.
+type StatusInput struct {
+	Agent string `json:"agent,omitempty" jsonschema:"one agent; every agent of the team when empty"`
+}
+
+// AgentStatusOut is one agent's status.
+type AgentStatusOut struct {
+	Agent        string    `json:"agent"`
+	Session      string    `json:"session"`
+	State        string    `json:"state" jsonschema:"running, idle, waiting or dead"`
+	Reason       string    `json:"reason,omitempty"`
+	LastActivity time.Time `json:"last_activity,omitzero"`
+	Pending      int       `json:"pending" jsonschema:"messages not yet delivered to it"`
+	OpenRequests int       `json:"open_requests"`
+	Pane         string    `json:"pane,omitempty"`
+	Command      string    `json:"command,omitempty"`
+	Mission      string    `json:"mission,omitempty"`
+	WorkingOn    string    `json:"working_on,omitempty"`
+	BoardState   string    `json:"board_state,omitempty"`
+}
+
+// StatusOutput is get_agent_status' output.
+type StatusOutput struct {
+	Team   string           `json:"team"`
+	Agents []AgentStatusOut `json:"agents"`
+}
+
+func (s *server) agentStatus(ctx context.Context, in StatusInput) (StatusOutput, error) {
+	team, err := s.team()
+	if err != nil {
+		return StatusOutput{}, err
+	}
+	lc, err := s.lifecycle()
+	if err != nil {
+		return StatusOutput{}, err
+	}
+	all, err := lc.Status(ctx, team)
+	if err != nil {
+		return StatusOutput{}, fmt.Errorf("reading the status of team %s: %w", team, err)
+	}
+	out := StatusOutput{Team: team, Agents: []AgentStatusOut{}}
+	for _, a := range all {
+		if in.Agent != "" && a.Target.Agent() != in.Agent {
+			continue
+		}
+		o := AgentStatusOut{Agent: a.Target.Agent(), Session: a.Target.Session, State: a.State, Reason: a.Reason,
+			LastActivity: a.LastActivity, Pending: a.Pending, OpenRequests: a.OpenRequests, Pane: a.Pane, Command: a.Command}
+		if st := a.Status; st != nil {
+			o.Mission, o.WorkingOn, o.BoardState = st.Mission, st.WorkingOn, st.State
+		}
+		out.Agents = append(out.Agents, o)
+	}
+	if in.Agent != "" && len(out.Agents) == 0 {
+		names := make([]string, len(all))
+		for i, a := range all {
+			names[i] = a.Target.Agent()
+		}
+		return out, fmt.Errorf("no agent %q in team %s (agents: %s)", in.Agent, team, orNone(names))
+	}
+	return out, nil
+}
+
+// ShutdownInput is shutdown_agent's input.
+type ShutdownInput struct {
+	Agent       string  `json:"agent" jsonschema:"the agent of your team to stop, such as ana or ana-2"`
+	Reason      string  `json:"reason,omitempty" jsonschema:"why it should stop, shown to the agent"`
+	WaitSeconds float64 `json:"wait_seconds,omitempty" jsonschema:"wait this long for the agent's shutdown-response (0: do not wait; at most 600)"`
+}
+
+// ShutdownOutput is what came of a shutdown request.
+type ShutdownOutput struct {
+	Agent     string   `json:"agent"`
+	RequestID string   `json:"request_id" jsonschema:"the shutdown-request message"`
+	Answered  bool     `json:"answered"`
+	Accepted  bool     `json:"accepted" jsonschema:"true: the agent is stopping; false with answered: it deferred"`
+	Reason    string   `json:"reason,omitempty" jsonschema:"the agent's reason, when it answered"`
+	Response  *Message `json:"response,omitempty"`
+}
+
+const maxShutdownWait = 10 * time.Minute
+
+func (s *server) shutdownAgent(ctx context.Context, in ShutdownInput) (ShutdownOutput, error) {
+	t, err := s.agentTarget("agent", in.Agent)
+	if err != nil {
+		return ShutdownOutput{}, err
+	}
+	wait, err := seconds(in.WaitSeconds, 0, maxShutdownWait)
+	if err != nil {
+		return ShutdownOutput{}, fmt.Errorf("wait_seconds: %w", err)
+	}
+	lc, err := s.lifecycle()
+	if err != nil {
+		return ShutdownOutput{}, err
+	}
+	r, err := lc.Shutdown(ctx, s.deps.Name, t, in.Reason, wait)
+	if err != nil {
+		return ShutdownOutput{}, fmt.Errorf("shutting down %s: %w", t, err)
+	}
+	out := ShutdownOutput{Agent: t.Agent(), RequestID: string(r.RequestID), Answered: r.Answered, Accepted: r.Accepted, Reason: r.Reason}
+	if r.Response != nil {
+		m := toMessage(*r.Response)
+		out.Response = &m
+	}
+	return out, nil
+}
+
+// KillInput is kill_agent's input.
+type KillInput struct {
+	Agent        string  `json:"agent" jsonschema:"the agent of your team to kill"`
+	GraceSeconds float64 `json:"grace_seconds,omitempty" jsonschema:"time between SIGTERM and SIGKILL (default 5)"`
+}
+
+// KillOutput is what a kill did.
+type KillOutput struct {
+	Agent   string  `json:"agent"`
+	Session string  `json:"session"`
+	PIDs    []int   `json:"pids" jsonschema:"the processes signalled"`
+	Forced  bool    `json:"forced" jsonschema:"some needed SIGKILL"`
+	TookMS  float64 `json:"took_ms"`
+	Killed  bool    `json:"killed"`
+}
+
+const defaultGrace = 5 * time.Second
+
+func (s *server) killAgent(ctx context.Context, in KillInput) (KillOutput, error) {
+	t, err := s.agentTarget("agent", in.Agent)
+	if err != nil {
+		return KillOutput{}, err
+	}
+	if t.Agent() == s.deps.Name {
+		return KillOutput{}, fmt.Errorf("agent %q is you; kill another agent", in.Agent)
+	}
+	grace, err := seconds(in.GraceSeconds, defaultGrace, time.Minute)
+	if err != nil {
+		return KillOutput{}, fmt.Errorf("grace_seconds: %w", err)
+	}
+	lc, err := s.lifecycle()
+	if err != nil {
+		return KillOutput{}, err
+	}
+	r, err := lc.Kill(ctx, t, grace)
+	if err != nil {
+		return KillOutput{}, fmt.Errorf("killing %s: %w", t, err)
+	}
+	pids := r.PIDs
+	if pids == nil {
+		pids = []int{}
+	}
+	return KillOutput{Agent: t.Agent(), Session: t.Session, PIDs: pids, Forced: r.Forced,
+		TookMS: float64(r.Took.Microseconds()) / 1000, Killed: true}, nil
+}

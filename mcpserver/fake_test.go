@@ -1,0 +1,315 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/lock"
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/tmux"
+)
+
+// fakeTmux is a tmux server whose sessions each run a tiny agent: a pasted
+// text goes into its box, a carriage return submits it. Safe for
+// concurrent use.
+type fakeTmux struct {
+	mu       sync.Mutex
+	sessions map[string]*fakePane
+}
+
+type fakePane struct {
+	id, session string
+	dialog      bool // a permission dialog that never closes
+	draft       string
+	submitted   []string
+}
+
+func newFakeTmux(sessions ...string) *fakeTmux {
+	s := &fakeTmux{sessions: map[string]*fakePane{}}
+	for i, name := range sessions {
+		s.sessions[name] = &fakePane{id: fmt.Sprintf("%%%d", i), session: name}
+	}
+	return s
+}
+
+func (s *fakeTmux) pane(id string) (*fakePane, error) {
+	for _, p := range s.sessions {
+		if p.id == id {
+			return p, nil
+		}
+	}
+	return nil, &tmux.Error{Command: "x", Stderr: "can't find pane: " + id, Kind: tmux.ErrPaneNotFound}
+}
+
+func (s *fakeTmux) Server() tmux.Server { return tmux.Server{Socket: "/fake/sock"} }
+func (s *fakeTmux) Info(context.Context) (tmux.Info, error) {
+	return tmux.Info{Version: "3.3a", Socket: "/fake/sock"}, nil
+}
+
+func (s *fakeTmux) ListPanes(context.Context) ([]tmux.Pane, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []tmux.Pane
+	for _, p := range s.sessions {
+		out = append(out, tmux.Pane{ID: p.id, Session: p.session, Command: "agent"})
+	}
+	return out, nil
+}
+
+func (s *fakeTmux) SessionPane(_ context.Context, session string) (tmux.Pane, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.sessions[session]; ok {
+		return tmux.Pane{ID: p.id, Session: p.session, Command: "agent"}, nil
+	}
+	return tmux.Pane{}, &tmux.Error{Command: "list-panes", Stderr: "can't find session: " + session, Kind: tmux.ErrSessionNotFound}
+}
+
+func (s *fakeTmux) LeaveMode(context.Context, string) error { return nil }
+
+func (s *fakeTmux) Capture(_ context.Context, pane string, _ int) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.pane(pane)
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, t := range p.submitted {
+		lines = append(lines, "> "+t)
+	}
+	if p.dialog {
+		return append(lines, " Do you want to proceed?", " ❯ 1. Yes", "   2. No", ""), nil
+	}
+	rule := strings.Repeat("─", 40)
+	return append(lines, "", rule, "❯\u00a0"+p.draft, rule, "  ? for shortcuts"), nil
+}
+
+func (s *fakeTmux) Paste(_ context.Context, pane, _, text string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.pane(pane)
+	if err == nil && !p.dialog {
+		p.draft += text
+	}
+	return err
+}
+
+func (s *fakeTmux) SendBytes(_ context.Context, pane string, _ ...byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.pane(pane)
+	if err == nil && !p.dialog && p.draft != "" {
+		p.submitted = append(p.submitted, p.draft)
+		p.draft = ""
+	}
+	return err
+}
+
+func (s *fakeTmux) received(session string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.sessions[session].submitted...)
+}
+
+func (s *fakeTmux) setDialog(session string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sessions[session].dialog = on
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// team is one test's world: a fake tmux server with agent sessions of
+// team "t", a temp mailbox, and a lifecycle fake.
+type team struct {
+	t     *testing.T
+	tmux  *fakeTmux
+	store *mailbox.Store
+	locks string
+	life  *fakeLifecycle
+}
+
+func newTeam(t *testing.T, agents ...string) *team {
+	t.Helper()
+	sessions := make([]string, len(agents))
+	for i, a := range agents {
+		sessions[i] = "agent-t-" + a
+	}
+	store := mailbox.New(t.TempDir())
+	store.PollInterval = 2 * time.Millisecond
+	return &team{t: t, tmux: newFakeTmux(sessions...), store: store, locks: t.TempDir(), life: &fakeLifecycle{}}
+}
+
+func (tm *team) dispatcher() (*dispatch.Dispatcher, error) {
+	opts := delivery.DefaultOptions()
+	opts.ReadyTimeout, opts.ConfirmTimeout = 150*time.Millisecond, time.Second
+	opts.Settle, opts.Poll = time.Millisecond, time.Millisecond
+	// Real per-pane locks: a workflow sends to one agent from several
+	// goroutines, and without them two deliveries would interleave.
+	return &dispatch.Dispatcher{Tmux: tm.tmux, Locks: lock.Dir{Path: tm.locks}, Clock: wallClock{}, Opts: opts, Concurrency: 4}, nil
+}
+
+func (tm *team) deps(name string) Deps {
+	sender, err := message.Sender(name)
+	if err != nil {
+		tm.t.Fatal(err)
+	}
+	return Deps{
+		Team: "t", Name: name, Sender: sender,
+		Dispatcher: tm.dispatcher,
+		Courier: func(d *dispatch.Dispatcher) (*courier.Courier, error) {
+			return &courier.Courier{Store: tm.store, Dispatch: d, Locks: lock.Dir{Path: tm.locks}}, nil
+		},
+		Store:     tm.store,
+		Lifecycle: func() (Lifecycle, error) { return tm.life, nil },
+		Version:   "test",
+	}
+}
+
+// connect serves New(deps, orchestrator) over an in-memory transport and
+// returns a client session to it.
+func connect(t *testing.T, deps Deps, orchestrator bool) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := New(deps, orchestrator).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		ss.Wait()
+	})
+	return cs
+}
+
+// as connects an agent-mode (or orchestrator) client for name.
+func (tm *team) as(name string, orchestrator bool) *client {
+	return &client{t: tm.t, cs: connect(tm.t, tm.deps(name), orchestrator)}
+}
+
+type client struct {
+	t  *testing.T
+	cs *mcp.ClientSession
+}
+
+// call calls tool and decodes its structured result into out; it fails
+// the test on a tool error.
+func (c *client) call(tool string, args any, out any) {
+	c.t.Helper()
+	res, err := c.raw(context.Background(), tool, args)
+	if err != nil {
+		c.t.Fatalf("%s: %v", tool, err)
+	}
+	if res.IsError {
+		c.t.Fatalf("%s: tool error: %s", tool, text(res))
+	}
+	decode(c.t, res, out)
+}
+
+// callErr calls tool and returns its tool error text ("" when none).
+func (c *client) callErr(tool string, args any) string {
+	c.t.Helper()
+	res, err := c.raw(context.Background(), tool, args)
+	if err != nil {
+		c.t.Fatalf("%s: %v", tool, err)
+	}
+	if !res.IsError {
+		c.t.Fatalf("%s: want a tool error, got %s", tool, text(res))
+	}
+	return text(res)
+}
+
+func (c *client) raw(ctx context.Context, tool string, args any) (*mcp.CallToolResult, error) {
+	return c.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+}
+
+func text(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func decode(t *testing.T, res *mcp.CallToolResult, out any) {
+	t.Helper()
+	if out == nil {
+		return
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("decoding %s: %v", b, err)
+	}
+}
+
+// fakeLifecycle records calls and answers from its fields.
+type fakeLifecycle struct {
+	mu       sync.Mutex
+	calls    []string
+	shutdown ShutdownResult
+	kill     KillResult
+	status   []AgentStatus
+	err      error
+}
+
+func (f *fakeLifecycle) record(s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, s)
+}
+
+func (f *fakeLifecycle) Shutdown(_ context.Context, from string, t target.Target, reason string, wait time.Duration) (ShutdownResult, error) {
+	f.record(fmt.Sprintf("shutdown %s from %s reason %q wait %s", t, from, reason, wait))
+	return f.shutdown, f.err
+}
+
+func (f *fakeLifecycle) Kill(_ context.Context, t target.Target, grace time.Duration) (KillResult, error) {
+	f.record(fmt.Sprintf("kill %s grace %s", t, grace))
+	r := f.kill
+	r.Target = t
+	return r, f.err
+}
+
+func (f *fakeLifecycle) Status(_ context.Context, team string) ([]AgentStatus, error) {
+	f.record("status " + team)
+	return f.status, f.err
+}
+
+func (f *fakeLifecycle) log() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}

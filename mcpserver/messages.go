@@ -1,0 +1,327 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/tmux"
+)
+
+// Message is one message as the tools show it.
+type Message struct {
+	MessageID string            `json:"message_id"`
+	From      string            `json:"from"`
+	To        string            `json:"to,omitempty" jsonschema:"the receiver, or * for the whole team"`
+	Type      string            `json:"type"`
+	Content   string            `json:"content"`
+	ReplyTo   string            `json:"reply_to,omitempty" jsonschema:"the message this one answers"`
+	RequestID string            `json:"request_id,omitempty" jsonschema:"the open request this message is about"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	Timestamp time.Time         `json:"timestamp"`
+}
+
+func toMessage(e mailbox.Envelope) Message {
+	return Message{MessageID: string(e.ID), From: e.From, To: e.To, Type: string(e.Type), Content: e.Content,
+		ReplyTo: string(e.ReplyTo), RequestID: e.RequestID, Metadata: e.Metadata, Timestamp: e.Timestamp}
+}
+
+func (s *server) addAgentTools(srv *mcp.Server) {
+	addTool(srv, "check_messages",
+		"Return the messages in your inbox that you have not read yet, oldest first, and mark them read (peek: true leaves them unread).",
+		fixed[CheckInput](mailboxLimit), s.checkMessages)
+	addTool(srv, "send_message",
+		"Send a message to an agent of your team. It is stored in the agent's inbox and typed into its tmux session when it has one; delivered is true once the agent took it. Set reply_to to answer a message.",
+		fixed[SendInput](deliverLimit), s.sendMessage)
+	addTool(srv, "request_task",
+		"Post an open request to your whole team; any agent may claim it with claim_request and exactly one gets it. You are told who did by a message of type claim.",
+		fixed[RequestInput](mailboxLimit), s.requestTask)
+	addTool(srv, "claim_request",
+		"Claim an open request of your team. claimed is true when you got it; otherwise claimed_by says who has it (or reason says it expired).",
+		fixed[ClaimInput](mailboxLimit), s.claimRequest)
+	addTool(srv, "list_agents",
+		"List the agents of your team: their tmux session and input-box state (ready, busy, dialog, draft, unknown), and what each reported on the status board.",
+		fixed[ListInput](deliverLimit), s.listAgents)
+	addTool(srv, "wait_for_message",
+		"Block until a message that matches from/type/reply_to (each optional) is in your inbox, then return it and mark it read. timeout_seconds: default 30, at most 120; timed_out is true when none came.",
+		func(in WaitInput) time.Duration {
+			d, _ := seconds(in.TimeoutSeconds, DefaultWait, MaxWait)
+			return d + mailboxLimit
+		}, s.waitForMessage)
+}
+
+// CheckInput is check_messages' input.
+type CheckInput struct {
+	Peek bool `json:"peek,omitempty" jsonschema:"leave the messages unread"`
+}
+
+// CheckOutput is check_messages' output.
+type CheckOutput struct {
+	Messages []Message `json:"messages"`
+	Count    int       `json:"count"`
+}
+
+func (s *server) checkMessages(ctx context.Context, in CheckInput) (CheckOutput, error) {
+	team, err := s.team()
+	if err != nil {
+		return CheckOutput{}, err
+	}
+	batch, err := s.deps.Store.Unread(team, s.deps.Name, s.deps.Name)
+	if err != nil {
+		return CheckOutput{}, fmt.Errorf("reading your inbox (%s/%s): %w", team, s.deps.Name, err)
+	}
+	out := CheckOutput{Messages: []Message{}, Count: len(batch.Envelopes)}
+	for _, e := range batch.Envelopes {
+		out.Messages = append(out.Messages, toMessage(e))
+	}
+	if !in.Peek && len(batch.Envelopes) > 0 {
+		if err := s.deps.Store.Advance(team, s.deps.Name, s.deps.Name, batch.End); err != nil {
+			return CheckOutput{}, fmt.Errorf("marking your messages read: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// SendInput is send_message's input.
+type SendInput struct {
+	To       string            `json:"to" jsonschema:"the agent of your team to send to, such as ana or ana-2"`
+	Content  string            `json:"content" jsonschema:"the message text"`
+	Type     string            `json:"type,omitempty" jsonschema:"text (the default), status (needs metadata state), shutdown-response (needs metadata accept), plan, plan-approval (needs metadata approve), task, shutdown-request"`
+	ReplyTo  string            `json:"reply_to,omitempty" jsonschema:"the message_id this message answers"`
+	Metadata map[string]string `json:"metadata,omitempty" jsonschema:"key/value pairs the receiver dispatches on, such as state=complete or step=build"`
+}
+
+// SendOutput is what a sent message became.
+type SendOutput struct {
+	MessageID string `json:"message_id"`
+	To        string `json:"to"`
+	Delivered bool   `json:"delivered" jsonschema:"the agent took it: submitted in its input box, or queued behind its current turn"`
+	Verdict   string `json:"verdict" jsonschema:"submitted, queued, deferred (kept until the agent is ready), or recorded (put in an inbox only: the agent has no tmux session)"`
+	Note      string `json:"note,omitempty"`
+}
+
+func (s *server) sendMessage(ctx context.Context, in SendInput) (SendOutput, error) {
+	env, err := envelope(in.Type, in.Metadata)
+	if err != nil {
+		return SendOutput{}, err
+	}
+	if in.ReplyTo != "" {
+		if !message.Valid(in.ReplyTo) {
+			return SendOutput{}, fmt.Errorf("reply_to %q is not a message id (MSG_<SENDER>_<8 hex>)", in.ReplyTo)
+		}
+		env.ReplyTo = message.ID(in.ReplyTo)
+		// An answer to a request's message stays about that request.
+		if orig, ok := s.ownMessage(env.ReplyTo); ok {
+			env.RequestID = orig.RequestID
+		}
+	}
+	env.Content = in.Content
+	return s.send(ctx, in.To, env)
+}
+
+// ownMessage finds id in the caller's inbox.
+func (s *server) ownMessage(id message.ID) (mailbox.Envelope, bool) {
+	batch, err := s.deps.Store.Read(s.deps.Team, s.deps.Name)
+	if err != nil {
+		return mailbox.Envelope{}, false
+	}
+	for _, e := range batch.Envelopes {
+		if e.ID == id {
+			return e, true
+		}
+	}
+	return mailbox.Envelope{}, false
+}
+
+// envelope checks a type and its metadata against the protocol.
+func envelope(typ string, meta map[string]string) (mailbox.Envelope, error) {
+	return mailbox.Check(typ, meta)
+}
+
+// send stores env (Type, Content, Metadata, ReplyTo set) in to's inbox and
+// types it into to's tmux session when there is one. An agent without a
+// session gets it in its inbox only, provided agentmsg knows the name
+// (an inbox or a status-board entry): a mistyped name is an error, never
+// a new inbox nobody reads.
+func (s *server) send(ctx context.Context, to string, env mailbox.Envelope) (SendOutput, error) {
+	t, err := s.agentTarget("to", to)
+	if err != nil {
+		return SendOutput{}, err
+	}
+	if t.Agent() == s.deps.Name && !t.IsRalph() {
+		return SendOutput{}, fmt.Errorf("to %q is you; send to another agent of team %s", to, t.Team)
+	}
+	c, d, err := s.courier()
+	if err != nil {
+		return SendOutput{}, err
+	}
+	msg, err := d.NewMessage(s.deps.Sender, env.Content)
+	if err != nil {
+		return SendOutput{}, fmt.Errorf("content: %w", err)
+	}
+	env.ID, env.From, env.Content = msg.ID, s.deps.Name, msg.Text
+	mode := courier.Mode{Queue: true}
+	inTmux, tmuxErr := s.inTmux(ctx, d, t)
+	if tmuxErr != nil {
+		return SendOutput{}, tmuxErr
+	}
+	if !inTmux {
+		known, names := s.known(t)
+		if !known {
+			return SendOutput{}, fmt.Errorf("%w: %s has no tmux session %s and no inbox (agents of team %s: %s)",
+				dispatch.ErrTargetNotFound, t, t.Session, s.deps.Team, orNone(names))
+		}
+		mode.MailboxOnly = true
+	}
+	res := c.Send(ctx, t, env, mode)
+	out := SendOutput{MessageID: string(res.ID), To: t.Agent(), Delivered: res.Outcome.OK(), Verdict: string(res.Verdict)}
+	switch {
+	case res.Verdict == courier.Recorded:
+		out.Note = fmt.Sprintf("%s has no tmux session here; the message waits in its inbox (it reads it with check_messages)", t.Agent())
+	case res.Verdict == courier.Deferred:
+		out.Note = fmt.Sprintf("%s was not ready (%s); the message is kept and typed once it is", t.Agent(), res.State)
+	case !res.OK():
+		return out, fmt.Errorf("message %s to %s was not delivered (%s): %v", res.ID, t, res.Verdict, res.Err)
+	}
+	return out, nil
+}
+
+// inTmux reports whether t has a session on the server; no server (or no
+// tmux) means no session.
+func (s *server) inTmux(ctx context.Context, d *dispatch.Dispatcher, t target.Target) (bool, error) {
+	ok, err := d.Exists(ctx, t)
+	if errors.Is(err, tmux.ErrNoServer) || errors.Is(err, tmux.ErrNotInstalled) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("looking for %s's session: %w", t, err)
+	}
+	return ok, nil
+}
+
+// known reports whether t's name has an inbox or a board entry in its
+// team, and lists the names that do.
+func (s *server) known(t target.Target) (bool, []string) {
+	team, _ := courier.Inbox(t)
+	names, _ := s.deps.Store.Agents(team)
+	board, _ := s.deps.Store.Board(team)
+	for _, st := range board {
+		if !slices.Contains(names, st.Agent) {
+			names = append(names, st.Agent)
+		}
+	}
+	sort.Strings(names)
+	return slices.Contains(names, t.Agent()), names
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// WaitInput is wait_for_message's input.
+type WaitInput struct {
+	From           string  `json:"from,omitempty" jsonschema:"only a message from this agent"`
+	Type           string  `json:"type,omitempty" jsonschema:"only a message of this type (text, status, task, request, claim, shutdown-request, ...)"`
+	ReplyTo        string  `json:"reply_to,omitempty" jsonschema:"only a reply to this message_id"`
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" jsonschema:"how long to wait: default 30, at most 120"`
+}
+
+// WaitOutput is the message waited for, or timed_out.
+type WaitOutput struct {
+	Message  *Message `json:"message,omitempty"`
+	TimedOut bool     `json:"timed_out"`
+	// Waited is how long the call waited, in seconds.
+	Waited float64 `json:"waited_seconds"`
+}
+
+func (s *server) waitForMessage(ctx context.Context, in WaitInput) (WaitOutput, error) {
+	team, err := s.team()
+	if err != nil {
+		return WaitOutput{}, err
+	}
+	limit, err := seconds(in.TimeoutSeconds, DefaultWait, MaxWait)
+	if err != nil {
+		return WaitOutput{}, fmt.Errorf("timeout_seconds: %w", err)
+	}
+	if in.ReplyTo != "" && !message.Valid(in.ReplyTo) {
+		return WaitOutput{}, fmt.Errorf("reply_to %q is not a message id (MSG_<SENDER>_<8 hex>)", in.ReplyTo)
+	}
+	match := func(e mailbox.Envelope) bool {
+		return (in.From == "" || e.From == in.From) && (in.Type == "" || string(e.Type) == in.Type) &&
+			(in.ReplyTo == "" || string(e.ReplyTo) == in.ReplyTo)
+	}
+	start := s.deps.Now()
+	store, me := s.deps.Store, s.deps.Name
+	batch, err := store.Unread(team, me, me)
+	if err != nil {
+		return WaitOutput{}, fmt.Errorf("reading your inbox: %w", err)
+	}
+	var got *mailbox.Envelope
+	for _, e := range batch.Envelopes {
+		if match(e) {
+			got = &e
+			break
+		}
+	}
+	if got == nil {
+		wctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		e, err := store.Wait(wctx, team, me, match, batch.End)
+		switch {
+		case err == nil:
+			got = &e
+		case ctx.Err() != nil:
+			return WaitOutput{}, fmt.Errorf("wait_for_message was cancelled: %w", ctx.Err())
+		case errors.Is(err, context.DeadlineExceeded):
+			return WaitOutput{TimedOut: true, Waited: s.deps.Now().Sub(start).Seconds()}, nil
+		default:
+			return WaitOutput{}, err
+		}
+	}
+	if _, err := advanceShown(store, team, me, me, map[message.ID]bool{got.ID: true}); err != nil {
+		return WaitOutput{}, fmt.Errorf("marking the message read: %w", err)
+	}
+	m := toMessage(*got)
+	return WaitOutput{Message: &m, Waited: s.deps.Now().Sub(start).Seconds()}, nil
+}
+
+// advanceShown moves reader's cursor past the unread messages in shown,
+// but never past one that was not shown (as cmd's inbox and wait do). It
+// returns how many unread messages were not shown.
+func advanceShown(s *mailbox.Store, team, agent, reader string, shown map[message.ID]bool) (left int, err error) {
+	batch, err := s.Unread(team, agent, reader)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for n < len(batch.Envelopes) && shown[batch.Envelopes[n].ID] {
+		n++
+	}
+	for _, e := range batch.Envelopes {
+		if !shown[e.ID] {
+			left++
+		}
+	}
+	if n == 0 {
+		return left, nil
+	}
+	to := batch.End
+	if n < len(batch.Envelopes) {
+		to = mailbox.Position{LastID: batch.Envelopes[n-1].ID}
+	}
+	return left, s.Advance(team, agent, reader, to)
+}

@@ -1,0 +1,233 @@
+// Package mcpserver serves agentmsg's messaging as MCP tools, for agents
+// that talk to each other through tool calls rather than a shell: an agent
+// mode (check, send, request, claim, list, wait) and an orchestrator mode
+// that adds broadcast, shutdown, kill, status, task assignment and
+// workflows. It decides what a tool does; transport and flags are cmd's.
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/target"
+)
+
+// Deps are what the tools need. Team, Name and Sender are the caller:
+// its team, its inbox name ("lead", "ana-2") and the upper-case name in
+// its message ids ("LEAD").
+type Deps struct {
+	Team, Name, Sender string
+	// Dispatcher talks to the tmux server the agents run on. It is called
+	// once, on first use, and again only after it failed.
+	Dispatcher func() (*dispatch.Dispatcher, error)
+	// Courier joins the store to a dispatcher.
+	Courier func(*dispatch.Dispatcher) (*courier.Courier, error)
+	Store   *mailbox.Store
+	// Lifecycle starts, stops and watches agents (orchestrator tools); nil
+	// when not available, and those tools then say so.
+	Lifecycle func() (Lifecycle, error)
+	Now       func() time.Time
+	// Version is reported to the client.
+	Version string
+}
+
+// Lifecycle is what the orchestrator's shutdown_agent, kill_agent and
+// get_agent_status need from package lifecycle (cmd adapts it).
+type Lifecycle interface {
+	Shutdown(ctx context.Context, from string, t target.Target, reason string, wait time.Duration) (ShutdownResult, error)
+	Kill(ctx context.Context, t target.Target, grace time.Duration) (KillResult, error)
+	Status(ctx context.Context, team string) ([]AgentStatus, error)
+}
+
+// ShutdownResult is the outcome of a shutdown request.
+type ShutdownResult struct {
+	RequestID          message.ID
+	Answered, Accepted bool
+	Reason             string
+	Response           *mailbox.Envelope
+}
+
+// KillResult is the outcome of a kill.
+type KillResult struct {
+	Target target.Target
+	PIDs   []int
+	Forced bool
+	Took   time.Duration
+}
+
+// AgentStatus is one agent as the team's registry sees it.
+type AgentStatus struct {
+	Target                target.Target
+	State, Reason         string
+	LastActivity          time.Time
+	Pending, OpenRequests int
+	Status                *mailbox.Status
+	Pane, Command         string
+}
+
+// Tool time limits. A tool that runs past its limit ends with a tool
+// error saying so; wait-like tools add their own wait to these.
+const (
+	mailboxLimit = 15 * time.Second // store-only tools
+	deliverLimit = 2 * time.Minute  // tools that type into a pane (ready timeout, confirmation)
+	// Wait limits for wait_for_message.
+	DefaultWait = 30 * time.Second
+	MaxWait     = 120 * time.Second
+	// Workflow limits for create_workflow.
+	DefaultWorkflowTimeout = 10 * time.Minute
+	MaxWorkflowTimeout     = time.Hour
+)
+
+// server is one MCP server's state: its deps and a dispatcher made once.
+type server struct {
+	deps Deps
+
+	mu sync.Mutex
+	d  *dispatch.Dispatcher
+}
+
+// New builds the MCP server: the agent tools, and with orchestrator the
+// lead's tools too.
+func New(deps Deps, orchestrator bool) *mcp.Server {
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	version := deps.Version
+	if version == "" {
+		version = "dev"
+	}
+	s := &server{deps: deps}
+	instructions := agentInstructions
+	if orchestrator {
+		instructions += orchestratorInstructions
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "agentmsg", Version: version},
+		&mcp.ServerOptions{Instructions: fmt.Sprintf(instructions, deps.Name, deps.Team)})
+	s.addAgentTools(srv)
+	if orchestrator {
+		s.addOrchestratorTools(srv)
+	}
+	return srv
+}
+
+const agentInstructions = `agentmsg: messages between the AI agents of a team, each in its own tmux session.
+You are %q in team %q. Read new messages with check_messages (or block with
+wait_for_message), answer with send_message (set reply_to to the message_id you
+answer). Open requests (request_task) go to the whole team; claim_request takes
+one, and exactly one claimant gets it. list_agents shows who is there.`
+
+const orchestratorInstructions = `
+As the lead you also have broadcast, assign_task (a task whose prompt starts with
+the agent's unread messages), create_workflow (steps with depends_on, run in
+parallel where they can), shutdown_agent, kill_agent and get_agent_status.`
+
+// addTool registers a typed tool whose handler runs within limit(in): past
+// it, the call ends with a tool error naming the limit. A handler's error
+// becomes a tool error (IsError) with its message.
+func addTool[In, Out any](srv *mcp.Server, name, desc string, limit func(In) time.Duration, h func(context.Context, In) (Out, error)) {
+	mcp.AddTool(srv, &mcp.Tool{Name: name, Description: desc},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+			d := limit(in)
+			tctx, cancel := context.WithTimeout(ctx, d)
+			defer cancel()
+			out, err := h(tctx, in)
+			if err != nil {
+				var zero Out
+				if ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
+					err = fmt.Errorf("%s did not finish within its time limit of %s: %w", name, d, err)
+				}
+				return nil, zero, err
+			}
+			return nil, out, nil
+		})
+}
+
+func fixed[In any](d time.Duration) func(In) time.Duration {
+	return func(In) time.Duration { return d }
+}
+
+// dispatcher is the tmux side, made on first use.
+func (s *server) dispatcher() (*dispatch.Dispatcher, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.d != nil {
+		return s.d, nil
+	}
+	if s.deps.Dispatcher == nil {
+		return nil, errors.New("no tmux server configured")
+	}
+	d, err := s.deps.Dispatcher()
+	if err != nil {
+		return nil, err
+	}
+	s.d = d
+	return d, nil
+}
+
+func (s *server) courier() (*courier.Courier, *dispatch.Dispatcher, error) {
+	d, err := s.dispatcher()
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.deps.Courier == nil {
+		return &courier.Courier{Store: s.deps.Store, Dispatch: d}, d, nil
+	}
+	c, err := s.deps.Courier(d)
+	return c, d, err
+}
+
+func (s *server) lifecycle() (Lifecycle, error) {
+	if s.deps.Lifecycle == nil {
+		return nil, errors.New("agent lifecycle (shutdown, kill, status) is not available in this build of agentmsg")
+	}
+	return s.deps.Lifecycle()
+}
+
+// team is the caller's team, or an error saying how to give one.
+func (s *server) team() (string, error) {
+	if s.deps.Team == "" {
+		return "", errors.New("agentmsg does not know your team: start the server with AGENTMSG_TEAM set (or --team, or inside an agent-<team>-<name> tmux session)")
+	}
+	return s.deps.Team, nil
+}
+
+// agentTarget resolves an agent name of the caller's team.
+func (s *server) agentTarget(field, name string) (target.Target, error) {
+	team, err := s.team()
+	if err != nil {
+		return target.Target{}, err
+	}
+	if name == "" {
+		return target.Target{}, fmt.Errorf("%s is empty: give an agent name of team %s, such as \"ana\" or \"ana-2\"", field, team)
+	}
+	t, err := target.New(team, name)
+	if err != nil {
+		return target.Target{}, fmt.Errorf("%s: %w", field, err)
+	}
+	return t, nil
+}
+
+// seconds turns a tool's seconds field into a duration: def when 0,
+// at most max.
+func seconds(v float64, def, max time.Duration) (time.Duration, error) {
+	switch {
+	case v < 0:
+		return 0, fmt.Errorf("a time in seconds must not be negative (got %g)", v)
+	case v == 0:
+		return def, nil
+	}
+	d := time.Duration(v * float64(time.Second))
+	if max > 0 && d > max {
+		d = max
+	}
+	return d, nil
+}
