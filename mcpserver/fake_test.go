@@ -14,139 +14,18 @@ import (
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
-	"github.com/agentmsg/agentmsg/tmux"
 )
-
-// fakeTmux is a tmux server whose sessions each run a tiny agent: a pasted
-// text goes into its box, a carriage return submits it. Safe for
-// concurrent use.
-type fakeTmux struct {
-	mu       sync.Mutex
-	sessions map[string]*fakePane
-}
-
-type fakePane struct {
-	id, session string
-	dialog      bool // a permission dialog that never closes
-	draft       string
-	submitted   []string
-}
-
-func newFakeTmux(sessions ...string) *fakeTmux {
-	s := &fakeTmux{sessions: map[string]*fakePane{}}
-	for i, name := range sessions {
-		s.sessions[name] = &fakePane{id: fmt.Sprintf("%%%d", i), session: name}
-	}
-	return s
-}
-
-func (s *fakeTmux) pane(id string) (*fakePane, error) {
-	for _, p := range s.sessions {
-		if p.id == id {
-			return p, nil
-		}
-	}
-	return nil, &tmux.Error{Command: "x", Stderr: "can't find pane: " + id, Kind: tmux.ErrPaneNotFound}
-}
-
-func (s *fakeTmux) Server() tmux.Server { return tmux.Server{Socket: "/fake/sock"} }
-func (s *fakeTmux) Info(context.Context) (tmux.Info, error) {
-	return tmux.Info{Version: "3.3a", Socket: "/fake/sock"}, nil
-}
-
-func (s *fakeTmux) ListPanes(context.Context) ([]tmux.Pane, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []tmux.Pane
-	for _, p := range s.sessions {
-		out = append(out, tmux.Pane{ID: p.id, Session: p.session, Command: "agent"})
-	}
-	return out, nil
-}
-
-func (s *fakeTmux) SessionPane(_ context.Context, session string) (tmux.Pane, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p, ok := s.sessions[session]; ok {
-		return tmux.Pane{ID: p.id, Session: p.session, Command: "agent"}, nil
-	}
-	return tmux.Pane{}, &tmux.Error{Command: "list-panes", Stderr: "can't find session: " + session, Kind: tmux.ErrSessionNotFound}
-}
-
-func (s *fakeTmux) LeaveMode(context.Context, string) error { return nil }
-
-func (s *fakeTmux) Capture(_ context.Context, pane string, _ int) ([]string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, err := s.pane(pane)
-	if err != nil {
-		return nil, err
-	}
-	var lines []string
-	for _, t := range p.submitted {
-		lines = append(lines, "> "+t)
-	}
-	if p.dialog {
-		return append(lines, " Do you want to proceed?", " ❯ 1. Yes", "   2. No", ""), nil
-	}
-	rule := strings.Repeat("─", 40)
-	return append(lines, "", rule, "❯\u00a0"+p.draft, rule, "  ? for shortcuts"), nil
-}
-
-func (s *fakeTmux) Paste(_ context.Context, pane, _, text string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, err := s.pane(pane)
-	if err == nil && !p.dialog {
-		p.draft += text
-	}
-	return err
-}
-
-func (s *fakeTmux) SendBytes(_ context.Context, pane string, _ ...byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, err := s.pane(pane)
-	if err == nil && !p.dialog && p.draft != "" {
-		p.submitted = append(p.submitted, p.draft)
-		p.draft = ""
-	}
-	return err
-}
-
-func (s *fakeTmux) received(session string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.sessions[session].submitted...)
-}
-
-func (s *fakeTmux) setDialog(session string, on bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sessions[session].dialog = on
-}
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
-	select {
-	case <-time.After(d):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // team is one test's world: a fake tmux server with agent sessions of
 // team "t", a temp mailbox, and a lifecycle fake.
 type team struct {
 	t     *testing.T
-	tmux  *fakeTmux
+	tmux  *faketmux.Server
 	store *mailbox.Store
 	locks string
 	life  *fakeLifecycle
@@ -160,7 +39,7 @@ func newTeam(t *testing.T, agents ...string) *team {
 	}
 	store := mailbox.New(t.TempDir())
 	store.PollInterval = 2 * time.Millisecond
-	return &team{t: t, tmux: newFakeTmux(sessions...), store: store, locks: t.TempDir(), life: &fakeLifecycle{}}
+	return &team{t: t, tmux: faketmux.New(sessions...), store: store, locks: t.TempDir(), life: &fakeLifecycle{}}
 }
 
 func (tm *team) dispatcher() (*dispatch.Dispatcher, error) {
@@ -169,7 +48,7 @@ func (tm *team) dispatcher() (*dispatch.Dispatcher, error) {
 	opts.Settle, opts.Poll = time.Millisecond, time.Millisecond
 	// Real per-pane locks: a workflow sends to one agent from several
 	// goroutines, and without them two deliveries would interleave.
-	return &dispatch.Dispatcher{Tmux: tm.tmux, Locks: lock.Dir{Path: tm.locks}, Clock: wallClock{}, Opts: opts, Concurrency: 4}, nil
+	return &dispatch.Dispatcher{Tmux: tm.tmux, Locks: lock.Dir{Path: tm.locks}, Clock: faketmux.Clock{}, Opts: opts, Concurrency: 4}, nil
 }
 
 func (tm *team) deps(name string) Deps {

@@ -57,7 +57,7 @@ func TestSendThenCheck(t *testing.T) {
 	if !sent.Delivered || sent.Verdict != "submitted" || !message.Valid(sent.MessageID) || !strings.HasPrefix(sent.MessageID, "MSG_LEAD_") {
 		t.Fatalf("send: %+v", sent)
 	}
-	if got := tm.tmux.received("agent-t-ana"); !slices.Equal(got, []string{sent.MessageID + ": run the tests"}) {
+	if got := tm.tmux.Received("agent-t-ana"); !slices.Equal(got, []string{sent.MessageID + ": run the tests"}) {
 		t.Fatalf("ana's pane got %q", got)
 	}
 	var got CheckOutput
@@ -135,7 +135,7 @@ func TestSendErrors(t *testing.T) {
 			t.Errorf("%v: error %q, want it to say %q", tc.args, got, tc.want)
 		}
 	}
-	if got := tm.tmux.received("agent-t-ana"); len(got) != 0 {
+	if got := tm.tmux.Received("agent-t-ana"); len(got) != 0 {
 		t.Errorf("ana's pane got %q", got)
 	}
 	if names, _ := tm.store.Agents("t"); slices.Contains(names, "nobody") {
@@ -147,7 +147,7 @@ func TestSendErrors(t *testing.T) {
 func TestSendDeferredWhenBusy(t *testing.T) {
 	t.Parallel()
 	tm := newTeam(t, "ana")
-	tm.tmux.setDialog("agent-t-ana", true)
+	tm.tmux.SetDialog("agent-t-ana", true)
 	var sent SendOutput
 	tm.as("lead", false).call("send_message", map[string]any{"to": "ana", "content": "later"}, &sent)
 	if sent.Delivered || sent.Verdict != "deferred" {
@@ -322,7 +322,7 @@ func TestListAgents(t *testing.T) {
 	if err := tm.store.SetStatus("t", "lead", mailbox.Status{State: "working", WorkingOn: "the plan"}); err != nil {
 		t.Fatal(err)
 	}
-	tm.tmux.setDialog("agent-t-bob", true)
+	tm.tmux.SetDialog("agent-t-bob", true)
 	var got ListOutput
 	tm.as("lead", false).call("list_agents", nil, &got)
 	if got.Team != "t" || len(got.Agents) != 3 {
@@ -345,14 +345,14 @@ func TestListAgents(t *testing.T) {
 func TestBroadcast(t *testing.T) {
 	t.Parallel()
 	tm := newTeam(t, "a1", "a2", "a3")
-	tm.tmux.setDialog("agent-t-a3", true)
+	tm.tmux.SetDialog("agent-t-a3", true)
 	var got BroadcastOutput
 	tm.as("lead", true).call("broadcast", map[string]any{"content": "stand-up in 5"}, &got)
 	if got.Verdict != "partial" || !slices.Equal(got.DeliveredTo, []string{"a1", "a2"}) || !slices.Equal(got.Deferred, []string{"a3"}) || len(got.Failed) != 0 {
 		t.Fatalf("broadcast: %+v", got)
 	}
 	for _, a := range []string{"a1", "a2"} {
-		if r := tm.tmux.received("agent-t-" + a); !slices.Equal(r, []string{got.MessageID + ": stand-up in 5"}) {
+		if r := tm.tmux.Received("agent-t-" + a); !slices.Equal(r, []string{got.MessageID + ": stand-up in 5"}) {
 			t.Errorf("%s got %q", a, r)
 		}
 	}
@@ -383,7 +383,7 @@ func TestAssignTaskInjectsUnread(t *testing.T) {
 	if !got.Delivered || !slices.Equal(got.Injected, []string{first.MessageID}) {
 		t.Fatalf("assign: %+v", got)
 	}
-	typed := tm.tmux.received("agent-t-ana")
+	typed := tm.tmux.Received("agent-t-ana")
 	want := got.MessageID + ": [task] task_id=T1 You have 1 unread message:\n[" + first.MessageID +
 		"] from bob (text): the API changed\n\nYour task:\nupdate the client"
 	if len(typed) != 2 || typed[1] != want {
@@ -397,7 +397,7 @@ func TestAssignTaskInjectsUnread(t *testing.T) {
 
 	// Nothing unread: the task alone.
 	tm.as("lead", true).call("assign_task", map[string]any{"agent": "bob", "task": "review"}, &got)
-	if typed := tm.tmux.received("agent-t-bob"); typed[len(typed)-1] != got.MessageID+": [task] review" || len(got.Injected) != 0 {
+	if typed := tm.tmux.Received("agent-t-bob"); typed[len(typed)-1] != got.MessageID+": [task] review" || len(got.Injected) != 0 {
 		t.Fatalf("bob's pane got %q", typed)
 	}
 }
@@ -580,7 +580,7 @@ func TestWorkflowFailureSkipsDependents(t *testing.T) {
 	if got.Completed || got.Steps[0].State != StepFailed || got.Steps[0].Output != "could not" || got.Steps[1].State != StepSkipped {
 		t.Fatalf("workflow: %+v", got)
 	}
-	if len(tm.tmux.received("agent-t-a2")) != 0 {
+	if len(tm.tmux.Received("agent-t-a2")) != 0 {
 		t.Error("a skipped step's agent got a task")
 	}
 }
@@ -625,7 +625,7 @@ func TestWorkflowValidation(t *testing.T) {
 			t.Errorf("%v: %q, want %q", tc.steps, got, tc.want)
 		}
 	}
-	if len(tm.tmux.received("agent-t-a1")) != 0 {
+	if len(tm.tmux.Received("agent-t-a1")) != 0 {
 		t.Error("an invalid workflow sent tasks")
 	}
 }

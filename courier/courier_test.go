@@ -1,0 +1,188 @@
+package courier
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/internal/faketmux"
+	"github.com/agentmsg/agentmsg/lock"
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/target"
+)
+
+func newCourier(t *testing.T, sessions ...string) (*Courier, *faketmux.Server) {
+	t.Helper()
+	tm := faketmux.New(sessions...)
+	opts := delivery.DefaultOptions()
+	opts.ReadyTimeout, opts.ConfirmTimeout = 50*time.Millisecond, 500*time.Millisecond
+	opts.Settle, opts.Poll = time.Millisecond, time.Millisecond
+	locks := lock.Dir{Path: t.TempDir()}
+	d := &dispatch.Dispatcher{Tmux: tm, Locks: locks, Clock: faketmux.Clock{}, Opts: opts, Concurrency: 4}
+	return &Courier{Store: mailbox.New(t.TempDir()), Dispatch: d, Locks: locks}, tm
+}
+
+func envelope(t *testing.T, text string) mailbox.Envelope {
+	t.Helper()
+	id, err := message.NewID("LEAD", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mailbox.Envelope{ID: id, From: "lead", Type: mailbox.TypeText, Content: text}
+}
+
+func ana(t *testing.T) target.Target {
+	t.Helper()
+	tg, err := target.New("alpha", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
+func state(t *testing.T, c *Courier, id message.ID) mailbox.DeliveryState {
+	t.Helper()
+	b, err := c.Store.Read("alpha", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range b.Envelopes {
+		if e.ID == id {
+			return e.Delivery.State
+		}
+	}
+	t.Fatalf("%s not in the inbox", id)
+	return ""
+}
+
+func TestSendRecordsThenTypes(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	env := envelope(t, "hello")
+	res := c.Send(context.Background(), ana(t), env, Mode{Queue: true})
+	if res.Verdict != delivery.Submitted || !res.OK() || res.State != mailbox.StateSubmitted {
+		t.Fatalf("result %+v", res)
+	}
+	if got := tm.Received("agent-alpha-ana"); !slices.Equal(got, []string{string(env.ID) + ": hello"}) {
+		t.Errorf("typed %q", got)
+	}
+	if s := state(t, c, env.ID); s != mailbox.StateSubmitted {
+		t.Errorf("inbox says %s", s)
+	}
+}
+
+func TestNotReadyIsDeferredThenDelivered(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	tm.SetDialog("agent-alpha-ana", true)
+	env := envelope(t, "later")
+	res := c.Send(context.Background(), ana(t), env, Mode{Queue: true})
+	if res.Verdict != Deferred || !res.OK() || res.Err != nil {
+		t.Fatalf("result %+v, want deferred", res)
+	}
+	if done, err := c.Deliver(context.Background(), ""); err != nil || len(done) != 1 || done[0].Verdict != Deferred {
+		t.Fatalf("deliver with the dialog open: %+v, %v", done, err)
+	}
+	tm.SetDialog("agent-alpha-ana", false)
+	done, err := c.Deliver(context.Background(), "alpha")
+	if err != nil || len(done) != 1 || done[0].Verdict != delivery.Submitted {
+		t.Fatalf("deliver when ready: %+v, %v", done, err)
+	}
+	if done, _ := c.Deliver(context.Background(), ""); len(done) != 0 {
+		t.Errorf("a second pass typed again: %+v", done)
+	}
+	if got := tm.Received("agent-alpha-ana"); len(got) != 1 {
+		t.Errorf("typed %d times: %q", len(got), got)
+	}
+	if s := state(t, c, env.ID); s != mailbox.StateSubmitted {
+		t.Errorf("inbox says %s", s)
+	}
+}
+
+func TestNoQueueFails(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	tm.SetDialog("agent-alpha-ana", true)
+	env := envelope(t, "now")
+	res := c.Send(context.Background(), ana(t), env, Mode{})
+	if res.Verdict != delivery.NotReady || res.OK() || state(t, c, env.ID) != mailbox.StateFailed {
+		t.Fatalf("result %+v, want not ready and recorded failed", res)
+	}
+}
+
+func TestMailboxOnlyIsNeverTyped(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	env := envelope(t, "read me")
+	res := c.Send(context.Background(), ana(t), env, Mode{MailboxOnly: true})
+	if res.Verdict != Recorded || res.State != mailbox.StateInbox {
+		t.Fatalf("result %+v", res)
+	}
+	if done, _ := c.Deliver(context.Background(), ""); len(done) != 0 || len(tm.Received("agent-alpha-ana")) != 0 {
+		t.Errorf("deliver typed a mailbox-only message: %+v", done)
+	}
+}
+
+func TestMissingAgentLeavesNoInbox(t *testing.T) {
+	c, _ := newCourier(t, "agent-alpha-ana-2")
+	res := c.Send(context.Background(), ana(t), envelope(t, "hi"), Mode{Queue: true})
+	if res.Verdict != dispatch.NotFound || res.State != "" {
+		t.Fatalf("result %+v, want not found and nothing stored", res)
+	}
+	if _, err := os.Stat(filepath.Join(c.Store.Root, "teams", "alpha", "mailbox", "ana.jsonl")); err == nil {
+		t.Error("an inbox was made for a missing agent")
+	}
+}
+
+func TestTypedShowsTypeAndMetadata(t *testing.T) {
+	env := mailbox.Envelope{Type: mailbox.TypeStatus, Content: "tests pass", ReplyTo: "MSG_LEAD_0123abcd",
+		Metadata: map[string]string{"state": "complete", "step": "build"}}
+	if got, want := Typed(env), "[status] re MSG_LEAD_0123abcd: state=complete step=build tests pass"; got != want {
+		t.Errorf("Typed = %q, want %q", got, want)
+	}
+	if got := Typed(mailbox.Envelope{Type: mailbox.TypeText, Content: "plain"}); got != "plain" {
+		t.Errorf("Typed(text) = %q", got)
+	}
+}
+
+func TestBroadcastRecordsEachTarget(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana", "agent-alpha-bob", "agent-beta-cy")
+	tm.SetDialog("agent-alpha-bob", true)
+	env := envelope(t, "all hands")
+	results, err := c.Broadcast(context.Background(), "alpha", env, Mode{Queue: true})
+	if err != nil || len(results) != 2 {
+		t.Fatalf("%+v, %v", results, err)
+	}
+	verdicts := map[string]delivery.Verdict{}
+	for _, r := range results {
+		verdicts[r.Target.Name] = r.Verdict
+	}
+	if verdicts["ana"] != delivery.Submitted || verdicts["bob"] != Deferred {
+		t.Errorf("verdicts %v", verdicts)
+	}
+	for _, name := range []string{"ana", "bob"} {
+		b, err := c.Store.Read("alpha", name)
+		if err != nil || len(b.Envelopes) != 1 || b.Envelopes[0].To != mailbox.Broadcast {
+			t.Errorf("%s's inbox: %+v, %v", name, b.Envelopes, err)
+		}
+	}
+}
+
+func TestDeliverCompactsAnOutgrownInbox(t *testing.T) {
+	c, _ := newCourier(t, "agent-alpha-ana")
+	c.Keep = mailbox.Retention{MaxCount: 2}
+	for range 5 {
+		if res := c.Send(context.Background(), ana(t), envelope(t, "m"), Mode{Queue: true}); !res.OK() {
+			t.Fatal(res.Err)
+		}
+	}
+	if _, err := c.Deliver(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Store.Read("alpha", "ana")
+	if err != nil || len(b.Envelopes) != 2 {
+		t.Errorf("after compaction: %d messages, %v; want 2", len(b.Envelopes), err)
+	}
+}
