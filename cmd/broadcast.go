@@ -6,23 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmsg/agentmsg/courier"
-	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/target"
 )
 
 // BroadcastOptions are broadcast's inputs.
 type BroadcastOptions struct {
-	IO         *IOStreams
-	Dispatcher func() (*dispatch.Dispatcher, error)
-	Courier    func(*dispatch.Dispatcher) (*courier.Courier, error)
-	Identity   func(ctx context.Context) (Identity, error)
-	JSON       func() bool
-
-	Mode     courier.Mode
-	Envelope envelopeFlags
-	Agent    agentFlags
-	Factory  *Factory
+	composer
+	IO   *IOStreams
+	JSON func() bool
 
 	Team      string // "" with All
 	All       bool
@@ -31,8 +22,7 @@ type BroadcastOptions struct {
 }
 
 func NewCmdBroadcast(f *Factory, runF func(context.Context, *BroadcastOptions) error) *cobra.Command {
-	opts := &BroadcastOptions{IO: f.IO, Dispatcher: f.Dispatcher, Courier: f.courier, Identity: f.Identity,
-		JSON: func() bool { return f.JSON }, Mode: courier.Mode{Queue: true}, Factory: f}
+	opts := &BroadcastOptions{composer: newComposer(f), IO: f.IO, JSON: func() bool { return f.JSON }}
 	c := &cobra.Command{
 		Use:   "broadcast (TEAM | --all) [MESSAGE...]",
 		Short: "Send one message to every agent of a team, or to every agent session, in parallel",
@@ -88,30 +78,11 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 	if err != nil {
 		return err
 	}
-	env, err := opts.Envelope.build()
+	m, err := opts.compose(ctx, text)
 	if err != nil {
 		return err
 	}
-	id, err := opts.Identity(ctx)
-	if err != nil {
-		return err
-	}
-	d, err := opts.Dispatcher()
-	if err != nil {
-		return err
-	}
-	if err := opts.Agent.apply(opts.Factory, d); err != nil {
-		return err
-	}
-	msg, err := d.NewMessage(id.Sender, text)
-	if err != nil {
-		return err
-	}
-	env.ID, env.From, env.Content = msg.ID, id.Name, msg.Text
-	c, err := opts.Courier(d)
-	if err != nil {
-		return err
-	}
+	id, d, c, env := m.id, m.d, m.c, m.env
 	if !opts.JSON() {
 		d.OnWait = newWaitPrinter(opts.IO.ErrOut, false).wait
 	}

@@ -7,24 +7,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmsg/agentmsg/courier"
-	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/target"
 )
 
 // SendOptions are send's inputs.
 type SendOptions struct {
-	IO         *IOStreams
-	Dispatcher func() (*dispatch.Dispatcher, error)
-	Courier    func(*dispatch.Dispatcher) (*courier.Courier, error)
-	Identity   func(ctx context.Context) (Identity, error)
-	JSON       func() bool
-	LookupEnv  func(string) (string, bool)
-
-	Mode     courier.Mode
-	Envelope envelopeFlags
-	Agent    agentFlags
-	Factory  *Factory
+	composer
+	IO        *IOStreams
+	JSON      func() bool
+	LookupEnv func(string) (string, bool)
 
 	Target  target.Target
 	Message string
@@ -33,8 +24,7 @@ type SendOptions struct {
 }
 
 func NewCmdSend(f *Factory, runF func(context.Context, *SendOptions) error) *cobra.Command {
-	opts := &SendOptions{IO: f.IO, Dispatcher: f.Dispatcher, Courier: f.courier, Identity: f.Identity,
-		JSON: func() bool { return f.JSON }, LookupEnv: f.LookupEnv, Mode: courier.Mode{Queue: true}, Factory: f}
+	opts := &SendOptions{composer: newComposer(f), IO: f.IO, JSON: func() bool { return f.JSON }, LookupEnv: f.LookupEnv}
 	c := &cobra.Command{
 		Use:   "send TEAM NAME [MESSAGE...]",
 		Short: "Type a message into one agent's input box, submit it, and confirm it arrived",
@@ -98,30 +88,11 @@ func sendRun(ctx context.Context, opts *SendOptions) error {
 	if err != nil {
 		return err
 	}
-	env, err := opts.Envelope.build()
+	m, err := opts.compose(ctx, text)
 	if err != nil {
 		return err
 	}
-	id, err := opts.Identity(ctx)
-	if err != nil {
-		return err
-	}
-	d, err := opts.Dispatcher()
-	if err != nil {
-		return err
-	}
-	if err := opts.Agent.apply(opts.Factory, d); err != nil {
-		return err
-	}
-	msg, err := d.NewMessage(id.Sender, text)
-	if err != nil {
-		return err
-	}
-	env.ID, env.From, env.Content = msg.ID, id.Name, msg.Text
-	c, err := opts.Courier(d)
-	if err != nil {
-		return err
-	}
+	id, d, c, env := m.id, m.d, m.c, m.env
 	var progress *waitPrinter
 	if !opts.JSON() && !opts.Mode.MailboxOnly {
 		// A person sees one line kept up to date; an agent running us as a
