@@ -180,7 +180,7 @@ func (o *InboxOptions) markShown(s *mailbox.Store, team, agent, reader string, s
 	for _, e := range shown {
 		ids[e.ID] = true
 	}
-	_, err := advanceShown(s, team, agent, reader, ids)
+	_, err := s.AdvanceShown(team, agent, reader, ids)
 	if errors.Is(err, mailbox.ErrBadName) {
 		return usagef("cannot keep a read cursor for %q: %v", reader, err)
 	}

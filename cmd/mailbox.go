@@ -158,35 +158,6 @@ func (fl msgFilter) check() error {
 	return nil
 }
 
-// advanceShown moves reader's cursor on agent's inbox past the unread
-// messages in shown, but never past one that was not shown: it stops
-// before the first unread message missing from shown. It returns how many
-// unread messages were not shown.
-func advanceShown(s *mailbox.Store, team, agent, reader string, shown map[message.ID]bool) (left int, err error) {
-	batch, err := s.Unread(team, agent, reader)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for n < len(batch.Envelopes) && shown[batch.Envelopes[n].ID] {
-		n++
-	}
-	for _, e := range batch.Envelopes {
-		if !shown[e.ID] {
-			left++
-		}
-	}
-	if n == 0 {
-		return left, nil
-	}
-	to := batch.End
-	if n < len(batch.Envelopes) {
-		// Not at the end: the position after message n-1 is found again
-		// by its id (a position of no generation always is).
-		to = mailbox.Position{LastID: batch.Envelopes[n-1].ID}
-	}
-	return left, s.Advance(team, agent, reader, to)
-}
 
 // msgLabel is what a message is, in brackets after its sender: "text",
 // "request REQ_x", "reply to MSG_y".

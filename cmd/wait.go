@@ -125,7 +125,7 @@ func waitRun(ctx context.Context, opts *WaitOptions) error {
 	} else {
 		writeMessage(opts.IO.Out, got)
 	}
-	left, err := advanceShown(s, team, agent, reader, map[message.ID]bool{got.ID: true})
+	left, err := s.AdvanceShown(team, agent, reader, map[message.ID]bool{got.ID: true})
 	if err != nil {
 		return err
 	}

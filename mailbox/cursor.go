@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentmsg/agentmsg/message"
 )
 
 // A cursor is one reader's Position in one inbox, saved in
@@ -106,4 +108,35 @@ func (b *Box) cursors() (map[string]Position, error) {
 		out[reader] = p
 	}
 	return out, nil
+}
+
+// AdvanceShown moves reader's cursor on agent's inbox past the unread
+// messages in shown, but never past one that was not shown: it stops
+// before the first unread message missing from shown, so that a filtered
+// read (by sender, type, reply) never skips a message for good. It returns
+// how many unread messages were not shown.
+func (s *Store) AdvanceShown(team, agent, reader string, shown map[message.ID]bool) (left int, err error) {
+	batch, err := s.Unread(team, agent, reader)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for n < len(batch.Envelopes) && shown[batch.Envelopes[n].ID] {
+		n++
+	}
+	for _, e := range batch.Envelopes {
+		if !shown[e.ID] {
+			left++
+		}
+	}
+	if n == 0 {
+		return left, nil
+	}
+	to := batch.End
+	if n < len(batch.Envelopes) {
+		// Not at the end: the position after message n-1 is found again
+		// by its id (a position of no generation always is).
+		to = Position{LastID: batch.Envelopes[n-1].ID}
+	}
+	return left, s.Advance(team, agent, reader, to)
 }

@@ -292,36 +292,10 @@ func (s *server) waitForMessage(ctx context.Context, in WaitInput) (WaitOutput, 
 			return WaitOutput{}, err
 		}
 	}
-	if _, err := advanceShown(store, team, me, me, map[message.ID]bool{got.ID: true}); err != nil {
+	if _, err := store.AdvanceShown(team, me, me, map[message.ID]bool{got.ID: true}); err != nil {
 		return WaitOutput{}, fmt.Errorf("marking the message read: %w", err)
 	}
 	m := toMessage(*got)
 	return WaitOutput{Message: &m, Waited: s.deps.Now().Sub(start).Seconds()}, nil
 }
 
-// advanceShown moves reader's cursor past the unread messages in shown,
-// but never past one that was not shown (as cmd's inbox and wait do). It
-// returns how many unread messages were not shown.
-func advanceShown(s *mailbox.Store, team, agent, reader string, shown map[message.ID]bool) (left int, err error) {
-	batch, err := s.Unread(team, agent, reader)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for n < len(batch.Envelopes) && shown[batch.Envelopes[n].ID] {
-		n++
-	}
-	for _, e := range batch.Envelopes {
-		if !shown[e.ID] {
-			left++
-		}
-	}
-	if n == 0 {
-		return left, nil
-	}
-	to := batch.End
-	if n < len(batch.Envelopes) {
-		to = mailbox.Position{LastID: batch.Envelopes[n-1].ID}
-	}
-	return left, s.Advance(team, agent, reader, to)
-}

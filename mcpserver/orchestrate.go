@@ -158,7 +158,7 @@ func (s *server) assignTask(ctx context.Context, in AssignInput) (AssignOutput, 
 		out.Injected = append(out.Injected, string(e.ID))
 	}
 	if len(shown) > 0 {
-		if _, err := advanceShown(s.deps.Store, team, agent, agent, shown); err != nil {
+		if _, err := s.deps.Store.AdvanceShown(team, agent, agent, shown); err != nil {
 			return out, fmt.Errorf("the task was sent, but marking %s's messages read failed: %w", t, err)
 		}
 	}
