@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -40,9 +42,10 @@ A config file looks like:
 					Flag   string `json:"flag"`
 				}
 				out := struct {
-					File     string      `json:"file"`
-					Settings []entryJSON `json:"settings"`
-				}{File: path}
+					File     string                            `json:"file"`
+					Settings []entryJSON                       `json:"settings"`
+					Profiles map[string]config.ProfileSettings `json:"profiles,omitempty"`
+				}{File: path, Profiles: cfg.Profiles}
 				keys := config.Keys()
 				for i, e := range cfg.Entries() {
 					out.Settings = append(out.Settings, entryJSON{e.Key, e.Value, string(e.Source), keys[i].Env, "--" + keys[i].Flag})
@@ -60,7 +63,18 @@ A config file looks like:
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Key, v, e.Source, e.Help)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(cfg.Profiles) > 0 {
+				names := make([]string, 0, len(cfg.Profiles))
+				for name := range cfg.Profiles {
+					names = append(names, name)
+				}
+				sort.Strings(names)
+				fmt.Fprintf(f.IO.Out, "\nagent profiles changed or added by the file: %s (see agentmsg doctor for what a pane is read as)\n", strings.Join(names, ", "))
+			}
+			return nil
 		},
 	}
 }
