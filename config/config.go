@@ -505,17 +505,17 @@ func (l *Loaded) loadFile(path string) error {
 // ProfileSettings is one [profiles.NAME] table of the config file: changes
 // to a built-in agent profile, or a new profile based on another.
 type ProfileSettings struct {
-	Base      string   `toml:"base"`     // the profile this one starts from (a new one)
-	Commands  []string `toml:"commands"` // foreground commands that identify it
-	Settle    string   `toml:"settle"`   // a duration: "150ms"
-	Queues    *bool    `toml:"queues"`
-	FoldBytes *int     `toml:"fold_bytes"`
-	FoldLines *int     `toml:"fold_lines"`
+	Base      string   `toml:"base" json:"base,omitempty"`         // the profile this one starts from (a new one)
+	Commands  []string `toml:"commands" json:"commands,omitempty"` // foreground commands that identify it
+	Settle    string   `toml:"settle" json:"settle,omitempty"`     // a duration: "150ms"
+	Queues    *bool    `toml:"queues" json:"queues,omitempty"`
+	FoldBytes *int     `toml:"fold_bytes" json:"fold_bytes,omitempty"`
+	FoldLines *int     `toml:"fold_lines" json:"fold_lines,omitempty"`
 	// Regular expressions matched against the bottom rows of the screen.
-	Ready       string `toml:"ready"`
-	Busy        string `toml:"busy"`
-	Dialog      string `toml:"dialog"`
-	Placeholder string `toml:"placeholder"`
+	Ready       string `toml:"ready" json:"ready,omitempty"`
+	Busy        string `toml:"busy" json:"busy,omitempty"`
+	Dialog      string `toml:"dialog" json:"dialog,omitempty"`
+	Placeholder string `toml:"placeholder" json:"placeholder,omitempty"`
 }
 
 func (l *Loaded) loadProfiles(md toml.MetaData, prim toml.Primitive, path string) error {
