@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/mailbox"
 )
 
 // DeliverOptions are deliver's inputs.
@@ -81,6 +82,9 @@ func deliverRun(ctx context.Context, c *cobra.Command, opts *DeliverOptions) err
 	}
 	var all []courier.Typing
 	for {
+		// Requests whose time ran out unclaimed are told to their team,
+		// once; the reminders go out in this same pass.
+		nudgeExpired(f, cr.Store, opts.Team)
 		done, err := cr.Deliver(ctx, opts.Team)
 		all = append(all, done...)
 		if !f.JSON {
@@ -105,6 +109,24 @@ func deliverRun(ctx context.Context, c *cobra.Command, opts *DeliverOptions) err
 		case <-ctx.Done():
 			return finishDeliver(opts, all, nil)
 		case <-time.After(opts.Every):
+		}
+	}
+}
+
+// nudgeExpired reminds each team (or team) of its expired, unclaimed
+// requests, once each; failures only cost the reminder.
+func nudgeExpired(f *Factory, s *mailbox.Store, team string) {
+	teams := []string{team}
+	if team == "" {
+		teams, _ = s.Teams()
+	}
+	id, err := f.Identity(context.Background())
+	if err != nil {
+		return
+	}
+	for _, tm := range teams {
+		if _, err := s.NudgeExpired(tm, expiredNotice(id)); err != nil {
+			f.Log.Debug("nudging expired requests", "team", tm, "err", err)
 		}
 	}
 }

@@ -43,6 +43,9 @@ type MailboxDeps struct {
 	Identity func(ctx context.Context) (Identity, error)
 	JSON     func() bool
 	Now      func() time.Time
+	// LiveAgents lists the agents of a team that run on the tmux server
+	// now (nil, or an error: only inboxes count).
+	LiveAgents func(ctx context.Context, team string) ([]string, error)
 }
 
 // mailboxDeps reads the factory lazily: NewCmdRoot fills it in after
@@ -54,6 +57,18 @@ func mailboxDeps(f *Factory) MailboxDeps {
 		Identity: func(ctx context.Context) (Identity, error) { return f.Identity(ctx) },
 		JSON:     func() bool { return f.JSON },
 		Now:      time.Now,
+		LiveAgents: func(ctx context.Context, team string) ([]string, error) {
+			d, err := f.Dispatcher()
+			if err != nil {
+				return nil, err
+			}
+			ts, err := d.Targets(ctx, team)
+			names := make([]string, len(ts))
+			for i, t := range ts {
+				names[i] = t.Agent()
+			}
+			return names, err
+		},
 	}
 }
 
@@ -105,7 +120,10 @@ func newEnvelope(id Identity, to string, typ mailbox.Type, content string) (mail
 	if err != nil {
 		return mailbox.Envelope{}, err
 	}
-	return mailbox.Envelope{ID: mid, From: id.Name, To: to, Type: typ, Content: content}, nil
+	// Pending: the agents see it in their inbox, and deliver (--watch, or
+	// the Stop hook) types it into their panes when they are ready.
+	return mailbox.Envelope{ID: mid, From: id.Name, To: to, Type: typ, Content: content,
+		Delivery: &mailbox.Delivery{State: mailbox.StatePending}}, nil
 }
 
 // msgFilter selects messages by sender, type and the message they answer;
@@ -157,7 +175,6 @@ func (fl msgFilter) check() error {
 	}
 	return nil
 }
-
 
 // msgLabel is what a message is, in brackets after its sender: "text",
 // "request REQ_x", "reply to MSG_y".

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 )
@@ -67,5 +66,5 @@ func findAnywhere(store *mailbox.Store, id message.ID) (mailbox.Envelope, error)
 			}
 		}
 	}
-	return mailbox.Envelope{}, fmt.Errorf("%w: no message %s in any inbox under %s", dispatch.ErrTargetNotFound, id, store.Root)
+	return mailbox.Envelope{}, fmt.Errorf("%w: %s is in no inbox under %s", mailbox.ErrNoMessage, id, store.Root)
 }

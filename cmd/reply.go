@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/courier"
-	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
@@ -106,7 +105,7 @@ func findMessage(f *Factory, team, name string, id message.ID) (mailbox.Envelope
 			return e, nil
 		}
 	}
-	return mailbox.Envelope{}, fmt.Errorf("%w: no message %s in %s/%s's inbox (see agentmsg inbox --all)", dispatch.ErrTargetNotFound, id, team, name)
+	return mailbox.Envelope{}, fmt.Errorf("%w: %s is not in %s/%s's inbox (see agentmsg inbox --all)", mailbox.ErrNoMessage, id, team, name)
 }
 
 // inboxOwner is the target whose inbox is team/name.

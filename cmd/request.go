@@ -89,6 +89,15 @@ func requestRun(ctx context.Context, opts *RequestOptions) error {
 	if err != nil {
 		return err
 	}
+	// Every agent of the team: those with an inbox, and those running now
+	// that have none yet (best effort: without tmux, inboxes alone).
+	if opts.LiveAgents != nil {
+		if live, err := opts.LiveAgents(ctx, opts.Team); err == nil {
+			agents = append(agents, live...)
+		}
+	}
+	slices.Sort(agents)
+	agents = slices.Compact(agents)
 	var others []string
 	for _, a := range agents {
 		if a != id.Name {
@@ -235,6 +244,17 @@ func claimRun(ctx context.Context, opts *ClaimOptions) error {
 	return nil
 }
 
+// expiredNotice is the reminder a team gets, from id, for a request whose
+// time ran out unclaimed.
+func expiredNotice(id Identity) func(mailbox.RequestInfo) (mailbox.Envelope, error) {
+	return func(r mailbox.RequestInfo) (mailbox.Envelope, error) {
+		env, err := newEnvelope(id, mailbox.Broadcast, mailbox.TypeRequest, fmt.Sprintf(
+			"Reminder: request %s from %s expired unclaimed after %s: %s", r.ID, r.From, r.Timeout, r.Description))
+		env.RequestID, env.Metadata = r.ID, map[string]string{"nudge": "expired"}
+		return env, err
+	}
+}
+
 // tellClaimed puts a claim message into the requester's inbox.
 func tellClaimed(s *mailbox.Store, team string, id Identity, r mailbox.Request) error {
 	b, err := s.Box(team, r.From)
@@ -336,12 +356,7 @@ func requestsRun(ctx context.Context, opts *RequestsOptions) error {
 	}
 	nudged := []string{}
 	if opts.Nudge {
-		done, err := s.NudgeExpired(team, func(r mailbox.RequestInfo) (mailbox.Envelope, error) {
-			env, err := newEnvelope(id, mailbox.Broadcast, mailbox.TypeRequest, fmt.Sprintf(
-				"Reminder: request %s from %s expired unclaimed after %s: %s", r.ID, r.From, r.Timeout, r.Description))
-			env.RequestID, env.Metadata = r.ID, map[string]string{"nudge": "expired"}
-			return env, err
-		})
+		done, err := s.NudgeExpired(team, expiredNotice(id))
 		for _, r := range done {
 			nudged = append(nudged, r.ID)
 			if !opts.JSON() {

@@ -82,7 +82,9 @@ session named agent-<team>-<name>, submits it, and confirms that the agent
 really received it. It never types into a dialog, never touches a person's
 half-typed text, and never merges two senders' messages.
 
-Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.`,
+Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
+
+` + exitCodesHelp,
 		Example: `  agentmsg list
   agentmsg send alpha ana "please review PR 12"
   echo "long text" | agentmsg send alpha ana
@@ -101,7 +103,13 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.`,
 	}
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if strings.Contains(err.Error(), "unknown shorthand flag") || strings.Contains(err.Error(), "unknown flag") {
+			// Most often a message that starts with "-".
+			err = fmt.Errorf("%w (a message that starts with - goes after --: agentmsg send TEAM NAME -- -n ...; or on stdin)", err)
+		}
+		return usageError{err}
+	})
 
 	pf := root.PersistentFlags()
 	for _, k := range config.Keys() {

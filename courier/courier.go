@@ -117,6 +117,22 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 		}
 		return res
 	}
+	// Older messages still waiting for this agent go first: oldest first
+	// is the order an agent reads in. If they still cannot go, neither can
+	// this one; it waits behind them.
+	if mode.Queue && c.waiting(team, agent) {
+		if _, err := c.deliverInbox(ctx, team, agent, false); err != nil {
+			return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}}
+		}
+		if c.waiting(team, agent) {
+			env.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent"}
+			res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred}
+			if err := box.Append(env); err != nil {
+				res.Verdict, res.Err = delivery.Failed, fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
+			}
+			return res
+		}
+	}
 	// Marked typing from the start: a crash between here and the outcome
 	// leaves a message the next deliver resumes rather than retypes.
 	env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Updated: c.now()}
@@ -133,6 +149,22 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 		return Result{Outcome: out}
 	}
 	return c.settle(box, env.ID, out, mode, 1)
+}
+
+// waiting reports whether team/agent's inbox holds messages that wait for
+// a deliverer. One being typed right now by another sender does not: that
+// sender holds the pane and finishes it.
+func (c *Courier) waiting(team, agent string) bool {
+	b, err := c.Store.Read(team, agent)
+	if err != nil {
+		return false
+	}
+	for _, e := range b.Envelopes {
+		if e.Delivery != nil && e.Delivery.State.Outstanding() && e.Delivery.State != mailbox.StateTyping {
+			return true
+		}
+	}
+	return false
 }
 
 // Broadcast records env in the inbox of every agent of team ("" for all)

@@ -186,3 +186,27 @@ func TestDeliverCompactsAnOutgrownInbox(t *testing.T) {
 		t.Errorf("after compaction: %d messages, %v; want 2", len(b.Envelopes), err)
 	}
 }
+
+// An agent reads in the order messages were sent: a new message never
+// overtakes older ones still waiting for it.
+func TestOlderMessagesGoFirst(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	tm.SetDialog("agent-alpha-ana", true)
+	m1, m2, m3 := envelope(t, "one"), envelope(t, "two"), envelope(t, "three")
+	if r := c.Send(context.Background(), ana(t), m1, Mode{Queue: true}); r.Verdict != Deferred {
+		t.Fatalf("m1: %+v", r)
+	}
+	// Still not ready: m2 waits behind m1 instead of being tried on its own.
+	if r := c.Send(context.Background(), ana(t), m2, Mode{Queue: true}); r.Verdict != Deferred {
+		t.Fatalf("m2: %+v", r)
+	}
+	tm.SetDialog("agent-alpha-ana", false)
+	// Ready now: m3's send types m1 and m2 first.
+	if r := c.Send(context.Background(), ana(t), m3, Mode{Queue: true}); r.Verdict != delivery.Submitted {
+		t.Fatalf("m3: %+v", r)
+	}
+	want := []string{string(m1.ID) + ": one", string(m2.ID) + ": two", string(m3.ID) + ": three"}
+	if got := tm.Received("agent-alpha-ana"); !slices.Equal(got, want) {
+		t.Errorf("received %q, want %q", got, want)
+	}
+}

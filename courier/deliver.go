@@ -37,7 +37,7 @@ func (c *Courier) Deliver(ctx context.Context, team string) ([]Typing, error) {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		done, err := c.deliverInbox(ctx, in[0], in[1])
+		done, err := c.deliverInbox(ctx, in[0], in[1], true)
 		out = append(out, done...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s/%s: %w", in[0], in[1], err))
@@ -46,7 +46,10 @@ func (c *Courier) Deliver(ctx context.Context, team string) ([]Typing, error) {
 	return out, errors.Join(errs...)
 }
 
-func (c *Courier) deliverInbox(ctx context.Context, team, agent string) ([]Typing, error) {
+// deliverInbox types agent's outstanding messages, oldest first. With
+// typing, also those marked typing (a deliverer's after a crash); a send
+// leaves them to the sender that is typing them now.
+func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing bool) ([]Typing, error) {
 	t, ok := inboxTarget(team, agent)
 	if !ok {
 		return nil, nil // not an agent's name: read, not typed
@@ -66,8 +69,11 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string) ([]Typin
 		}
 	}
 	var pending []mailbox.Envelope
+	take := func(d *mailbox.Delivery) bool {
+		return d != nil && d.State.Outstanding() && (typing || d.State != mailbox.StateTyping)
+	}
 	for _, env := range batch.Envelopes {
-		if env.Delivery != nil && env.Delivery.State.Outstanding() {
+		if take(env.Delivery) {
 			pending = append(pending, env)
 		}
 	}
@@ -90,10 +96,10 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string) ([]Typin
 		if env.Delivery == nil {
 			continue
 		}
-		state := env.Delivery.State
-		if !state.Outstanding() {
+		if !take(env.Delivery) {
 			continue
 		}
+		state := env.Delivery.State
 		if ok, err := c.Dispatch.Exists(ctx, t); err != nil || !ok {
 			return out, err // no session now: nothing to type into
 		}

@@ -218,9 +218,10 @@ type run struct {
 	// boxAfterPaste is the box as first seen holding our text; an agent that
 	// folds long pastes ("[Pasted text #1 +11 lines]") shows no id there.
 	boxAfterPaste string
-	leftInBox     bool // we gave up with our text still in the box
-	queued        bool // confirmed while the agent showed it queued
-	shell         bool // --force into a shell prompt: its command line is the box
+	leftInBox     bool     // we gave up with our text still in the box
+	queued        bool     // confirmed while the agent showed it queued
+	shell         bool     // --force into a shell prompt: its command line is the box
+	lastLines     []string // the screen as last read
 	res           Result
 }
 
@@ -263,6 +264,12 @@ func (r *run) deliver(ctx context.Context) error {
 			done()
 			if err != nil {
 				return err
+			}
+			if !shown && containsID(r.lastLines, r.id) {
+				// On screen, but not where the reader sees the box: typing
+				// again would double it. Leave it to a person.
+				r.leftInBox = true
+				return fmt.Errorf("%w: the pasted text is on screen but not in an input box the agent's profile recognises; not typing it again (see agentmsg doctor)", ErrUnconfirmed)
 			}
 			if !shown {
 				// The box stayed empty: the paste was lost, so typing
@@ -572,6 +579,7 @@ func (r *run) read(ctx context.Context) (Reading, []string, error) {
 	if err := r.term(err); err != nil {
 		return Reading{}, nil, err
 	}
+	r.lastLines = lines
 	rd := r.d.Opts.Reader.Read(lines)
 	if r.d.Opts.Force && (rd.Shell || r.shell) {
 		// Once a shell, read as one until the end: the typed line no

@@ -129,6 +129,10 @@ func TestDeliver(t *testing.T) {
 			verdict: Submitted, presses: 1, typings: 0},
 		{name: "resume: no trace, typed as new", opts: func(o *Options) { o.Resume = true },
 			verdict: Submitted, presses: 1, typings: 1},
+		{name: "a reader blind to the box never retypes what is on screen", opts: func(o *Options) {
+			o.ConfirmTimeout = 200 * time.Millisecond
+			o.Reader = readerFunc(func([]string) Reading { return Reading{State: Ready, BoxRow: -1} })
+		}, verdict: Typed, errIs: ErrUnconfirmed, errHas: "not typing it again", wantSubmitted: []string{}, presses: 0, typings: 1},
 		{name: "a shell prompt is refused at once", opts: func(o *Options) {
 			o.Reader = readerFunc(func([]string) Reading {
 				return Reading{State: Unknown, Shell: true, BoxRow: -1, Detail: "a shell prompt, not an agent"}

@@ -252,6 +252,7 @@ type Agent struct {
 	Pane   tmux.Pane
 	State  delivery.State
 	Detail string
+	Shell  bool // the pane shows a shell prompt: the agent has exited
 }
 
 // Agents lists the agents of team ("" for all) and reads each one's screen,
@@ -278,7 +279,7 @@ func (d *Dispatcher) Agents(ctx context.Context, team string) ([]Agent, error) {
 			}
 		}
 		rd := reader.Read(lines)
-		out.State, out.Detail = rd.State, rd.Detail
+		out.State, out.Detail, out.Shell = rd.State, rd.Detail, rd.Shell
 		if a.pane.InMode {
 			// A send leaves copy mode first, so the state still holds.
 			out.Detail = joinDetail("in copy mode", rd.Detail)

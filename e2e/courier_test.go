@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -206,5 +208,40 @@ func TestDeliverWatchTypesDeferredWhenReady(t *testing.T) {
 	got = ana.Received()
 	if len(got) != 1 || got[0] != harness.Submitted(rep.ID, "whenever you can") {
 		t.Fatalf("received %q, want the message once", got)
+	}
+}
+
+// An open request reaches every agent of the team, also ones with no inbox
+// yet, and deliver types it into their panes; once it expires unclaimed,
+// deliver tells the team, once.
+func TestRequestIsTypedAndExpiredOneNudged(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-alpha-ana")
+	bob := s.StartAgent("agent-alpha-bob")
+	res := s.Run("--json", "--team", "alpha", "request", "--timeout", "1s", "alpha", "fix the flaky test")
+	wantCode(t, res, 0)
+	var req struct {
+		RequestID string   `json:"request_id"`
+		Notified  []string `json:"notified"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &req); err != nil || len(req.Notified) != 2 {
+		t.Fatalf("request: %v, %+v\n%s", err, req, res)
+	}
+	wantCode(t, s.Run("deliver"), 0)
+	for _, a := range []*harness.TestAgent{ana, bob} {
+		got := a.Received()
+		if len(got) != 1 || !strings.Contains(got[0], "[request]") || !strings.Contains(got[0], "fix the flaky test") {
+			t.Errorf("%s received %q, want the request", a.Session, got)
+		}
+	}
+	time.Sleep(1100 * time.Millisecond)
+	wantCode(t, s.Run("deliver"), 0)
+	wantCode(t, s.Run("deliver"), 0) // a second pass nudges nothing more
+	for _, a := range []*harness.TestAgent{ana, bob} {
+		got := a.Received()
+		if len(got) != 2 || !strings.Contains(got[1], "Reminder: request "+req.RequestID) {
+			t.Errorf("%s received %q, want the request then one reminder", a.Session, got)
+		}
 	}
 }

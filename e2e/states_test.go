@@ -141,14 +141,15 @@ func TestSendFoldedPaste(t *testing.T) {
 	}
 }
 
-// A busy agent that queues (Claude Code) gets the message at once: verdict
-// queued, and it runs the message when its turn ends. An agent that does
-// not queue is waited for.
+// A busy agent that queues (Claude Code, named by --agent here as its
+// command would name it) gets the message at once: verdict queued, and it
+// runs the message when its turn ends. One that only looks like it is
+// waited for, as is one that does not queue.
 func TestSendQueuesIntoBusyAgent(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
 	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("busy"))
-	rep, res := sendJSON(t, s, nil, "alpha", "ana", "next, please")
+	rep, res := sendJSON(t, s, nil, "--agent", "claude", "alpha", "ana", "next, please")
 	wantCode(t, res, 0)
 	if rep.Verdict != "queued" || rep.Presses != 1 {
 		t.Fatalf("verdict %q after %d presses, want queued after 1\n%s", rep.Verdict, rep.Presses, res)
@@ -162,6 +163,17 @@ func TestSendQueuesIntoBusyAgent(t *testing.T) {
 	if len(got) != 1 || got[0] != harness.Submitted(rep.ID, "next, please") {
 		t.Fatalf("received %q", got)
 	}
+
+	// Claude-like screen, unknown command, no queueing: waited for, and
+	// typed once ready (it used to be typed into while busy and left there).
+	cy := s.StartAgent("agent-alpha-cy", harness.InitialState("busy"), harness.NoQueue())
+	go func() { time.Sleep(500 * time.Millisecond); cy.SetState("ready") }()
+	rep, res = sendJSON(t, s, nil, "alpha", "cy", "after your turn")
+	wantCode(t, res, 0)
+	if rep.Verdict != "submitted" {
+		t.Errorf("verdict %q for a look-alike that does not queue, want submitted after waiting", rep.Verdict)
+	}
+	wantReceived(t, cy, harness.Submitted(rep.ID, "after your turn"))
 
 	bob := s.StartAgent("agent-alpha-bob", harness.InitialState("busy"), harness.NoQueue(), harness.Style("plain"))
 	rep, res = sendJSON(t, s, nil, "--ready-timeout", "300ms", "alpha", "bob", "not while busy")

@@ -95,6 +95,10 @@ func (m *Manager) Status(ctx context.Context, team string) ([]AgentStatus, error
 			st.Reason = fmt.Sprintf("no heartbeat for %s (timeout %s); the session is still there", now.Sub(st.Heartbeat).Round(time.Second), timeout)
 		default:
 			st.State, st.Reason = screenState(e.live.State, e.live.Detail)
+			if e.live.Shell {
+				// The session lives on, but its agent has exited.
+				st.State, st.Reason = Dead, "the pane shows a shell prompt: the agent has exited"
+			}
 		}
 		if e.live != nil {
 			st.Pane, st.PID, st.Command = e.live.Pane.ID, e.live.Pane.PID, e.live.Pane.Command

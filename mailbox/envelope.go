@@ -64,7 +64,9 @@ const (
 // Outstanding reports whether a delivery still has work to do; compaction
 // never drops such a message.
 func (s DeliveryState) Outstanding() bool {
-	return s == StatePending || s == StateDeferred || s == StateTyping
+	// typed: left in the box, not confirmed; a deliverer presses submit
+	// on it (or types it again if it is provably gone).
+	return s == StatePending || s == StateDeferred || s == StateTyping || s == StateTyped
 }
 
 // Delivery records the progress of one message to its receiver.

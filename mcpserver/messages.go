@@ -298,4 +298,3 @@ func (s *server) waitForMessage(ctx context.Context, in WaitInput) (WaitOutput, 
 	m := toMessage(*got)
 	return WaitOutput{Message: &m, Waited: s.deps.Now().Sub(start).Seconds()}, nil
 }
-

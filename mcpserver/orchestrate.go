@@ -142,19 +142,51 @@ func (s *server) assignTask(ctx context.Context, in AssignInput) (AssignOutput, 
 	if err != nil {
 		return AssignOutput{}, fmt.Errorf("reading %s's unread messages: %w", t, err)
 	}
-	env := mailbox.Envelope{Type: mailbox.TypeTask, Content: withContext(unread.Envelopes, task)}
+	// Messages already typed into the agent's pane (submitted, queued)
+	// reached it; only the ones it has not seen go in front of the task.
+	var notSeen []mailbox.Envelope
+	for _, e := range unread.Envelopes {
+		if d := e.Delivery; d == nil || (d.State != mailbox.StateSubmitted && d.State != mailbox.StateQueued) {
+			notSeen = append(notSeen, e)
+		}
+	}
+	env := mailbox.Envelope{Type: mailbox.TypeTask, Content: withContext(notSeen, task)}
 	if in.TaskID != "" {
 		env.Metadata = map[string]string{"task_id": in.TaskID}
+	}
+	box, err := s.deps.Store.Box(team, agent)
+	if err != nil {
+		return AssignOutput{}, err
+	}
+	// The injected ones travel inside the task: marked read before it is
+	// sent, so that the send (which types older waiting messages first)
+	// and deliver do not type them on their own as well. Put back if the
+	// task is refused.
+	var carried []mailbox.Envelope
+	for _, e := range notSeen {
+		if e.Delivery != nil && e.Delivery.State.Outstanding() {
+			rec := mailbox.Delivery{State: mailbox.StateRead, Attempts: e.Delivery.Attempts, LastVerdict: "read: inside a task"}
+			if err := box.SetDelivery(e.ID, rec); err != nil {
+				return AssignOutput{}, fmt.Errorf("recording that the task carries %s: %w", e.ID, err)
+			}
+			carried = append(carried, e)
+		}
 	}
 	sent, err := s.send(ctx, t.Agent(), env)
 	out := AssignOutput{SendOutput: sent, Injected: []string{}}
 	if err != nil {
+		// The task was not kept anywhere: the messages wait on their own.
+		for _, e := range carried {
+			_ = box.SetDelivery(e.ID, *e.Delivery)
+		}
 		return out, err
 	}
-	// The agent has these now, in the task: they are read.
+	// The agent has these now, in the task or typed earlier: they are read.
 	shown := map[message.ID]bool{}
 	for _, e := range unread.Envelopes {
 		shown[e.ID] = true
+	}
+	for _, e := range notSeen {
 		out.Injected = append(out.Injected, string(e.ID))
 	}
 	if len(shown) > 0 {

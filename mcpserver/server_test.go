@@ -369,14 +369,21 @@ func TestBroadcastNoAgents(t *testing.T) {
 	}
 }
 
-// assign_task puts the agent's unread messages in front of the task, and
-// those are read afterwards.
+// assign_task puts the agent's unread messages that never reached its pane
+// in front of the task, and those are read afterwards (and not typed again).
 func TestAssignTaskInjectsUnread(t *testing.T) {
 	t.Parallel()
 	tm := newTeam(t, "ana", "bob")
 	bob := tm.as("bob", false)
+	var typed0 SendOutput
+	bob.call("send_message", map[string]any{"to": "ana", "content": "typed already"}, &typed0)
+	tm.tmux.SetDialog("agent-t-ana", true)
 	var first SendOutput
 	bob.call("send_message", map[string]any{"to": "ana", "content": "the API changed"}, &first)
+	tm.tmux.SetDialog("agent-t-ana", false)
+	if first.Verdict != "deferred" {
+		t.Fatalf("setup: %+v, want deferred", first)
+	}
 
 	var got AssignOutput
 	tm.as("lead", true).call("assign_task", map[string]any{"agent": "ana", "task": "update the client", "task_id": "T1"}, &got)
@@ -388,6 +395,15 @@ func TestAssignTaskInjectsUnread(t *testing.T) {
 		"] from bob (text): the API changed\n\nYour task:\nupdate the client"
 	if len(typed) != 2 || typed[1] != want {
 		t.Fatalf("ana's pane got %q\nwant last %q", typed, want)
+	}
+	b, err := tm.store.Read("t", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range b.Envelopes {
+		if e.ID == message.ID(first.MessageID) && e.Delivery.State != mailbox.StateRead {
+			t.Errorf("the injected message is %s, want read (so deliver leaves it)", e.Delivery.State)
+		}
 	}
 	var left CheckOutput
 	tm.as("ana", false).call("check_messages", nil, &left)

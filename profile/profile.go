@@ -63,7 +63,7 @@ func Builtin() []Profile {
 		{
 			// Measured with Claude Code 2.1.197 (e2e/claude/NOTES.md): 4 or
 			// more lines, or one line over 800 characters, fold; it queues.
-			Name: "claude", Commands: []string{"claude"},
+			Name: "claude", Commands: []string{"claude", "claude.exe"}, // npm's package runs bin/claude.exe
 			Settle: defaultSettle, SubmitKey: cr, Queues: true,
 			FoldBytes: 800, FoldLines: 3,
 			Reader: Claude{},
@@ -157,13 +157,14 @@ func DetectIn(profiles []Profile, command string, screen []string) (Profile, str
 				return p, "foreground command " + cmd
 			}
 			if q, why, ok := recognize(profiles, screen); ok {
+				q, why = screenOnly(q, why)
 				return q, fmt.Sprintf("foreground command %s, but the %s", cmd, why)
 			}
 			return p, fmt.Sprintf("foreground command %s: a shell", cmd)
 		}
 	}
 	if p, why, ok := recognize(profiles, screen); ok {
-		return p, why
+		return screenOnly(p, why)
 	}
 	g, ok := LookupIn(profiles, "generic")
 	if !ok {
@@ -173,6 +174,18 @@ func DetectIn(profiles []Profile, command string, screen []string) (Profile, str
 		return g, "foreground command unknown: generic"
 	}
 	return g, "unknown program " + cmd + ": generic"
+}
+
+// screenOnly adjusts a profile recognised by its screen alone: a program
+// that draws the same box may not queue what is submitted while it works,
+// and text typed into a busy one that does not would sit in its box. So
+// it is waited for instead (only the CLI's own command earns queueing).
+func screenOnly(p Profile, why string) (Profile, string) {
+	if p.Queues {
+		p.Queues = false
+		why += " (not its command, so it is not trusted to queue while busy)"
+	}
+	return p, why
 }
 
 // recognizer is implemented by readers that can tell their own CLI's live

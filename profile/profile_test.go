@@ -61,12 +61,12 @@ func TestDetect(t *testing.T) {
 	}{
 		{"claude", "claude:01-idle-ready.txt", "claude", "foreground command claude"},
 		{"claude", "claude:10-permission-dialog.txt", "claude", "foreground command claude"},
-		{"node", "claude:01-idle-ready.txt", "claude", "screen shows Claude Code's input box"},
-		{"node", "claude:30-first-start-dialog-1.txt", "claude", "screen shows a Claude Code dialog"},
-		{"2.1.197", "claude:05-busy.txt", "claude", "screen shows Claude Code's input box"},
+		{"node", "claude:01-idle-ready.txt", "claude", "screen shows Claude Code's input box (not its command, so it is not trusted to queue while busy)"},
+		{"node", "claude:30-first-start-dialog-1.txt", "claude", "screen shows a Claude Code dialog (not its command, so it is not trusted to queue while busy)"},
+		{"2.1.197", "claude:05-busy.txt", "claude", "screen shows Claude Code's input box (not its command, so it is not trusted to queue while busy)"},
 		{"bash", "claude:22-exited-to-shell.txt", "shell", "foreground command bash: a shell"},
 		{"node", "claude:22-exited-to-shell.txt", "generic", "unknown program node: generic"},
-		{"bash", "claude:16-person-draft.txt", "claude", "foreground command bash, but the screen shows Claude Code's input box"},
+		{"bash", "claude:16-person-draft.txt", "claude", "foreground command bash, but the screen shows Claude Code's input box (not its command, so it is not trusted to queue while busy)"},
 		{"zsh", "shell/zsh.txt", "shell", "foreground command zsh: a shell"},
 		{"codex", "codex/approval.txt", "codex", "foreground command codex"},
 		{"node", "codex/idle.txt", "codex", "screen shows the OpenAI Codex banner"},
@@ -85,7 +85,14 @@ func TestDetect(t *testing.T) {
 			if p.Name != tt.want || why != tt.why {
 				t.Errorf("Detect = %s, %q; want %s, %q", p.Name, why, tt.want, tt.why)
 			}
+			// Only the CLI's own command earns queueing while busy.
+			if p.Queues && !strings.HasPrefix(why, "foreground command "+tt.command) {
+				t.Errorf("queues, detected by %q", why)
+			}
 		})
+	}
+	if p, _ := Detect("claude.exe", nil); p.Name != "claude" || !p.Queues {
+		t.Errorf("claude.exe (npm's binary) = %s, queues %v", p.Name, p.Queues)
 	}
 	if p, why := Detect("node", nil); p.Name != "generic" || why == "" {
 		t.Errorf("empty screen: %s, %q", p.Name, why)
