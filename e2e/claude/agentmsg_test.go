@@ -31,7 +31,12 @@ type live struct {
 	sock  string
 }
 
-func newLive(t *testing.T, hooks bool) *live {
+func newLive(t *testing.T, hooks bool) *live { return newLiveShell(t, hooks, false) }
+
+// newLiveShell starts Claude Code; keepShell runs it under a shell that
+// stays after it exits (as in a person's pane), which makes the shell the
+// pane's foreground command, and not Claude's.
+func newLiveShell(t *testing.T, hooks, keepShell bool) *live {
 	t.Helper()
 	claude := claudeFor(t)
 	bins, err := harness.Build()
@@ -69,7 +74,7 @@ func newLive(t *testing.T, hooks bool) *live {
 			t.Fatalf("hooks install: %s", res)
 		}
 	}
-	l.agent, err = Start(Options{Claude: claude, Socket: l.sock, Root: dir, APIURL: l.api.URL(), KeepShell: true})
+	l.agent, err = Start(Options{Claude: claude, Socket: l.sock, Root: dir, APIURL: l.api.URL(), KeepShell: keepShell})
 	if err != nil {
 		_ = exec.Command("tmux", "-S", l.sock, "kill-server").Run()
 		t.Fatal(err)
@@ -148,6 +153,10 @@ func TestLiveIdleIsSubmitted(t *testing.T) {
 	got := l.waitPrompt(1)
 	if want := rep.ID + ": review PR 12"; got.Text != want {
 		t.Errorf("the API got %q, want %q", got.Text, want)
+	}
+	// Known by its command, so trusted to queue while busy.
+	if doc := l.run("doctor", "e2e", "claude"); !strings.Contains(doc.stdout, "profile   claude (foreground command claude)") {
+		t.Errorf("doctor:\n%s", doc.stdout)
 	}
 }
 
@@ -295,7 +304,7 @@ func TestLiveHookReceipts(t *testing.T) {
 // After /exit the pane shows a shell prompt under Claude's last frame: a
 // message typed there would run as a command. Refused unless --force.
 func TestLiveExitedAgentIsRefused(t *testing.T) {
-	l := newLive(t, false)
+	l := newLiveShell(t, false, true)
 	if err := l.agent.Type("/exit"); err != nil {
 		t.Fatal(err)
 	}
