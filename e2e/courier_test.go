@@ -136,6 +136,8 @@ func TestDeliverKilledMidwayNeitherLosesNorDoubles(t *testing.T) {
 		time.Sleep(after)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = cmd.Wait()
+		// Its tmux control client goes with it (no client left attached).
+		waitNoControlClient(t, s.Socket)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -243,5 +245,22 @@ func TestRequestIsTypedAndExpiredOneNudged(t *testing.T) {
 		if len(got) != 2 || !strings.Contains(got[1], "Reminder: request "+req.RequestID) {
 			t.Errorf("%s received %q, want the request then one reminder", a.Session, got)
 		}
+	}
+}
+
+// waitNoControlClient fails the test if a control client of a killed
+// agentmsg stays attached to the server.
+func waitNoControlClient(t *testing.T, socket string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		out, _ := exec.Command("tmux", "-S", socket, "list-clients", "-F", "#{client_control_mode}").Output()
+		if !strings.Contains(string(out), "1") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a killed agentmsg left its control client attached: %q", out)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -62,6 +62,9 @@ func DialControl(ctx context.Context, e *Exec, session string) (*Control, error)
 	// The client outlives ctx (it is closed with Close), so no CommandContext.
 	proc := exec.Command(e.bin, "-S", e.server.Socket, "-C",
 		"attach-session", "-f", "ignore-size,no-output", "-t", "="+session)
+	// If agentmsg is killed (kill -9 included), the client must not stay
+	// attached to the agent's session: the kernel ends it with us.
+	proc.SysProcAttr = controlProcAttr()
 	stdin, err := proc.StdinPipe()
 	if err != nil {
 		os.RemoveAll(spool)
