@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/config"
+	"github.com/agentmsg/agentmsg/tmux"
 )
 
 func NewCmdConfig(f *Factory) *cobra.Command {
@@ -66,6 +67,18 @@ A config file looks like:
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+			// from and socket are often empty: say what they resolve to now.
+			if id, err := f.Identity(c.Context()); err == nil {
+				team := id.Team
+				if team == "" {
+					team = "(none)"
+				}
+				fmt.Fprintf(f.IO.Out, "\nnow: sender %s (inbox %s, from %s), team %s", id.Sender, id.Name, id.Source, team)
+			}
+			if server, err := tmux.ResolveServer(cfg.Settings.Socket, cfg.Settings.SocketName, f.LookupEnv); err == nil {
+				fmt.Fprintf(f.IO.Out, ", tmux server %s", server.Socket)
+			}
+			fmt.Fprintln(f.IO.Out)
 			if len(cfg.Profiles) > 0 {
 				names := make([]string, 0, len(cfg.Profiles))
 				for name := range cfg.Profiles {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -188,6 +189,15 @@ func msgLabel(e mailbox.Envelope) string {
 	}
 	if e.To == mailbox.Broadcast {
 		parts = append(parts, "to all")
+	}
+	// The metadata a receiver dispatches on (state=blocked, accept=false).
+	keys := make([]string, 0, len(e.Metadata))
+	for k := range e.Metadata {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		parts = append(parts, k+"="+e.Metadata[k])
 	}
 	return strings.Join(parts, ", ")
 }
