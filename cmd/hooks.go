@@ -24,26 +24,30 @@ func NewCmdHooks(f *Factory) *cobra.Command {
 	var dir string
 	var print bool
 	install := &cobra.Command{
-		Use:   "install claude",
-		Short: "Add agentmsg's UserPromptSubmit and Stop hooks to a project's .claude/settings.json",
-		Long: `Install merges two hooks into DIR/.claude/settings.json (DIR: --dir, default the
-current directory), keeping everything else in the file, and does nothing
-when they are there already:
+		Use:   "install claude|gemini",
+		Short: "Add agentmsg's prompt-submit and turn-end hooks to a project's agent CLI settings",
+		Long: `Install merges two hooks into the project's settings of an agent CLI (DIR:
+--dir, default the current directory), keeping everything else in the file,
+and does nothing when they are there already:
 
-  UserPromptSubmit  records the id of every message Claude Code really submits
-                    (a queued one when it is sent): send confirms by this
-                    receipt, which no folding or scrolling of the screen hides.
-  Stop              when a turn ends, types the messages kept for agents that
-                    were busy (agentmsg deliver), in the background.
+  claude  DIR/.claude/settings.json: UserPromptSubmit and Stop
+  gemini  DIR/.gemini/settings.json: BeforeAgent and AfterAgent
 
---print shows the merged file instead of writing it. Other agent CLIs have no
-prompt-submit hook that agentmsg can use yet; their deliveries are confirmed
-from the screen.`,
+The prompt-submit hook records the id of every message the agent really
+submits (Claude Code: a queued one when it is sent): send confirms by this
+receipt, which no folding or scrolling of the screen hides. The turn-end hook
+types the messages kept for agents that were busy (agentmsg deliver), in the
+background.
+
+--print shows the merged file instead of writing it. Codex, Qwen Code and
+aider have no prompt-submit hook that agentmsg can use; their deliveries are
+confirmed from the screen. The Gemini CLI hooks follow its hooks reference
+and have not been run against a live Gemini CLI here.`,
 		Example: `  agentmsg hooks install claude
-  agentmsg hooks install claude --dir ~/src/project --print`,
+  agentmsg hooks install gemini --dir ~/src/project --print`,
 		Args: func(c *cobra.Command, args []string) error {
-			if len(args) != 1 || args[0] != "claude" {
-				return usagef("hooks install: want the agent CLI: claude (the only one with a prompt-submit hook today)")
+			if len(args) != 1 || hookCLIs[args[0]].dir == "" {
+				return usagef("hooks install: want the agent CLI: claude or gemini (the ones with a prompt-submit hook)")
 			}
 			return nil
 		},
@@ -67,12 +71,13 @@ from the screen.`,
 			} else if fl := c.Flags().Lookup("socket-name"); fl != nil && fl.Changed {
 				serverArgs = "-L " + shellQuote(fl.Value.String()) + " "
 			}
-			path := filepath.Join(dir, ".claude", "settings.json")
+			cli := hookCLIs[args[0]]
+			path := filepath.Join(dir, cli.dir, "settings.json")
 			old, err := os.ReadFile(path)
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
-			merged, changed, err := mergeClaudeHooks(old, claudeHookCommands(exe, root, receipts, serverArgs))
+			merged, changed, err := mergeHooks(old, cli, hookCommands(cli, exe, root, receipts, serverArgs))
 			if err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
@@ -94,7 +99,7 @@ from the screen.`,
 			if err := os.Rename(tmp, path); err != nil {
 				return err
 			}
-			fmt.Fprintf(f.IO.Out, "added agentmsg's UserPromptSubmit and Stop hooks to %s\nreceipts go to %s\n", path, receipts)
+			fmt.Fprintf(f.IO.Out, "added agentmsg's %s and %s hooks to %s\nreceipts go to %s\n", cli.submit, cli.turnEnd, path, receipts)
 			return nil
 		},
 	}
@@ -104,22 +109,40 @@ from the screen.`,
 	return c
 }
 
-// claudeHookCommands are the hook command lines, by event. The mailbox
-// root is fixed at install time: the agent's environment may not have the
-// variables that located it.
-func claudeHookCommands(exe, root, receipts, serverArgs string) map[string]string {
-	q := shellQuote
-	return map[string]string{
-		"UserPromptSubmit": q(exe) + " hook prompt-submit --receipts " + q(receipts),
-		// In the background: the turn is not over until the hook returns,
-		// and deliver waits for the box it is holding up.
-		"Stop": "(AGENTMSG_HOME=" + q(root) + " " + q(exe) + " " + serverArgs + "deliver >/dev/null 2>&1 &)",
-	}
+// hookCLI is where an agent CLI keeps its project settings and what it
+// calls the two events.
+type hookCLI struct {
+	dir             string // under the project: ".claude"
+	submit, turnEnd string // event names
+	// replyJSON: the CLI reads the hook's stdout as JSON, so the hook
+	// prints "{}" (Claude Code would add plain stdout to the prompt).
+	replyJSON bool
 }
 
-// mergeClaudeHooks adds each command to settings' hooks unless a command of
+var hookCLIs = map[string]hookCLI{
+	"claude": {dir: ".claude", submit: "UserPromptSubmit", turnEnd: "Stop"},
+	"gemini": {dir: ".gemini", submit: "BeforeAgent", turnEnd: "AfterAgent", replyJSON: true},
+}
+
+// hookCommands are the hook command lines, by event. The mailbox root is
+// fixed at install time: the agent's environment may not have the
+// variables that located it.
+func hookCommands(cli hookCLI, exe, root, receipts, serverArgs string) map[string]string {
+	q := shellQuote
+	submit := q(exe) + " hook prompt-submit --receipts " + q(receipts)
+	// In the background: the turn is not over until the hook returns, and
+	// deliver waits for the box it is holding up.
+	turnEnd := "(AGENTMSG_HOME=" + q(root) + " " + q(exe) + " " + serverArgs + "deliver >/dev/null 2>&1 &)"
+	if cli.replyJSON {
+		submit += " --reply-json"
+		turnEnd += "; echo '{}'"
+	}
+	return map[string]string{cli.submit: submit, cli.turnEnd: turnEnd}
+}
+
+// mergeHooks adds each command to settings' hooks unless a command of
 // agentmsg's for that event is there; everything else is kept as it was.
-func mergeClaudeHooks(old []byte, commands map[string]string) ([]byte, bool, error) {
+func mergeHooks(old []byte, cli hookCLI, commands map[string]string) ([]byte, bool, error) {
 	settings := map[string]any{}
 	if len(bytes.TrimSpace(old)) > 0 {
 		if err := json.Unmarshal(old, &settings); err != nil {
@@ -134,7 +157,7 @@ func mergeClaudeHooks(old []byte, commands map[string]string) ([]byte, bool, err
 		hooks = map[string]any{}
 	}
 	changed := false
-	for _, event := range []string{"UserPromptSubmit", "Stop"} {
+	for _, event := range []string{cli.submit, cli.turnEnd} {
 		groups, _ := hooks[event].([]any)
 		if hasAgentmsgHook(groups) {
 			continue
@@ -174,10 +197,11 @@ func hasAgentmsgHook(groups []any) bool {
 // newCmdHookRun is what the installed hooks run; hidden from help.
 func NewCmdHook(f *Factory) *cobra.Command {
 	var receipts string
+	var replyJSON bool
 	c := &cobra.Command{
 		Use:    "hook prompt-submit",
 		Hidden: true,
-		Short:  "Run by Claude Code's UserPromptSubmit hook: record the submitted message's id",
+		Short:  "Run by an agent CLI's prompt-submit hook: record the submitted message's id",
 		Args:   argsBetween(1, 1, "prompt-submit"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if args[0] != "prompt-submit" {
@@ -194,6 +218,9 @@ func NewCmdHook(f *Factory) *cobra.Command {
 			}
 			if err != nil {
 				fmt.Fprintf(f.IO.ErrOut, "agentmsg hook: %v\n", err)
+				if replyJSON {
+					fmt.Fprintln(f.IO.Out, "{}")
+				}
 				return nil
 			}
 			if id, ok := receipt.FromPrompt(in.Prompt); ok {
@@ -201,9 +228,13 @@ func NewCmdHook(f *Factory) *cobra.Command {
 					fmt.Fprintf(f.IO.ErrOut, "agentmsg hook: %v\n", err)
 				}
 			}
+			if replyJSON {
+				fmt.Fprintln(f.IO.Out, "{}") // allow, change nothing
+			}
 			return nil
 		},
 	}
 	c.Flags().StringVar(&receipts, "receipts", "", "the receipts file")
+	c.Flags().BoolVar(&replyJSON, "reply-json", false, `print "{}" on stdout (for CLIs that read the hook's answer as JSON)`)
 	return c
 }
