@@ -46,15 +46,10 @@ func (a *Attached) Close() error {
 }
 
 func (a *Attached) live() *Control {
-	if a.ctrl == nil {
+	if a.ctrl == nil || a.ctrl.gone() {
 		return nil
 	}
-	select {
-	case <-a.ctrl.done:
-		return nil
-	default:
-		return a.ctrl
-	}
+	return a.ctrl
 }
 
 // read runs a read-only command over the control client, and over exec when

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +28,6 @@ type Control struct {
 	exec    *Exec // for what control mode cannot do (nothing today) and Info
 	proc    *exec.Cmd
 	stdin   io.WriteCloser
-	spool   string // directory for paste files: load-buffer reads a path
 	timeout time.Duration
 
 	mu      sync.Mutex // orders writes with the pending queue
@@ -55,10 +53,6 @@ func DialControl(ctx context.Context, e *Exec, session string) (*Control, error)
 		return nil, &Error{Command: "attach-session", Socket: e.server.Socket, ExitCode: 1,
 			Stderr: "no server running on " + e.server.Socket, Kind: ErrNoServer}
 	}
-	spool, err := os.MkdirTemp("", "agentmsg-paste-")
-	if err != nil {
-		return nil, fmt.Errorf("paste spool: %w", err)
-	}
 	// The client outlives ctx (it is closed with Close), so no CommandContext.
 	proc := exec.Command(e.bin, "-S", e.server.Socket, "-C",
 		"attach-session", "-f", "ignore-size,no-output", "-t", "="+session)
@@ -67,21 +61,18 @@ func DialControl(ctx context.Context, e *Exec, session string) (*Control, error)
 	proc.SysProcAttr = controlProcAttr()
 	stdin, err := proc.StdinPipe()
 	if err != nil {
-		os.RemoveAll(spool)
 		return nil, err
 	}
 	stdout, err := proc.StdoutPipe()
 	if err != nil {
-		os.RemoveAll(spool)
 		return nil, err
 	}
 	var stderr strings.Builder
 	proc.Stderr = &stderr
 	if err := proc.Start(); err != nil {
-		os.RemoveAll(spool)
 		return nil, err
 	}
-	c := &Control{server: e.server, exec: e, proc: proc, stdin: stdin, spool: spool, timeout: e.timeout, done: make(chan struct{}), Trace: e.Trace}
+	c := &Control{server: e.server, exec: e, proc: proc, stdin: stdin, timeout: e.timeout, done: make(chan struct{}), Trace: e.Trace}
 	attached := make(chan reply, 1)
 	c.pending = []chan reply{attached}
 	go c.read(bufio.NewReaderSize(stdout, 64<<10), &stderr)
@@ -173,13 +164,21 @@ func (c *Control) deliver(rep reply) {
 	p <- rep
 }
 
+// gone reports whether the client has ended (its server or session went
+// away, or it was closed). It is true before any command fails for it.
+func (c *Control) gone() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dead != nil || c.closed
+}
+
 func (c *Control) isClosed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.closed
 }
 
-// Close detaches the client (closing its stdin ends it) and removes the spool.
+// Close detaches the client (closing its stdin ends it).
 func (c *Control) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -195,7 +194,7 @@ func (c *Control) Close() error {
 		_ = c.proc.Process.Kill()
 		<-c.done
 	}
-	return os.RemoveAll(c.spool)
+	return nil
 }
 
 // run sends one command line and waits for its reply.
@@ -246,7 +245,7 @@ func (c *Control) run(ctx context.Context, args ...string) ([]string, error) {
 
 // quoteLine renders args for tmux's command parser. Everything is single
 // quoted; our arguments are pane ids, exact session targets, formats,
-// generated buffer names and spool paths, none of which holds a quote or a
+// generated buffer names and temp file paths, none of which holds a quote or a
 // newline, and anything that does is refused rather than mangled.
 func quoteLine(args []string) (string, error) {
 	var b strings.Builder
@@ -302,12 +301,21 @@ func (c *Control) Capture(ctx context.Context, pane string, history int) ([]stri
 
 func (c *Control) Paste(ctx context.Context, pane, buffer, text string) error {
 	// load-buffer cannot read our stdin here (it carries the protocol), so
-	// the text goes through a private file that the tmux client reads.
-	path := filepath.Join(c.spool, buffer)
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		return fmt.Errorf("paste spool: %w", err)
+	// the text goes through a private file that the tmux client reads; it
+	// lives only for the load.
+	f, err := os.CreateTemp("", "agentmsg-paste-*")
+	if err != nil {
+		return fmt.Errorf("paste file: %w", err)
 	}
+	path := f.Name()
 	defer os.Remove(path)
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("paste file: %w", err)
+	}
 	if _, err := c.run(ctx, "load-buffer", "-b", buffer, path); err != nil {
 		return err
 	}
