@@ -222,7 +222,10 @@ type run struct {
 	queued        bool     // confirmed while the agent showed it queued
 	shell         bool     // --force into a shell prompt: its command line is the box
 	lastLines     []string // the screen as last read
-	res           Result
+	// pressedSinceType: submit was pressed on the text now typed, so text
+	// that has left the box since was taken by that press.
+	pressedSinceType bool
+	res              Result
 }
 
 func (r *run) deliver(ctx context.Context) error {
@@ -377,6 +380,7 @@ func (r *run) waitReady(ctx context.Context) error {
 // false when the box stayed empty until the confirm timeout.
 func (r *run) typeText(ctx context.Context) (shown bool, err error) {
 	r.res.Typings++
+	r.pressedSinceType = false
 	// A broadcast types the same id into many panes at once: the pane keeps
 	// the buffer names (and the control client's spool files) apart.
 	buffer := fmt.Sprintf("agentmsg-%s-p%s-%d", r.id, strings.TrimPrefix(r.pane, "%"), r.res.Typings)
@@ -424,9 +428,16 @@ func (r *run) pressSubmit(ctx context.Context) error {
 		return err
 	}
 	if !r.ours(rd) {
+		if r.pressedSinceType && rd.State != Dialog {
+			// Pressed before, and now our text has left the box: the
+			// earlier press was taken, only late to show (a loaded
+			// machine, a slow redraw). Confirm again instead of pressing.
+			return nil
+		}
 		return fmt.Errorf("%w: before submit the screen showed %s (%s), not our text; nothing was pressed", ErrUnconfirmed, rd.State, rd.Detail)
 	}
 	r.res.Presses++
+	r.pressedSinceType = true
 	return r.term(r.d.Term.SendBytes(ctx, r.pane, '\r'))
 }
 

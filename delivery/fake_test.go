@@ -48,6 +48,9 @@ type fakeAgent struct {
 	goneAfter     int           // the pane vanishes after this many tmux calls (0: never)
 	failCapture   error         // every capture fails with this
 	echoDelay     time.Duration // the transcript shows a submission this late
+	slowRedraw    time.Duration // the box keeps showing submitted text this long
+	staleDraft    string        // what the box still shows until redrawAt
+	redrawAt      time.Duration
 	pendingEcho   []echo
 
 	calls     int
@@ -72,6 +75,9 @@ func (a *fakeAgent) tick() error {
 	a.calls++
 	if a.goneAfter > 0 && a.calls > a.goneAfter {
 		return &tmux.Error{Command: "x", Stderr: "can't find pane: %1", Kind: tmux.ErrPaneNotFound}
+	}
+	if a.staleDraft != "" && a.elapsed() >= a.redrawAt {
+		a.staleDraft = ""
 	}
 	if a.mode == "busy" && a.busyUntil > 0 && a.elapsed() >= a.busyUntil {
 		a.mode = ""
@@ -120,7 +126,11 @@ func (a *fakeAgent) screen() []string {
 		return append(lines, " Bash command", "   rm -rf /", " Do you want to proceed?", " ❯ 1. Yes", "   2. No", " Esc to cancel", "")
 	}
 	rule := strings.Repeat("─", 60)
-	box := strings.Split(a.draft, "\n")
+	shown := a.draft
+	if shown == "" {
+		shown = a.staleDraft
+	}
+	box := strings.Split(shown, "\n")
 	if a.pastes > 0 && len(a.draft) > a.foldOver {
 		box = []string{fmt.Sprintf("[Pasted text #%d +%d lines]", a.pastes, strings.Count(a.draft, "\n"))}
 	}
@@ -166,6 +176,9 @@ func (a *fakeAgent) SendBytes(ctx context.Context, pane string, b ...byte) error
 		a.dropEnters--
 	default:
 		a.submitted = append(a.submitted, a.draft)
+		if a.slowRedraw > 0 {
+			a.staleDraft, a.redrawAt = a.draft, a.elapsed()+a.slowRedraw
+		}
 		if !a.silent {
 			a.pendingEcho = append(a.pendingEcho, echo{a.elapsed() + a.echoDelay, a.draft})
 		}
