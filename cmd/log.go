@@ -72,33 +72,12 @@ keeps only the latest record of a message.`,
 	return c
 }
 
-// inboxRef is one inbox.
-type inboxRef struct{ team, agent string }
-
 // inboxes lists the inboxes the options name.
-func (o *LogOptions) inboxes(s *mailbox.Store) ([]inboxRef, error) {
-	teams := []string{o.Team}
-	if o.Team == "" {
-		var err error
-		if teams, err = s.Teams(); err != nil {
-			return nil, err
-		}
+func (o *LogOptions) inboxes(s *mailbox.Store) ([]mailbox.Inbox, error) {
+	if o.Agent != "" {
+		return []mailbox.Inbox{{Team: o.Team, Agent: o.Agent}}, nil
 	}
-	var out []inboxRef
-	for _, t := range teams {
-		if o.Agent != "" {
-			out = append(out, inboxRef{t, o.Agent})
-			continue
-		}
-		agents, err := s.Agents(t)
-		if err != nil {
-			return nil, err
-		}
-		for _, a := range agents {
-			out = append(out, inboxRef{t, a})
-		}
-	}
-	return out, nil
+	return s.Inboxes(o.Team)
 }
 
 // logEntry is one message in one inbox.
@@ -122,15 +101,15 @@ func logRun(ctx context.Context, opts *LogOptions) error {
 	}
 	entries := []logEntry{}
 	for _, b := range boxes {
-		batch, err := s.Read(b.team, b.agent)
+		batch, err := s.Read(b.Team, b.Agent)
 		if err != nil {
 			return err
 		}
 		for _, c := range batch.Corrupt {
-			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: skipped a damaged line in the inbox of %s/%s: %v\n", b.team, b.agent, c)
+			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: skipped a damaged line in the inbox of %s/%s: %v\n", b.Team, b.Agent, c)
 		}
 		for _, e := range batch.Envelopes {
-			entries = append(entries, logEntry{b.team, b.agent, e})
+			entries = append(entries, logEntry{b.Team, b.Agent, e})
 		}
 	}
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Timestamp.Before(entries[j].Timestamp) })
@@ -179,10 +158,10 @@ type historyJSON struct {
 	Delivery []mailbox.Delivery `json:"delivery"`
 }
 
-func logHistory(opts *LogOptions, s *mailbox.Store, boxes []inboxRef) error {
+func logHistory(opts *LogOptions, s *mailbox.Store, boxes []mailbox.Inbox) error {
 	copies := []historyJSON{}
 	for _, b := range boxes {
-		env, ds, err := s.History(b.team, b.agent, opts.ID)
+		env, ds, err := s.History(b.Team, b.Agent, opts.ID)
 		if errors.Is(err, mailbox.ErrNoMessage) {
 			continue
 		}
@@ -192,7 +171,7 @@ func logHistory(opts *LogOptions, s *mailbox.Store, boxes []inboxRef) error {
 		if ds == nil {
 			ds = []mailbox.Delivery{}
 		}
-		copies = append(copies, historyJSON{b.team, b.agent, env, ds})
+		copies = append(copies, historyJSON{b.Team, b.Agent, env, ds})
 	}
 	if len(copies) == 0 {
 		return fmt.Errorf("%w: %s is in no inbox of %s", mailbox.ErrNoMessage, opts.ID, opts.where())

@@ -45,24 +45,18 @@ and this is how the agent gets the rest. With --json, the whole envelope.`,
 // findAnywhere looks id up in every inbox; a broadcast is in many, with the
 // same content, so the first will do.
 func findAnywhere(store *mailbox.Store, id message.ID) (mailbox.Envelope, error) {
-	teams, err := store.Teams()
+	inboxes, err := store.Inboxes("")
 	if err != nil {
 		return mailbox.Envelope{}, err
 	}
-	for _, team := range teams {
-		agents, err := store.Agents(team)
+	for _, in := range inboxes {
+		batch, err := store.Read(in.Team, in.Agent)
 		if err != nil {
-			return mailbox.Envelope{}, err
+			continue
 		}
-		for _, agent := range agents {
-			batch, err := store.Read(team, agent)
-			if err != nil {
-				continue
-			}
-			for _, e := range batch.Envelopes {
-				if e.ID == id {
-					return e, nil
-				}
+		for _, e := range batch.Envelopes {
+			if e.ID == id {
+				return e, nil
 			}
 		}
 	}

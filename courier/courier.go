@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -154,10 +153,16 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 // waiting reports whether team/agent's inbox holds messages that wait for
 // a deliverer. One being typed right now by another sender does not: that
 // sender holds the pane and finishes it.
+//
+// A send reads the inbox here, so an inbox past Keep is compacted here too
+// (as deliver does): no send reads more than the inbox keeps.
 func (c *Courier) waiting(team, agent string) bool {
 	b, err := c.Store.Read(team, agent)
 	if err != nil {
 		return false
+	}
+	if c.outgrown(b) {
+		_, _ = c.Store.Compact(team, agent, c.Keep) // best effort; deliver retries
 	}
 	for _, e := range b.Envelopes {
 		if e.Delivery != nil && e.Delivery.State.Outstanding() && e.Delivery.State != mailbox.StateTyping {
@@ -276,18 +281,4 @@ func (c *Courier) now() time.Time {
 		return c.Now()
 	}
 	return time.Now()
-}
-
-// inboxes lists every inbox in the store as (team, agent).
-func (c *Courier) inboxes() ([][2]string, error) {
-	paths, err := filepath.Glob(filepath.Join(c.Store.Root, "teams", "*", "mailbox", "*.jsonl"))
-	if err != nil {
-		return nil, err
-	}
-	out := make([][2]string, 0, len(paths))
-	for _, p := range paths {
-		team := filepath.Base(filepath.Dir(filepath.Dir(p)))
-		out = append(out, [2]string{team, strings.TrimSuffix(filepath.Base(p), ".jsonl")})
-	}
-	return out, nil
 }

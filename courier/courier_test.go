@@ -210,3 +210,19 @@ func TestOlderMessagesGoFirst(t *testing.T) {
 		t.Errorf("received %q, want %q", got, want)
 	}
 }
+
+// A send reads the inbox to keep the order, so it also keeps the inbox to
+// its bound: sends alone, with no deliver run, never let it grow past Keep.
+func TestSendKeepsTheInboxBounded(t *testing.T) {
+	c, _ := newCourier(t, "agent-alpha-ana")
+	c.Keep = mailbox.Retention{MaxCount: 2}
+	for range 6 {
+		if res := c.Send(context.Background(), ana(t), envelope(t, "m"), Mode{Queue: true}); !res.OK() {
+			t.Fatal(res.Err)
+		}
+	}
+	b, err := c.Store.Read("alpha", "ana")
+	if err != nil || len(b.Envelopes) > 3 {
+		t.Errorf("%d messages after 6 sends with keep 2 (%v); want at most 3 (2 kept + the newest)", len(b.Envelopes), err)
+	}
+}

@@ -22,7 +22,7 @@ type Typing struct {
 // is not ready for, so that order holds. Inboxes of names with no agent
 // session (people, agents outside tmux) are left for their owners to read.
 func (c *Courier) Deliver(ctx context.Context, team string) ([]Typing, error) {
-	all, err := c.inboxes()
+	all, err := c.Store.Inboxes(team)
 	if err != nil {
 		return nil, err
 	}
@@ -31,16 +31,13 @@ func (c *Courier) Deliver(ctx context.Context, team string) ([]Typing, error) {
 		errs []error
 	)
 	for _, in := range all {
-		if team != "" && in[0] != team {
-			continue
-		}
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		done, err := c.deliverInbox(ctx, in[0], in[1], true)
+		done, err := c.deliverInbox(ctx, in.Team, in.Agent, true)
 		out = append(out, done...)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s/%s: %w", in[0], in[1], err))
+			errs = append(errs, fmt.Errorf("%s/%s: %w", in.Team, in.Agent, err))
 		}
 	}
 	return out, errors.Join(errs...)

@@ -105,15 +105,6 @@ type Report struct {
 	Failed    int
 }
 
-// Send delivers text from sender (already normalised by message.Sender) to t.
-func (d *Dispatcher) Send(ctx context.Context, t target.Target, sender, text string) Outcome {
-	msg, err := d.NewMessage(sender, text)
-	if err != nil {
-		return Outcome{Target: t, Verdict: delivery.Failed, Err: err}
-	}
-	return d.SendMessage(ctx, t, msg, nil)
-}
-
 // Message is a cleaned text with its id, ready to type.
 type Message struct {
 	ID   message.ID
@@ -195,18 +186,9 @@ type nopCloser struct{ tmux.Client }
 
 func (nopCloser) Close() error { return nil }
 
-// Broadcast delivers text to every agent of team in parallel, or with team
-// "" to every agent session on the server. One target's failure never stops
-// the others.
-func (d *Dispatcher) Broadcast(ctx context.Context, team, sender, text string) (Report, error) {
-	msg, err := d.NewMessage(sender, text)
-	if err != nil {
-		return Report{}, err
-	}
-	return d.BroadcastMessage(ctx, team, msg, nil)
-}
-
-// BroadcastMessage delivers msg to every agent of team ("" for all). When
+// BroadcastMessage delivers msg to every agent of team ("" for all), in
+// parallel; one target's failure never stops the others. (Programs send
+// through courier, which records each message first.) When
 // set, before hears the targets first and can stop the broadcast by
 // failing (a mailbox records the message for each of them there).
 func (d *Dispatcher) BroadcastMessage(ctx context.Context, team string, msg Message, before func([]target.Target) error) (Report, error) {

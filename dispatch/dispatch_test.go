@@ -32,6 +32,23 @@ func newDispatcher(s *faketmux.Server) *Dispatcher {
 	}
 }
 
+// send and broadcastText wrap a text in a message and deliver it.
+func send(d *Dispatcher, t target.Target, sender, text string) Outcome {
+	msg, err := d.NewMessage(sender, text)
+	if err != nil {
+		return Outcome{Target: t, Verdict: delivery.Failed, Err: err}
+	}
+	return d.SendMessage(context.Background(), t, msg, nil)
+}
+
+func broadcastText(d *Dispatcher, team, sender, text string) (Report, error) {
+	msg, err := d.NewMessage(sender, text)
+	if err != nil {
+		return Report{}, err
+	}
+	return d.BroadcastMessage(context.Background(), team, msg, nil)
+}
+
 func mustTarget(t *testing.T, team, name string) target.Target {
 	t.Helper()
 	tg, err := target.New(team, name)
@@ -44,7 +61,7 @@ func mustTarget(t *testing.T, team, name string) target.Target {
 func TestSendDelivers(t *testing.T) {
 	s := faketmux.New("agent-alpha-ana")
 	d := newDispatcher(s)
-	out := d.Send(context.Background(), mustTarget(t, "alpha", "ana"), "LEAD", "hello")
+	out := send(d, mustTarget(t, "alpha", "ana"), "LEAD", "hello")
 	if !out.OK() || out.Err != nil {
 		t.Fatalf("outcome %+v", out)
 	}
@@ -61,7 +78,7 @@ func TestSendDelivers(t *testing.T) {
 // agent-alpha-ana-2. The dispatcher must say "not found" instead.
 func TestSendIsExact(t *testing.T) {
 	s := faketmux.New("agent-alpha-ana-2", "agent-alpha-bob")
-	out := newDispatcher(s).Send(context.Background(), mustTarget(t, "alpha", "ana"), "LEAD", "hi")
+	out := send(newDispatcher(s), mustTarget(t, "alpha", "ana"), "LEAD", "hi")
 	if out.Verdict != NotFound || !errors.Is(out.Err, ErrTargetNotFound) {
 		t.Fatalf("outcome %+v, want not found", out)
 	}
@@ -77,7 +94,7 @@ func TestSendIsExact(t *testing.T) {
 
 func TestSendRefusesEmpty(t *testing.T) {
 	s := faketmux.New("agent-alpha-ana")
-	out := newDispatcher(s).Send(context.Background(), mustTarget(t, "alpha", "ana"), "LEAD", " \n\x1b[0m ")
+	out := send(newDispatcher(s), mustTarget(t, "alpha", "ana"), "LEAD", " \n\x1b[0m ")
 	if !errors.Is(out.Err, ErrEmptyMessage) {
 		t.Fatalf("outcome %+v, want ErrEmptyMessage", out)
 	}
@@ -86,7 +103,7 @@ func TestSendRefusesEmpty(t *testing.T) {
 func TestBroadcastTeamReportsEachTarget(t *testing.T) {
 	s := faketmux.New("agent-alpha-ana", "agent-alpha-bob", "agent-alpha-cy", "agent-beta-dee", "scratch")
 	s.SetDialog("agent-alpha-bob", true)
-	rep, err := newDispatcher(s).Broadcast(context.Background(), "alpha", "LEAD", "all hands")
+	rep, err := broadcastText(newDispatcher(s), "alpha", "LEAD", "all hands")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +132,7 @@ func TestBroadcastTeamReportsEachTarget(t *testing.T) {
 
 func TestBroadcastAllSkipsNonAgents(t *testing.T) {
 	s := faketmux.New("agent-alpha-ana", "agent-ralph-7", "scratch", "agent-", "agent-Bad-Name", "agentish")
-	rep, err := newDispatcher(s).Broadcast(context.Background(), "", "LEAD", "hi")
+	rep, err := broadcastText(newDispatcher(s), "", "LEAD", "hi")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +148,7 @@ func TestBroadcastAllSkipsNonAgents(t *testing.T) {
 
 func TestBroadcastWithoutTargets(t *testing.T) {
 	s := faketmux.New("scratch")
-	_, err := newDispatcher(s).Broadcast(context.Background(), "alpha", "LEAD", "hi")
+	_, err := broadcastText(newDispatcher(s), "alpha", "LEAD", "hi")
 	if !errors.Is(err, ErrNoTargets) {
 		t.Fatalf("err %v, want ErrNoTargets", err)
 	}
@@ -157,14 +174,14 @@ func TestBroadcastLeavesOutTheCaller(t *testing.T) {
 	s := faketmux.New("agent-alpha-ana", "agent-alpha-bob")
 	d := newDispatcher(s)
 	d.Self = s.PaneID("agent-alpha-bob")
-	rep, err := d.Broadcast(context.Background(), "alpha", "BOB", "hi team")
+	rep, err := broadcastText(d, "alpha", "BOB", "hi team")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Delivered != 1 || len(rep.Outcomes) != 1 || rep.Outcomes[0].Target.Name != "ana" {
 		t.Fatalf("report %+v, want ana only", rep)
 	}
-	out := d.Send(context.Background(), mustTarget(t, "alpha", "bob"), "BOB", "note to self")
+	out := send(d, mustTarget(t, "alpha", "bob"), "BOB", "note to self")
 	if !errors.Is(out.Err, ErrSelf) || len(s.Received("agent-alpha-bob")) != 0 {
 		t.Fatalf("send to oneself: %+v, want ErrSelf and nothing typed", out)
 	}

@@ -21,6 +21,31 @@ func (s *Store) Agents(team string) ([]string, error) {
 	return listNames(filepath.Join(s.teamDir(team), "mailbox"), "agent", ".jsonl", false)
 }
 
+// Inbox names one inbox.
+type Inbox struct{ Team, Agent string }
+
+// Inboxes lists every inbox of team, or of every team when team is "".
+func (s *Store) Inboxes(team string) ([]Inbox, error) {
+	teams := []string{team}
+	if team == "" {
+		var err error
+		if teams, err = s.Teams(); err != nil {
+			return nil, err
+		}
+	}
+	var out []Inbox
+	for _, t := range teams {
+		agents, err := s.Agents(t)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range agents {
+			out = append(out, Inbox{t, a})
+		}
+	}
+	return out, nil
+}
+
 // listNames returns the valid names in dir: of directories, or of files
 // ending in suffix (cut off). A missing dir has none.
 func listNames(dir, kind, suffix string, dirs bool) ([]string, error) {
