@@ -88,6 +88,9 @@ func hint(o dispatch.Outcome, socket, serverFlag string) string {
 		}
 		return "wait longer with --ready-timeout, or look: tmux -S " + shellQuote(socket) + " attach -r -t '=" + o.Target.Session + "'"
 	case ExitUnconfirmed:
+		if errors.Is(o.Err, delivery.ErrInterrupted) {
+			return "the message is kept as typed: agentmsg " + serverFlag + "deliver submits it (once)"
+		}
 		return "look at the agent's screen: tmux -S " + shellQuote(socket) + " attach -r -t '=" + o.Target.Session + "'"
 	}
 	return ""

@@ -120,11 +120,15 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 	// is the order an agent reads in. If they still cannot go, neither can
 	// this one; it waits behind them.
 	if mode.Queue && c.waiting(team, agent) {
-		if _, err := c.deliverInbox(ctx, team, agent, false); err != nil {
-			return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}}
-		}
-		if c.waiting(team, agent) {
-			env.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent"}
+		// Should that fail (interrupted, another deliverer busy with the
+		// inbox), this one still waits behind them: kept, not lost.
+		_, err := c.deliverInbox(ctx, team, agent, false)
+		if err != nil || c.waiting(team, agent) {
+			why := "behind older messages to the same agent"
+			if err != nil {
+				why += " (" + err.Error() + ")"
+			}
+			env.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: why}
 			res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred}
 			if err := box.Append(env); err != nil {
 				res.Verdict, res.Err = delivery.Failed, fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
@@ -147,7 +151,7 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 	if !recorded {
 		return Result{Outcome: out}
 	}
-	return c.settle(box, env.ID, out, mode, 1)
+	return c.settle(ctx, box, env.ID, out, mode, 1, "")
 }
 
 // waiting reports whether team/agent's inbox holds messages that wait for
@@ -224,7 +228,7 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 	}
 	out := make([]Result, len(rep.Outcomes))
 	for i, o := range rep.Outcomes {
-		out[i] = c.settle(boxes[o.Target.Session], env.ID, o, mode, 1)
+		out[i] = c.settle(ctx, boxes[o.Target.Session], env.ID, o, mode, 1, "")
 	}
 	return out, nil
 }
@@ -232,6 +236,10 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 // typeOne types env into t and records the outcome. attempt counts the
 // typings of this message so far, this one included.
 func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target, env mailbox.Envelope, mode Mode, attempt int, resume bool) Result {
+	var was mailbox.DeliveryState
+	if env.Delivery != nil {
+		was = env.Delivery.State
+	}
 	// Recorded before typing: a deliverer that finds this state after a
 	// crash looks for traces on screen before typing again.
 	if err := box.SetDelivery(env.ID, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Updated: c.now()}); err != nil {
@@ -240,12 +248,19 @@ func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target
 	d := *c.Dispatch
 	d.Opts.Resume = resume
 	out := d.SendMessage(ctx, t, dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true}, nil)
-	return c.settle(box, env.ID, out, mode, attempt)
+	return c.settle(ctx, box, env.ID, out, mode, attempt, was)
 }
 
 // settle records the outcome of one typing and turns a not-ready agent
-// into a deferral when mode queues.
-func (c *Courier) settle(box *mailbox.Box, id message.ID, out dispatch.Outcome, mode Mode, attempt int) Result {
+// into a deferral when mode queues. was is the message's state before
+// this attempt ("" for a new one).
+func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, out dispatch.Outcome, mode Mode, attempt int, was mailbox.DeliveryState) Result {
+	if ctx.Err() != nil && out.Verdict == delivery.Failed && out.Typings == 0 {
+		// Stopped before its delivery typed anything (while a broadcast
+		// read the agent's screen, say): nothing to undo, so it waits
+		// like one whose agent was not ready.
+		out.Verdict, out.Err = delivery.NotReady, &delivery.InterruptedError{Cause: context.Cause(ctx)}
+	}
 	res := Result{Outcome: out}
 	rec := mailbox.Delivery{Attempts: attempt, LastVerdict: string(out.Verdict), Updated: c.now()}
 	if out.Err != nil {
@@ -262,7 +277,15 @@ func (c *Courier) settle(box *mailbox.Box, id message.ID, out dispatch.Outcome, 
 		// Kept for deliver; not for a shell prompt, which is no agent
 		// and will not become ready by itself.
 		rec.State = mailbox.StateDeferred
-		res.Verdict, res.Err = Deferred, nil
+		if was == mailbox.StateTyped {
+			// Typed by an earlier attempt and not touched by this one: it
+			// still waits in the box, for the next deliver to submit.
+			rec.State = mailbox.StateTyped
+		}
+		res.Verdict = Deferred
+		if !errors.Is(out.Err, delivery.ErrInterrupted) {
+			res.Err = nil // the usual wait: nothing to report
+		}
 	default:
 		rec.State = mailbox.StateFailed
 	}

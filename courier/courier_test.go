@@ -2,6 +2,7 @@ package courier
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -224,5 +225,124 @@ func TestSendKeepsTheInboxBounded(t *testing.T) {
 	b, err := c.Store.Read("alpha", "ana")
 	if err != nil || len(b.Envelopes) > 3 {
 		t.Errorf("%d messages after 6 sends with keep 2 (%v); want at most 3 (2 kept + the newest)", len(b.Envelopes), err)
+	}
+}
+
+// hookClock is wall time whose Sleep first tells onSleep how long it is
+// asked to sleep: a test stops a delivery at a chosen step with it.
+type hookClock struct{ onSleep func(time.Duration) }
+
+func (hookClock) Now() time.Time { return time.Now() }
+func (h hookClock) Sleep(ctx context.Context, d time.Duration) error {
+	h.onSleep(d)
+	return faketmux.Clock{}.Sleep(ctx, d)
+}
+
+// A send stopped by its caller (SIGINT, SIGTERM, an MCP client gone) is
+// recorded as what it is, never as failed: waiting (deferred) when nothing
+// was typed, typed when the text waits in the box. Deliver then finishes
+// it, exactly once, and so does a later send to the same agent, before its
+// own message.
+func TestInterruptedSendIsKeptAndFinishedOnce(t *testing.T) {
+	const settle = 20 * time.Millisecond
+	tests := []struct {
+		name   string
+		dialog bool // the agent shows a dialog until the send is stopped
+		at     time.Duration
+		// The result and record of the stopped send.
+		verdict delivery.Verdict
+		state   mailbox.DeliveryState
+		// finish with a later send instead of deliver
+		bySend bool
+	}{
+		{name: "waiting for a dialog to close", dialog: true, at: time.Millisecond, verdict: Deferred, state: mailbox.StateDeferred},
+		{name: "in the settle", at: settle, verdict: delivery.Typed, state: mailbox.StateTyped},
+		{name: "in the settle, then another send", at: settle, verdict: delivery.Typed, state: mailbox.StateTyped, bySend: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, tm := newCourier(t, "agent-alpha-ana")
+			c.Dispatch.Opts.Settle = settle
+			tm.SetDialog("agent-alpha-ana", tt.dialog)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			sleeps := 0
+			c.Dispatch.Clock = hookClock{func(d time.Duration) {
+				if d == tt.at {
+					if sleeps++; sleeps == 3 || tt.at == settle {
+						cancel()
+					}
+				}
+			}}
+			env := envelope(t, "stopped half way")
+			res := c.Send(ctx, ana(t), env, Mode{Queue: true})
+			if res.Verdict != tt.verdict || res.State != tt.state || state(t, c, env.ID) != tt.state {
+				t.Fatalf("result %s (stored %s, err %v), inbox %s; want %s and %s", res.Verdict, res.State, res.Err, state(t, c, env.ID), tt.verdict, tt.state)
+			}
+			if !errors.Is(res.Err, delivery.ErrInterrupted) && res.Verdict != Deferred {
+				t.Errorf("err %v, want it to say it was interrupted", res.Err)
+			}
+			if got := tm.Received("agent-alpha-ana"); len(got) != 0 {
+				t.Fatalf("submitted %q before it was finished", got)
+			}
+
+			tm.SetDialog("agent-alpha-ana", false)
+			c.Dispatch.Clock = faketmux.Clock{}
+			want := []string{string(env.ID) + ": stopped half way"}
+			if tt.bySend {
+				next := envelope(t, "next")
+				if r := c.Send(context.Background(), ana(t), next, Mode{Queue: true}); r.Verdict != delivery.Submitted {
+					t.Fatalf("next send: %+v", r)
+				}
+				want = append(want, string(next.ID)+": next")
+			}
+			for range 2 { // a second pass finds nothing left to do
+				if _, err := c.Deliver(context.Background(), ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := tm.Received("agent-alpha-ana"); !slices.Equal(got, want) {
+				t.Fatalf("received %q, want %q", got, want)
+			}
+			if s := state(t, c, env.ID); s != mailbox.StateSubmitted {
+				t.Errorf("inbox says %s, want submitted", s)
+			}
+		})
+	}
+}
+
+// A broadcast stopped mid-way leaves every target's copy kept: typed where
+// the text waits in the box, deferred where nothing was typed yet.
+func TestInterruptedBroadcastKeepsEveryCopy(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana", "agent-alpha-bob")
+	c.Dispatch.Opts.Settle = 20 * time.Millisecond
+	tm.SetDialog("agent-alpha-bob", true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.Dispatch.Clock = hookClock{func(d time.Duration) {
+		if d == 20*time.Millisecond {
+			cancel() // ana is in its settle; bob waits for his dialog
+		}
+	}}
+	env := envelope(t, "all hands")
+	results, err := c.Broadcast(ctx, "alpha", env, Mode{Queue: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		want := map[string]mailbox.DeliveryState{"ana": mailbox.StateTyped, "bob": mailbox.StateDeferred}[r.Target.Name]
+		if r.State != want {
+			t.Errorf("%s: %s (stored %s, %v), want stored %s", r.Target.Name, r.Verdict, r.State, r.Err, want)
+		}
+	}
+	tm.SetDialog("agent-alpha-bob", false)
+	c.Dispatch.Clock = faketmux.Clock{}
+	if _, err := c.Deliver(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"agent-alpha-ana", "agent-alpha-bob"} {
+		if got := tm.Received(s); len(got) != 1 {
+			t.Errorf("%s received %q, want the broadcast once", s, got)
+		}
 	}
 }

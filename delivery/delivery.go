@@ -141,7 +141,40 @@ var (
 	// ErrNotAgent: the pane shows a shell prompt (the agent has exited);
 	// it wraps ErrNotReady.
 	ErrNotAgent = errors.New("not an agent")
+	// ErrInterrupted: the caller's context ended (a signal, a client that
+	// went away, a time limit) before the delivery did. See
+	// InterruptedError.
+	ErrInterrupted = errors.New("interrupted")
 )
+
+// InterruptedError is a delivery its caller stopped. A step already under
+// way was finished (a paste or a submit press is never cut in half), and
+// nothing was started after it. Typed says whether our text reached the
+// box: then it wraps ErrUnconfirmed (verdict Typed: left in the box, for a
+// resumed delivery to submit), else ErrNotReady (verdict NotReady:
+// nothing was typed, the message can simply wait).
+type InterruptedError struct {
+	Typed   bool
+	Pressed bool // submit was pressed on it: it may well have been taken
+	Cause   error
+}
+
+func (e *InterruptedError) Error() string {
+	switch {
+	case e.Pressed:
+		return fmt.Sprintf("interrupted (%v) after pressing submit, before the submission was confirmed", e.Cause)
+	case e.Typed:
+		return fmt.Sprintf("interrupted (%v) after typing: the text waits in the input box, not submitted", e.Cause)
+	}
+	return fmt.Sprintf("interrupted (%v) before anything was typed", e.Cause)
+}
+
+func (e *InterruptedError) Unwrap() []error {
+	if e.Typed {
+		return []error{ErrInterrupted, ErrUnconfirmed, e.Cause}
+	}
+	return []error{ErrInterrupted, ErrNotReady, e.Cause}
+}
 
 // NotReadyError says why the agent never became ready.
 type NotReadyError struct {
@@ -190,9 +223,15 @@ type Deliverer struct {
 // Deliver types msg (already cleaned) with the given id into pane.
 func (d *Deliverer) Deliver(ctx context.Context, pane string, id message.ID, text string) Result {
 	start := d.Clock.Now()
-	run := &run{d: d, pane: pane, id: id, typed: message.Format(id, text)}
+	run := &run{d: d, pane: pane, id: id, typed: message.Format(id, text), start: start}
 	run.res.ID = id
 	err := run.deliver(ctx)
+	if err != nil && ctx.Err() != nil {
+		// Stopped by the caller: say how far it got, so that the message
+		// is recorded as what it is (waiting, or typed into the box).
+		err = &InterruptedError{Typed: run.mayBeInBox, Pressed: run.res.Presses > 0, Cause: context.Cause(ctx)}
+		run.leftInBox = run.mayBeInBox
+	}
 	run.res.Err = err
 	run.res.Elapsed = d.Clock.Now().Sub(start)
 	switch {
@@ -212,6 +251,7 @@ func (d *Deliverer) Deliver(ctx context.Context, pane string, id message.ID, tex
 
 type run struct {
 	d     *Deliverer
+	start time.Time
 	pane  string
 	id    message.ID
 	typed string // what we paste: "<id>: <text>"
@@ -225,7 +265,10 @@ type run struct {
 	// pressedSinceType: submit was pressed on the text now typed, so text
 	// that has left the box since was taken by that press.
 	pressedSinceType bool
-	res              Result
+	// mayBeInBox: our text was pasted (or found in the box) and may still
+	// be there; an interrupted delivery reports it typed.
+	mayBeInBox bool
+	res        Result
 }
 
 func (r *run) deliver(ctx context.Context) error {
@@ -312,12 +355,15 @@ func (r *run) deliver(ctx context.Context) error {
 // resume looks for traces of an earlier attempt: done when the id is in
 // the transcript, inBox when our text waits in the box.
 func (r *run) resume(ctx context.Context) (done, inBox bool, err error) {
-	rd, lines, err := r.read(ctx)
+	// A dialog hides the box and may hide the transcript: what it covers
+	// decides, so wait for it to close (typing and pressing nothing).
+	rd, lines, err := r.waitNoDialog(ctx)
 	if err != nil {
 		return false, false, err
 	}
-	if rd.State != Dialog && strings.Contains(rd.Box, string(r.id)) {
+	if strings.Contains(rd.Box, string(r.id)) {
 		r.boxAfterPaste = rd.Box
+		r.mayBeInBox = true
 		return false, true, nil
 	}
 	if containsID(above(lines, rd), r.id) {
@@ -336,9 +382,35 @@ func (r *run) phase(d *time.Duration) func() {
 // errOursInBox: while resuming, the box turned out to hold our text.
 var errOursInBox = errors.New("our text is in the box")
 
-// waitReady polls until the box is empty and on screen.
+// waitNoDialog reads the screen until no dialog is open, within the ready
+// timeout (counted from the start of the delivery).
+func (r *run) waitNoDialog(ctx context.Context) (Reading, []string, error) {
+	var lastTold time.Time
+	for {
+		rd, lines, err := r.read(ctx)
+		if err != nil || rd.State != Dialog {
+			return rd, lines, err
+		}
+		now := r.d.Clock.Now()
+		waited := now.Sub(r.start)
+		if waited >= r.d.Opts.ReadyTimeout {
+			return rd, lines, &NotReadyError{State: rd.State, Detail: rd.Detail, Waited: waited}
+		}
+		if r.d.Opts.OnWait != nil && now.Sub(lastTold) >= time.Second {
+			r.d.Opts.OnWait(Wait{State: rd.State, Detail: rd.Detail, Waited: waited})
+			lastTold = now
+		}
+		if err := r.sleep(ctx, r.d.Opts.Poll); err != nil {
+			return rd, lines, err
+		}
+	}
+}
+
+// waitReady polls until the box is empty and on screen. Its time is
+// counted from the start of the delivery: waiting for the lock, and for
+// a dialog over an earlier attempt, used up part of it.
 func (r *run) waitReady(ctx context.Context) error {
-	start := r.d.Clock.Now()
+	start := r.start
 	var last State
 	var lastTold time.Time
 	for {
@@ -358,6 +430,7 @@ func (r *run) waitReady(ctx context.Context) error {
 		if r.d.Opts.Resume && rd.State != Dialog && strings.Contains(rd.Box, string(r.id)) {
 			// An earlier attempt's paste showed up late: it is ours.
 			r.boxAfterPaste = rd.Box
+			r.mayBeInBox = true
 			return errOursInBox
 		}
 		now := r.d.Clock.Now()
@@ -384,7 +457,11 @@ func (r *run) typeText(ctx context.Context) (shown bool, err error) {
 	// A broadcast types the same id into many panes at once: the pane keeps
 	// the buffer names (and the control client's spool files) apart.
 	buffer := fmt.Sprintf("agentmsg-%s-p%s-%d", r.id, strings.TrimPrefix(r.pane, "%"), r.res.Typings)
-	if err := r.term(r.d.Term.Paste(ctx, r.pane, buffer, r.typed)); err != nil {
+	// From here on the text may be in the box. The paste itself is never
+	// cut short by the caller: half of it (a loaded buffer, a paste
+	// without its end) would leave a state nobody can tell apart.
+	r.mayBeInBox = true
+	if err := r.term(r.d.Term.Paste(context.WithoutCancel(ctx), r.pane, buffer, r.typed)); err != nil {
 		return false, err
 	}
 	deadline := r.d.Clock.Now().Add(r.d.Opts.ConfirmTimeout)
@@ -396,7 +473,10 @@ func (r *run) typeText(ctx context.Context) (shown bool, err error) {
 		}
 		switch {
 		case rd.State == Dialog:
-			return false, fmt.Errorf("%w: a dialog opened while typing (%s); nothing was pressed", ErrUnconfirmed, rd.Detail)
+			// The text most likely waits in the box under it: typed, for a
+			// resumed delivery to submit once the dialog is gone.
+			r.leftInBox = true
+			return false, fmt.Errorf("%w: a dialog opened while typing (%s); nothing was pressed, and the text waits under it", ErrUnconfirmed, rd.Detail)
 		case rd.Box != "" && (strings.Contains(rd.Box, string(r.id)) || !strings.Contains(rd.Box, "MSG_")):
 			// Ours: it holds our id, or it is the agent's stand-in for a
 			// long paste (the box was empty right before, and we hold the
@@ -434,11 +514,17 @@ func (r *run) pressSubmit(ctx context.Context) error {
 			// machine, a slow redraw). Confirm again instead of pressing.
 			return nil
 		}
+		if rd.State == Dialog {
+			// It opened over our text, which waits in the box under it.
+			r.leftInBox = true
+			return fmt.Errorf("%w: before submit a dialog opened over our text (%s); nothing was pressed, and the text waits under it", ErrUnconfirmed, rd.Detail)
+		}
 		return fmt.Errorf("%w: before submit the screen showed %s (%s), not our text; nothing was pressed", ErrUnconfirmed, rd.State, rd.Detail)
 	}
 	r.res.Presses++
 	r.pressedSinceType = true
-	return r.term(r.d.Term.SendBytes(ctx, r.pane, '\r'))
+	// Like a paste, a press once decided on is made whole.
+	return r.term(r.d.Term.SendBytes(context.WithoutCancel(ctx), r.pane, '\r'))
 }
 
 type outcome int
