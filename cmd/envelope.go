@@ -1,16 +1,13 @@
 package cmd
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/courier"
-	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 )
 
@@ -67,7 +64,7 @@ func (f *Factory) courier(d *dispatch.Dispatcher) (*courier.Courier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &courier.Courier{Store: store, Dispatch: d, Locks: lock.DefaultDir(f.LookupEnv),
+	return &courier.Courier{Store: store, Dispatch: d, Locks: f.locks(),
 		Keep: mailbox.Retention{MaxCount: cfg.Settings.KeepCount, MaxAge: cfg.Settings.KeepAge}}, nil
 }
 
@@ -95,7 +92,7 @@ func toResultJSON(r courier.Result) resultJSON {
 func describeResult(r courier.Result) string {
 	switch r.Verdict {
 	case courier.Deferred:
-		if errors.Is(r.Err, delivery.ErrInterrupted) {
+		if r.Err != nil { // interrupted, or another sender held the pane
 			return fmt.Sprintf("deferred for %s as %s: %v; kept in its inbox (agentmsg deliver types it)", r.Target, r.ID, r.Err)
 		}
 		return fmt.Sprintf("deferred for %s as %s: kept in its inbox until it is ready (agentmsg deliver types it then)", r.Target, r.ID)

@@ -58,6 +58,17 @@ type Factory struct {
 	Mailbox func() (*mailbox.Store, error)
 	// JSON is set by --json.
 	JSON bool
+	// Command is the command running ("agentmsg send"), set once the
+	// command line is parsed; lock files name their holder with it.
+	Command string
+}
+
+// locks is the lock directory, with this process named as the holder of
+// the locks it takes.
+func (f *Factory) locks() lock.Dir {
+	d := lock.DefaultDir(f.LookupEnv)
+	d.Owner = f.Command
+	return d
 }
 
 // realClock is wall time.
@@ -128,7 +139,7 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 			}
 			return a, nil
 		},
-		Locks:       lock.DefaultDir(f.LookupEnv),
+		Locks:       f.locks(),
 		Clock:       realClock{},
 		Opts:        opts,
 		Concurrency: s.Concurrency,

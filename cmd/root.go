@@ -95,6 +95,7 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(c *cobra.Command, args []string) error {
+			f.Command = c.CommandPath()
 			if g.verbose {
 				f.Log.SetLevel(log.DebugLevel)
 			}

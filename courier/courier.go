@@ -283,8 +283,10 @@ func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, o
 			rec.State = mailbox.StateTyped
 		}
 		res.Verdict = Deferred
-		if !errors.Is(out.Err, delivery.ErrInterrupted) {
-			res.Err = nil // the usual wait: nothing to report
+		var nr *delivery.NotReadyError
+		locked := errors.As(out.Err, &nr) && nr.State == delivery.Locked
+		if !locked && !errors.Is(out.Err, delivery.ErrInterrupted) {
+			res.Err = nil // the usual wait for an agent: nothing more to say
 		}
 	default:
 		rec.State = mailbox.StateFailed

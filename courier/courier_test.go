@@ -346,3 +346,43 @@ func TestInterruptedBroadcastKeepsEveryCopy(t *testing.T) {
 		}
 	}
 }
+
+// A deliverer holding an inbox (another deliver, or one that is stuck)
+// makes no one wait past their ready timeout: a send records its message
+// deferred behind the older ones, and a deliver pass moves on.
+func TestBusyInboxDelivererIsNotWaitedFor(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	tm.SetDialog("agent-alpha-ana", true)
+	older := envelope(t, "older")
+	if r := c.Send(context.Background(), ana(t), older, Mode{Queue: true}); r.Verdict != Deferred {
+		t.Fatalf("older: %+v", r)
+	}
+	tm.SetDialog("agent-alpha-ana", false)
+	other := lock.Dir{Path: c.Locks.Path, Owner: "agentmsg deliver --watch"}
+	unlock, err := other.Named(context.Background(), "deliver-alpha-ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	env := envelope(t, "newer")
+	res := c.Send(ctx, ana(t), env, Mode{Queue: true})
+	if res.Verdict != Deferred || state(t, c, env.ID) != mailbox.StateDeferred {
+		t.Fatalf("send: %+v, want deferred behind the older message", res)
+	}
+	if done, err := c.Deliver(ctx, ""); err != nil || len(done) != 0 {
+		t.Fatalf("deliver with the inbox held: %+v, %v; want it left to its deliverer", done, err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("took %s with a ready timeout of %s", took, c.Dispatch.Opts.ReadyTimeout)
+	}
+	unlock()
+	if _, err := c.Deliver(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{string(older.ID) + ": older", string(env.ID) + ": newer"}
+	if got := tm.Received("agent-alpha-ana"); !slices.Equal(got, want) {
+		t.Errorf("received %q, want %q", got, want)
+	}
+}

@@ -193,6 +193,7 @@ func (e *NotReadyError) Error() string {
 		Dialog:  "a dialog stayed open (nothing was typed or pressed)",
 		Draft:   "its input box held someone else's text (left untouched)",
 		Unknown: "no input box was on screen",
+		Locked:  "another sender held the pane the whole time (nothing was typed)",
 	}[e.State]
 	if what == "" {
 		what = string(e.State)
@@ -272,9 +273,7 @@ type run struct {
 }
 
 func (r *run) deliver(ctx context.Context) error {
-	done := r.phase(&r.res.Phases.Lock)
-	unlock, err := r.d.Locks.Pane(ctx, r.d.Socket, r.pane)
-	done()
+	unlock, err := r.lock(ctx)
 	if err != nil {
 		return err
 	}
@@ -350,6 +349,23 @@ func (r *run) deliver(ctx context.Context) error {
 		retries--
 		retype = out == vanished
 	}
+}
+
+// lock takes the pane's lock. Waiting for it counts against the ready
+// timeout: a sender that cannot get its turn in time gives up as one
+// that found the agent busy would (NotReady, State Locked), naming the
+// holder, instead of queueing behind every sender before it.
+func (r *run) lock(ctx context.Context) (unlock func(), err error) {
+	done := r.phase(&r.res.Phases.Lock)
+	defer done()
+	lctx, cancel := context.WithTimeout(ctx, r.d.Opts.ReadyTimeout)
+	defer cancel()
+	unlock, err = r.d.Locks.Pane(lctx, r.d.Socket, r.pane)
+	if err != nil && ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+		r.res.LastSeen = Locked
+		return nil, &NotReadyError{State: Locked, Detail: err.Error(), Waited: r.d.Clock.Now().Sub(r.start)}
+	}
+	return unlock, err
 }
 
 // resume looks for traces of an earlier attempt: done when the id is in

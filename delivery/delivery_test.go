@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -337,4 +338,62 @@ func TestDialogBeforeSubmitLeavesTypedThenResumes(t *testing.T) {
 	if len(a.submitted) != 1 || len(a.keys) != 0 {
 		t.Errorf("submitted %q, keys to the dialog %q", a.submitted, a.keys)
 	}
+}
+
+// slowLocks is a pane lock another sender holds: Pane waits for ctx (at
+// most a second) and says who holds it; with advance set it gets the lock
+// after that much virtual time instead.
+type slowLocks struct {
+	clock   *fakeClock
+	advance time.Duration
+}
+
+func (l slowLocks) Pane(ctx context.Context, socket, pane string) (func(), error) {
+	if l.advance > 0 {
+		l.clock.now = l.clock.now.Add(l.advance)
+		return func() {}, nil
+	}
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("pane %s is held by pid 42 (agentmsg send): %w", pane, ctx.Err())
+	case <-time.After(time.Second):
+		return nil, errors.New("gave up: the delivery should have stopped waiting")
+	}
+}
+
+// Waiting for the pane's lock counts against the ready timeout: a sender
+// that cannot get its turn in time is not ready (and says who holds the
+// pane), and one that gets it late waits only what is left.
+func TestLockWaitCountsAgainstReadyTimeout(t *testing.T) {
+	t.Run("held the whole time", func(t *testing.T) {
+		a, c := newFakeAgent()
+		opts := DefaultOptions()
+		opts.ReadyTimeout = 50 * time.Millisecond
+		d := &Deliverer{Term: a, Locks: slowLocks{}, Clock: c, Opts: opts}
+		res := d.Deliver(context.Background(), "%1", testID, "hello")
+		var nr *NotReadyError
+		if res.Verdict != NotReady || !errors.As(res.Err, &nr) || nr.State != Locked {
+			t.Fatalf("verdict %s, err %v; want not ready, locked", res.Verdict, res.Err)
+		}
+		if !strings.Contains(res.Err.Error(), "held by pid 42") || res.LastSeen != Locked {
+			t.Errorf("err %q (last seen %s) should name the holder", res.Err, res.LastSeen)
+		}
+		if a.pastes != 0 || a.calls != 0 {
+			t.Errorf("%d tmux calls, %d pastes without the lock", a.calls, a.pastes)
+		}
+	})
+	t.Run("got late, then busy", func(t *testing.T) {
+		a, c := newFakeAgent()
+		a.mode = "busy"
+		opts := DefaultOptions()
+		opts.ReadyTimeout = 3 * time.Second
+		d := &Deliverer{Term: a, Locks: slowLocks{clock: c, advance: 2 * time.Second}, Clock: c, Opts: opts}
+		res := d.Deliver(context.Background(), "%1", testID, "hello")
+		if res.Verdict != NotReady {
+			t.Fatalf("verdict %s, err %v; want not ready", res.Verdict, res.Err)
+		}
+		if res.Elapsed > opts.ReadyTimeout+100*time.Millisecond {
+			t.Errorf("gave up after %s: the ready timeout is %s, lock wait included", res.Elapsed, opts.ReadyTimeout)
+		}
+	})
 }
