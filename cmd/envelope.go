@@ -71,8 +71,12 @@ func (f *Factory) courier(d *dispatch.Dispatcher) (*courier.Courier, error) {
 // resultCode is the exit code of a courier result: deferred and recorded
 // messages are safe, so 0.
 func resultCode(r courier.Result) int {
-	if r.OK() {
+	switch {
+	case r.OK():
 		return ExitOK
+	case r.RecordErr != nil && (r.Outcome.OK() || r.Verdict == courier.Deferred):
+		// The delivery went well; its record did not.
+		return ExitError
 	}
 	return outcomeCode(r.Outcome)
 }
@@ -90,6 +94,9 @@ func toResultJSON(r courier.Result) resultJSON {
 }
 
 func describeResult(r courier.Result) string {
+	if r.RecordErr != nil && r.Outcome.OK() {
+		return fmt.Sprintf("%s; but %v", describe(r.Outcome), r.RecordErr)
+	}
 	switch r.Verdict {
 	case courier.Deferred:
 		if r.Err != nil { // interrupted, or another sender held the pane

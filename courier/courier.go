@@ -53,13 +53,19 @@ type Mode struct {
 // Result is one recipient's outcome and what the mailbox now says.
 type Result struct {
 	dispatch.Outcome
+	// State is what the inbox really says about the message: when the
+	// record of the outcome could not be written, the record before it.
 	State mailbox.DeliveryState
+	// RecordErr: the outcome could not be recorded (a full disk, say).
+	// The message may have reached the agent, but the inbox says less;
+	// Err says so too.
+	RecordErr error
 }
 
 // OK reports whether the message is taken care of: submitted, or safely
-// kept for later.
+// kept for later, and recorded as such.
 func (r Result) OK() bool {
-	return r.Outcome.OK() || r.Verdict == Deferred || r.Verdict == Recorded
+	return r.RecordErr == nil && (r.Outcome.OK() || r.Verdict == Deferred || r.Verdict == Recorded)
 }
 
 // Inbox names the inbox of t: its team and agent name; team-less ralph
@@ -243,7 +249,8 @@ func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target
 	// Recorded before typing: a deliverer that finds this state after a
 	// crash looks for traces on screen before typing again.
 	if err := box.SetDelivery(env.ID, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Updated: c.now()}); err != nil {
-		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}, State: mailbox.StatePending}
+		// Nothing typed; the inbox still says what it said.
+		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}, State: was}
 	}
 	d := *c.Dispatch
 	d.Opts.Resume = resume
@@ -293,10 +300,20 @@ func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, o
 	}
 	res.State = rec.State
 	if box == nil {
+		res.State = "" // nothing stored: never claim more
 		return res
 	}
-	if err := box.SetDelivery(id, rec); err != nil && res.Err == nil {
-		res.Err = fmt.Errorf("%s, but recording that failed: %w", out.Verdict, err)
+	if err := box.SetDelivery(id, rec); err != nil {
+		// Every typing is recorded as such first, and that is what the
+		// inbox still says: a later deliver looks for traces of it, and
+		// finds it submitted or finishes it.
+		res.State = mailbox.StateTyping
+		res.RecordErr = fmt.Errorf("%s, but recording that in the inbox failed (it still says %s): %w", out.Verdict, res.State, err)
+		if res.Err == nil {
+			res.Err = res.RecordErr
+		} else {
+			res.Err = errors.Join(res.Err, res.RecordErr)
+		}
 	}
 	return res
 }

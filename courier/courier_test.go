@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -384,5 +385,64 @@ func TestBusyInboxDelivererIsNotWaitedFor(t *testing.T) {
 	want := []string{string(older.ID) + ": older", string(env.ID) + ": newer"}
 	if got := tm.Received("agent-alpha-ana"); !slices.Equal(got, want) {
 		t.Errorf("received %q, want %q", got, want)
+	}
+}
+
+// fakeServer lets fullDisk embed the fake server without its field name
+// hiding the server's Server method.
+type fakeServer = faketmux.Server
+
+// fullDisk is the fake tmux server of a machine whose disk fills up just
+// as the agent is told to submit: the inbox can no longer be written (its
+// lock file is made unopenable, which stops root too).
+type fullDisk struct {
+	*fakeServer
+	lockFile string
+	full     bool
+}
+
+func (f *fullDisk) SendBytes(ctx context.Context, pane string, b ...byte) error {
+	if !f.full {
+		f.full = true
+		if err := os.Remove(f.lockFile); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		if err := os.Mkdir(f.lockFile, 0o700); err != nil {
+			return err
+		}
+	}
+	return f.fakeServer.SendBytes(ctx, pane, b...)
+}
+
+// When the record of the outcome cannot be written, the result says what
+// the inbox really holds (typing), is not OK, and says why; a later
+// deliver finds the message submitted and does not type it again.
+func TestFailedFinalRecordIsReportedAsStored(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	disk := &fullDisk{fakeServer: tm, lockFile: filepath.Join(c.Store.Root, "teams", "alpha", "mailbox", "ana.lock")}
+	c.Dispatch.Tmux = disk
+	env := envelope(t, "hello")
+	res := c.Send(context.Background(), ana(t), env, Mode{Queue: true})
+	if res.OK() || res.State != mailbox.StateTyping || res.Verdict != delivery.Submitted {
+		t.Fatalf("result %s, stored %s, ok %v, err %v; want submitted, stored typing, not ok", res.Verdict, res.State, res.OK(), res.Err)
+	}
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "recording that in the inbox failed (it still says typing)") {
+		t.Errorf("err %v, want it to say the record failed", res.Err)
+	}
+	if s := state(t, c, env.ID); s != mailbox.StateTyping {
+		t.Fatalf("inbox says %s", s)
+	}
+	// Space again: deliver finds it submitted, and types nothing.
+	if err := os.Remove(disk.lockFile); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Deliver(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	if s := state(t, c, env.ID); s != mailbox.StateSubmitted {
+		t.Errorf("after deliver the inbox says %s, want submitted", s)
+	}
+	if got := tm.Received("agent-alpha-ana"); len(got) != 1 {
+		t.Errorf("received %q, want it once", got)
 	}
 }

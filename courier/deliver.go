@@ -37,6 +37,11 @@ func (c *Courier) Deliver(ctx context.Context, team string) ([]Typing, error) {
 		}
 		done, err := c.deliverInbox(ctx, in.Team, in.Agent, true)
 		out = append(out, done...)
+		for _, d := range done {
+			if d.RecordErr != nil {
+				errs = append(errs, fmt.Errorf("%s/%s: %s: %w", in.Team, in.Agent, d.ID, d.RecordErr))
+			}
+		}
 		var held *lock.HeldError
 		if errors.As(err, &held) && ctx.Err() == nil && !held.Stopped && !held.Gone {
 			continue // another deliverer is at work on this inbox
