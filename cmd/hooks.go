@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/internal/safedir"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/receipt"
 )
@@ -224,7 +226,13 @@ func NewCmdHook(f *Factory) *cobra.Command {
 				return nil
 			}
 			if id, ok := receipt.FromPrompt(in.Prompt); ok {
-				if err := (&receipt.Log{Path: receipts}).Record(id); err != nil {
+				// The receipts live in the mailbox root: never in a
+				// directory someone else controls.
+				err := safedir.CheckFollow(filepath.Dir(receipts))
+				if err == nil || errors.Is(err, fs.ErrNotExist) {
+					err = (&receipt.Log{Path: receipts}).Record(id)
+				}
+				if err != nil {
 					fmt.Fprintf(f.IO.ErrOut, "agentmsg hook: %v\n", err)
 				}
 			}

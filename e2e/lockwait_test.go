@@ -116,3 +116,29 @@ func TestStoppedLockHolderBlocksNoOne(t *testing.T) {
 		t.Fatalf("received %q, want first then second, once each", got)
 	}
 }
+
+// Without XDG_RUNTIME_DIR the locks go to $TMPDIR/agentmsg-<uid>. One that
+// another user made first, open to everyone, is refused with a clear
+// error: nothing is typed, and nothing is created in it.
+func TestLockDirOthersMadeIsRefused(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-alpha-ana")
+	tmp := t.TempDir()
+	shared := filepath.Join(tmp, fmt.Sprintf("agentmsg-%d", os.Getuid()))
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	b := startAgentmsg(t, s, nil, []string{"XDG_RUNTIME_DIR=", "TMPDIR=" + tmp}, "send", "alpha", "ana", "through a lock dir someone else made")
+	res := b.finish(t)
+	if res.Code == 0 || !strings.Contains(res.Stderr, "refusing to use "+shared) || !strings.Contains(res.Stderr, "writable by other users") {
+		t.Errorf("want a refusal naming %s, got %s", shared, res)
+	}
+	if left, _ := os.ReadDir(shared); len(left) != 0 {
+		t.Errorf("agentmsg made %d entries in a directory it refused", len(left))
+	}
+	wantUntouched(t, ana)
+}

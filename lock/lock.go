@@ -25,11 +25,17 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentmsg/agentmsg/internal/safedir"
 )
 
 // Dir holds the lock files.
 type Dir struct {
 	Path string
+	// Base is the directory Path was made under (XDG_RUNTIME_DIR, TMPDIR):
+	// every directory below it must be ours and private (package safedir).
+	// "" checks Path alone.
+	Base string
 	// Owner names the holder in the lock files it holds ("agentmsg send"),
 	// so that a sender kept waiting can say who holds the pane; "" is
 	// "agentmsg".
@@ -40,9 +46,12 @@ type Dir struct {
 // $TMPDIR/agentmsg-<uid>/locks.
 func DefaultDir(lookupEnv func(string) (string, bool)) Dir {
 	if v, ok := lookupEnv("XDG_RUNTIME_DIR"); ok && v != "" {
-		return Dir{Path: filepath.Join(v, "agentmsg", "locks")}
+		return Dir{Path: filepath.Join(v, "agentmsg", "locks"), Base: v}
 	}
-	return Dir{Path: filepath.Join(os.TempDir(), fmt.Sprintf("agentmsg-%d", os.Getuid()), "locks")}
+	// A shared directory: anyone may have made agentmsg-<uid> first, so
+	// it is checked before use (see Base).
+	tmp := os.TempDir()
+	return Dir{Path: filepath.Join(tmp, fmt.Sprintf("agentmsg-%d", os.Getuid()), "locks"), Base: tmp}
 }
 
 // Holder is who holds a lock, as its lock file says.
@@ -95,7 +104,7 @@ func (e *HeldError) Unwrap() error { return e.Err }
 // once it has the lock, that the file it locked is still the one at the
 // path; a waiter that wins the lock on a removed file starts over.
 func (d Dir) Pane(ctx context.Context, socket, paneID string) (unlock func(), err error) {
-	if err := os.MkdirAll(d.Path, 0o700); err != nil {
+	if err := safedir.Ensure(d.Base, d.Path); err != nil {
 		return nil, fmt.Errorf("lock directory: %w", err)
 	}
 	sum := sha256.Sum256([]byte(socket))
@@ -105,7 +114,7 @@ func (d Dir) Pane(ctx context.Context, socket, paneID string) (unlock func(), er
 // Named takes the exclusive lock called name (letters, digits, - and _),
 // for work other than typing into a pane: one deliverer per inbox, say.
 func (d Dir) Named(ctx context.Context, name string) (unlock func(), err error) {
-	if err := os.MkdirAll(d.Path, 0o700); err != nil {
+	if err := safedir.Ensure(d.Base, d.Path); err != nil {
 		return nil, fmt.Errorf("lock directory: %w", err)
 	}
 	return d.take(ctx, "named-"+name, name)
@@ -125,7 +134,12 @@ func (d Dir) take(ctx context.Context, name, what string) (unlock func(), err er
 	var f *os.File
 	for {
 		if f == nil {
-			if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+			// Never through a symbolic link: it would make us create or
+			// lock a file of someone else's choosing.
+			if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600); err != nil {
+				if errors.Is(err, unix.ELOOP) {
+					return nil, fmt.Errorf("%w: lock file %s is a symbolic link; not following it (remove it)", safedir.ErrUnsafe, path)
+				}
 				return nil, fmt.Errorf("lock file: %w", err)
 			}
 		}

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentmsg/agentmsg/internal/safedir"
 )
 
 func TestPaneExcludes(t *testing.T) {
@@ -186,4 +189,56 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// Without XDG_RUNTIME_DIR the locks live in the shared TMPDIR. A
+// directory another user made there first (mode 0777) is refused, with a
+// clear error, and nothing is created in it.
+func TestSharedLockDirOthersControlIsRefused(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	d := DefaultDir(func(string) (string, bool) { return "", false })
+	if !strings.HasPrefix(d.Path, tmp) {
+		t.Fatalf("lock dir %s, want it under TMPDIR %s", d.Path, tmp)
+	}
+	shared := filepath.Dir(d.Path) // agentmsg-<uid>
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.Pane(context.Background(), "/tmp/s", "%1")
+	if !errors.Is(err, safedir.ErrUnsafe) || !strings.Contains(err.Error(), shared) {
+		t.Fatalf("err %v, want it to refuse %s", err, shared)
+	}
+	if _, err := os.Lstat(d.Path); err == nil {
+		t.Errorf("%s was made inside it", d.Path)
+	}
+	// Made by us, it is used.
+	if err := os.Remove(shared); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := d.Named(context.Background(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+}
+
+// A symbolic link at a lock's name is never followed: no file of someone
+// else's choosing is created or locked.
+func TestSymlinkAtALockNameIsRefused(t *testing.T) {
+	d := Dir{Path: t.TempDir()}
+	victim := filepath.Join(t.TempDir(), "pwned")
+	if err := os.Symlink(victim, filepath.Join(d.Path, "named-x.lock")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.Named(context.Background(), "x")
+	if !errors.Is(err, safedir.ErrUnsafe) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("err %v, want a refusal of the symbolic link", err)
+	}
+	if _, err := os.Lstat(victim); err == nil {
+		t.Errorf("the link's target %s was created", victim)
+	}
 }

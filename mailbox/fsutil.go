@@ -15,7 +15,7 @@ import (
 // because compaction replaces the inbox's inode; a lock on the old inode
 // would not exclude a writer that opened the new one.
 func lockFile(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening lock: %w", err)
 	}

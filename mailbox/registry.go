@@ -57,7 +57,7 @@ func (s *Store) UpdateAgent(team, agent string, fn func(*AgentRecord) error) err
 		return err
 	}
 	dir := s.registryDir(team)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := s.mkdir(dir); err != nil {
 		return err
 	}
 	unlock, err := lockFile(filepath.Join(dir, ".lock"))

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
+	"syscall"
 
 	"github.com/agentmsg/agentmsg/message"
 )
@@ -57,7 +58,7 @@ func (l *Log) Record(id message.ID) error {
 	if fi, err := os.Stat(l.Path); err == nil && fi.Size() > maxSize {
 		l.trim()
 	}
-	f, err := os.OpenFile(l.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(l.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}
