@@ -89,7 +89,7 @@ func (b *Box) appendRecord(v any) error {
 	if err := b.s.mkdir(b.dir); err != nil {
 		return err
 	}
-	unlock, err := lockFile(b.lockPath())
+	unlock, err := lockFile(b.lockPath(), b.s.lockWait())
 	if err != nil {
 		return err
 	}

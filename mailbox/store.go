@@ -38,6 +38,16 @@ type Store struct {
 	Now func() time.Time
 	// PollInterval is how often Wait looks at the inbox; 0 means 10ms.
 	PollInterval time.Duration
+	// LockWait bounds the wait for another writer's lock (ErrLocked
+	// after it); 0 means DefaultLockWait.
+	LockWait time.Duration
+}
+
+func (s *Store) lockWait() time.Duration {
+	if s.LockWait > 0 {
+		return s.LockWait
+	}
+	return DefaultLockWait
 }
 
 // New returns a Store rooted at root.
