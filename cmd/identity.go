@@ -52,7 +52,7 @@ func resolveIdentity(ctx context.Context, f *Factory) (Identity, error) {
 	}
 	id := Identity{Name: cfg.Settings.From, Source: string(cfg.Source("from")), Team: cfg.Settings.Team}
 	if id.Name == "" || id.Team == "" {
-		session, err := tmux.CallerSession(ctx, f.LookupEnv)
+		session, err := tmux.CallerSession(ctx, cfg.Settings.Tmux, f.LookupEnv)
 		if err != nil {
 			f.Log.Debug("could not read the caller's tmux session", "err", err)
 		}

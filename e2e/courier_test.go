@@ -254,7 +254,7 @@ func waitNoControlClient(t *testing.T, socket string) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		out, _ := exec.Command("tmux", "-S", socket, "list-clients", "-F", "#{client_control_mode}").Output()
+		out, _ := exec.Command(harness.TmuxBin(), "-S", socket, "list-clients", "-F", "#{client_control_mode}").Output()
 		if !strings.Contains(string(out), "1") {
 			return
 		}
