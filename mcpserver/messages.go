@@ -144,9 +144,22 @@ func (s *server) ownMessage(id message.ID) (mailbox.Envelope, bool) {
 	return mailbox.Envelope{}, false
 }
 
-// envelope checks a type and its metadata against the protocol.
+// envelope checks a type and its metadata against the protocol. Metadata
+// is typed with the message, so its keys and values are cleaned like it,
+// each to one line, first (as the CLI's --meta is).
 func envelope(typ string, meta map[string]string) (mailbox.Envelope, error) {
-	return mailbox.Check(typ, meta)
+	var clean map[string]string
+	for k, v := range meta {
+		if clean == nil {
+			clean = make(map[string]string, len(meta))
+		}
+		ck := message.CleanLine(k)
+		if _, dup := clean[ck]; dup {
+			return mailbox.Envelope{}, fmt.Errorf("metadata: two keys are %q once cleaned of control characters", ck)
+		}
+		clean[ck] = message.CleanLine(v)
+	}
+	return mailbox.Check(typ, clean)
 }
 
 // send stores env (Type, Content, Metadata, ReplyTo set) in to's inbox and
