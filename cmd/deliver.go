@@ -100,7 +100,7 @@ func deliverRun(ctx context.Context, c *cobra.Command, opts *DeliverOptions) err
 			if !opts.Watch || ctx.Err() != nil {
 				return finishDeliver(opts, all, err)
 			}
-			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %v\n", err)
+			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s\n", showText(err.Error()))
 		}
 		if !opts.Watch {
 			return finishDeliver(opts, all, nil)

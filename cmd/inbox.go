@@ -127,7 +127,7 @@ func inboxRun(ctx context.Context, opts *InboxOptions) error {
 		return err
 	}
 	for _, c := range batch.Corrupt {
-		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: skipped a damaged line in the inbox of %s/%s: %v\n", team, agent, c)
+		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: skipped a damaged line in the inbox of %s/%s: %s\n", team, agent, show(fmt.Sprint(c)))
 	}
 	seen := map[message.ID]bool{}
 	var shown []mailbox.Envelope

@@ -102,7 +102,8 @@ func listRun(ctx context.Context, opts *ListOptions) error {
 		if team == "" {
 			team = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", team, a.Target.Agent(), a.Target.Session, a.Pane.ID, a.Pane.Command, a.State, a.Detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", team, a.Target.Agent(), a.Target.Session, show(a.Pane.ID), show(a.Pane.Command),
+			show(string(a.State)), show(a.Detail))
 	}
 	return tw.Flush()
 }

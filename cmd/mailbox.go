@@ -82,7 +82,7 @@ func (d MailboxDeps) jsonLine(v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(d.IO.Out, "%s\n", b)
+	_, err = fmt.Fprintf(d.IO.Out, "%s\n", jsonSafe(b))
 	return err
 }
 
@@ -199,7 +199,7 @@ func msgLabel(e mailbox.Envelope) string {
 	for _, k := range keys {
 		parts = append(parts, k+"="+e.Metadata[k])
 	}
-	return strings.Join(parts, ", ")
+	return show(strings.Join(parts, ", "))
 }
 
 // indentRest indents every line of s after the first, so that a
@@ -211,8 +211,8 @@ func indentRest(s, indent string) string {
 // writeMessage prints one message for a person: id, time, sender, label,
 // then the content.
 func writeMessage(w io.Writer, e mailbox.Envelope) {
-	fmt.Fprintf(w, "[%s] %s from %s (%s): %s\n", e.ID, e.Timestamp.Local().Format("2006-01-02 15:04:05"),
-		e.From, msgLabel(e), indentRest(e.Content, "  "))
+	fmt.Fprintf(w, "[%s] %s from %s (%s): %s\n", show(string(e.ID)), e.Timestamp.Local().Format("2006-01-02 15:04:05"),
+		show(e.From), msgLabel(e), indentRest(showText(e.Content), "  "))
 }
 
 // writePrompt prints messages as a block for an agent's next prompt.
@@ -226,7 +226,7 @@ func writePrompt(w io.Writer, envs []mailbox.Envelope) {
 	}
 	fmt.Fprintf(w, "You have %d new %s:\n", len(envs), noun)
 	for _, e := range envs {
-		fmt.Fprintf(w, "[%s] from %s (%s): %s\n", e.ID, e.From, msgLabel(e), indentRest(e.Content, "  "))
+		fmt.Fprintf(w, "[%s] from %s (%s): %s\n", show(string(e.ID)), show(e.From), msgLabel(e), indentRest(showText(e.Content), "  "))
 	}
 	fmt.Fprintln(w, "Answer one with: agentmsg reply <id> <message>")
 }
@@ -237,9 +237,9 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// cell shortens s to n runes for a table cell, on one line.
+// cell shortens s to n runes for a table cell, on one line, safe to print.
 func cell(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = show(strings.Join(strings.Fields(s), " "))
 	r := []rune(s)
 	if len(r) <= n {
 		return s

@@ -137,14 +137,14 @@ func requestRun(ctx context.Context, opts *RequestOptions) error {
 	} else {
 		fmt.Fprintf(opts.IO.Out, "posted %s in team %s\n", reqID, opts.Team)
 		if len(told) > 0 {
-			fmt.Fprintf(opts.IO.ErrOut, "told %s; claim it with: agentmsg claim %s\n", strings.Join(told, ", "), reqID)
+			fmt.Fprintf(opts.IO.ErrOut, "told %s; claim it with: agentmsg claim %s\n", show(strings.Join(told, ", ")), reqID)
 		} else {
 			fmt.Fprintf(opts.IO.ErrOut, "no other agent of %s has an inbox yet; they see it with: agentmsg requests %s\n", opts.Team, opts.Team)
 		}
 	}
 	if len(failed) > 0 {
 		for _, a := range slices.Sorted(maps.Keys(failed)) {
-			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: could not tell %s about %s: %v\n", a, reqID, failed[a])
+			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: could not tell %s about %s: %s\n", show(a), reqID, showErr(failed[a]))
 		}
 		return exitError{ExitPartial}
 	}
@@ -215,7 +215,7 @@ func claimRun(ctx context.Context, opts *ClaimOptions) error {
 			writeJSON(opts.jsonOut(), claimJSON{RequestID: opts.RequestID, Team: team, ClaimedBy: ce.By, ClaimedAt: ce.At,
 				Error: err.Error(), ExitCode: ExitClaimed})
 		}
-		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s already claimed by %s at %s\n", opts.RequestID, ce.By, ce.At.Local().Format(time.DateTime))
+		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s already claimed by %s at %s\n", show(opts.RequestID), show(ce.By), ce.At.Local().Format(time.DateTime))
 		return exitError{ExitClaimed}
 	case errors.Is(err, mailbox.ErrExpired):
 		if opts.JSON() {
@@ -223,7 +223,7 @@ func claimRun(ctx context.Context, opts *ClaimOptions) error {
 				Error: err.Error(), ExitCode: ExitClaimed})
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s expired unclaimed at %s; nobody can claim it now (ask %s)\n",
-			opts.RequestID, r.Posted.Add(r.Timeout).Local().Format(time.DateTime), r.From)
+			show(opts.RequestID), r.Posted.Add(r.Timeout).Local().Format(time.DateTime), show(r.From))
 		return exitError{ExitClaimed}
 	case err != nil:
 		return err
@@ -232,7 +232,7 @@ func claimRun(ctx context.Context, opts *ClaimOptions) error {
 	if r.From != id.Name {
 		if err := tellClaimed(s, team, id, r); err != nil {
 			// The claim stands; only the note to the requester is missing.
-			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: claimed, but could not tell %s: %v\n", r.From, err)
+			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: claimed, but could not tell %s: %s\n", show(r.From), showErr(err))
 		}
 	}
 	if opts.JSON() {
@@ -240,7 +240,7 @@ func claimRun(ctx context.Context, opts *ClaimOptions) error {
 			ClaimedAt: opts.Now().UTC(), From: r.From, Description: r.Description})
 		return nil
 	}
-	fmt.Fprintf(opts.IO.Out, "claimed %s from %s: %s\n", r.ID, r.From, r.Description)
+	fmt.Fprintf(opts.IO.Out, "claimed %s from %s: %s\n", show(r.ID), show(r.From), show(r.Description))
 	return nil
 }
 
@@ -360,7 +360,7 @@ func requestsRun(ctx context.Context, opts *RequestsOptions) error {
 		for _, r := range done {
 			nudged = append(nudged, r.ID)
 			if !opts.JSON() {
-				fmt.Fprintf(opts.IO.ErrOut, "nudged team %s: %s expired unclaimed\n", team, r.ID)
+				fmt.Fprintf(opts.IO.ErrOut, "nudged team %s: %s expired unclaimed\n", team, show(r.ID))
 			}
 		}
 		if err != nil {
@@ -404,8 +404,8 @@ func requestsRun(ctx context.Context, opts *RequestsOptions) error {
 			if !r.Expires.IsZero() {
 				expires = r.Expires.Local().Format(time.DateTime)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, state, r.From, sinceText(now, r.Posted), expires,
-				orDash(r.ClaimedBy), cell(r.Description, 60))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", show(r.ID), show(state), show(r.From), sinceText(now, r.Posted), expires,
+				show(orDash(r.ClaimedBy)), cell(r.Description, 60))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -80,7 +80,7 @@ func teamCleanRun(ctx context.Context, opts *TeamCleanOptions) error {
 	}
 	var parts []string
 	if len(agents) > 0 {
-		parts = append(parts, fmt.Sprintf("%d inbox(es) (%s)", len(agents), strings.Join(agents, ", ")))
+		parts = append(parts, fmt.Sprintf("%d inbox(es) (%s)", len(agents), show(strings.Join(agents, ", "))))
 	}
 	if len(reqs) > 0 {
 		parts = append(parts, fmt.Sprintf("%d request(s)", len(reqs)))

@@ -161,3 +161,47 @@ func TestNewID(t *testing.T) {
 		t.Errorf("Format = %q", got)
 	}
 }
+
+func TestPrintable(t *testing.T) {
+	tests := []struct{ in, want, line string }{
+		{"plain text", "plain text", "plain text"},
+		{"w\x1b[2Jy", `w\x1b[2Jy`, `w\x1b[2Jy`},
+		{"m\x1b]52;c;aGk=\x07", `m\x1b]52;c;aGk=\x07`, `m\x1b]52;c;aGk=\x07`},
+		{"two\nlines\tand tab", "two\nlines\tand tab", `two\nlines\tand tab`},
+		{"cr\rover", `cr\rover`, `cr\rover`},
+		{"c1 \u009b2J del \x7f nul \x00", `c1 \u009b2J del \x7f nul \x00`, `c1 \u009b2J del \x7f nul \x00`},
+		{"bidi \u202egnp.exe\u202c \u2066x\u2069", `bidi \u202egnp.exe\u202c \u2066x\u2069`, `bidi \u202egnp.exe\u202c \u2066x\u2069`},
+		{"bad \xff\xfe utf8", `bad \xff\xfe utf8`, `bad \xff\xfe utf8`},
+		{"kept: é 世界 🎉 \uFFFD", "kept: é 世界 🎉 \uFFFD", "kept: é 世界 🎉 \uFFFD"},
+	}
+	for _, tt := range tests {
+		if got := Printable(tt.in); got != tt.want {
+			t.Errorf("Printable(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := PrintableLine(tt.in); got != tt.line {
+			t.Errorf("PrintableLine(%q) = %q, want %q", tt.in, got, tt.line)
+		}
+	}
+}
+
+// FuzzPrintable checks that nothing Printable returns can act on a
+// terminal or reorder text.
+func FuzzPrintable(f *testing.F) {
+	for _, s := range cleanSeeds {
+		f.Add(s)
+	}
+	f.Add("\u202e\u2066\u2028\u0085")
+	f.Fuzz(func(t *testing.T, in string) {
+		for _, oneLine := range []bool{false, true} {
+			out := printable(in, oneLine)
+			if !utf8.ValidString(out) {
+				t.Fatalf("printable(%q, %v) = %q is not valid UTF-8", in, oneLine, out)
+			}
+			for _, r := range out {
+				if Unsafe(r) && (oneLine || (r != '\n' && r != '\t')) {
+					t.Fatalf("printable(%q, %v) = %q holds %U", in, oneLine, out, r)
+				}
+			}
+		}
+	})
+}
