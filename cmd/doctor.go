@@ -54,15 +54,21 @@ tmux client a send uses.`,
 				for i, p := range in.Probe {
 					probeMS[i] = float64(p.Microseconds()) / 1000
 				}
-				writeJSON(f, map[string]any{
+				doc := map[string]any{
 					"target": t.String(), "session": t.Session, "found": in.Found, "similar": in.Similar,
 					"socket": in.Server.Socket, "tmux_version": in.Server.Version,
 					"pane": in.Pane.ID, "command": in.Pane.Command, "in_mode": in.Pane.InMode,
 					"profile": in.Profile.Name, "profile_why": in.Why,
 					"state": string(in.Reading.State), "detail": in.Reading.Detail, "box": in.Reading.Box,
 					"queued": in.Reading.Queued, "shell": in.Reading.Shell,
-					"would": in.Would, "probe_ms": probeMS,
-				})
+					"would": in.Would, "probe_ms": probeMS, "exit_code": ExitOK,
+				}
+				if !in.Found {
+					doc["exit_code"], doc["error"] = ExitNotFound, "no session named exactly "+t.Session
+					writeJSON(f, doc)
+					return exitError{ExitNotFound}
+				}
+				writeJSON(f, doc)
 				return nil
 			}
 			w := f.IO.Out

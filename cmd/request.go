@@ -133,7 +133,10 @@ func requestRun(ctx context.Context, opts *RequestOptions) error {
 			Expires     time.Time `json:"expires,omitzero"`
 			MessageID   string    `json:"message_id"`
 			Notified    []string  `json:"notified"`
-		}{reqID, opts.Team, id.Name, opts.Description, posted, expires, string(env.ID), append([]string{}, told...)})
+			ExitCode    int       `json:"exit_code"`
+			Error       string    `json:"error,omitempty"`
+		}{reqID, opts.Team, id.Name, opts.Description, posted, expires, string(env.ID), append([]string{}, told...),
+			requestCode(failed), requestError(reqID, failed)})
 	} else {
 		fmt.Fprintf(opts.IO.Out, "posted %s in team %s\n", reqID, opts.Team)
 		if len(told) > 0 {
@@ -149,6 +152,23 @@ func requestRun(ctx context.Context, opts *RequestOptions) error {
 		return exitError{ExitPartial}
 	}
 	return nil
+}
+
+// requestCode is request's exit code: partial when some were not told.
+func requestCode(failed map[string]error) int {
+	if len(failed) > 0 {
+		return ExitPartial
+	}
+	return ExitOK
+}
+
+// requestError says who could not be told about a request, or "".
+func requestError(reqID string, failed map[string]error) string {
+	var parts []string
+	for _, a := range slices.Sorted(maps.Keys(failed)) {
+		parts = append(parts, fmt.Sprintf("could not tell %s about %s: %v", a, reqID, failed[a]))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // ClaimOptions are claim's inputs.
