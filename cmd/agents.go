@@ -134,6 +134,11 @@ func agentsRun(ctx context.Context, opts *AgentsOptions) error {
 	if list, err = m.Status(ctx, opts.Team); err != nil {
 		return err
 	}
+	if len(list) == 0 && len(reaped) == 0 && opts.Team != "" && opts.Team != target.RalphTeam {
+		if err := knownTeam(ctx, m.Store, func(ctx context.Context) ([]string, error) { return liveTeams(ctx, m.Dispatch) }, opts.Team); err != nil {
+			return err
+		}
+	}
 	if opts.JSON() {
 		doc := struct {
 			Socket string            `json:"socket"`

@@ -80,6 +80,11 @@ func deliverRun(ctx context.Context, c *cobra.Command, opts *DeliverOptions) err
 	if err != nil {
 		return err
 	}
+	if opts.Team != "" {
+		if err := knownTeam(ctx, cr.Store, func(ctx context.Context) ([]string, error) { return liveTeams(ctx, d) }, opts.Team); err != nil {
+			return err
+		}
+	}
 	var all []courier.Typing
 	for {
 		// Requests whose time ran out unclaimed are told to their team,

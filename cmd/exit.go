@@ -53,7 +53,7 @@ func exitCode(err error) int {
 	case errors.As(err, &ue), errors.Is(err, target.ErrInvalid), errors.Is(err, config.ErrInvalid),
 		errors.Is(err, dispatch.ErrEmptyMessage), errors.Is(err, dispatch.ErrSelf), errors.Is(err, mailbox.ErrBadName):
 		return ExitUsage
-	case errors.Is(err, dispatch.ErrTargetNotFound), errors.Is(err, dispatch.ErrNoTargets),
+	case errors.Is(err, dispatch.ErrTargetNotFound), errors.Is(err, dispatch.ErrNoTargets), errors.Is(err, errNoTeam),
 		errors.Is(err, mailbox.ErrNoRequest), errors.Is(err, mailbox.ErrNoMessage):
 		return ExitNotFound
 	case errors.Is(err, errTimedOut):

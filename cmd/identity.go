@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
@@ -19,6 +20,11 @@ type Identity struct {
 	Name   string // inbox name, lower case: "ana", "ana-2", "dana"
 	Sender string // upper case, for ids: MSG_<SENDER>_<hex>
 	Source string // where Name came from, for messages
+	// TeamNamed: Team was given on this command line (--team), so a
+	// mistyped one is refused like a TEAM argument (knownTeam). A team from
+	// the environment, the config file or the session is the caller's own,
+	// which may have nothing stored yet.
+	TeamNamed bool
 }
 
 // NeedTeam is the identity's team, or a usage error saying how to give one.
@@ -50,7 +56,8 @@ func resolveIdentity(ctx context.Context, f *Factory) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
-	id := Identity{Name: cfg.Settings.From, Source: string(cfg.Source("from")), Team: cfg.Settings.Team}
+	id := Identity{Name: cfg.Settings.From, Source: string(cfg.Source("from")), Team: cfg.Settings.Team,
+		TeamNamed: cfg.Settings.Team != "" && cfg.Source("team") == config.FlagSource("team")}
 	if id.Name == "" || id.Team == "" {
 		session, err := tmux.CallerSession(ctx, f.LookupEnv)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/target"
 )
 
 // InboxOptions are inbox's inputs.
@@ -64,6 +65,9 @@ Formats (--format, or --json for json):
 				if err != nil {
 					return err
 				}
+				if _, err := target.New(team, args[1]); err != nil {
+					return err
+				}
 				opts.Team, opts.Agent = team, args[1]
 			}
 			switch opts.Format {
@@ -113,6 +117,9 @@ func inboxRun(ctx context.Context, opts *InboxOptions) error {
 	}
 	s, err := opts.Mailbox()
 	if err != nil {
+		return err
+	}
+	if err := opts.knownTeam(ctx, s, team, opts.Team != "" || id.TeamNamed); err != nil {
 		return err
 	}
 	reader := id.Name

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/target"
 )
 
 // LogOptions are log's inputs.
@@ -56,6 +57,9 @@ keeps only the latest record of a message.`,
 				opts.Team = team
 			}
 			if len(args) > 1 {
+				if _, err := target.New(opts.Team, args[1]); err != nil {
+					return err
+				}
 				opts.Agent = args[1]
 			}
 			if id != "" && !message.Valid(id) {
@@ -91,6 +95,11 @@ func logRun(ctx context.Context, opts *LogOptions) error {
 	s, err := opts.Mailbox()
 	if err != nil {
 		return err
+	}
+	if opts.Team != "" {
+		if err := opts.knownTeam(ctx, s, opts.Team, true); err != nil {
+			return err
+		}
 	}
 	boxes, err := opts.inboxes(s)
 	if err != nil {

@@ -47,6 +47,9 @@ type MailboxDeps struct {
 	// LiveAgents lists the agents of a team that run on the tmux server
 	// now (nil, or an error: only inboxes count).
 	LiveAgents func(ctx context.Context, team string) ([]string, error)
+	// LiveTeams lists the teams with agent sessions on the tmux server
+	// (nil, or an error: only the mailbox says which teams exist).
+	LiveTeams func(ctx context.Context) ([]string, error)
 }
 
 // mailboxDeps reads the factory lazily: NewCmdRoot fills it in after
@@ -70,7 +73,19 @@ func mailboxDeps(f *Factory) MailboxDeps {
 			}
 			return names, err
 		},
+		LiveTeams: factoryLiveTeams(f),
 	}
+}
+
+// knownTeam is nil when team exists (see knownTeam), else exit 3. Only
+// a team named on the command line (named: a TEAM argument, or --team) is
+// checked: the caller's own team, from the environment, the config file
+// or its session, may have nothing stored yet.
+func (d MailboxDeps) knownTeam(ctx context.Context, s *mailbox.Store, team string, named bool) error {
+	if !named {
+		return nil
+	}
+	return knownTeam(ctx, s, d.LiveTeams, team)
 }
 
 // jsonOut is a Factory that writeJSON can print through.
@@ -94,16 +109,19 @@ func teamArg(team string) (string, error) {
 	return team, nil
 }
 
-// teamOrOwn is the team given in args[i], else the caller's.
-func teamOrOwn(ctx context.Context, d MailboxDeps, args []string, i int) (string, error) {
+// teamOrOwn is the team given in args[i], else the caller's; named says
+// whether it was named on the command line (see knownTeam).
+func teamOrOwn(ctx context.Context, d MailboxDeps, args []string, i int) (team string, named bool, err error) {
 	if len(args) > i {
-		return teamArg(args[i])
+		team, err = teamArg(args[i])
+		return team, true, err
 	}
 	id, err := d.Identity(ctx)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	return id.NeedTeam()
+	team, err = id.NeedTeam()
+	return team, id.TeamNamed, err
 }
 
 // newRequestID is REQ_<8 hex>.

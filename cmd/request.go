@@ -76,6 +76,9 @@ func requestRun(ctx context.Context, opts *RequestOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := opts.knownTeam(ctx, s, opts.Team, true); err != nil {
+		return err
+	}
 	reqID, err := newRequestID()
 	if err != nil {
 		return err
@@ -227,6 +230,9 @@ func claimRun(ctx context.Context, opts *ClaimOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := opts.knownTeam(ctx, s, team, opts.Team != "" || id.TeamNamed); err != nil {
+		return err
+	}
 	r, err := s.Claim(team, opts.RequestID, id.Name)
 	var ce *mailbox.ClaimedError
 	switch {
@@ -372,6 +378,9 @@ func requestsRun(ctx context.Context, opts *RequestsOptions) error {
 	}
 	s, err := opts.Mailbox()
 	if err != nil {
+		return err
+	}
+	if err := opts.knownTeam(ctx, s, team, opts.Team != "" || id.TeamNamed); err != nil {
 		return err
 	}
 	nudged := []string{}

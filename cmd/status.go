@@ -203,12 +203,15 @@ type boardJSON struct {
 }
 
 func boardRun(ctx context.Context, opts *BoardOptions) error {
-	team, err := teamOrOwn(ctx, opts.MailboxDeps, optional(opts.Team), 0)
+	team, named, err := teamOrOwn(ctx, opts.MailboxDeps, optional(opts.Team), 0)
 	if err != nil {
 		return err
 	}
 	s, err := opts.Mailbox()
 	if err != nil {
+		return err
+	}
+	if err := opts.knownTeam(ctx, s, team, named); err != nil {
 		return err
 	}
 	redraw := opts.Watch && !opts.JSON() && isTerminal(opts.IO.Out)

@@ -23,3 +23,18 @@ func TestMetaCannotInject(t *testing.T) {
 		}
 	}
 }
+
+// A mistyped team is exit 3 naming the teams that exist, never an empty
+// inbox, log or request list.
+func TestMistypedTeamIsNotFound(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	s.StartAgent("agent-alpha-ana")
+	for _, args := range [][]string{{"inbox", "alpah", "ana"}, {"log", "alpah"}, {"--team", "alpah", "requests"}} {
+		res := s.Run(args...)
+		wantCode(t, res, 3)
+		if !strings.Contains(res.Stderr, `"alpah"`) || !strings.Contains(res.Stderr, "teams: alpha") {
+			t.Errorf("%v: stderr should name the teams that exist:\n%s", args, res)
+		}
+	}
+}
