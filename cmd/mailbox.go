@@ -184,8 +184,16 @@ func (fl msgFilter) suffix() string {
 	return " " + fl.String()
 }
 
-// check rejects values no message can have.
-func (fl msgFilter) check() error {
+// check rejects values no message can have, and spells the sender the
+// one way senders are stored (target.ParseName).
+func (fl *msgFilter) check() error {
+	if fl.Sender != "" {
+		name, err := target.ParseName(fl.Sender)
+		if err != nil {
+			return usagef("--sender: %v", err)
+		}
+		fl.Sender = name
+	}
 	if fl.ReplyTo != "" && !message.Valid(fl.ReplyTo) {
 		return usagef("--reply-to %q is not a message id (MSG_<SENDER>_<8 hex>)", fl.ReplyTo)
 	}

@@ -145,7 +145,7 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 		case "socket_name":
 			pf.StringVarP(v, k.Flag, "L", "", "tmux server socket name, as tmux -L")
 		case "from":
-			pf.StringVar(v, k.Flag, "", "sender name (default: $AGENTMSG_FROM, else the agent whose tmux session you run in, else $USER)")
+			pf.StringVar(v, k.Flag, "", "sender name, an agent name such as ana, ana-2 or lead, in any case (default: $AGENTMSG_FROM, else the agent whose tmux session you run in, else $USER)")
 		case "team":
 			pf.StringVar(v, k.Flag, "", "your team, for mailbox commands (default: $AGENTMSG_TEAM, else the team of the agent session you run in)")
 		default:

@@ -144,6 +144,20 @@ func (s *server) ownMessage(id message.ID) (mailbox.Envelope, bool) {
 	return mailbox.Envelope{}, false
 }
 
+// canonicalFrom spells a sender filter the one way senders are stored
+// (target.ParseName: "LEAD" is lead); an invalid name is an error.
+func canonicalFrom(from *string) error {
+	if *from == "" {
+		return nil
+	}
+	name, err := target.ParseName(*from)
+	if err != nil {
+		return fmt.Errorf("from: %w", err)
+	}
+	*from = name
+	return nil
+}
+
 // envelope checks a type and its metadata against the protocol. Metadata
 // is typed with the message, so its keys and values are cleaned like it,
 // each to one line, first (as the CLI's --meta is).
@@ -262,6 +276,9 @@ type WaitOutput struct {
 }
 
 func (s *server) waitForMessage(ctx context.Context, in WaitInput) (WaitOutput, error) {
+	if err := canonicalFrom(&in.From); err != nil {
+		return WaitOutput{}, err
+	}
 	team, err := s.team()
 	if err != nil {
 		return WaitOutput{}, err

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -22,5 +23,22 @@ func TestSendMetadataIsCleaned(t *testing.T) {
 	ana.call("check_messages", map[string]any{}, &got)
 	if got.Count != 1 || len(got.Messages[0].Metadata) != 1 || got.Messages[0].Metadata["k"] != "v1INJECTED" {
 		t.Fatalf("stored metadata: %+v", got)
+	}
+}
+
+// wait_for_message's from takes a sender in the spellings --from does, and
+// refuses what no sender can be.
+func TestWaitFromIsCanonical(t *testing.T) {
+	t.Parallel()
+	tm := newTeam(t, "ana")
+	lead, ana := tm.as("lead", false), tm.as("ana", false)
+	lead.call("send_message", map[string]any{"to": "ana", "content": "hello"}, nil)
+	var w WaitOutput
+	ana.call("wait_for_message", map[string]any{"from": "LEAD", "timeout_seconds": 1}, &w)
+	if w.TimedOut || w.Message == nil || w.Message.From != "lead" {
+		t.Fatalf("wait from LEAD: %+v", w)
+	}
+	if got := ana.callErr("wait_for_message", map[string]any{"from": "Bad Name", "timeout_seconds": 1}); !strings.Contains(got, "Bad Name") {
+		t.Errorf("wait from \"Bad Name\": %q", got)
 	}
 }
