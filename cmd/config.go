@@ -54,7 +54,7 @@ A config file looks like:
 				writeJSON(f, out)
 				return nil
 			}
-			fmt.Fprintf(f.IO.Out, "config file: %s\n\n", path)
+			fmt.Fprintf(f.IO.Out, "config file: %s\n\n", show(path))
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE\tMEANING")
 			for _, e := range cfg.Entries() {
@@ -62,7 +62,7 @@ A config file looks like:
 				if v == "" {
 					v = `""`
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Key, v, e.Source, e.Help)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Key, show(v), show(string(e.Source)), e.Help)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -73,10 +73,10 @@ A config file looks like:
 				if team == "" {
 					team = "(none)"
 				}
-				fmt.Fprintf(f.IO.Out, "\nnow: sender %s (inbox %s, from %s), team %s", id.Sender, id.Name, id.Source, team)
+				fmt.Fprintf(f.IO.Out, "\nnow: sender %s (inbox %s, from %s), team %s", id.Sender, id.Name, show(id.Source), team)
 			}
 			if server, err := tmux.ResolveServer(cfg.Settings.Socket, cfg.Settings.SocketName, f.LookupEnv); err == nil {
-				fmt.Fprintf(f.IO.Out, ", tmux server %s", server.Socket)
+				fmt.Fprintf(f.IO.Out, ", tmux server %s", show(server.Socket))
 			}
 			fmt.Fprintln(f.IO.Out)
 			if len(cfg.Profiles) > 0 {
@@ -85,7 +85,7 @@ A config file looks like:
 					names = append(names, name)
 				}
 				sort.Strings(names)
-				fmt.Fprintf(f.IO.Out, "\nagent profiles changed or added by the file: %s (see agentmsg doctor for what a pane is read as)\n", strings.Join(names, ", "))
+				fmt.Fprintf(f.IO.Out, "\nagent profiles changed or added by the file: %s (see agentmsg doctor for what a pane is read as)\n", show(strings.Join(names, ", ")))
 			}
 			return nil
 		},

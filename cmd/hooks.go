@@ -217,7 +217,7 @@ func NewCmdHook(f *Factory) *cobra.Command {
 				err = json.Unmarshal(data, &in)
 			}
 			if err != nil {
-				fmt.Fprintf(f.IO.ErrOut, "agentmsg hook: %v\n", err)
+				fmt.Fprintf(f.IO.ErrOut, "agentmsg hook: %s\n", showErr(err))
 				if replyJSON {
 					fmt.Fprintln(f.IO.Out, "{}")
 				}
@@ -225,7 +225,7 @@ func NewCmdHook(f *Factory) *cobra.Command {
 			}
 			if id, ok := receipt.FromPrompt(in.Prompt); ok {
 				if err := (&receipt.Log{Path: receipts}).Record(id); err != nil {
-					fmt.Fprintf(f.IO.ErrOut, "agentmsg hook: %v\n", err)
+					fmt.Fprintf(f.IO.ErrOut, "agentmsg hook: %s\n", showErr(err))
 				}
 			}
 			if replyJSON {

@@ -382,6 +382,7 @@ func TestRequestAndClaim(t *testing.T) {
 
 func TestClaimConcurrentExactlyOneWins(t *testing.T) {
 	m := newMBHome(t)
+	m.send("lead", "worker_0", mailbox.TypeText, "welcome") // team alpha exists
 	r := m.want(m.run("lead", "--json", "request", "alpha", "one job"), ExitOK)
 	id := decodeJSON[struct {
 		RequestID string `json:"request_id"`
