@@ -187,6 +187,35 @@ func TestDeliverCompactsAnOutgrownInbox(t *testing.T) {
 	}
 }
 
+// Mailbox-only messages to an agent that never read its inbox are all
+// unread: deliver's compaction keeps every one (issue 10, item 9).
+func TestDeliverKeepsMailboxOnlyMessagesNeverRead(t *testing.T) {
+	c, _ := newCourier(t, "agent-alpha-ana")
+	c.Keep = mailbox.Retention{MaxCount: 2}
+	var sent []message.ID
+	for range 5 {
+		env := envelope(t, "m")
+		if res := c.Send(context.Background(), ana(t), env, Mode{MailboxOnly: true}); !res.OK() {
+			t.Fatal(res.Err)
+		}
+		sent = append(sent, env.ID)
+	}
+	if _, err := c.Deliver(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Store.Read("alpha", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []message.ID
+	for _, e := range b.Envelopes {
+		got = append(got, e.ID)
+	}
+	if !slices.Equal(got, sent) {
+		t.Errorf("after deliver: %d of 5 unread messages kept", len(got))
+	}
+}
+
 // An agent reads in the order messages were sent: a new message never
 // overtakes older ones still waiting for it.
 func TestOlderMessagesGoFirst(t *testing.T) {

@@ -69,6 +69,14 @@ func (s DeliveryState) Outstanding() bool {
 	return s == StatePending || s == StateDeferred || s == StateTyping || s == StateTyped
 }
 
+// Seen reports whether the agent has seen the message in its pane: it was
+// submitted there, or queued behind the agent's turn, or the agent pulled
+// it. Compaction may drop a seen message the agent's cursor has not passed;
+// never an unseen one.
+func (s DeliveryState) Seen() bool {
+	return s == StateSubmitted || s == StateQueued || s == StateRead
+}
+
 // Delivery records the progress of one message to its receiver.
 type Delivery struct {
 	State       DeliveryState `json:"state"`
