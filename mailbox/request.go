@@ -18,9 +18,13 @@ type Request struct {
 	ID          string
 	From        string
 	Description string
-	Timeout     time.Duration // after Posted; 0 never expires
+	Timeout     time.Duration // after Posted; 0 never expires; at most MaxRequestTimeout
 	Posted      time.Time     // set by Post when zero
 }
+
+// MaxRequestTimeout bounds a request's time to expiry: Post clamps a
+// longer one to it, as the front ends do before they report an expiry.
+const MaxRequestTimeout = 365 * 24 * time.Hour
 
 // requestFile is a Request on disk: an absolute expiry reads better in
 // JSON than a duration in nanoseconds.
@@ -104,6 +108,7 @@ func (s *Store) Post(team string, r Request) error {
 	if r.Posted.IsZero() {
 		r.Posted = s.now()
 	}
+	r.Timeout = min(r.Timeout, MaxRequestTimeout)
 	rf := requestFile{ID: r.ID, From: r.From, Description: r.Description, Posted: r.Posted.UTC()}
 	if r.Timeout > 0 {
 		rf.Expires = rf.Posted.Add(r.Timeout)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -283,11 +284,62 @@ func TestSeconds(t *testing.T) {
 		shouldErr bool
 	}{
 		{0, DefaultWait, false}, {1.5, 1500 * time.Millisecond, false}, {500, MaxWait, false}, {-1, 0, true},
+		// Beyond what a Duration holds: the limit, never a negative wrap.
+		{1e308, MaxWait, false}, {1e10, MaxWait, false}, {float64(math.MaxInt64), MaxWait, false},
+		// A tiny positive time is not 0 (which means the default).
+		{1e-12, time.Nanosecond, false},
+		{math.NaN(), 0, true}, {math.Inf(1), 0, true},
 	} {
 		got, err := seconds(tc.in, DefaultWait, MaxWait)
 		if got != tc.want || (err != nil) != tc.shouldErr {
 			t.Errorf("seconds(%g) = %s, %v", tc.in, got, err)
 		}
+	}
+}
+
+// Every seconds field of every tool is clamped to its documented limit:
+// 1e308 once overflowed to a negative deadline (issue 10, item 15).
+func TestHugeSecondsAreClamped(t *testing.T) {
+	t.Parallel()
+	tm := newTeam(t, "ana")
+	lead, ana := tm.as("lead", true), tm.as("ana", false)
+
+	// wait_for_message waits (at most MaxWait) instead of failing at once.
+	done := make(chan WaitOutput, 1)
+	go func() {
+		var w WaitOutput
+		res, err := ana.raw(context.Background(), "wait_for_message", map[string]any{"from": "lead", "timeout_seconds": 1e308})
+		if err == nil && !res.IsError {
+			decode(t, res, &w)
+		} else if err == nil {
+			w.Waited = -1
+			t.Errorf("wait_for_message: %s", text(res))
+		}
+		done <- w
+	}()
+	var sent SendOutput
+	lead.call("send_message", map[string]any{"to": "ana", "content": "late"}, &sent)
+	if w := <-done; w.Message == nil || w.Message.MessageID != sent.MessageID {
+		t.Fatalf("wait with timeout_seconds 1e308: %+v", w)
+	}
+
+	// A request with a huge timeout is open, and expires within the limit.
+	var req RequestOutput
+	lead.call("request_task", map[string]any{"description": "x", "timeout_seconds": 1e308}, &req)
+	if req.Expires.IsZero() || req.Expires.After(time.Now().Add(mailbox.MaxRequestTimeout)) || req.Expires.Before(time.Now()) {
+		t.Fatalf("request expires %s", req.Expires)
+	}
+	var claim ClaimOutput
+	ana.call("claim_request", map[string]any{"request_id": req.RequestID}, &claim)
+	if !claim.Claimed {
+		t.Fatalf("claim of a request with a huge timeout: %+v", claim)
+	}
+
+	lead.call("shutdown_agent", map[string]any{"agent": "ana", "wait_seconds": 1e308}, nil)
+	lead.call("kill_agent", map[string]any{"agent": "ana", "grace_seconds": 1e308}, nil)
+	want := []string{`shutdown t/ana from lead reason "" wait 10m0s`, "kill t/ana grace 1m0s"}
+	if got := tm.life.log(); !slices.Equal(got, want) {
+		t.Errorf("lifecycle calls %q, want %q", got, want)
 	}
 }
 
