@@ -251,7 +251,7 @@ func expiredNotice(id Identity) func(mailbox.RequestInfo) (mailbox.Envelope, err
 	return func(r mailbox.RequestInfo) (mailbox.Envelope, error) {
 		env, err := newEnvelope(id, mailbox.Broadcast, mailbox.TypeRequest, fmt.Sprintf(
 			"Reminder: request %s from %s expired unclaimed after %s: %s", r.ID, r.From, r.Timeout, r.Description))
-		env.RequestID, env.Metadata = r.ID, map[string]string{"nudge": "expired"}
+		env.RequestID, env.Metadata = r.ID, map[string]string{mailbox.MetaNudge: "expired"}
 		return env, err
 	}
 }

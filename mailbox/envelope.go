@@ -59,6 +59,7 @@ const (
 	StateFailed    DeliveryState = "failed"    // gave up; LastVerdict says why
 	StateRead      DeliveryState = "read"      // the agent pulled it from its inbox
 	StateInbox     DeliveryState = "inbox"     // only for the agent to read (--mailbox-only); never typed
+	StateSkipped   DeliveryState = "skipped"   // no longer to be typed (a request claimed or expired); LastVerdict says why
 )
 
 // Outstanding reports whether a delivery still has work to do; compaction

@@ -55,8 +55,10 @@ func (s *server) requestTask(ctx context.Context, in RequestInput) (RequestOutpu
 	if err != nil {
 		return RequestOutput{}, err
 	}
+	// Pending, as agentmsg request leaves it: deliver types it (with its
+	// REQ_ id) into the panes of agents in tmux while it is still open.
 	env := mailbox.Envelope{ID: id, From: s.deps.Name, To: mailbox.Broadcast, Type: mailbox.TypeRequest,
-		Content: desc, RequestID: reqID, Timestamp: posted}
+		Content: desc, RequestID: reqID, Timestamp: posted, Delivery: &mailbox.Delivery{State: mailbox.StatePending}}
 	out := RequestOutput{RequestID: reqID, MessageID: string(id)}
 	if timeout > 0 {
 		out.Expires = posted.Add(timeout)

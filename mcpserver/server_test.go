@@ -205,6 +205,34 @@ func TestClaimOneWinner(t *testing.T) {
 	}
 }
 
+// A request posted with request_task is typed into the panes of agents
+// in tmux with its REQ_ id while it is open, as agentmsg request's is, and
+// not once it is claimed (issue 10, item 18).
+func TestRequestTaskIsTypedWhileOpen(t *testing.T) {
+	t.Parallel()
+	tm := newTeam(t, "ana", "bob")
+	lead := tm.as("lead", false)
+	var req RequestOutput
+	lead.call("request_task", map[string]any{"description": "take the flaky test"}, &req)
+	var claim ClaimOutput
+	tm.as("bob", false).call("claim_request", map[string]any{"request_id": req.RequestID}, &claim)
+	if !claim.Claimed {
+		t.Fatalf("claim: %+v", claim)
+	}
+	var open RequestOutput
+	lead.call("request_task", map[string]any{"description": "review PR 12"}, &open)
+	// A send types the older messages waiting for ana first.
+	var sent SendOutput
+	lead.call("send_message", map[string]any{"to": "ana", "content": "hi"}, &sent)
+	want := []string{
+		open.MessageID + ": [request " + open.RequestID + "] review PR 12",
+		sent.MessageID + ": hi",
+	}
+	if got := tm.tmux.Received("agent-t-ana"); !slices.Equal(got, want) {
+		t.Errorf("ana's pane got %q, want %q", got, want)
+	}
+}
+
 func TestClaimExpired(t *testing.T) {
 	t.Parallel()
 	tm := newTeam(t, "ana")
