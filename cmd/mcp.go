@@ -53,7 +53,7 @@ before it exits. agentmsg mcp install registers the server with an
 agent CLI.`,
 		Example: `  agentmsg mcp
   AGENTMSG_TEAM=alpha AGENTMSG_FROM=lead agentmsg mcp --orchestrator
-  agentmsg mcp install claude --write`,
+  agentmsg mcp install claude`,
 		Args: argsBetween(0, 0, "no arguments (or the install subcommand)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if runF != nil {

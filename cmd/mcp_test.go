@@ -199,7 +199,7 @@ func install(t *testing.T, env map[string]string, args ...string) (string, int) 
 }
 
 func TestMCPInstallPrints(t *testing.T) {
-	out, code := install(t, nil, "--team", "alpha", "--from", "lead", "-S", "/tmp/s", "mcp", "install", "claude", "--orchestrator")
+	out, code := install(t, nil, "--team", "alpha", "--from", "lead", "-S", "/tmp/s", "mcp", "install", "claude", "--orchestrator", "--print", "--dir", t.TempDir())
 	if code != 0 {
 		t.Fatal(code)
 	}
@@ -214,7 +214,7 @@ func TestMCPInstallPrints(t *testing.T) {
 		e.Env["AGENTMSG_TEAM"] != "alpha" || e.Env["AGENTMSG_FROM"] != "lead" {
 		t.Fatalf("entry: %+v", e)
 	}
-	if _, code := install(t, nil, "mcp", "install", "vscode"); code != ExitUsage {
+	if _, code := install(t, nil, "mcp", "install", "vscode", "--print"); code != ExitUsage {
 		t.Errorf("unknown CLI: exit %d", code)
 	}
 }
@@ -227,7 +227,7 @@ func TestMCPInstallClaudeMerges(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 { // twice: the second run replaces its own entry
-		if _, code := install(t, nil, "mcp", "install", "claude", "--write", "--dir", dir); code != 0 {
+		if _, code := install(t, nil, "mcp", "install", "claude", "--dir", dir); code != 0 {
 			t.Fatal(code)
 		}
 	}
@@ -256,6 +256,7 @@ func TestMCPInstallClaudeMerges(t *testing.T) {
 
 func TestMCPInstallGeminiNewFile(t *testing.T) {
 	home := t.TempDir()
+	// --write, once needed, is still accepted.
 	if _, code := install(t, nil, "mcp", "install", "gemini", "--write", "--home", home); code != 0 {
 		t.Fatal(code)
 	}
@@ -295,7 +296,7 @@ args = ["--fast"]
 		t.Fatal(err)
 	}
 	for range 2 {
-		if _, code := install(t, nil, "--team", "alpha", "mcp", "install", "codex", "--write", "--home", home); code != 0 {
+		if _, code := install(t, nil, "--team", "alpha", "mcp", "install", "codex", "--home", home); code != 0 {
 			t.Fatal(code)
 		}
 	}
@@ -334,7 +335,7 @@ func TestMCPInstallRefusesBadFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"theme": `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, code := install(t, nil, "mcp", "install", "gemini", "--write", "--home", home); code == 0 {
+	if _, code := install(t, nil, "mcp", "install", "gemini", "--home", home); code == 0 {
 		t.Fatal("merged into a broken file")
 	}
 	if data, _ := os.ReadFile(path); string(data) != `{"theme": ` {
