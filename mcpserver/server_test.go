@@ -451,6 +451,37 @@ func TestBroadcastNoAgents(t *testing.T) {
 
 // assign_task puts the agent's unread messages that never reached its pane
 // in front of the task, and those are read afterwards (and not typed again).
+// A request claimed by another agent is not typed inside a task either
+// (issue 10, item 18): it is recorded as skipped, and an open one goes in.
+func TestAssignTaskLeavesOutClaimedRequests(t *testing.T) {
+	t.Parallel()
+	tm := newTeam(t, "ana", "bob")
+	lead := tm.as("lead", true)
+	var taken, open RequestOutput
+	lead.call("request_task", map[string]any{"description": "taken job"}, &taken)
+	lead.call("request_task", map[string]any{"description": "open job"}, &open)
+	var claim ClaimOutput
+	tm.as("bob", false).call("claim_request", map[string]any{"request_id": taken.RequestID}, &claim)
+	var got AssignOutput
+	lead.call("assign_task", map[string]any{"agent": "ana", "task": "ship it"}, &got)
+	if !got.Delivered || !slices.Equal(got.Injected, []string{open.MessageID}) {
+		t.Fatalf("assign: %+v", got)
+	}
+	typed := tm.tmux.Received("agent-t-ana")
+	if len(typed) != 1 || strings.Contains(typed[0], "taken job") || !strings.Contains(typed[0], "open job") {
+		t.Fatalf("ana's pane got %q", typed)
+	}
+	b, err := tm.store.Read("t", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range b.Envelopes {
+		if e.ID == message.ID(taken.MessageID) && (e.Delivery.State != mailbox.StateSkipped || !strings.Contains(e.Delivery.LastVerdict, "claimed by bob")) {
+			t.Errorf("the claimed request is %+v, want skipped", e.Delivery)
+		}
+	}
+}
+
 func TestAssignTaskInjectsUnread(t *testing.T) {
 	t.Parallel()
 	tm := newTeam(t, "ana", "bob")
