@@ -100,6 +100,8 @@ func describeResult(r courier.Result) string {
 		return fmt.Sprintf("deferred for %s as %s: kept in its inbox until it is ready (agentmsg deliver types it then)", r.Target, r.ID)
 	case courier.Recorded:
 		return fmt.Sprintf("recorded in %s's inbox as %s (not typed)", r.Target, r.ID)
+	case courier.Skipped:
+		return fmt.Sprintf("skipped %s for %s, not typed: %v (it stays in the inbox)", r.ID, r.Target, r.Err)
 	}
 	return describe(r.Outcome)
 }

@@ -57,13 +57,14 @@ agentmsg requests --nudge tells the team, once, that it went unclaimed.
 			if opts.Timeout < 0 {
 				return usagef("--timeout %s: want a duration of 0 (never expires) or more", opts.Timeout)
 			}
+			opts.Timeout = min(opts.Timeout, mailbox.MaxRequestTimeout)
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
 			return requestRun(c.Context(), opts)
 		},
 	}
-	c.Flags().DurationVar(&opts.Timeout, "timeout", 0, "the request expires unclaimed after this long (0: never)")
+	c.Flags().DurationVar(&opts.Timeout, "timeout", 0, "the request expires unclaimed after this long (0: never; at most 8760h, a year)")
 	return c
 }
 
@@ -276,7 +277,7 @@ func expiredNotice(id Identity) func(mailbox.RequestInfo) (mailbox.Envelope, err
 	return func(r mailbox.RequestInfo) (mailbox.Envelope, error) {
 		env, err := newEnvelope(id, mailbox.Broadcast, mailbox.TypeRequest, fmt.Sprintf(
 			"Reminder: request %s from %s expired unclaimed after %s: %s", r.ID, r.From, r.Timeout, r.Description))
-		env.RequestID, env.Metadata = r.ID, map[string]string{"nudge": "expired"}
+		env.RequestID, env.Metadata = r.ID, map[string]string{mailbox.MetaNudge: "expired"}
 		return env, err
 	}
 }

@@ -29,6 +29,9 @@ const (
 	Deferred delivery.Verdict = "deferred"
 	// Recorded: put in the inbox only (--mailbox-only).
 	Recorded delivery.Verdict = "recorded"
+	// Skipped: not typed, as it no longer applies: a request that was
+	// claimed or expired before its turn came. Err says why.
+	Skipped delivery.Verdict = "skipped"
 )
 
 // Courier sends through a mailbox and a dispatcher.
@@ -56,10 +59,10 @@ type Result struct {
 	State mailbox.DeliveryState
 }
 
-// OK reports whether the message is taken care of: submitted, or safely
-// kept for later.
+// OK reports whether the message is taken care of: submitted, safely
+// kept for later, or no longer to be typed (Skipped).
 func (r Result) OK() bool {
-	return r.Outcome.OK() || r.Verdict == Deferred || r.Verdict == Recorded
+	return r.Outcome.OK() || r.Verdict == Deferred || r.Verdict == Recorded || r.Verdict == Skipped
 }
 
 // Inbox names the inbox of t: its team and agent name; team-less ralph
@@ -72,11 +75,18 @@ func Inbox(t target.Target) (team, agent string) {
 }
 
 // Typed is what goes into the agent's box for env: the content, marked with
-// its type and the message it answers.
+// its type (and request id: what the agent claims) and the message it
+// answers.
 func Typed(env mailbox.Envelope) string {
-	var prefix []string
+	var prefix, label []string
 	if env.Type != "" && env.Type != mailbox.TypeText {
-		prefix = append(prefix, "["+string(env.Type)+"]")
+		label = append(label, string(env.Type))
+	}
+	if mailbox.ValidRequestID(env.RequestID) {
+		label = append(label, env.RequestID)
+	}
+	if len(label) > 0 {
+		prefix = append(prefix, "["+strings.Join(label, " ")+"]")
 	}
 	if env.ReplyTo != "" {
 		prefix = append(prefix, "re "+string(env.ReplyTo)+":")

@@ -59,6 +59,7 @@ const (
 	StateFailed    DeliveryState = "failed"    // gave up; LastVerdict says why
 	StateRead      DeliveryState = "read"      // the agent pulled it from its inbox
 	StateInbox     DeliveryState = "inbox"     // only for the agent to read (--mailbox-only); never typed
+	StateSkipped   DeliveryState = "skipped"   // no longer to be typed (a request claimed or expired); LastVerdict says why
 )
 
 // Outstanding reports whether a delivery still has work to do; compaction
@@ -67,6 +68,14 @@ func (s DeliveryState) Outstanding() bool {
 	// typed: left in the box, not confirmed; a deliverer presses submit
 	// on it (or types it again if it is provably gone).
 	return s == StatePending || s == StateDeferred || s == StateTyping || s == StateTyped
+}
+
+// Seen reports whether the agent has seen the message in its pane: it was
+// submitted there, or queued behind the agent's turn, or the agent pulled
+// it. Compaction may drop a seen message the agent's cursor has not passed;
+// never an unseen one.
+func (s DeliveryState) Seen() bool {
+	return s == StateSubmitted || s == StateQueued || s == StateRead
 }
 
 // Delivery records the progress of one message to its receiver.
