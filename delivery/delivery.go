@@ -82,9 +82,9 @@ type Options struct {
 	// have typed or submitted already. A receipt, or the id above the box
 	// (searched through the whole scrollback), means it was submitted:
 	// nothing is typed again. Exactly our text in the box means it was
-	// typed: it is only submitted. With no trace, it is typed as new only
-	// when Earlier says nothing of it reached the pane; otherwise the
-	// verdict is VerdictUnknown and nothing is typed.
+	// typed: it is only submitted. With no trace, it is typed again only
+	// when Earlier says it was never pressed and no paste went unseen;
+	// otherwise the verdict is VerdictUnknown and nothing is typed.
 	Resume  bool
 	Earlier Step // how far earlier attempts may have got (with Resume)
 	// OnStep, when set, hears of each step before it is taken: before the
@@ -122,15 +122,26 @@ func DefaultOptions() Options {
 type Step string
 
 const (
-	NotReached Step = ""        // nothing of ours reached the pane
-	Pasted     Step = "pasted"  // our text may be in the box, or on its way there
-	Pressed    Step = "pressed" // a submit press may have reached it: it may have been submitted
+	NotReached Step = "" // nothing of ours reached the pane
+	// Pasted: our text may be in the box. Never pressed, so never
+	// submitted: with no trace of it, it is typed again.
+	Pasted Step = "pasted"
+	// Unseen: a paste went out and never showed; it may still arrive (a
+	// frozen agent), so it is never pasted again.
+	Unseen Step = "unseen"
+	// Pressed: a submit press may have reached it; it may have been
+	// submitted, so it is never typed again without proof it was not.
+	Pressed Step = "pressed"
 )
 
 // Further reports whether s is a later step than t.
 func (s Step) Further(t Step) bool { return stepRank[s] > stepRank[t] }
 
-var stepRank = map[Step]int{NotReached: 0, Pasted: 1, Pressed: 2}
+var stepRank = map[Step]int{NotReached: 0, Pasted: 1, Unseen: 2, Pressed: 3}
+
+// mayArrive reports whether text of ours may still be on its way to the
+// box, or may have been submitted: typing it again could double it.
+func (s Step) mayArrive() bool { return s.Further(Pasted) }
 
 // Verdict is the outcome of one delivery.
 type Verdict string
@@ -181,7 +192,7 @@ var (
 	ErrNotAgent = errors.New("not an agent")
 	// ErrUnknown: the message may have reached the agent and nothing
 	// shows whether it did (VerdictUnknown); it comes with ErrUnconfirmed.
-	ErrUnknown = errors.New("not known whether the agent got it, so it is not typed again")
+	ErrUnknown = errors.New("not known whether the agent got it")
 )
 
 // unknown is an ErrUnknown error: why nothing is known.
@@ -342,8 +353,8 @@ func (r *run) deliver(ctx context.Context) error {
 
 // resume looks for traces of an earlier attempt: done when the agent has
 // it (a receipt, or the id above the box), inBox when exactly our text
-// waits in the box. With no trace, it is typed as new only if nothing of it
-// reached the pane before.
+// waits in the box. With no trace, it is typed again only if it was never
+// pressed and no paste of it may still arrive.
 func (r *run) resume(ctx context.Context) (done, inBox bool, err error) {
 	if r.receipt() {
 		return true, false, nil
@@ -366,10 +377,12 @@ func (r *run) resume(ctx context.Context) (done, inBox bool, err error) {
 			if seen, err := r.idInHistory(ctx, fullHistory); err != nil || seen {
 				return seen, false, err
 			}
-			if r.d.Opts.Earlier == NotReached {
-				return false, false, nil // nothing of it ever reached the pane
+			if !r.d.Opts.Earlier.mayArrive() {
+				// Never pressed, so never submitted; and no paste of it is
+				// on its way (it never went out, or was cleared).
+				return false, false, nil
 			}
-			return false, false, unknown("an earlier attempt %s it, and neither a receipt nor the pane (%s) shows %s", r.d.Opts.Earlier, rd.State, r.id)
+			return false, false, unknown("an earlier attempt %s it, and neither a receipt nor the pane (%s) shows %s; not typed again", r.d.Opts.Earlier, rd.State, r.id)
 		}
 		// Our text with someone else's: never submitted. Wait for the box
 		// to hold exactly ours, or for the person to submit or clear it.
@@ -466,6 +479,9 @@ func (r *run) typeText(ctx context.Context) error {
 			return nil
 		case !r.d.Clock.Now().Before(deadline):
 			// Until now the paste may have been arriving in pieces.
+			if holds != holdsMixed {
+				r.res.Reached = Unseen // it may still arrive
+			}
 			switch {
 			case holds == holdsMixed:
 				r.leftInBox = true
@@ -478,7 +494,7 @@ func (r *run) typeText(ctx context.Context) error {
 				r.leftInBox = true
 				return fmt.Errorf("%w: the pasted text is on screen but not in an input box the agent's profile recognises; not typing it again (see agentmsg doctor)", ErrUnconfirmed)
 			}
-			return unknown("the pasted text never appeared in the input box within %s (the agent may be frozen or slow, or its box is taller than the screen); not pasting it again, since it may still arrive", r.d.Opts.ConfirmTimeout)
+			return unknown("the pasted text never appeared in the input box within %s (the agent may be frozen or slow, or its box taller than the screen); not pasting it again, since it may still arrive", r.d.Opts.ConfirmTimeout)
 		}
 		if err := r.sleep(ctx, wait.next()); err != nil {
 			return err
@@ -592,12 +608,12 @@ func (r *run) confirm(ctx context.Context, last bool) (inBox bool, err error) {
 			case rd.State == Dialog:
 				// The agent may have taken it and asked for permission; we
 				// cannot see and must not press anything.
-				return false, unknown("after the press a dialog is open (%s) and %s is not on screen", rd.Detail, r.id)
+				return false, unknown("after the press a dialog is open (%s) and %s is not on screen; nothing more is pressed or typed", rd.Detail, r.id)
 			case rd.State == Unknown:
 				if seen, err := r.idInHistory(ctx, r.historyFor()); err != nil || seen {
 					return false, err
 				}
-				return false, unknown("after the press no input box is on screen (%s) and %s is not on it", rd.Detail, r.id)
+				return false, unknown("after the press no input box is on screen (%s) and %s is not on it; not typed again", rd.Detail, r.id)
 			}
 			// Ready, busy or a new draft: our text left the box after our
 			// press, so the press took it.

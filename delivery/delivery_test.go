@@ -100,11 +100,14 @@ func TestDeliver(t *testing.T) {
 			verdict: VerdictUnknown, errIs: ErrUnconfirmed, errHas: "not pasting it again", wantSubmitted: []string{}, presses: 0, typings: 1},
 		{name: "a frozen agent gets one paste", setup: func(a *fakeAgent) { a.pasteDelay = 7 * time.Second },
 			verdict: VerdictUnknown, errIs: ErrUnconfirmed, errHas: "never appeared", wantSubmitted: []string{}, presses: 0, typings: 1,
-			check: func(t *testing.T, a *fakeAgent, _ Result) {
+			check: func(t *testing.T, a *fakeAgent, res Result) {
 				a.clock.now = a.clock.now.Add(10 * time.Second) // it thaws
 				_ = a.tick()
 				if a.pastes != 1 || a.draft != string(testID)+": hello" {
 					t.Errorf("after thawing the box holds %q (%d pastes), want our text once", a.draft, a.pastes)
+				}
+				if res.Reached != Unseen {
+					t.Errorf("reached %q, want unseen: the paste may still arrive", res.Reached)
 				}
 			}},
 		// Text that left the box after our press was taken, even when its id
@@ -177,15 +180,18 @@ func TestDeliver(t *testing.T) {
 		{name: "resume: pressed earlier, no trace: unknown, never typed again",
 			opts:    func(o *Options) { o.Resume, o.Earlier = true, Pressed },
 			verdict: VerdictUnknown, errIs: ErrUnknown, errHas: "an earlier attempt pressed it", wantSubmitted: []string{}, presses: 0, typings: 0},
-		{name: "resume: pasted earlier, no trace: unknown, never pasted again",
+		{name: "resume: pasted earlier (or about to), never pressed, no trace: typed again",
 			opts:    func(o *Options) { o.Resume, o.Earlier = true, Pasted },
+			verdict: Submitted, presses: 1, typings: 1},
+		{name: "resume: a paste earlier went unseen, no trace: unknown, never pasted again",
+			opts:    func(o *Options) { o.Resume, o.Earlier = true, Unseen },
 			verdict: VerdictUnknown, errIs: ErrUnknown, wantSubmitted: []string{}, presses: 0, typings: 0},
 		{name: "resume: pasted earlier and still on its way: unknown, never pasted again",
 			setup: func(a *fakeAgent) {
 				a.pasteDelay = 10 * time.Second // a frozen agent
 				_ = a.Paste(context.Background(), "%1", "b", string(testID)+": hello")
 			},
-			opts:    func(o *Options) { o.Resume, o.Earlier = true, Pasted },
+			opts:    func(o *Options) { o.Resume, o.Earlier = true, Unseen },
 			verdict: VerdictUnknown, errIs: ErrUnknown, wantSubmitted: []string{}, presses: 0, typings: 0,
 			check: func(t *testing.T, a *fakeAgent, _ Result) {
 				a.clock.now = a.clock.now.Add(10 * time.Second)
