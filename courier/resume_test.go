@@ -163,3 +163,22 @@ func TestUnansweredPasteIsSubmittedLaterNeverPastedAgain(t *testing.T) {
 		t.Errorf("received %q, want the message once", got)
 	}
 }
+
+// A broadcast records the steps in each target's own inbox.
+func TestBroadcastRecordsStepsPerTarget(t *testing.T) {
+	c, _ := newCourier(t, "agent-alpha-ana", "agent-alpha-bob")
+	env := envelope(t, "all hands")
+	results, err := c.Broadcast(context.Background(), "alpha", env, Mode{Queue: true})
+	if err != nil || len(results) != 2 {
+		t.Fatalf("%+v, %v", results, err)
+	}
+	for _, name := range []string{"ana", "bob"} {
+		b, err := c.Store.Read("alpha", name)
+		if err != nil || len(b.Envelopes) != 1 {
+			t.Fatalf("%s: %+v, %v", name, b.Envelopes, err)
+		}
+		if d := b.Envelopes[0].Delivery; d == nil || d.State != mailbox.StateSubmitted || d.Reached != string(delivery.Pressed) {
+			t.Errorf("%s's record %+v, want submitted and pressed", name, d)
+		}
+	}
+}
