@@ -60,7 +60,7 @@ type Clock interface {
 type Options struct {
 	ReadyTimeout   time.Duration // wait this long for an empty input box
 	ConfirmTimeout time.Duration // wait this long for proof after each submit
-	Retries        int           // extra submit presses (or retypes) allowed
+	Retries        int           // extra submit presses allowed (text is never typed twice)
 	Settle         time.Duration // pause between seeing our text and submitting
 	// Repress: our text still in the box this long after a press means the
 	// press was lost (or taken as a newline): press again, while retries
