@@ -46,7 +46,8 @@ A config file looks like:
 					File     string                            `json:"file"`
 					Settings []entryJSON                       `json:"settings"`
 					Profiles map[string]config.ProfileSettings `json:"profiles,omitempty"`
-				}{File: path, Profiles: cfg.Profiles}
+					Tmux     tmuxInUse                         `json:"tmux"`
+				}{File: path, Profiles: cfg.Profiles, Tmux: whichTmux(c.Context(), f, "")}
 				keys := config.Keys()
 				for i, e := range cfg.Entries() {
 					out.Settings = append(out.Settings, entryJSON{e.Key, e.Value, string(e.Source), keys[i].Env, "--" + keys[i].Flag})
@@ -79,6 +80,8 @@ A config file looks like:
 				fmt.Fprintf(f.IO.Out, ", tmux server %s", show(server.Socket))
 			}
 			fmt.Fprintln(f.IO.Out)
+			fmt.Fprintln(f.IO.Out)
+			printTmux(f.IO.Out, whichTmux(c.Context(), f, ""))
 			if len(cfg.Profiles) > 0 {
 				names := make([]string, 0, len(cfg.Profiles))
 				for name := range cfg.Profiles {

@@ -49,6 +49,7 @@ tmux client a send uses.`,
 			if err != nil {
 				return err
 			}
+			tm := whichTmux(c.Context(), f, in.Server.Version)
 			if f.JSON {
 				probeMS := make([]float64, len(in.Probe))
 				for i, p := range in.Probe {
@@ -56,7 +57,7 @@ tmux client a send uses.`,
 				}
 				doc := map[string]any{
 					"target": t.String(), "session": t.Session, "found": in.Found, "similar": in.Similar,
-					"socket": in.Server.Socket, "tmux_version": in.Server.Version,
+					"socket": in.Server.Socket, "tmux_version": in.Server.Version, "tmux": tm,
 					"pane": in.Pane.ID, "command": in.Pane.Command, "in_mode": in.Pane.InMode,
 					"profile": in.Profile.Name, "profile_why": in.Why,
 					"state": string(in.Reading.State), "detail": in.Reading.Detail, "box": in.Reading.Box,
@@ -73,6 +74,7 @@ tmux client a send uses.`,
 			}
 			w := f.IO.Out
 			fmt.Fprintf(w, "server    %s (tmux %s, pid %d)\n", show(in.Server.Socket), show(in.Server.Version), in.Server.PID)
+			printTmux(w, tm)
 			if in.Found {
 				fmt.Fprintf(w, "session   %s: found (exact match)\n", t.Session)
 			} else {

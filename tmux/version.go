@@ -55,8 +55,8 @@ func (v Version) AtLeast(major, minor int) bool { return v.number() >= major*100
 // Hazard is a known defect of a tmux release that matters to agentmsg, and
 // what agentmsg does about it.
 type Hazard struct {
-	Summary string
-	Defence string
+	Summary string `json:"summary"`
+	Defence string `json:"defence"`
 }
 
 // Hazards lists the known hazards of tmux v (measured here with builds of
