@@ -97,7 +97,7 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
-	client, err := tmux.NewExec(server)
+	client, err := tmux.NewExec(server, s.Tmux)
 	if err != nil {
 		return nil, err
 	}
@@ -129,16 +129,9 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 		}
 	}
 	return &dispatch.Dispatcher{
-		Self:    self,
-		Profile: pick,
-		Tmux:    client,
-		Attach: func(ctx context.Context, session string) (dispatch.Conn, error) {
-			a, err := tmux.Attach(ctx, client, session)
-			if err != nil {
-				return nil, err // not a typed nil in the interface
-			}
-			return a, nil
-		},
+		Self:        self,
+		Profile:     pick,
+		Tmux:        client,
 		Locks:       f.locks(),
 		Clock:       realClock{},
 		Opts:        opts,

@@ -62,8 +62,11 @@ func newLifecycleManager(f *Factory) (*lifecycle.Manager, error) {
 func lifecycleManager(f *Factory, d *dispatch.Dispatcher) (*lifecycle.Manager, error) {
 	exec, ok := d.Tmux.(*tmux.Exec)
 	if !ok {
-		var err error
-		if exec, err = tmux.NewExec(d.Tmux.Server()); err != nil {
+		cfg, err := f.Config()
+		if err != nil {
+			return nil, err
+		}
+		if exec, err = tmux.NewExec(d.Tmux.Server(), cfg.Settings.Tmux); err != nil {
 			return nil, err
 		}
 	}

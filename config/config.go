@@ -15,6 +15,7 @@
 //	ready_timeout = "45s"  # durations are strings: "250ms", "1m30s"
 //	retries = 3            # counts are integers
 //	socket_name = "agents"
+//	tmux = "/opt/tmux-3.7c/bin/tmux"
 //
 // Nothing here reads the process environment: callers pass a lookup function
 // (os.LookupEnv in production), which keeps tests hermetic.
@@ -49,6 +50,7 @@ type Settings struct {
 	Team           string        // the sender's team, for mailbox commands; empty means detect it
 	Socket         string        // tmux -S path
 	SocketName     string        // tmux -L name
+	Tmux           string        // the tmux binary to run; empty means the first tmux on $PATH
 }
 
 // Defaults returns the built-in settings.
@@ -160,6 +162,8 @@ var specs = [...]spec{
 		help: "tmux server socket path (tmux -S)"},
 	{key: "socket_name", field: func(s *Settings) any { return &s.SocketName },
 		help: "tmux server socket name (tmux -L)"},
+	{key: "tmux", field: func(s *Settings) any { return &s.Tmux },
+		help: "the tmux binary to run, a path or a name on $PATH (empty: the first tmux on $PATH)"},
 }
 
 func lookup(key string) (*spec, bool) {

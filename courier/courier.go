@@ -29,6 +29,9 @@ const (
 	Deferred delivery.Verdict = "deferred"
 	// Recorded: put in the inbox only (--mailbox-only).
 	Recorded delivery.Verdict = "recorded"
+	// Skipped: not typed, as it no longer applies: a request that was
+	// claimed or expired before its turn came. Err says why.
+	Skipped delivery.Verdict = "skipped"
 )
 
 // Courier sends through a mailbox and a dispatcher.
@@ -62,10 +65,11 @@ type Result struct {
 	RecordErr error
 }
 
-// OK reports whether the message is taken care of: submitted, or safely
-// kept for later, and recorded as such.
+// OK reports whether the message is taken care of: submitted, safely
+// kept for later, or no longer to be typed (Skipped), and recorded as
+// such.
 func (r Result) OK() bool {
-	return r.RecordErr == nil && (r.Outcome.OK() || r.Verdict == Deferred || r.Verdict == Recorded)
+	return r.RecordErr == nil && (r.Outcome.OK() || r.Verdict == Deferred || r.Verdict == Recorded || r.Verdict == Skipped)
 }
 
 // Inbox names the inbox of t: its team and agent name; team-less ralph
@@ -78,11 +82,18 @@ func Inbox(t target.Target) (team, agent string) {
 }
 
 // Typed is what goes into the agent's box for env: the content, marked with
-// its type and the message it answers.
+// its type (and request id: what the agent claims) and the message it
+// answers.
 func Typed(env mailbox.Envelope) string {
-	var prefix []string
+	var prefix, label []string
 	if env.Type != "" && env.Type != mailbox.TypeText {
-		prefix = append(prefix, "["+string(env.Type)+"]")
+		label = append(label, string(env.Type))
+	}
+	if mailbox.ValidRequestID(env.RequestID) {
+		label = append(label, env.RequestID)
+	}
+	if len(label) > 0 {
+		prefix = append(prefix, "["+strings.Join(label, " ")+"]")
 	}
 	if env.ReplyTo != "" {
 		prefix = append(prefix, "re "+string(env.ReplyTo)+":")
@@ -153,11 +164,27 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 		recorded = true
 		return nil
 	}
-	out := c.Dispatch.SendMessage(ctx, t, dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true}, record)
+	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
+		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, 1)}
+	out := c.Dispatch.SendMessage(ctx, t, msg, record)
 	if !recorded {
 		return Result{Outcome: out}
 	}
-	return c.settle(ctx, box, env.ID, out, mode, 1, "")
+	return c.settle(ctx, box, env.ID, out, mode, 1, prior{})
+}
+
+// onStep records each step of typing a message before it is taken (the
+// box of each target from boxOf), so that a deliverer after a crash knows
+// whether the message may have reached the pane: one that may have is
+// never typed again without proof that it did not.
+func (c *Courier) onStep(boxOf func(target.Target) *mailbox.Box, id message.ID, attempt int) func(target.Target, delivery.Step) error {
+	return func(t target.Target, s delivery.Step) error {
+		box := boxOf(t)
+		if box == nil {
+			return nil // not recorded for t: nothing to keep up to date
+		}
+		return box.SetDelivery(id, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Reached: string(s), Updated: c.now()})
+	}
 }
 
 // waiting reports whether team/agent's inbox holds messages that wait for
@@ -210,7 +237,8 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		}
 		return nil
 	}
-	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true}
+	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
+		OnStep: c.onStep(func(t target.Target) *mailbox.Box { return boxes[t.Session] }, env.ID, 1)}
 	if mode.MailboxOnly {
 		targets, err := c.Dispatch.Targets(ctx, team)
 		if err != nil {
@@ -234,42 +262,60 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 	}
 	out := make([]Result, len(rep.Outcomes))
 	for i, o := range rep.Outcomes {
-		out[i] = c.settle(ctx, boxes[o.Target.Session], env.ID, o, mode, 1, "")
+		out[i] = c.settle(ctx, boxes[o.Target.Session], env.ID, o, mode, 1, prior{})
 	}
 	return out, nil
 }
 
 // typeOne types env into t and records the outcome. attempt counts the
-// typings of this message so far, this one included.
+// typings of this message so far, this one included. resume: an earlier
+// attempt may have typed it (env.Delivery says how far it may have got).
 func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target, env mailbox.Envelope, mode Mode, attempt int, resume bool) Result {
+	var earlier delivery.Step
 	var was mailbox.DeliveryState
 	if env.Delivery != nil {
-		was = env.Delivery.State
+		earlier, was = delivery.Step(env.Delivery.Reached), env.Delivery.State
 	}
 	// Recorded before typing: a deliverer that finds this state after a
-	// crash looks for traces on screen before typing again.
-	if err := box.SetDelivery(env.ID, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Updated: c.now()}); err != nil {
+	// crash looks for traces on screen before typing again. How far
+	// earlier attempts got is kept: this one cannot undo it.
+	if err := box.SetDelivery(env.ID, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Reached: string(earlier), Updated: c.now()}); err != nil {
 		// Nothing typed; the inbox still says what it said.
 		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}, State: was}
 	}
 	d := *c.Dispatch
-	d.Opts.Resume = resume
-	out := d.SendMessage(ctx, t, dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true}, nil)
-	return c.settle(ctx, box, env.ID, out, mode, attempt, was)
+	d.Opts.Resume, d.Opts.Earlier = resume, earlier
+	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
+		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, attempt)}
+	out := d.SendMessage(ctx, t, msg, nil)
+	return c.settle(ctx, box, env.ID, out, mode, attempt, prior{state: was, reached: earlier, resumed: resume})
+}
+
+// prior is what earlier attempts at a message left: its recorded state and
+// how far they may have got in the pane; resumed: this attempt looked for
+// their traces. The zero value is a new message.
+type prior struct {
+	state   mailbox.DeliveryState
+	reached delivery.Step
+	resumed bool
 }
 
 // settle records the outcome of one typing and turns a not-ready agent
-// into a deferral when mode queues. was is the message's state before
-// this attempt ("" for a new one).
-func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, out dispatch.Outcome, mode Mode, attempt int, was mailbox.DeliveryState) Result {
-	if ctx.Err() != nil && out.Verdict == delivery.Failed && out.Typings == 0 {
+// into a deferral when mode queues.
+func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, out dispatch.Outcome, mode Mode, attempt int, before prior) Result {
+	if ctx.Err() != nil && out.Verdict == delivery.Failed && out.Typings == 0 && !out.Reached.Further(delivery.NotReached) {
 		// Stopped before its delivery typed anything (while a broadcast
 		// read the agent's screen, say): nothing to undo, so it waits
 		// like one whose agent was not ready.
 		out.Verdict, out.Err = delivery.NotReady, &delivery.InterruptedError{Cause: context.Cause(ctx)}
 	}
 	res := Result{Outcome: out}
-	rec := mailbox.Delivery{Attempts: attempt, LastVerdict: string(out.Verdict), Updated: c.now()}
+	earlier, resumed := before.reached, before.resumed
+	reached := earlier
+	if out.Reached.Further(reached) {
+		reached = out.Reached
+	}
+	rec := mailbox.Delivery{Attempts: attempt, LastVerdict: string(out.Verdict), Updated: c.now(), Reached: string(reached)}
 	if out.Err != nil {
 		rec.LastVerdict += ": " + out.Err.Error()
 	}
@@ -280,11 +326,16 @@ func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, o
 		rec.State = mailbox.StateQueued
 	case out.Verdict == delivery.Typed:
 		rec.State = mailbox.StateTyped
+	case out.Verdict == delivery.VerdictUnknown && !resumed && reached == delivery.Unseen:
+		// Our paste never showed, and may still arrive (a frozen agent):
+		// a deliver looks once more, and submits it only if the box then
+		// holds exactly it. It is never pasted again.
+		rec.State = mailbox.StateTyped
 	case out.Verdict == delivery.NotReady && mode.Queue && !errors.Is(out.Err, delivery.ErrNotAgent):
 		// Kept for deliver; not for a shell prompt, which is no agent
 		// and will not become ready by itself.
 		rec.State = mailbox.StateDeferred
-		if was == mailbox.StateTyped {
+		if before.state == mailbox.StateTyped {
 			// Typed by an earlier attempt and not touched by this one: it
 			// still waits in the box, for the next deliver to submit.
 			rec.State = mailbox.StateTyped

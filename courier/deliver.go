@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
@@ -111,6 +112,10 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 			continue
 		}
 		state := env.Delivery.State
+		if why := c.withdrawn(team, env); why != "" {
+			out = append(out, Typing{Team: team, Agent: agent, Result: c.skip(box, t, env, why)})
+			continue
+		}
 		if ok, err := c.Dispatch.Exists(ctx, t); err != nil || !ok {
 			return out, err // no session now: nothing to type into
 		}
@@ -123,6 +128,28 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 		}
 	}
 	return out, nil
+}
+
+// withdrawn says why env is no longer to be typed (see
+// mailbox.Store.Withdrawn), or "". Only a message none of which can be in
+// the pane is withdrawn: one pending or deferred. One that an earlier
+// attempt may have typed is finished instead, as any other.
+func (c *Courier) withdrawn(team string, env mailbox.Envelope) string {
+	if s := env.Delivery.State; s != mailbox.StatePending && s != mailbox.StateDeferred {
+		return ""
+	}
+	return c.Store.Withdrawn(team, env)
+}
+
+// skip records that env is not typed, and why.
+func (c *Courier) skip(box *mailbox.Box, t target.Target, env mailbox.Envelope, why string) Result {
+	res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Skipped, Err: errors.New(why)}, State: mailbox.StateSkipped}
+	rec := mailbox.Delivery{State: mailbox.StateSkipped, Attempts: env.Delivery.Attempts, LastVerdict: "skipped: " + why, Updated: c.now()}
+	if err := box.SetDelivery(env.ID, rec); err != nil {
+		res.Verdict, res.State = delivery.Failed, env.Delivery.State
+		res.Err = fmt.Errorf("%s, but recording that failed: %w", why, err)
+	}
+	return res
 }
 
 // outgrown reports whether an inbox holds more, or older, messages than

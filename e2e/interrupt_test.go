@@ -214,36 +214,67 @@ func TestInterruptedSendIsFinishedOnceByDeliver(t *testing.T) {
 	}
 }
 
-// An MCP client that closes stdin while send_message has the text in the
-// agent's box: the server records it typed before it exits, and deliver
-// submits it once.
-func TestMCPClientGoneMidSendLeavesItTyped(t *testing.T) {
+// An MCP server stopped while send_message has the text in the agent's
+// box, by SIGTERM or by its client closing stdin, strands nothing: the
+// message is recorded typed (for deliver to submit) or the server finishes
+// the call first, and the agent receives it exactly once.
+func TestMCPStoppedMidSendStrandsNothing(t *testing.T) {
 	t.Parallel()
-	s := harness.NewTestServer(t)
-	ana := s.StartAgent("agent-t-ana")
-	r, w := io.Pipe()
-	b := startAgentmsg(t, s, r, []string{"AGENTMSG_FROM=lead", "AGENTMSG_TEAM=t", "AGENTMSG_SETTLE=3s"}, "mcp")
-	for _, line := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"send_message","arguments":{"to":"ana","content":"the client will be gone"}}}`,
+	for _, tc := range []struct {
+		name string
+		stop func(t *testing.T, b *background, stdin io.Closer)
+	}{
+		{name: "SIGTERM", stop: func(t *testing.T, b *background, stdin io.Closer) {
+			b.signal(t, syscall.SIGTERM)
+			// Its stdin stays open until it has gone.
+			waitFor(t, "the server to exit", 30*time.Second, func() bool { return exited(b.cmd.Process.Pid) })
+			stdin.Close()
+		}},
+		{name: "stdin closed", stop: func(t *testing.T, _ *background, stdin io.Closer) { stdin.Close() }},
 	} {
-		if _, err := fmt.Fprintln(w, line); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ana.WaitScreen("MSG_LEAD_", 10*time.Second)
-	w.Close()
-	b.finish(t)
+		t.Run(tc.name, func(t *testing.T) {
+			s := harness.NewTestServer(t)
+			ana := s.StartAgent("agent-t-ana")
+			r, w := io.Pipe()
+			b := startAgentmsg(t, s, r, []string{"AGENTMSG_FROM=lead", "AGENTMSG_TEAM=t", "AGENTMSG_SETTLE=3s"}, "-v", "mcp")
+			t.Cleanup(func() { w.Close() }) // first: an open stdin keeps the run's Wait waiting
+			for _, line := range []string{
+				`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`,
+				`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+				`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"send_message","arguments":{"to":"ana","content":"the client will be gone"}}}`,
+			} {
+				if _, err := fmt.Fprintln(w, line); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ana.WaitScreen("MSG_LEAD_", 10*time.Second)
+			tc.stop(t, b, w)
+			b.finish(t)
 
-	batch, err := store(s).Read("t", "ana")
-	if err != nil || len(batch.Envelopes) != 1 {
-		t.Fatalf("ana's inbox: %+v, %v", batch.Envelopes, err)
+			batch, err := store(s).Read("t", "ana")
+			if err != nil || len(batch.Envelopes) != 1 {
+				t.Fatalf("ana's inbox: %+v, %v", batch.Envelopes, err)
+			}
+			env := batch.Envelopes[0]
+			if d := env.Delivery; d == nil || (d.State != mailbox.StateTyped && d.State != mailbox.StateSubmitted) {
+				t.Fatalf("recorded %+v, want typed (for deliver) or submitted\n%s", d, b.stderr)
+			}
+			wantCode(t, s.Run("deliver"), 0)
+			wantReceived(t, ana, harness.Submitted(string(env.ID), "the client will be gone"))
+			if got := deliveryState(t, s, "t", "ana", string(env.ID)); got != mailbox.StateSubmitted {
+				t.Errorf("after deliver the inbox says %s, want submitted", got)
+			}
+		})
 	}
-	env := batch.Envelopes[0]
-	if env.Delivery == nil || env.Delivery.State != mailbox.StateTyped {
-		t.Fatalf("recorded %+v, want typed\n%s", env.Delivery, b.stderr)
+}
+
+// exited reports whether pid has ended (a zombie not yet waited for, or
+// gone).
+func exited(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
 	}
-	wantCode(t, s.Run("deliver"), 0)
-	wantReceived(t, ana, harness.Submitted(string(env.ID), "the client will be gone"))
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z'
 }

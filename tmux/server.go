@@ -59,17 +59,17 @@ func socketDir(lookupEnv func(string) (string, bool)) string {
 
 // CallerSession names the session of the pane the caller runs in, read from
 // the caller's own server ($TMUX, $TMUX_PANE); "" when not inside tmux.
-func CallerSession(ctx context.Context, lookupEnv func(string) (string, bool)) (string, error) {
+func CallerSession(ctx context.Context, bin string, lookupEnv func(string) (string, bool)) (string, error) {
 	tmuxVar, _ := lookupEnv("TMUX")
 	pane, _ := lookupEnv("TMUX_PANE")
 	sock, _, _ := strings.Cut(tmuxVar, ",")
 	if sock == "" || pane == "" {
 		return "", nil
 	}
-	c, err := NewExec(Server{Socket: sock})
+	c, err := NewExec(Server{Socket: sock}, bin)
 	if err != nil {
 		return "", err
 	}
-	out, err := c.run(ctx, nil, "display-message", "-p", "-t", pane, "#{session_name}")
+	out, err := c.run(ctx, "display-message", "-p", "-t", pane, "#{session_name}")
 	return strings.TrimSpace(string(out)), err
 }
