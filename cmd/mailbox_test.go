@@ -384,6 +384,7 @@ func TestRequestAndClaim(t *testing.T) {
 // clamps timeout_seconds (issue 10, item 15).
 func TestRequestTimeoutIsClamped(t *testing.T) {
 	m := newMBHome(t)
+	m.send("lead", "ana", mailbox.TypeText, "welcome") // team alpha exists
 	r := m.want(m.run("lead", "--json", "request", "alpha", "forever", "--timeout", "2562047h"), ExitOK)
 	doc := decodeJSON[struct {
 		RequestID string    `json:"request_id"`

@@ -80,6 +80,9 @@ type Outcome struct {
 	// at the whole text (agentmsg read ID) instead.
 	Pointer bool
 	Phases  delivery.Phases
+	// Reached: how far typing it may have got in the pane (see
+	// delivery.Step), counting an earlier attempt that was resumed.
+	Reached delivery.Step
 }
 
 // OK reports whether the agent took the message: submitted, or queued to
@@ -112,6 +115,9 @@ type Message struct {
 	// Stored: the whole text can be read back with agentmsg read ID (it
 	// is in the mailbox), so a long one may be typed as a pointer.
 	Stored bool
+	// OnStep, when set, hears before each step of typing it into t's pane
+	// (see delivery.Options.OnStep); an error stops that delivery there.
+	OnStep func(t target.Target, s delivery.Step) error
 }
 
 // NewMessage cleans text and gives it a fresh id from sender (already
@@ -324,6 +330,12 @@ func (d *Dispatcher) deliver(ctx context.Context, term tmux.Client, t target.Tar
 	if d.OnWait != nil {
 		opts.OnWait = func(w delivery.Wait) { d.OnWait(t, w) }
 	}
+	if msg.OnStep != nil {
+		opts.OnStep = func(s delivery.Step) error { return msg.OnStep(t, s) }
+	}
+	if opts.Resume {
+		out.Reached = opts.Earlier
+	}
 	text := msg.Text
 	if d.Profile != nil {
 		screen, err := term.Capture(ctx, pane.ID, 0)
@@ -345,7 +357,7 @@ func (d *Dispatcher) deliver(ctx context.Context, term tmux.Client, t target.Tar
 	del := &delivery.Deliverer{Term: term, Locks: d.Locks, Clock: d.Clock, Socket: term.Server().Socket, Opts: opts}
 	res := del.Deliver(ctx, pane.ID, msg.ID, text)
 	out.Verdict, out.State, out.Presses, out.Typings, out.Err = res.Verdict, res.LastSeen, res.Presses, res.Typings, res.Err
-	out.Phases = res.Phases
+	out.Phases, out.Reached = res.Phases, res.Reached
 	return out
 }
 

@@ -84,6 +84,12 @@ type Delivery struct {
 	Attempts    int           `json:"attempts,omitempty"`
 	LastVerdict string        `json:"last_verdict,omitempty"`
 	Updated     time.Time     `json:"updated,omitzero"`
+	// Reached is how far typing it may have got in the agent's pane (see
+	// delivery.Step), recorded before each step: "pasted" (the text may be
+	// in the box), "unseen" (a paste never showed and may still arrive) or
+	// "pressed" (submit may have reached it). A deliverer that finds no
+	// trace of it types it again only when empty or "pasted".
+	Reached string `json:"reached,omitempty"`
 }
 
 // Position is a place in an inbox: just after the line ending at Offset in
