@@ -290,3 +290,37 @@ func waitFor(t *testing.T, ok func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestVersion(t *testing.T) {
+	for _, tt := range []struct {
+		v            Version
+		atLeast37    bool
+		crashHazard  bool
+		unknownFirst bool
+	}{
+		{"3.2a", false, true, false},
+		{"3.3a", false, true, false},
+		{"3.6a", false, true, false},
+		{"3.7", true, false, false},
+		{"3.7c", true, false, false},
+		{"3.10", true, false, false},
+		{"next-3.8", true, false, false},
+		{"master", true, false, false},
+		{"openbsd-7.6", false, true, true},
+	} {
+		if got := tt.v.AtLeast(3, 7); got != tt.atLeast37 {
+			t.Errorf("%s.AtLeast(3, 7) = %v", tt.v, got)
+		}
+		hs := tt.v.Hazards()
+		crash := false
+		for _, h := range hs {
+			crash = crash || strings.Contains(h.Summary, "segfaults")
+		}
+		if crash != tt.crashHazard && !tt.unknownFirst {
+			t.Errorf("%s: hazards %+v, crash hazard %v want %v", tt.v, hs, crash, tt.crashHazard)
+		}
+		if tt.unknownFirst && (len(hs) == 0 || !strings.Contains(hs[0].Summary, "unknown tmux version")) {
+			t.Errorf("%s: hazards %+v, want an unknown-version warning", tt.v, hs)
+		}
+	}
+}
