@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/charmbracelet/log"
@@ -97,7 +96,11 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
-	client, err := tmux.NewExec(server, s.Tmux)
+	bin, _, err := tmux.Binary(s.Tmux, server, f.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	client, err := tmux.NewExec(server, bin)
 	if err != nil {
 		return nil, err
 	}
@@ -123,10 +126,8 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 	}
 	// The caller's own pane, when it runs on the server we talk to.
 	var self string
-	if v, ok := f.LookupEnv("TMUX"); ok {
-		if sock, _, _ := strings.Cut(v, ","); sock == server.Socket {
-			self, _ = f.LookupEnv("TMUX_PANE")
-		}
+	if c := tmux.CallerFrom(f.LookupEnv); c.In(server) {
+		self = c.Pane
 	}
 	return &dispatch.Dispatcher{
 		Self:        self,

@@ -66,7 +66,11 @@ func lifecycleManager(f *Factory, d *dispatch.Dispatcher) (*lifecycle.Manager, e
 		if err != nil {
 			return nil, err
 		}
-		if exec, err = tmux.NewExec(d.Tmux.Server(), cfg.Settings.Tmux); err != nil {
+		bin, _, err := tmux.Binary(cfg.Settings.Tmux, d.Tmux.Server(), f.LookupEnv)
+		if err != nil {
+			return nil, err
+		}
+		if exec, err = tmux.NewExec(d.Tmux.Server(), bin); err != nil {
 			return nil, err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 // AGENTMSG_TMUX or $PATH) and its version.
 type tmuxInUse struct {
 	Path    string        `json:"path"`
+	Why     string        `json:"why,omitempty"` // configured, the server's own binary, or $PATH's
 	Version tmux.Version  `json:"version"`
 	Error   string        `json:"error,omitempty"`
 	Hazards []tmux.Hazard `json:"hazards,omitempty"`
@@ -26,7 +27,12 @@ func whichTmux(ctx context.Context, f *Factory, serverVersion string) tmuxInUse 
 		in.Error = err.Error()
 		return in
 	}
-	if in.Path, err = tmux.FindBinary(cfg.Settings.Tmux); err != nil {
+	server, err := tmux.ResolveServer(cfg.Settings.Socket, cfg.Settings.SocketName, f.LookupEnv)
+	if err != nil {
+		in.Error = err.Error()
+		return in
+	}
+	if in.Path, in.Why, err = tmux.Binary(cfg.Settings.Tmux, server, f.LookupEnv); err != nil {
 		in.Error = err.Error()
 		return in
 	}
@@ -52,7 +58,7 @@ func printTmux(w io.Writer, in tmuxInUse) {
 	case in.Error != "":
 		fmt.Fprintf(w, "tmux      %s (%s)\n", show(in.Path), show(in.Error))
 	default:
-		fmt.Fprintf(w, "tmux      %s (%s; choose another with AGENTMSG_TMUX or tmux = \"PATH\" in the config)\n", show(in.Path), show(string(in.Version)))
+		fmt.Fprintf(w, "tmux      %s (%s; %s; choose another with AGENTMSG_TMUX or tmux = \"PATH\" in the config)\n", show(in.Path), show(string(in.Version)), show(in.Why))
 	}
 	for _, h := range in.Hazards {
 		fmt.Fprintf(w, "  hazard: %s\n    agentmsg: %s\n", h.Summary, h.Defence)

@@ -59,10 +59,10 @@ func Defaults() Settings {
 		ReadyTimeout:   30 * time.Second,
 		ConfirmTimeout: 5 * time.Second,
 		Retries:        2,
-		Settle:         30 * time.Millisecond,
+		Settle:         0, // each agent profile has its own; this only adds to it
 		Repress:        500 * time.Millisecond,
 		Poll:           10 * time.Millisecond,
-		Concurrency:    16,
+		Concurrency:    128,
 		KeepCount:      1000,
 		KeepAge:        30 * 24 * time.Hour,
 	}
@@ -142,7 +142,7 @@ var specs = [...]spec{
 	{key: "retries", min: 0, max: 10, field: func(s *Settings) any { return &s.Retries },
 		help: "extra submit presses when the text is still in the box"},
 	{key: "settle", min: 0, max: math.MaxInt64, field: func(s *Settings) any { return &s.Settle },
-		help: "pause between typing the text and pressing submit"},
+		help: "at least this pause between typing the text and pressing submit (each agent profile has its own: agentmsg doctor shows it)"},
 	{key: "repress", min: 0, max: math.MaxInt64, field: func(s *Settings) any { return &s.Repress },
 		help: "press submit again when our text is still in the box this long after a press (while retries last)"},
 	// Polling faster than 1ms only burns CPU on tmux round trips.

@@ -53,10 +53,10 @@ func TestDefaults(t *testing.T) {
 		ReadyTimeout:   30 * time.Second,
 		ConfirmTimeout: 5 * time.Second,
 		Retries:        2,
-		Settle:         30 * time.Millisecond,
+		Settle:         0,
 		Repress:        500 * time.Millisecond,
 		Poll:           10 * time.Millisecond,
-		Concurrency:    16,
+		Concurrency:    128,
 		KeepCount:      1000,
 		KeepAge:        720 * time.Hour,
 	}

@@ -164,6 +164,11 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 		recorded = true
 		return nil
 	}
+	unlock, err := c.holdTyping(ctx, team, agent, env.ID)
+	if err != nil {
+		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}}
+	}
+	defer unlock()
 	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
 		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, 1)}
 	out := c.Dispatch.SendMessage(ctx, t, msg, record)
@@ -218,11 +223,23 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		env.Delivery = &mailbox.Delivery{State: mailbox.StateInbox, Updated: c.now()}
 	}
 	boxes := map[string]*mailbox.Box{}
+	var unlocks []func()
+	defer func() {
+		for _, unlock := range unlocks {
+			unlock()
+		}
+	}()
 	record := func(targets []target.Target) error {
 		var errs []error
 		for _, t := range targets {
 			tm, agent := Inbox(t)
 			box, err := c.Store.Box(tm, agent)
+			if err == nil && !mode.MailboxOnly {
+				var unlock func()
+				if unlock, err = c.holdTyping(ctx, tm, agent, env.ID); err == nil {
+					unlocks = append(unlocks, unlock)
+				}
+			}
 			if err == nil {
 				err = box.Append(env)
 			}
@@ -265,6 +282,34 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		out[i] = c.settle(ctx, boxes[o.Target.Session], env.ID, o, mode, 1, prior{})
 	}
 	return out, nil
+}
+
+// Whoever types a message holds its typing lock from the moment it records
+// the message as typing until it has recorded the outcome; the kernel
+// releases the lock when that process dies, however it dies. A deliverer
+// resumes a typing record only when it can take the lock itself: if it
+// cannot, the sender is alive and still at work (waiting for the pane,
+// typing, confirming), and typing the message too would double it.
+func typingLock(team, agent string, id message.ID) string {
+	return "typing-" + team + "-" + agent + "-" + string(id)
+}
+
+// holdTyping takes the typing lock of a message this process is about to
+// record as typing (no one else can hold it yet).
+func (c *Courier) holdTyping(ctx context.Context, team, agent string, id message.ID) (unlock func(), err error) {
+	unlock, err = c.Locks.Named(ctx, typingLock(team, agent, id))
+	if err != nil {
+		return nil, fmt.Errorf("locking message %s for typing: %w", id, err)
+	}
+	return unlock, nil
+}
+
+// tryTyping takes the typing lock of a message if no one holds it.
+func (c *Courier) tryTyping(team, agent string, id message.ID) (unlock func(), ok bool) {
+	now, cancel := context.WithCancel(context.Background())
+	cancel() // a lock that is free is taken at once; a held one is not waited for
+	unlock, err := c.Locks.Named(now, typingLock(team, agent, id))
+	return unlock, err == nil
 }
 
 // typeOne types env into t and records the outcome. attempt counts the

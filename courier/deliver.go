@@ -9,6 +9,7 @@ import (
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -119,15 +120,41 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 		if ok, err := c.Dispatch.Exists(ctx, t); err != nil || !ok {
 			return out, err // no session now: nothing to type into
 		}
+		// Its typing lock: held means a live sender is typing it now (it
+		// finishes it); free means no one is, or its typist died.
+		unlockTyping, free := c.tryTyping(team, agent, env.ID)
+		if !free {
+			break // keep the order: the rest wait behind this one
+		}
+		if env, ok = c.current(team, agent, env.ID); !ok || !take(env.Delivery) {
+			unlockTyping() // finished while we looked
+			continue
+		}
+		state = env.Delivery.State
 		// Resume whenever an earlier attempt may have typed it.
 		resume := state == mailbox.StateTyping || env.Delivery.Attempts > 0
 		res := c.typeOne(ctx, box, t, env, Mode{Queue: true}, env.Delivery.Attempts+1, resume)
+		unlockTyping()
 		out = append(out, Typing{Team: team, Agent: agent, Result: res})
 		if res.Verdict == Deferred || res.Verdict == dispatch.NotFound {
 			break // keep the order: the rest wait behind this one
 		}
 	}
 	return out, nil
+}
+
+// current reads message id of team/agent's inbox as it is now.
+func (c *Courier) current(team, agent string, id message.ID) (mailbox.Envelope, bool) {
+	b, err := c.Store.Read(team, agent)
+	if err != nil {
+		return mailbox.Envelope{}, false
+	}
+	for _, e := range b.Envelopes {
+		if e.ID == id {
+			return e, e.Delivery != nil
+		}
+	}
+	return mailbox.Envelope{}, false
 }
 
 // withdrawn says why env is no longer to be typed (see

@@ -182,3 +182,45 @@ func TestBroadcastRecordsStepsPerTarget(t *testing.T) {
 		}
 	}
 }
+
+// A message recorded as typing by a sender that is still at work (waiting
+// for the pane, say) is that sender's to finish: deliver leaves it, and the
+// messages behind it, alone while the sender holds its typing lock, and
+// resumes it only once the lock is free (the sender died).
+func TestDeliverLeavesAMessageItsLiveSenderIsTyping(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	box, err := c.Store.Box("alpha", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := envelope(t, "being typed by a live sender")
+	busy.To = "ana"
+	busy.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1}
+	behind := envelope(t, "deferred behind it")
+	behind.To = "ana"
+	behind.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred}
+	for _, e := range []mailbox.Envelope{busy, behind} {
+		if err := box.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unlock, err := c.holdTyping(context.Background(), "alpha", "ana", busy.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := c.Deliver(context.Background(), "")
+	if err != nil || len(done) != 0 {
+		t.Fatalf("deliver while the sender types: %+v, %v; want nothing done", done, err)
+	}
+	if got := tm.Received("agent-alpha-ana"); len(got) != 0 {
+		t.Fatalf("typed %q while its sender was still at work", got)
+	}
+	unlock() // the sender died: the kernel released its lock
+	done, err = c.Deliver(context.Background(), "")
+	if err != nil || len(done) != 2 {
+		t.Fatalf("deliver after the sender died: %+v, %v; want both typed", done, err)
+	}
+	if got := tm.Received("agent-alpha-ana"); len(got) != 2 {
+		t.Fatalf("typed %q, want both messages once", got)
+	}
+}

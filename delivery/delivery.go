@@ -43,6 +43,16 @@ type Terminal interface {
 	SendBytes(ctx context.Context, pane string, b ...byte) error
 }
 
+// lockAtOnce: a pane lock taken within this did not wait for another
+// holder (a holder keeps it for a whole delivery, milliseconds at least).
+const lockAtOnce = time.Millisecond
+
+// leaveCapturer is a Terminal that can leave a pane's mode and capture its
+// screen in one round trip: a delivery's first look then costs one call.
+type leaveCapturer interface {
+	LeaveModeCapture(ctx context.Context, pane string) ([]string, error)
+}
+
 // Locker gives exclusive use of one pane.
 type Locker interface {
 	Pane(ctx context.Context, socket, pane string) (unlock func(), err error)
@@ -58,6 +68,12 @@ type Clock interface {
 // Options tune a delivery. The zero value is not useful: start from
 // DefaultOptions.
 type Options struct {
+	// Screen, when set, is the pane's screen read just before the delivery
+	// (with the pane, in one round trip), not in copy mode. It serves as
+	// the first look when the pane's lock comes at once: no other sender
+	// can have typed since, and a tmux call is saved. After a wait for the
+	// lock it is stale and a fresh look is taken.
+	Screen         []string
 	ReadyTimeout   time.Duration // wait this long for an empty input box
 	ConfirmTimeout time.Duration // wait this long for proof after each submit
 	Retries        int           // extra submit presses allowed (text is never typed twice)
@@ -110,7 +126,7 @@ func DefaultOptions() Options {
 		ReadyTimeout:   30 * time.Second,
 		ConfirmTimeout: 5 * time.Second,
 		Retries:        2,
-		Settle:         30 * time.Millisecond,
+		Settle:         0, // a profile's own (package profile)
 		Repress:        500 * time.Millisecond,
 		Poll:           10 * time.Millisecond,
 		Reader:         Generic{},
@@ -316,6 +332,7 @@ func (d *Deliverer) Deliver(ctx context.Context, pane string, id message.ID, tex
 type run struct {
 	d     *Deliverer
 	start time.Time
+	next  []string // a screen already captured that the next read uses
 	pane  string
 	id    message.ID
 	typed string // what we paste: "<id>: <text>"
@@ -340,7 +357,15 @@ func (r *run) deliver(ctx context.Context) error {
 	}
 	defer unlock()
 
-	if err := r.term(r.d.Term.LeaveMode(ctx, r.pane)); err != nil {
+	if r.d.Opts.Screen != nil && r.res.Phases.Lock < lockAtOnce {
+		r.next = r.d.Opts.Screen
+	} else if lc, ok := r.d.Term.(leaveCapturer); ok {
+		lines, err := lc.LeaveModeCapture(ctx, r.pane)
+		if err := r.term(err); err != nil {
+			return err
+		}
+		r.next = lines
+	} else if err := r.term(r.d.Term.LeaveMode(ctx, r.pane)); err != nil {
 		return err
 	}
 	typeIt := true
@@ -546,6 +571,10 @@ func (r *run) typeText(ctx context.Context) error {
 			return err
 		}
 		holds := r.holds(rd)
+		if r.d.Opts.Settle == 0 {
+			// No pause before submit: this look is the last one.
+			r.next = r.lastLines
+		}
 		switch {
 		case holds == holdsOurs:
 			return nil
@@ -560,6 +589,7 @@ func (r *run) typeText(ctx context.Context) error {
 			r.label = rd.Box
 			return nil
 		case !r.d.Clock.Now().Before(deadline):
+			r.next = nil
 			// Until now the paste may have been arriving in pieces.
 			if holds != holdsMixed {
 				r.res.Reached = Unseen // it may still arrive
@@ -578,6 +608,7 @@ func (r *run) typeText(ctx context.Context) error {
 			}
 			return unknown("the pasted text never appeared in the input box within %s (the agent may be frozen or slow, or its box taller than the screen); not pasting it again, since it may still arrive", r.d.Opts.ConfirmTimeout)
 		}
+		r.next = nil // a later look, not this one
 		if err := r.sleep(ctx, wait.next()); err != nil {
 			return err
 		}
@@ -838,9 +869,14 @@ func containsID(lines []string, id message.ID) bool {
 }
 
 func (r *run) read(ctx context.Context) (Reading, []string, error) {
-	lines, err := r.d.Term.Capture(ctx, r.pane, 0)
-	if err := r.term(err); err != nil {
-		return Reading{}, nil, err
+	lines := r.next
+	r.next = nil
+	if lines == nil {
+		var err error
+		lines, err = r.d.Term.Capture(ctx, r.pane, 0)
+		if err := r.term(err); err != nil {
+			return Reading{}, nil, err
+		}
 	}
 	r.lastLines = lines
 	rd := r.d.Opts.Reader.Read(lines)

@@ -158,7 +158,7 @@ func TestDeliver(t *testing.T) {
 					t.Errorf("confirmed after %s: the scrollback should be read as soon as the box empties", res.Elapsed)
 				}
 			}},
-		{name: "pane goes away mid-delivery", setup: func(a *fakeAgent) { a.goneAfter = 4 },
+		{name: "pane goes away mid-delivery", setup: func(a *fakeAgent) { a.goneAfter = 2 },
 			verdict: Failed, errIs: ErrPaneGone, wantSubmitted: []string{}, typings: 1},
 		{name: "resume: already submitted earlier, nothing typed again",
 			setup: func(a *fakeAgent) { a.transcript = append(a.transcript, "> "+string(testID)+": hello") },
@@ -239,7 +239,7 @@ func TestDeliver(t *testing.T) {
 			o.ConfirmTimeout = 200 * time.Millisecond
 			o.Reader = readerFunc(func([]string) Reading { return Reading{State: Ready, BoxRow: -1} })
 		}, verdict: Typed, errIs: ErrUnconfirmed, errHas: "not typing it again", wantSubmitted: []string{}, presses: 0, typings: 1},
-		{name: "a press taken but shown late is not reported as a failure", setup: func(a *fakeAgent) { a.slowRedraw = 510 * time.Millisecond },
+		{name: "a press taken but shown late is not reported as a failure", setup: func(a *fakeAgent) { a.slowRedraw = 510 * time.Millisecond }, opts: func(o *Options) { o.Settle = 30 * time.Millisecond },
 			verdict: Submitted, presses: 1, typings: 1},
 		{name: "a shell prompt is refused at once", opts: func(o *Options) {
 			o.Reader = readerFunc(func([]string) Reading {

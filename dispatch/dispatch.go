@@ -30,24 +30,12 @@ var (
 // Verdicts besides delivery's.
 const NotFound delivery.Verdict = "not_found"
 
-// Conn is a tmux client held for the length of one send, broadcast or
-// listing, and closed after it.
-type Conn interface {
-	tmux.Client
-	Close() error
-}
-
 // Dispatcher sends messages through one tmux server.
 type Dispatcher struct {
-	Tmux tmux.Client
-	// Attach, when set, opens a faster client attached to one session (a
-	// tmux control client: a command costs a fraction of a millisecond
-	// instead of a process). It fails with tmux.ErrSessionNotFound when
-	// there is no such session. Without it every command goes to Tmux.
-	Attach func(ctx context.Context, session string) (Conn, error)
-	Locks  delivery.Locker
-	Clock  delivery.Clock
-	Opts   delivery.Options
+	Tmux  tmux.Client
+	Locks delivery.Locker
+	Clock delivery.Clock
+	Opts  delivery.Options
 	// Profile, when set, says how the agent in a pane behaves, from its
 	// foreground command and screen; why says how it was chosen.
 	Profile func(command string, screen []string) (p AgentProfile, why string)
@@ -138,12 +126,7 @@ func (d *Dispatcher) NewMessage(sender, text string) (Message, error) {
 func (d *Dispatcher) SendMessage(ctx context.Context, t target.Target, msg Message, before func() error) Outcome {
 	start := d.Clock.Now()
 	id := msg.ID
-	conn, err := d.attach(ctx, t.Session)
-	var pane tmux.Pane
-	if err == nil {
-		defer conn.Close()
-		pane, err = conn.SessionPane(ctx, t.Session)
-	}
+	pane, screen, err := d.sessionPane(ctx, t.Session)
 	if err == nil && d.Self != "" && pane.ID == d.Self {
 		err = fmt.Errorf("%w: %s is the pane you run in; your own prompt is busy running this command", ErrSelf, t.Session)
 	}
@@ -158,39 +141,26 @@ func (d *Dispatcher) SendMessage(ctx context.Context, t target.Target, msg Messa
 		out.Elapsed = d.Clock.Now().Sub(start)
 		return out
 	}
-	out := d.deliver(ctx, conn, t, pane, msg)
+	out := d.deliver(ctx, t, pane, screen, msg)
 	out.Elapsed = d.Clock.Now().Sub(start)
 	return out
 }
 
-// attach opens a client for session: Attach's when there is one, else Tmux.
-func (d *Dispatcher) attach(ctx context.Context, session string) (Conn, error) {
-	if d.Attach == nil {
-		return nopCloser{d.Tmux}, nil
-	}
-	return d.Attach(ctx, session)
+// paneScreener is a tmux client that reads a session's pane and its screen
+// in one round trip.
+type paneScreener interface {
+	SessionPaneScreen(ctx context.Context, session string) (tmux.Pane, []string, error)
 }
 
-// shared opens one client for work on many agents, attached to the first
-// of them that still exists; Tmux when none can be attached to.
-func (d *Dispatcher) shared(ctx context.Context, agents []found) Conn {
-	if d.Attach != nil {
-		for _, a := range agents {
-			conn, err := d.Attach(ctx, a.Target.Session)
-			if err == nil {
-				return conn
-			}
-			if !errors.Is(err, tmux.ErrSessionNotFound) {
-				break
-			}
-		}
+// sessionPane finds session's active pane and, when that comes at no extra
+// cost, its screen (nil otherwise: deliver captures it).
+func (d *Dispatcher) sessionPane(ctx context.Context, session string) (tmux.Pane, []string, error) {
+	if ps, ok := d.Tmux.(paneScreener); ok {
+		return ps.SessionPaneScreen(ctx, session)
 	}
-	return nopCloser{d.Tmux}
+	pane, err := d.Tmux.SessionPane(ctx, session)
+	return pane, nil, err
 }
-
-type nopCloser struct{ tmux.Client }
-
-func (nopCloser) Close() error { return nil }
 
 // BroadcastMessage delivers msg to every agent of team ("" for all), in
 // parallel; one target's failure never stops the others. (Programs send
@@ -215,12 +185,10 @@ func (d *Dispatcher) BroadcastMessage(ctx context.Context, team string, msg Mess
 			return Report{}, err
 		}
 	}
-	conn := d.shared(ctx, agents)
-	defer conn.Close()
 	rep := Report{ID: msg.ID}
 	rep.Outcomes = broadcast.Each(ctx, agents, d.Concurrency, func(ctx context.Context, a found) Outcome {
 		start := d.Clock.Now()
-		out := d.deliver(ctx, conn, a.Target, a.pane, msg)
+		out := d.deliver(ctx, a.Target, a.pane, nil, msg)
 		out.Elapsed = d.Clock.Now().Sub(start)
 		return out
 	})
@@ -250,11 +218,9 @@ func (d *Dispatcher) Agents(ctx context.Context, team string) ([]Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn := d.shared(ctx, agents)
-	defer conn.Close()
 	return broadcast.Each(ctx, agents, d.Concurrency, func(ctx context.Context, a found) Agent {
 		out := Agent{Target: a.Target, Pane: a.pane, State: delivery.Unknown}
-		lines, err := conn.Capture(ctx, a.pane.ID, 0)
+		lines, err := d.Tmux.Capture(ctx, a.pane.ID, 0)
 		if err != nil {
 			out.Detail = err.Error()
 			return out
@@ -320,7 +286,10 @@ func (d *Dispatcher) find(ctx context.Context, team string) ([]found, error) {
 	return out, nil
 }
 
-func (d *Dispatcher) deliver(ctx context.Context, term tmux.Client, t target.Target, pane tmux.Pane, msg Message) Outcome {
+// deliver types msg into pane; screen is the pane's screen when already
+// read (nil: read it here, for the profile).
+func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pane, screen []string, msg Message) Outcome {
+	term := d.Tmux
 	out := Outcome{Target: t, Pane: pane.ID, ID: msg.ID}
 	if pane.Dead {
 		out.Verdict, out.Err = delivery.Failed, fmt.Errorf("the program in %s (pane %s) has exited", t.Session, pane.ID)
@@ -338,10 +307,12 @@ func (d *Dispatcher) deliver(ctx context.Context, term tmux.Client, t target.Tar
 	}
 	text := msg.Text
 	if d.Profile != nil {
-		screen, err := term.Capture(ctx, pane.ID, 0)
-		if err != nil {
-			out.Verdict, out.Err = delivery.Failed, err
-			return out
+		if screen == nil {
+			var err error
+			if screen, err = term.Capture(ctx, pane.ID, 0); err != nil {
+				out.Verdict, out.Err = delivery.Failed, err
+				return out
+			}
 		}
 		p, why := d.Profile(pane.Command, screen)
 		out.Profile, out.ProfileWhy = p.Name, why
@@ -353,6 +324,9 @@ func (d *Dispatcher) deliver(ctx context.Context, term tmux.Client, t target.Tar
 		if msg.Stored && tooLong(text, p) {
 			text, out.Pointer = Pointer(msg.ID, text), true
 		}
+	}
+	if !pane.InMode {
+		opts.Screen = screen // read with the pane, a moment ago
 	}
 	del := &delivery.Deliverer{Term: term, Locks: d.Locks, Clock: d.Clock, Socket: term.Server().Socket, Opts: opts}
 	res := del.Deliver(ctx, pane.ID, msg.ID, text)

@@ -29,6 +29,7 @@ func TestStressManySendersNeverCrashTmux(t *testing.T) {
 	}
 	team := s.StartAgents(names)
 	busy := s.StartAgent("agent-later-bee", harness.InitialState("busy"))
+	attachControlClient(t, s, "agent-later-bee") // as iTerm2's tmux -CC would be
 
 	watch := exec.Command(s.Bins.Agentmsg, "-S", s.Socket, "deliver", "--watch", "--every", "100ms", "--ready-timeout", "50ms")
 	watch.Env = s.Env()
@@ -123,5 +124,35 @@ func wantExactlyOnce(t *testing.T, a *harness.TestAgent, want map[string]bool) {
 		if !seen {
 			t.Errorf("%s: never received %q", a.Session, strings.TrimSpace(p))
 		}
+	}
+}
+
+// attachControlClient keeps a control-mode client attached to session for
+// the rest of the test, as a terminal such as iTerm2 (tmux -CC) does. Its
+// stdin is held open; closing it detaches the client cleanly.
+func attachControlClient(t *testing.T, s *harness.TestServer, session string) {
+	t.Helper()
+	cmd := exec.Command(harness.TmuxBin(), "-S", s.Socket, "-C", "attach-session", "-t", "="+session)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _ := s.Server.Tmux("list-clients", "-F", "#{client_control_mode}")
+		if strings.Contains(out, "1") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the control client never attached: %q", out)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

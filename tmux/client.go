@@ -217,6 +217,39 @@ func isID(s string, prefix byte) bool {
 	return true
 }
 
+// SessionPaneScreen is SessionPane and the pane's visible screen, in one
+// round trip (a send needs both before it starts).
+func (c *Exec) SessionPaneScreen(ctx context.Context, session string) (Pane, []string, error) {
+	mark := "agentmsg-screen-" + newNonce()
+	out, err := c.doCommands(ctx, false, nil, [][]string{
+		{"list-panes", "-t", "=" + session + ":", "-F", paneFormat},
+		{"display-message", "-p", mark},
+		{"capture-pane", "-p", "-J", "-t", "=" + session + ":"},
+	})
+	if err != nil {
+		return Pane{}, nil, err
+	}
+	list, screen, ok := strings.Cut(string(out), mark+"\n")
+	if !ok {
+		return Pane{}, nil, &Error{Command: "list-panes+capture-pane", Socket: c.server.Socket, Stderr: "tmux's answer lacked its marker", ExitCode: -1}
+	}
+	panes := parsePanes([]byte(list), false, func(string) (string, bool) { return session, true })
+	if len(panes) != 1 {
+		return Pane{}, nil, &Error{Command: "list-panes", Socket: c.server.Socket, Stderr: "can't find session: " + session, Kind: ErrSessionNotFound}
+	}
+	return panes[0], strings.Split(strings.TrimSuffix(screen, "\n"), "\n"), nil
+}
+
+// LeaveModeCapture leaves any mode the pane is in and captures its visible
+// screen, in one round trip.
+func (c *Exec) LeaveModeCapture(ctx context.Context, pane string) ([]string, error) {
+	out, err := c.run(ctx, "copy-mode", "-q", "-t", pane, ";", "capture-pane", "-p", "-J", "-t", pane)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"), nil
+}
+
 func (c *Exec) LeaveMode(ctx context.Context, pane string) error {
 	_, err := c.run(ctx, "copy-mode", "-q", "-t", pane)
 	return err

@@ -290,3 +290,71 @@ func waitFor(t *testing.T, ok func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestVersion(t *testing.T) {
+	for _, tt := range []struct {
+		v            Version
+		atLeast37    bool
+		crashHazard  bool
+		unknownFirst bool
+	}{
+		{"3.2a", false, true, false},
+		{"3.3a", false, true, false},
+		{"3.6a", false, true, false},
+		{"3.7", true, false, false},
+		{"3.7c", true, false, false},
+		{"3.10", true, false, false},
+		{"next-3.8", true, false, false},
+		{"master", true, false, false},
+		{"openbsd-7.6", false, true, true},
+	} {
+		if got := tt.v.AtLeast(3, 7); got != tt.atLeast37 {
+			t.Errorf("%s.AtLeast(3, 7) = %v", tt.v, got)
+		}
+		hs := tt.v.Hazards()
+		crash := false
+		for _, h := range hs {
+			crash = crash || strings.Contains(h.Summary, "segfaults")
+		}
+		if crash != tt.crashHazard && !tt.unknownFirst {
+			t.Errorf("%s: hazards %+v, crash hazard %v want %v", tt.v, hs, crash, tt.crashHazard)
+		}
+		if tt.unknownFirst && (len(hs) == 0 || !strings.Contains(hs[0].Summary, "unknown tmux version")) {
+			t.Errorf("%s: hazards %+v, want an unknown-version warning", tt.v, hs)
+		}
+	}
+}
+
+// Inside a tmux pane with no tmux configured, agentmsg runs the binary its
+// own server runs: an agent's $PATH may hold another release, whose client
+// cannot talk to that server.
+func TestBinaryOfTheServerYouRunIn(t *testing.T) {
+	e, _ := testServer(t)
+	info, err := e.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", info.PID))
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	inside := env(map[string]string{"TMUX": fmt.Sprintf("%s,%d,0", e.Server().Socket, info.PID), "TMUX_PANE": "%0", "PATH": ""})
+	if c := CallerFrom(inside); c.Socket != e.Server().Socket || c.ServerPID != info.PID || c.Pane != "%0" || !c.In(e.Server()) {
+		t.Errorf("CallerFrom = %+v", c)
+	}
+	if got, why, err := Binary("", e.Server(), inside); err != nil || got != exe || !strings.Contains(why, "server you run in") {
+		t.Errorf("Binary inside the server = %q (%s), %v; want %q", got, why, err, exe)
+	}
+	if got, why, err := Binary(exe, Server{Socket: "/elsewhere"}, inside); err != nil || got != exe || why != "configured" {
+		t.Errorf("Binary configured = %q (%s), %v", got, why, err)
+	}
+	if got, _, _ := Binary("", Server{Socket: "/another/server"}, inside); got == exe && !strings.HasPrefix(exe, "/usr/bin") {
+		t.Errorf("Binary for another server took this server's binary %q", got)
+	}
+	if c := CallerFrom(env(nil)); c != (Caller{}) {
+		t.Errorf("CallerFrom outside tmux = %+v", c)
+	}
+}

@@ -176,3 +176,12 @@ func TmuxBin() string {
 	}
 	return "tmux"
 }
+
+// TmuxVersion is what the tmux under test says of itself ("tmux 3.3a").
+func TmuxVersion() string {
+	out, err := exec.Command(TmuxBin(), "-V").Output()
+	if err != nil {
+		return "tmux (version unknown: " + err.Error() + ")"
+	}
+	return strings.TrimSpace(string(out))
+}
