@@ -82,11 +82,15 @@ func TestStoppedLockHolderBlocksNoOne(t *testing.T) {
 	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("dialog"))
 	holder := startAgentmsg(t, s, nil, nil, "--json", "send", "--ready-timeout", "60s", "alpha", "ana", "first")
 	pid := holder.cmd.Process.Pid
-	// It holds the lock once its pid is in a lock file.
+	// It holds the pane's lock once its pid is in the pane's lock file
+	// (named-*.lock are other locks: one per inbox, one per message).
 	locks := filepath.Join(s.Dir, "runtime", "agentmsg", "locks")
 	waitFor(t, "the holder's lock file", 10*time.Second, func() bool {
 		files, _ := filepath.Glob(filepath.Join(locks, "*.lock"))
 		for _, f := range files {
+			if strings.HasPrefix(filepath.Base(f), "named-") {
+				continue
+			}
 			if b, _ := os.ReadFile(f); strings.Contains(string(b), `"pid":`+strconv.Itoa(pid)) {
 				return true
 			}
