@@ -1,6 +1,8 @@
-// Command fakeapi runs the loopback stand-in for the Anthropic Messages API
-// until interrupted. It prints its base URL on the first line of stdout
-// (and writes it to -url-file, if given), for ANTHROPIC_BASE_URL.
+// Command fakeapi runs the loopback stand-in for the agents' model APIs
+// (Anthropic Messages, OpenAI Responses and Chat Completions, Gemini) until
+// interrupted. It prints its base URL on the first line of stdout (and
+// writes it to -url-file, if given), for ANTHROPIC_BASE_URL,
+// GOOGLE_GEMINI_BASE_URL, Codex's base_url (URL/v1) or OPENAI_BASE_URL.
 //
 //	fakeapi -log /tmp/x/api.jsonl -mode slow -slow 8s
 //	curl -d '{"mode":"bash"}' "$URL/_control"
