@@ -28,6 +28,7 @@
 package fakeapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +36,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -85,6 +87,9 @@ type Config struct {
 	ModeFile string
 	// Control is the initial setting; empty fields take the defaults.
 	Control Control
+	// DumpDir, if set, gets every request body as a file of its own
+	// (NANOS-PATH.json): what a new CLI version sends, to read.
+	DumpDir string
 }
 
 // Control is the run-time setting, the body of POST /_control. Empty or
@@ -314,6 +319,12 @@ func (s *Server) newID(prefix string) string {
 // /v1/chat/completions, /v1beta/models/M:generateContent (and its stream),
 // /_control, anything else.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.DumpDir != "" && r.Body != nil {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+		name := strings.NewReplacer("/", "_", ":", "_").Replace(r.URL.Path)
+		_ = os.WriteFile(filepath.Join(s.cfg.DumpDir, fmt.Sprintf("%d%s.json", time.Now().UnixNano(), name)), b, 0o644)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+	}
 	post := r.Method == http.MethodPost
 	switch {
 	case r.URL.Path == "/_control":

@@ -198,6 +198,37 @@ type responsesItem struct {
 	Type    string          `json:"type"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	Tools   []nestedTool    `json:"tools"` // type additional_tools
+}
+
+// nestedTool is a tool or a namespace of tools (Codex 0.169 groups them).
+type nestedTool struct {
+	oaTool
+	Tools []nestedTool `json:"tools"`
+}
+
+// additionalTools lists the tools offered in "additional_tools" input items
+// (Codex 0.169 offers them there, not in the request's tools), flattened.
+func additionalTools(input json.RawMessage) []oaTool {
+	var items []responsesItem
+	_ = json.Unmarshal(input, &items)
+	var out []oaTool
+	var walk func([]nestedTool)
+	walk = func(ts []nestedTool) {
+		for _, t := range ts {
+			if t.Type == "namespace" {
+				walk(t.Tools)
+				continue
+			}
+			out = append(out, t.oaTool)
+		}
+	}
+	for _, it := range items {
+		if it.Type == "additional_tools" {
+			walk(it.Tools)
+		}
+	}
+	return out
 }
 
 // codexContext marks the user messages Codex adds itself (environment,
@@ -273,16 +304,18 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, toolResult := responsesText(req.Input)
+	tools := append(req.Tools, additionalTools(req.Input)...)
 	switch {
-	// Codex asks for a thread title in a side request of its own.
-	case strings.Contains(string(req.ClientMetadata), "thread_title") || len(req.Tools) == 0:
+	// Codex asks for a thread title in a side request of its own; its
+	// prompts offer their tools in an "additional_tools" input item.
+	case strings.Contains(string(req.ClientMetadata), "thread_title"):
 		rec.Kind = KindInternal
 	case toolResult:
 		rec.Kind = KindToolResult
 	default:
 		rec.Kind = KindPrompt
 	}
-	rec.Model, rec.Stream, rec.Text, rec.Tools = req.Model, req.Stream, text, len(req.Tools)
+	rec.Model, rec.Stream, rec.Text, rec.Tools = req.Model, req.Stream, text, len(tools)
 	c := s.effective()
 	rec.Mode = c.Mode
 	var internal string
@@ -291,7 +324,7 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 		internal = internalJSON(body)
 	}
 	p := planFor(rec.Kind, c, internal)
-	tool, params := shellTool(req.Tools)
+	tool, params := shellTool(tools)
 	rec.Reply = p.logged(tool)
 	s.log(rec)
 

@@ -163,6 +163,31 @@ func TestResponsesBashModeCallsTheShellTool(t *testing.T) {
 	}
 }
 
+// Codex 0.169 offers its tools in an input item, none in "tools", and asks
+// for a title with a json_schema text format: only its thread_source tells
+// the title request from a prompt.
+func TestResponsesCodex0169Shapes(t *testing.T) {
+	t.Parallel()
+	s, hs := newServer(t, Config{})
+	meta := func(src string) map[string]any {
+		return map[string]any{"x-codex-turn-metadata": `{"request_kind":"turn","thread_source":"` + src + `"}`}
+	}
+	tools := map[string]any{"type": "additional_tools", "role": "developer", "tools": []any{
+		map[string]any{"type": "namespace", "name": "functions", "tools": []any{
+			map[string]any{"type": "custom", "name": "exec"}, map[string]any{"type": "function", "name": "wait"}}}}}
+	prompt := mustJSON(map[string]any{"model": "gpt-6.1-sol", "stream": true, "tools": []any{}, "client_metadata": meta("user"),
+		"input": []any{tools, userItem("<environment_context>x</environment_context>"), userItem("MSG_7: hi")}})
+	title := mustJSON(map[string]any{"model": "gpt-6.1-sol", "stream": true, "tools": []any{}, "client_metadata": meta("thread_title"),
+		"text":  map[string]any{"format": map[string]any{"type": "json_schema", "name": "codex_output_schema"}},
+		"input": []any{tools, userItem("Generate a concise, single-line task title")}})
+	readSSE(t, post(t, hs.URL+"/v1/responses", prompt))
+	readSSE(t, post(t, hs.URL+"/v1/responses", title))
+	r := s.Records()
+	if len(r) != 2 || r[0].Kind != KindPrompt || r[0].Text != "MSG_7: hi" || r[0].Tools != 2 || r[1].Kind != KindInternal {
+		t.Errorf("records = %+v", r)
+	}
+}
+
 func TestResponsesText(t *testing.T) {
 	t.Parallel()
 	raw := func(v any) json.RawMessage { return json.RawMessage(mustJSON(v)) }

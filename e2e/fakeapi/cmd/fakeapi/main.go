@@ -25,10 +25,11 @@ func main() {
 	slow := flag.Duration("slow", fakeapi.DefaultSlowFor, "how long slow mode streams a reply")
 	bash := flag.String("bash", fakeapi.DefaultBashCommand, "the command bash mode asks to run")
 	reply := flag.String("reply", fakeapi.DefaultReply, "the text of a reply")
+	dump := flag.String("dump", "", "write every request body to a file in this dir")
 	urlFile := flag.String("url-file", "", "write the base URL to this file once listening")
 	flag.Parse()
 
-	srv, err := fakeapi.New(fakeapi.Config{LogPath: *logPath, ModeFile: *modeFile, Control: fakeapi.Control{
+	srv, err := fakeapi.New(fakeapi.Config{LogPath: *logPath, ModeFile: *modeFile, DumpDir: *dump, Control: fakeapi.Control{
 		Mode: fakeapi.Mode(*mode), SlowSeconds: slow.Seconds(), BashCommand: *bash, Reply: *reply,
 	}})
 	if err == nil {
