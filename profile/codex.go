@@ -7,16 +7,25 @@ import (
 	"github.com/agentmsg/agentmsg/delivery"
 )
 
-// Codex reads OpenAI Codex CLI's TUI (codex-rs/tui, reconstructed from its
-// snapshot tests; not captured here). The composer is the bottom-most line
-// starting with › at column 0, continuation lines indented by two, then a
-// blank line and a footer whose lines are indented by two:
+// Codex reads OpenAI Codex CLI's TUI (codex-rs/tui; 0.169.0 captured live
+// in testdata/codex/0.169.0, older shapes reconstructed from its snapshot
+// tests). The composer is the bottom-most line starting with › at column 0,
+// continuation lines indented by two, then a blank line and a footer whose
+// lines are indented by two:
 //
 //   - Working (0s • esc to interrupt)
 //
 //     › Ask Codex to do anything        (dim placeholder when empty)
 //
-//     ? for shortcuts                        100% context left
+//     GPT-6.1-Sol default · ~/project
+//     ← for agents · ? for shortcuts
+//
+// The composer grows with its text until it fills the screen (a 12-line
+// text at 40 rows starts 14 rows from the bottom), so the whole screen is
+// read, not only its bottom rows; once it is taller than the screen its
+// first row is gone and the screen reads Unknown (the profile sends such
+// texts as a pointer instead). Text typed while a turn runs steers it
+// (Enter) or queues (Tab).
 //
 // Older versions draw the composer as lines starting with ▌, footer
 // "⏎ send   ⌃J newline …". An approval overlay replaces the composer with
@@ -43,7 +52,11 @@ var codexPlaceholders = []string{
 var codexDialogs = []string{
 	"would you like to", "press enter to confirm or esc to cancel", "allow command?",
 	"do you trust", "(y/n)", "[y/n]",
+	"esc dismiss & close", // the startup warnings overlay (f2)
 }
+
+// codexFooter are hints of Codex's footer under the composer.
+var codexFooter = []string{"context left", "? for shortcuts", "⏎ send", "tab to queue message", "f2 to view", "← for agents"}
 
 func (Codex) Read(screen []string) delivery.Reading {
 	lines := trimScreen(screen)
@@ -57,7 +70,7 @@ func (Codex) Read(screen []string) delivery.Reading {
 	if d, ok := menuDialog(lines[from:]); ok {
 		return dialog(d)
 	}
-	top, text, ok := codexComposer(lines, from)
+	top, text, ok := codexComposer(lines, 0)
 	if !ok {
 		if l, ok := containsFold(lines[from:], codexDialogs...); ok {
 			return dialog("dialog: " + l)
@@ -95,19 +108,30 @@ func (Codex) Read(screen []string) delivery.Reading {
 
 // codexComposer finds the composer: its first row and its text. Below it
 // only continuation lines, blank lines and the footer may follow; a › line
-// followed by anything else is a past prompt in the transcript.
+// followed by anything else is a past prompt in the transcript. A composer
+// taller than its room scrolls: its first visible row ends with ↑ (its last
+// with ↓), and the text read starts with a "…" line for the hidden part.
 func codexComposer(lines []string, from int) (int, string, bool) {
 	for i := len(lines) - 1; i >= from; i-- {
 		l := lines[i]
 		switch {
 		case l == "›" || strings.HasPrefix(l, "› "):
-			text := []string{strings.TrimPrefix(strings.TrimPrefix(l, "›"), " ")}
+			first, above := cutScroll(strings.TrimPrefix(strings.TrimPrefix(l, "›"), " "), "↑")
+			var text []string
+			if above {
+				text = append(text, "…")
+			}
+			text = append(text, first)
 			j := i + 1
 			for ; j < len(lines) && lines[j] != ""; j++ {
 				if !strings.HasPrefix(lines[j], "  ") {
 					return 0, "", false
 				}
-				text = append(text, strings.TrimPrefix(lines[j], "  "))
+				t, below := cutScroll(strings.TrimPrefix(lines[j], "  "), "↓")
+				text = append(text, t)
+				if below {
+					text = append(text, "…")
+				}
 			}
 			for ; j < len(lines); j++ {
 				if lines[j] != "" && !strings.HasPrefix(lines[j], "  ") {
@@ -136,6 +160,16 @@ func codexComposer(lines []string, from int) (int, string, bool) {
 	return 0, "", false
 }
 
+// cutScroll removes a scroll indicator drawn at the right end of a
+// composer row, after a gap of spaces.
+func cutScroll(row, arrow string) (string, bool) {
+	t := strings.TrimRight(row, " ")
+	if rest, ok := strings.CutSuffix(t, arrow); ok && strings.HasSuffix(rest, "  ") {
+		return strings.TrimRight(rest, " "), true
+	}
+	return row, false
+}
+
 func (c Codex) recognize(lines []string) (string, bool) {
 	if lastIsShellPrompt(lines) {
 		return "", false
@@ -143,9 +177,8 @@ func (c Codex) recognize(lines []string) (string, bool) {
 	if _, ok := containsFold(lines, ">_ OpenAI Codex"); ok {
 		return "screen shows the OpenAI Codex banner", true
 	}
-	from := bottom(lines, bottomRows)
-	if _, _, ok := codexComposer(lines, from); ok {
-		if _, ok := containsFold(lines[from:], "context left", "? for shortcuts", "⏎ send"); ok {
+	if top, _, ok := codexComposer(lines, 0); ok {
+		if _, ok := containsFold(lines[top:], codexFooter...); ok {
 			return "screen shows Codex's composer", true
 		}
 	}

@@ -1,0 +1,120 @@
+package profile
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentmsg/agentmsg/delivery"
+)
+
+// realWant is what a reader must make of a captured screen; the box row is
+// not pinned (it moves with the size), only whether there is a box.
+type realWant struct {
+	state  delivery.State
+	box    string
+	noBox  bool
+	queued bool
+	shell  bool
+}
+
+func lines(prefix string, n int) string {
+	out := []string{fmt.Sprintf("MSG_%04d: line 1 of %d", n, n)}
+	for i := 2; i <= n; i++ {
+		out = append(out, fmt.Sprintf("line %d of %d", i, n))
+	}
+	_ = prefix
+	return strings.Join(out, "\n")
+}
+
+// from is the text's lines k..n, as a scrolled composer shows them.
+func from(n, k int) string {
+	return strings.Join(strings.Split(lines("", n), "\n")[k-1:], "\n")
+}
+
+// Screens captured from the real CLIs (testdata/README.md says how): every
+// state at 120x40 and 80x24, with COLORTERM=truecolor and without.
+func TestRealScreens(t *testing.T) {
+	gemini := map[string]realWant{
+		"idle":             {state: delivery.Ready},
+		"typed":            {state: delivery.Draft, box: "MSG_0001: hello there"},
+		"after-submit":     {state: delivery.Ready},
+		"busy":             {state: delivery.Busy},
+		"busy-typed":       {state: delivery.Busy, box: "MSG_0003: while busy"},
+		"busy-queued":      {state: delivery.Busy, queued: true},
+		"idle-after-queue": {state: delivery.Ready},
+		"tall-2":           {state: delivery.Draft, box: lines("", 2)},
+		"tall-12":          {state: delivery.Draft, box: "[Pasted Text: 12 lines]"},
+		"tall-30":          {state: delivery.Draft, box: "[Pasted Text: 30 lines]"},
+		"tall-60":          {state: delivery.Draft, box: "[Pasted Text: 60 lines]"},
+		"after-tall":       {state: delivery.Ready},
+		"draft":            {state: delivery.Draft, box: "I was typing this by hand"},
+		"dialog-tool":      {state: delivery.Dialog, noBox: true},
+		"after-dialog":     {state: delivery.Ready},
+		"slash-picker":     {state: delivery.Draft, box: "/quit"},
+		"exited":           {state: delivery.Unknown, noBox: true, shell: true},
+	}
+	codex := map[string]realWant{
+		"idle":             {state: delivery.Ready},
+		"typed":            {state: delivery.Draft, box: "MSG_0001: hello there"},
+		"after-submit":     {state: delivery.Ready},
+		"busy":             {state: delivery.Busy},
+		"busy-typed":       {state: delivery.Busy, box: "MSG_0003: while busy"},
+		"busy-steer":       {state: delivery.Busy},
+		"idle-after-steer": {state: delivery.Ready},
+		"tall-2":           {state: delivery.Draft, box: lines("", 2)},
+		"tall-12":          {state: delivery.Draft, box: lines("", 12)},
+		// Taller than its room: the composer scrolls (↑), its start hidden.
+		"tall-30":                 {state: delivery.Draft, box: "…\n" + from(30, 7)},
+		"tall-60":                 {state: delivery.Draft, box: "…\n" + from(60, 37)},
+		"80x24-truecolor/tall-30": {state: delivery.Draft, box: "…\n" + from(30, 17)},
+		"80x24-256/tall-30":       {state: delivery.Draft, box: "…\n" + from(30, 17)},
+		"80x24-truecolor/tall-60": {state: delivery.Draft, box: "…\n" + from(60, 47)},
+		"80x24-256/tall-60":       {state: delivery.Draft, box: "…\n" + from(60, 47)},
+		"tall-2-after-enter":      {state: delivery.Ready},
+		"tall-12-after-enter":     {state: delivery.Ready},
+		"tall-30-after-enter":     {state: delivery.Ready},
+		"tall-60-after-enter":     {state: delivery.Ready},
+		"draft":                   {state: delivery.Draft, box: "I was typing this by hand"},
+		"warnings-overlay":        {state: delivery.Dialog, noBox: true},
+		"after-ctrl-c":            {state: delivery.Ready},
+		"slash-picker":            {state: delivery.Draft, box: "/quit"},
+		"exited":                  {state: delivery.Unknown, noBox: true, shell: true},
+		"startup-menu":            {state: delivery.Dialog, noBox: true},
+	}
+	for _, c := range []struct {
+		dir    string
+		reader delivery.ScreenReader
+		want   map[string]realWant
+	}{
+		{"testdata/gemini/0.61.0", Gemini{Product: "Gemini CLI"}, gemini},
+		{"testdata/codex/0.169.0", Codex{}, codex},
+	} {
+		files, _ := filepath.Glob(filepath.Join(c.dir, "*", "*.txt"))
+		if len(files) < 60 {
+			t.Fatalf("%s: only %d screens", c.dir, len(files))
+		}
+		for _, f := range files {
+			rel, _ := filepath.Rel(c.dir, f)
+			rel = strings.TrimSuffix(rel, ".txt")
+			state := filepath.Base(rel)
+			t.Run(strings.TrimPrefix(c.dir, "testdata/")+"/"+rel, func(t *testing.T) {
+				w, ok := c.want[rel]
+				if !ok {
+					w, ok = c.want[state]
+				}
+				if !ok {
+					t.Fatalf("no expectation for %s", state)
+				}
+				got := c.reader.Read(readScreen(t, f))
+				if got.State != w.state || got.Box != w.box || (got.BoxRow < 0) != w.noBox || got.Queued != w.queued || got.Shell != w.shell {
+					t.Errorf("Read = %+v\nwant %+v", got, w)
+				}
+				if got.State != delivery.Ready && got.Detail == "" {
+					t.Errorf("state %s without a detail", got.State)
+				}
+			})
+		}
+	}
+}
