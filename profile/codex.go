@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 
@@ -54,6 +55,10 @@ var codexDialogs = []string{
 	"do you trust", "(y/n)", "[y/n]",
 	"esc dismiss & close", // the startup warnings overlay (f2)
 }
+
+// codexModelRe is the footer row naming the model and the directory:
+// "  GPT-6.1-Sol default · ~/project".
+var codexModelRe = regexp.MustCompile(`^  \S.* · [~/]`)
 
 // codexFooter are hints of Codex's footer under the composer.
 var codexFooter = []string{"context left", "? for shortcuts", "⏎ send", "tab to queue message", "f2 to view", "← for agents"}
@@ -177,8 +182,17 @@ func (c Codex) recognize(lines []string) (string, bool) {
 	if _, ok := containsFold(lines, ">_ OpenAI Codex"); ok {
 		return "screen shows the OpenAI Codex banner", true
 	}
-	if top, _, ok := codexComposer(lines, 0); ok {
+	if top, text, ok := codexComposer(lines, 0); ok {
 		if _, ok := containsFold(lines[top:], codexFooter...); ok {
+			return "screen shows Codex's composer", true
+		}
+		for _, l := range lines[top+1:] {
+			if codexModelRe.MatchString(l) {
+				return "screen shows Codex's composer", true
+			}
+		}
+		// Scrolled (↑ on its first row): only Codex's composer does that.
+		if strings.HasPrefix(text, "…\n") {
 			return "screen shows Codex's composer", true
 		}
 	}

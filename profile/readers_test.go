@@ -65,6 +65,8 @@ func TestReconstructedScreens(t *testing.T) {
 // No reader takes another CLI's screen, a dialog or a shell for a ready box.
 func TestNoFalseReady(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*/*.txt")
+	real, _ := filepath.Glob("testdata/*/*/*/*.txt")
+	files = append(files, real...)
 	claude, _ := filepath.Glob(filepath.Join(claudeScreens, "*.txt"))
 	files = append(files, claude...)
 	for _, p := range Builtin() {

@@ -118,3 +118,38 @@ func TestRealScreens(t *testing.T) {
 		}
 	}
 }
+
+// Once the banner has scrolled away, a live box is still known by its
+// footer: every captured screen with a box is recognised with the banner's
+// lines blanked.
+func TestRecognizedWithoutBanner(t *testing.T) {
+	for _, c := range []struct {
+		glob   string
+		reader recognizer
+		banner []string
+	}{
+		{"testdata/codex/0.169.0/*/*.txt", Codex{}, []string{"OpenAI Codex", "Codex"}},
+		{"testdata/gemini/0.61.0/*/*.txt", Gemini{Product: "Gemini CLI"}, []string{"Gemini CLI", "Tips for getting started"}},
+	} {
+		files, _ := filepath.Glob(c.glob)
+		for _, f := range files {
+			screen := readScreen(t, f)
+			for i, l := range screen {
+				for _, b := range c.banner {
+					if strings.Contains(l, b) {
+						screen[i] = ""
+					}
+				}
+			}
+			rd := c.reader.(delivery.ScreenReader).Read(screen)
+			if rd.BoxRow < 0 {
+				continue
+			}
+			if why, ok := c.reader.recognize(trimScreen(screen)); !ok {
+				t.Errorf("%s: not recognised without its banner (%+v)", f, rd)
+			} else if why == "" {
+				t.Errorf("%s: no reason", f)
+			}
+		}
+	}
+}
