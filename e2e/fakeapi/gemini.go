@@ -44,8 +44,8 @@ type geminiPart struct {
 	FunctionResponse json.RawMessage `json:"functionResponse"`
 }
 
-// geminiText is the text of the last user content and whether it returns a
-// function's result.
+// geminiText is the text of the last user content (without Gemini CLI's
+// session context) and whether it returns a function's result.
 func geminiText(req geminiRequest) (string, bool) {
 	for i := len(req.Contents) - 1; i >= 0; i-- {
 		c := req.Contents[i]
@@ -57,7 +57,9 @@ func geminiText(req geminiRequest) (string, bool) {
 			if p.FunctionResponse != nil {
 				return "", true
 			}
-			if !p.Thought && p.Text != "" {
+			// Gemini CLI puts its <session_context> (date, OS, workspace)
+			// in the first prompt's first part: not the person's text.
+			if !p.Thought && p.Text != "" && !strings.HasPrefix(strings.TrimSpace(p.Text), "<session_context>") {
 				parts = append(parts, p.Text)
 			}
 		}

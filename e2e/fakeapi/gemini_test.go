@@ -92,6 +92,20 @@ func TestGeminiStreamIsDataOnlyAndLogged(t *testing.T) {
 	}
 }
 
+// Gemini CLI 0.61 sends its session context as the first part of the
+// first prompt: the logged text is the person's part only.
+func TestGeminiSessionContextIsNotPromptText(t *testing.T) {
+	t.Parallel()
+	s, hs := newServer(t, Config{})
+	first := map[string]any{"role": "user", "parts": []any{
+		map[string]any{"text": "<session_context>\nThis is the Gemini CLI.\n</session_context>"},
+		map[string]any{"text": "MSG_9: hello"}}}
+	readSSE(t, post(t, hs.URL+"/v1beta/models/gemini-3.8-flash:streamGenerateContent?alt=sse", geminiBody(false, first)))
+	if p := s.Prompts(); len(p) != 1 || p[0] != "MSG_9: hello" {
+		t.Errorf("Prompts() = %q", p)
+	}
+}
+
 func TestGeminiBashModeCallsRunShellCommand(t *testing.T) {
 	t.Parallel()
 	s, hs := newServer(t, Config{Control: Control{Mode: ModeBash, BashCommand: "touch /tmp/z"}})
