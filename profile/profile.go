@@ -75,9 +75,15 @@ func Builtin() []Profile {
 			// 0.169 takes text submitted while busy at once, steering the
 			// running turn (measured: it reaches the model once), so it may
 			// be typed into while busy.
+			//
+			// FoldLines: Codex does not fold by lines, but a submitted text
+			// taller than the pane pushes its id off the screen and out of
+			// reach (measured with 0.169 at 24 rows: 24 lines, at 50 rows:
+			// 45 lines were never confirmed, and retyped), so a text of
+			// more than 15 lines goes as a pointer.
 			Name: "codex", Commands: []string{"codex"},
 			Settle: 200 * time.Millisecond, SubmitKey: cr, Queues: true,
-			FoldBytes: 1000,
+			FoldBytes: 1000, FoldLines: 15,
 			Reader:    Codex{},
 		},
 		{

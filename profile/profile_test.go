@@ -38,6 +38,10 @@ func TestBuiltin(t *testing.T) {
 	if p, _ := Lookup("codex"); p.Settle < 150*time.Millisecond {
 		t.Errorf("codex settle %s is inside its paste-burst window", p.Settle)
 	}
+	// A Codex text taller than a 24-row pane is never confirmed (measured).
+	if p, _ := Lookup("codex"); p.FoldLines == 0 || p.FoldLines > 16 || !p.Queues {
+		t.Errorf("codex: %+v", p)
+	}
 	if p, _ := Lookup("claude"); !p.Queues || p.FoldBytes != 800 || p.FoldLines != 3 {
 		t.Errorf("claude: %+v", p)
 	}

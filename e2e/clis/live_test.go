@@ -238,6 +238,18 @@ func text(n int) string {
 	return b.String()
 }
 
+// short makes a message of n short lines (about 10 bytes each).
+func short(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "short %d", i)
+	}
+	return b.String()
+}
+
 func fiveKB() string {
 	var b strings.Builder
 	for i := 0; b.Len() < 5000; i++ {
@@ -293,6 +305,10 @@ func TestLiveMessages(t *testing.T) {
 					{"30 lines", text(30)},
 					{"60 lines", text(60)},
 					{"5 KB", fiveKB()},
+					// Under Codex's 1,000-byte fold: typed whole, its
+					// composer grows past 14 rows, then scrolls.
+					{"24 short lines", short(24)},
+					{"45 short lines", short(45)},
 				} {
 					rep, res := l.send(m.text)
 					// Queued: Gemini takes prompts while it initialises
