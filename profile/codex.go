@@ -97,6 +97,15 @@ func (Codex) Read(screen []string) delivery.Reading {
 		}
 	}
 	_, busy := containsFold(above, "esc to interrupt")
+	if !busy {
+		// While the reply streams, Codex 0.169 shows no "Working" line:
+		// a prompt answered but without its "Worked for" line is a turn
+		// still running, and typing now shows "tab to queue message".
+		// (0.169's footer names the model and directory; older
+		// releases drew no end-of-turn line for a short turn.)
+		_, queueHint := containsFold(lines[top:], "tab to queue message")
+		busy = queueHint || (codexNewFooter(lines[top:]) && codexTurnRunning(lines[:top]))
+	}
 	switch {
 	case busy:
 		r.State, r.Detail = delivery.Busy, "the agent is working"
@@ -163,6 +172,38 @@ func codexComposer(lines []string, from int) (int, string, bool) {
 		}
 	}
 	return 0, "", false
+}
+
+// codexNewFooter reports the footer of 0.169: a row naming the model and
+// the directory.
+func codexNewFooter(below []string) bool {
+	for _, l := range below {
+		if codexModelRe.MatchString(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// codexTurnRunning reads the transcript above the composer from the bottom
+// up: an answer ("• …") under the last prompt ("› …" at column 0) with no
+// end-of-turn line after it ("Worked for 6s • 15:38", "■ …" for an
+// interruption or error) is a turn still streaming.
+func codexTurnRunning(transcript []string) bool {
+	answered := false
+	for i := len(transcript) - 1; i >= 0; i-- {
+		l := transcript[i]
+		t := strings.TrimLeft(l, " ")
+		switch {
+		case strings.HasPrefix(t, "Worked for ") || strings.HasPrefix(t, "■ ") || strings.HasPrefix(t, "─ Worked for"):
+			return false
+		case strings.HasPrefix(l, "• "):
+			answered = true
+		case strings.HasPrefix(l, "› "):
+			return answered
+		}
+	}
+	return false
 }
 
 // cutScroll removes a scroll indicator drawn at the right end of a

@@ -84,7 +84,7 @@ func Builtin() []Profile {
 			Name: "codex", Commands: []string{"codex"},
 			Settle: 200 * time.Millisecond, SubmitKey: cr, Queues: true,
 			FoldBytes: 1000, FoldLines: 15,
-			Reader:    Codex{},
+			Reader: Codex{},
 		},
 		{
 			// gemini-cli text buffer: "[Pasted Text: N lines]" above 5 lines

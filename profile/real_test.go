@@ -82,6 +82,10 @@ func TestRealScreens(t *testing.T) {
 		"slash-picker":            {state: delivery.Draft, box: "/quit"},
 		"exited":                  {state: delivery.Unknown, noBox: true, shell: true},
 		"startup-menu":            {state: delivery.Dialog, noBox: true},
+		// A reply streaming: no "Working" line, only the missing "Worked for".
+		"busy-streaming":       {state: delivery.Busy},
+		"busy-streaming-typed": {state: delivery.Busy, box: "MSG_0003: typed while it streams"},
+		"streamed-then-typed":  {state: delivery.Draft, box: "MSG_0003: typed while it streams"},
 	}
 	for _, c := range []struct {
 		dir    string
