@@ -484,8 +484,8 @@ func TestLiveWrapperThenExited(t *testing.T) {
 				t.Errorf("doctor does not know %s by its process:\n%s", cli, doc.stdout)
 			}
 			rep, res := l.send("through the wrapper")
-			if res.code != 0 || rep.Verdict != "submitted" {
-				t.Fatalf("want submitted: %s", res)
+			if res.code != 0 || (rep.Verdict != "submitted" && rep.Verdict != "queued") {
+				t.Fatalf("want submitted (or queued while Gemini initialises): %s", res)
 			}
 			l.waitArrived(rep.ID)
 
