@@ -55,6 +55,13 @@ var geminiDialogs = []string{
 // prompt at column 0 is aider's, or a shell's continuation.)
 var geminiPromptRe = regexp.MustCompile(`^(│\s{1,2}| )(>|\*|!|\(r:\))(\s|$)`)
 
+// geminiRuledPromptRe is the first row of Qwen Code's box: the prompt at
+// column 0, right under a rule (the box is closed by another rule).
+var geminiRuledPromptRe = regexp.MustCompile(`^(>|\*|!|\(r:\))(\s|$)`)
+
+// geminiQueuedRe is Qwen Code's footer count of queued prompts: "⏳ 1 queued".
+var geminiQueuedRe = regexp.MustCompile(`\b\d+ queued\b`)
+
 // geminiTail is how many rows may follow the box: the footer (two rows,
 // more when narrow) and a completion list.
 const geminiTail = 12
@@ -99,8 +106,13 @@ func (g Gemini) Read(screen []string) delivery.Reading {
 	if l, ok := containsFold(status, "waiting for user confirmation"); ok {
 		return dialog("dialog: " + l)
 	}
-	if _, ok := containsFold(lines[max(0, b.top-30):b.top], "Queued (press"); ok {
+	if _, ok := containsFold(lines[max(0, b.top-30):b.top], "Queued (press", "to edit queued messages"); ok {
 		r.Queued = true
+	}
+	for _, l := range b.tail {
+		if geminiQueuedRe.MatchString(l) {
+			r.Queued = true
+		}
 	}
 	_, busy := containsFold(status, "esc to cancel")
 	switch {
@@ -150,7 +162,8 @@ func isRoundedEdge(l string) bool {
 // is followed only by a short tail with no rule, border or box in it.
 func geminiBox(lines []string) (geminiInput, bool) {
 	p := len(lines) - 1
-	for p >= 0 && !geminiPromptRe.MatchString(lines[p]) {
+	ruled := func(p int) bool { return p > 0 && geminiRuledPromptRe.MatchString(lines[p]) && isRule(lines[p-1]) }
+	for p >= 0 && !geminiPromptRe.MatchString(lines[p]) && !ruled(p) {
 		p--
 	}
 	if p < 0 {
@@ -158,7 +171,11 @@ func geminiBox(lines []string) (geminiInput, bool) {
 	}
 	row := lines[p]
 	rounded := strings.HasPrefix(row, "│")
+	// Qwen Code 0.24 draws its box between two rules, the prompt at
+	// column 0, and a zero-width space where the cursor is.
+	between := ruled(p)
 	inner := func(l string) string {
+		l = strings.ReplaceAll(l, "\u200b", "")
 		if rounded {
 			l = strings.TrimPrefix(l, "│")
 			l = strings.TrimSuffix(strings.TrimRight(l, " "), "│")
@@ -166,17 +183,27 @@ func geminiBox(lines []string) (geminiInput, bool) {
 		return strings.TrimRight(l, " ")
 	}
 	first := inner(row)
-	m := geminiPromptRe.FindStringSubmatch(first)
-	prompt := m[2]
+	var prompt string
+	if between {
+		prompt = geminiRuledPromptRe.FindStringSubmatch(first)[1]
+	} else {
+		prompt = geminiPromptRe.FindStringSubmatch(first)[2]
+	}
 	at := strings.Index(first, prompt) + len(prompt)
 	indent := at + 1 // continuation rows are indented to where the text starts
 	text := []string{strings.TrimPrefix(first[at:], " ")}
 
 	// The box's own rows: continuation rows, up to its bottom border.
 	j := p + 1
+	closed := false
 	for ; j < len(lines); j++ {
 		l := lines[j]
-		if rounded {
+		if between {
+			if isRule(l) {
+				j, closed = j+1, true
+				break
+			}
+		} else if rounded {
 			if isRoundedEdge(l) {
 				j++
 				break
@@ -194,8 +221,11 @@ func geminiBox(lines []string) (geminiInput, bool) {
 		}
 		text = append(text, trimIndent(c, indent))
 	}
+	if between && !closed {
+		return geminiInput{}, false
+	}
 	tail := lines[j:]
-	if len(tail) > geminiTail || (!rounded && !isBlockRow(lines[j-1], "▀") && len(tail) == 0) {
+	if len(tail) > geminiTail || (!rounded && !between && !isBlockRow(lines[j-1], "▀") && len(tail) == 0) {
 		// Without a border, only the footer under it tells the box from
 		// any "> " prompt.
 		return geminiInput{}, false
@@ -208,7 +238,7 @@ func geminiBox(lines []string) (geminiInput, bool) {
 	}
 	// Over the box: its top border (if any), then hint rows and the rule.
 	// The rounded shape of 2025 had no rule above it.
-	if !rounded {
+	if !rounded && !between {
 		i := p - 1
 		if i >= 0 && isBlockRow(lines[i], "▄") {
 			i--

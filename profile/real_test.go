@@ -87,16 +87,42 @@ func TestRealScreens(t *testing.T) {
 		"busy-streaming-typed": {state: delivery.Busy, box: "MSG_0003: typed while it streams"},
 		"streamed-then-typed":  {state: delivery.Draft, box: "MSG_0003: typed while it streams"},
 	}
+	qwen := map[string]realWant{
+		"idle":         {state: delivery.Ready},
+		"typed":        {state: delivery.Draft, box: "MSG_0001: hello there"},
+		"after-submit": {state: delivery.Ready},
+		"busy":         {state: delivery.Busy},
+		"busy-typed":   {state: delivery.Busy, box: "MSG_0003: while busy"},
+		"busy-queued":  {state: delivery.Busy, queued: true},
+		// After a turn Qwen Code shows a suggested next prompt, dimmed, in
+		// the box (here "ok", from the fake model). Without colours it is
+		// text: read as a draft, never typed over (see e2e/clis/NOTES.md).
+		"idle-after-queue":                     {state: delivery.Draft, box: "ok"},
+		"80x24-256/after-tall":                 {state: delivery.Draft, box: "ok"},
+		"120x40-truecolor/after-approval-mode": {state: delivery.Draft, box: "ok"},
+		"tall-2":                               {state: delivery.Draft, box: lines("", 2)},
+		"tall-12":                              {state: delivery.Draft, box: "[Pasted Content 168 chars]"},
+		"tall-30":                              {state: delivery.Draft, box: "[Pasted Content 420 chars]"},
+		"tall-60":                              {state: delivery.Draft, box: "[Pasted Content 840 chars]"},
+		"after-tall":                           {state: delivery.Ready},
+		"draft":                                {state: delivery.Draft, box: "I was typing this by hand"},
+		"after-approval-mode":                  {state: delivery.Ready},
+		"dialog-tool":                          {state: delivery.Dialog, noBox: true},
+		"after-dialog":                         {state: delivery.Ready},
+		"slash-picker":                         {state: delivery.Draft, box: "/quit"},
+		"exited":                               {state: delivery.Unknown, noBox: true, shell: true},
+	}
 	for _, c := range []struct {
 		dir    string
 		reader delivery.ScreenReader
 		want   map[string]realWant
 	}{
+		{"testdata/qwen/0.24.4", Gemini{Product: "Qwen Code"}, qwen},
 		{"testdata/gemini/0.61.0", Gemini{Product: "Gemini CLI"}, gemini},
 		{"testdata/codex/0.169.0", Codex{}, codex},
 	} {
 		files, _ := filepath.Glob(filepath.Join(c.dir, "*", "*.txt"))
-		if len(files) < 60 {
+		if len(files) < 30 {
 			t.Fatalf("%s: only %d screens", c.dir, len(files))
 		}
 		for _, f := range files {

@@ -402,18 +402,63 @@ type chatMessage struct {
 	Content json.RawMessage `json:"content"`
 }
 
-// chatText is the text of the last user message, and whether the last
-// message returns a tool's result.
+// chatText is the text of the last user message, without the
+// <system-reminder> parts Qwen Code adds, and whether the last message
+// returns a tool's result.
 func chatText(msgs []chatMessage) (string, bool) {
 	if n := len(msgs); n > 0 && msgs[n-1].Role == "tool" {
 		return "", true
 	}
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "user" {
+		if msgs[i].Role != "user" {
+			continue
+		}
+		var parts []struct {
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(msgs[i].Content, &parts) != nil {
 			return contentText(msgs[i].Content), false
 		}
+		var out []string
+		for _, p := range parts {
+			if !strings.HasPrefix(strings.TrimSpace(p.Text), "<system-reminder>") {
+				out = append(out, p.Text)
+			}
+		}
+		return strings.Join(out, "\n"), false
 	}
 	return "", false
+}
+
+// Qwen Code's side requests made as prompts of the main loop: a suggested
+// next prompt after each turn, and (in its auto approval mode) the
+// classification of a tool call.
+const (
+	qwenSuggestion = "[SUGGESTION MODE:"
+	qwenClassify   = "## Pending tool call to classify"
+)
+
+func qwenSide(text string) bool {
+	t := strings.TrimSpace(text)
+	return strings.HasPrefix(t, qwenSuggestion) || strings.HasPrefix(t, qwenClassify)
+}
+
+// chatSubagent reports a request of one of the agent's own subagents
+// (Qwen Code's memory extraction runs after each turn, with tools): its
+// system prompt's first sentence says so ("You are now acting as the
+// managed memory extraction subagent"; the main prompt mentions subagents
+// only further on).
+func chatSubagent(msgs []chatMessage) bool {
+	for _, m := range msgs {
+		if m.Role != "system" {
+			continue
+		}
+		first, _, _ := strings.Cut(contentText(m.Content), "\n")
+		if strings.Contains(strings.ToLower(clip(first, 200)), "subagent") {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
@@ -429,8 +474,8 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	}
 	text, toolResult := chatText(req.Messages)
 	switch {
-	case len(req.Tools) == 0:
-		rec.Kind = KindInternal // next-speaker checks, summaries, titles: no tools offered
+	case len(req.Tools) == 0 || chatSubagent(req.Messages) || qwenSide(text):
+		rec.Kind = KindInternal // next-speaker checks, summaries, titles, memory subagents, suggestions
 	case toolResult:
 		rec.Kind = KindToolResult
 	default:
@@ -442,6 +487,10 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	var internal string
 	if rec.Kind == KindInternal {
 		internal = internalJSON(body)
+		if strings.HasPrefix(text, qwenSuggestion) {
+			// No suggestion: it would show in the box as if typed.
+			internal = ""
+		}
 	}
 	p := planFor(rec.Kind, c, internal)
 	tool, params := shellTool(req.Tools)

@@ -286,3 +286,30 @@ func TestChatCompletionsToolCallAndInternal(t *testing.T) {
 		t.Errorf("Prompts() = %q", p)
 	}
 }
+
+// Qwen Code 0.24: the prompt's message carries <system-reminder> parts
+// first, and a memory-extraction subagent (with tools) runs after each turn.
+func TestChatQwenShapes(t *testing.T) {
+	t.Parallel()
+	s, hs := newServer(t, Config{})
+	prompt := chatBody(true, map[string]any{"role": "system", "content": "You are Qwen Code, an interactive CLI agent.\n\nUse the agent tool to start a subagent."},
+		map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "text", "text": "<system-reminder>\nskills\n</system-reminder>"},
+			map[string]any{"type": "text", "text": "MSG_8: hello"}}})
+	memory := chatBody(true, map[string]any{"role": "system", "content": "You are now acting as the managed memory extraction subagent"},
+		map[string]any{"role": "user", "content": "Managed memory has TWO directories."})
+	suggest := chatBody(true, map[string]any{"role": "user", "content": "[SUGGESTION MODE: Suggest what the user might naturally type next.]"})
+	readSSE(t, post(t, hs.URL+"/v1/chat/completions", prompt))
+	readSSE(t, post(t, hs.URL+"/v1/chat/completions", memory))
+	evs := readSSE(t, post(t, hs.URL+"/v1/chat/completions", suggest))
+	if p := s.Prompts(); len(p) != 1 || p[0] != "MSG_8: hello" {
+		t.Errorf("Prompts() = %q", p)
+	}
+	// The suggestion is empty, so nothing shows in the box.
+	for _, e := range evs[:len(evs)-1] {
+		ch := decode(t, e.Data)["choices"].([]any)[0].(map[string]any)
+		if c, _ := ch["delta"].(map[string]any)["content"].(string); c != "" {
+			t.Errorf("a suggestion %q", c)
+		}
+	}
+}
