@@ -99,9 +99,11 @@ func Builtin() []Profile {
 		},
 		{
 			// QwenLM/qwen-code InputPrompt: "[Pasted Content N chars]" above
-			// 1000 characters or 10 lines (read in source).
+			// 1000 characters or 10 lines (0.24.4 folds 12 lines of 168
+			// characters). Enter while busy queues the text ("⏳ 1 queued"),
+			// run after the turn (measured: once).
 			Name: "qwen", Commands: []string{"qwen"},
-			Settle: 100 * time.Millisecond, SubmitKey: cr,
+			Settle: 100 * time.Millisecond, SubmitKey: cr, Queues: true,
 			FoldBytes: 1000, FoldLines: 10,
 			Reader: Gemini{Product: "Qwen Code"},
 		},

@@ -79,7 +79,7 @@ func TestDetect(t *testing.T) {
 		{"node", "gemini/0.61.0/120x40-truecolor/idle.txt", "gemini", "screen shows Gemini CLI's input box (not its command, so it is not trusted to queue while busy)"},
 		{"node", "gemini/0.61.0/80x24-256/busy.txt", "gemini", "screen shows Gemini CLI's input box (not its command, so it is not trusted to queue while busy)"},
 		{"node", "codex/0.169.0/80x24-256/tall-12.txt", "codex", "screen shows Codex's composer (not its command, so it is not trusted to queue while busy)"},
-		{"node", "qwen/idle.txt", "qwen", "screen shows Qwen Code's input box"},
+		{"node", "qwen/idle.txt", "qwen", "screen shows Qwen Code's input box (not its command, so it is not trusted to queue while busy)"},
 		{"qwen", "qwen/draft.txt", "qwen", "foreground command qwen"},
 		{"python3", "aider/idle.txt", "aider", "screen shows aider's banner"},
 		{"vim", "shell/running.txt", "generic", "unknown program vim: generic"},

@@ -278,7 +278,7 @@ func (l *live) checkArrived(rep sendReport, msg string, got fakeapi.Record) {
 	}
 }
 
-var clis = []string{Codex, Gemini}
+var clis = []string{Codex, Gemini, Qwen}
 
 // Messages of 1, 2, 12, 30 and 60 lines and of 5 KB each arrive exactly
 // once, whole or as a pointer, at heights 24 (256 colours) and 50
@@ -377,7 +377,9 @@ func TestLiveBusy(t *testing.T) {
 			}
 			l.waitState("busy", delivery.Busy)
 			rep, res = l.send("after the turn", "--wait-idle")
-			if res.code != 0 || rep.Verdict != "submitted" {
+			// Qwen Code runs its memory subagent after each turn, with no
+			// sign on screen, and queues what comes meanwhile.
+			if res.code != 0 || (rep.Verdict != "submitted" && !(cli == Qwen && rep.Verdict == "queued")) {
 				t.Fatalf("--wait-idle: want submitted after the turn, got %q: %s", rep.Verdict, res)
 			}
 			l.set(fakeapi.Control{Mode: fakeapi.ModeInstant})
