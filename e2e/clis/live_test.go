@@ -296,6 +296,10 @@ func TestLiveMessages(t *testing.T) {
 				if !strings.Contains(doc.stdout, "profile   "+cli+" (foreground process "+cli) {
 					t.Errorf("doctor does not know %s by its process:\n%s", cli, doc.stdout)
 				}
+				list, err := harness.Decode[harness.ListReport](l.run("--json", "list").stdout)
+				if err != nil || len(list.Agents) != 1 || list.Agents[0].State != "ready" {
+					t.Errorf("list reads the idle %s as %+v (%v)", cli, list, err)
+				}
 				for _, m := range []struct {
 					name, text string
 				}{
