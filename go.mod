@@ -4,7 +4,6 @@ go 1.26.8
 
 require (
 	github.com/BurntSushi/toml v1.6.0
-	github.com/GianlucaP106/gotmux v0.5.0
 	github.com/charmbracelet/log v1.0.0
 	github.com/mattn/go-runewidth v0.0.31
 	github.com/modelcontextprotocol/go-sdk v1.8.0

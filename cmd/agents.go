@@ -134,6 +134,11 @@ func agentsRun(ctx context.Context, opts *AgentsOptions) error {
 	if list, err = m.Status(ctx, opts.Team); err != nil {
 		return err
 	}
+	if len(list) == 0 && len(reaped) == 0 && opts.Team != "" && opts.Team != target.RalphTeam {
+		if err := knownTeam(ctx, m.Store, func(ctx context.Context) ([]string, error) { return liveTeams(ctx, m.Dispatch) }, opts.Team); err != nil {
+			return err
+		}
+	}
 	if opts.JSON() {
 		doc := struct {
 			Socket string            `json:"socket"`
@@ -157,7 +162,7 @@ func agentsRun(ctx context.Context, opts *AgentsOptions) error {
 		if !s.Registered {
 			what = "not registered"
 		}
-		fmt.Fprintf(opts.IO.ErrOut, "reaped %s (%s): %s\n", s.Target, what, s.Reason)
+		fmt.Fprintf(opts.IO.ErrOut, "reaped %s (%s): %s\n", s.Target, what, show(s.Reason))
 	}
 	if len(list) == 0 {
 		where := "on " + m.Tmux.Server().Socket + " or in the registry"
@@ -171,8 +176,8 @@ func agentsRun(ctx context.Context, opts *AgentsOptions) error {
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TEAM\tAGENT\tSTATE\tPENDING\tREQS\tACTIVITY\tPANE\tCOMMAND\tREASON")
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", orDash(s.Target.Team), s.Target.Agent(), s.State,
-			s.Pending, s.OpenRequests, sinceText(now, s.LastActivity), orDash(s.Pane), cell(orDash(s.Command), 24), cell(s.Reason, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", orDash(s.Target.Team), s.Target.Agent(), show(s.State),
+			s.Pending, s.OpenRequests, sinceText(now, s.LastActivity), show(orDash(s.Pane)), cell(orDash(s.Command), 24), cell(s.Reason, 60))
 	}
 	return tw.Flush()
 }

@@ -121,7 +121,7 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 			Failed    int          `json:"failed"`
 			ExitCode  int          `json:"exit_code"`
 			Results   []resultJSON `json:"results"`
-		}{string(env.ID), id.Sender, opts.Team, opts.All, verdict, delivered, failed, code, out})
+		}{string(env.ID), id.Name, opts.Team, opts.All, verdict, delivered, failed, code, out})
 		return exitError{code}
 	}
 	for _, r := range results {

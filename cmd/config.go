@@ -46,7 +46,8 @@ A config file looks like:
 					File     string                            `json:"file"`
 					Settings []entryJSON                       `json:"settings"`
 					Profiles map[string]config.ProfileSettings `json:"profiles,omitempty"`
-				}{File: path, Profiles: cfg.Profiles}
+					Tmux     tmuxInUse                         `json:"tmux"`
+				}{File: path, Profiles: cfg.Profiles, Tmux: whichTmux(c.Context(), f, "")}
 				keys := config.Keys()
 				for i, e := range cfg.Entries() {
 					out.Settings = append(out.Settings, entryJSON{e.Key, e.Value, string(e.Source), keys[i].Env, "--" + keys[i].Flag})
@@ -54,7 +55,7 @@ A config file looks like:
 				writeJSON(f, out)
 				return nil
 			}
-			fmt.Fprintf(f.IO.Out, "config file: %s\n\n", path)
+			fmt.Fprintf(f.IO.Out, "config file: %s\n\n", show(path))
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE\tMEANING")
 			for _, e := range cfg.Entries() {
@@ -62,7 +63,7 @@ A config file looks like:
 				if v == "" {
 					v = `""`
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Key, v, e.Source, e.Help)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Key, show(v), show(string(e.Source)), e.Help)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -73,19 +74,21 @@ A config file looks like:
 				if team == "" {
 					team = "(none)"
 				}
-				fmt.Fprintf(f.IO.Out, "\nnow: sender %s (inbox %s, from %s), team %s", id.Sender, id.Name, id.Source, team)
+				fmt.Fprintf(f.IO.Out, "\nnow: sender %s (inbox %s, from %s), team %s", id.Sender, id.Name, show(id.Source), team)
 			}
 			if server, err := tmux.ResolveServer(cfg.Settings.Socket, cfg.Settings.SocketName, f.LookupEnv); err == nil {
-				fmt.Fprintf(f.IO.Out, ", tmux server %s", server.Socket)
+				fmt.Fprintf(f.IO.Out, ", tmux server %s", show(server.Socket))
 			}
 			fmt.Fprintln(f.IO.Out)
+			fmt.Fprintln(f.IO.Out)
+			printTmux(f.IO.Out, whichTmux(c.Context(), f, ""))
 			if len(cfg.Profiles) > 0 {
 				names := make([]string, 0, len(cfg.Profiles))
 				for name := range cfg.Profiles {
 					names = append(names, name)
 				}
 				sort.Strings(names)
-				fmt.Fprintf(f.IO.Out, "\nagent profiles changed or added by the file: %s (see agentmsg doctor for what a pane is read as)\n", strings.Join(names, ", "))
+				fmt.Fprintf(f.IO.Out, "\nagent profiles changed or added by the file: %s (see agentmsg doctor for what a pane is read as)\n", show(strings.Join(names, ", ")))
 			}
 			return nil
 		},

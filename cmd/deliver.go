@@ -80,6 +80,11 @@ func deliverRun(ctx context.Context, c *cobra.Command, opts *DeliverOptions) err
 	if err != nil {
 		return err
 	}
+	if opts.Team != "" {
+		if err := knownTeam(ctx, cr.Store, func(ctx context.Context) ([]string, error) { return liveTeams(ctx, d) }, opts.Team); err != nil {
+			return err
+		}
+	}
 	var all []courier.Typing
 	for {
 		// Requests whose time ran out unclaimed are told to their team,
@@ -100,7 +105,7 @@ func deliverRun(ctx context.Context, c *cobra.Command, opts *DeliverOptions) err
 			if !opts.Watch || ctx.Err() != nil {
 				return finishDeliver(opts, all, err)
 			}
-			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %v\n", err)
+			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s\n", showText(err.Error()))
 		}
 		if !opts.Watch {
 			return finishDeliver(opts, all, nil)

@@ -49,39 +49,47 @@ tmux client a send uses.`,
 			if err != nil {
 				return err
 			}
+			tm := whichTmux(c.Context(), f, in.Server.Version)
 			if f.JSON {
 				probeMS := make([]float64, len(in.Probe))
 				for i, p := range in.Probe {
 					probeMS[i] = float64(p.Microseconds()) / 1000
 				}
-				writeJSON(f, map[string]any{
+				doc := map[string]any{
 					"target": t.String(), "session": t.Session, "found": in.Found, "similar": in.Similar,
-					"socket": in.Server.Socket, "tmux_version": in.Server.Version,
+					"socket": in.Server.Socket, "tmux_version": in.Server.Version, "tmux": tm,
 					"pane": in.Pane.ID, "command": in.Pane.Command, "in_mode": in.Pane.InMode,
 					"profile": in.Profile.Name, "profile_why": in.Why,
 					"state": string(in.Reading.State), "detail": in.Reading.Detail, "box": in.Reading.Box,
 					"queued": in.Reading.Queued, "shell": in.Reading.Shell,
-					"would": in.Would, "probe_ms": probeMS,
-				})
+					"would": in.Would, "probe_ms": probeMS, "exit_code": ExitOK,
+				}
+				if !in.Found {
+					doc["exit_code"], doc["error"] = ExitNotFound, "no session named exactly "+t.Session
+					writeJSON(f, doc)
+					return exitError{ExitNotFound}
+				}
+				writeJSON(f, doc)
 				return nil
 			}
 			w := f.IO.Out
-			fmt.Fprintf(w, "server    %s (tmux %s, pid %d)\n", in.Server.Socket, in.Server.Version, in.Server.PID)
+			fmt.Fprintf(w, "server    %s (tmux %s, pid %d)\n", show(in.Server.Socket), show(in.Server.Version), in.Server.PID)
+			printTmux(w, tm)
 			if in.Found {
 				fmt.Fprintf(w, "session   %s: found (exact match)\n", t.Session)
 			} else {
 				fmt.Fprintf(w, "session   %s: NOT FOUND\n", t.Session)
 			}
 			if len(in.Similar) > 0 {
-				fmt.Fprintf(w, "          a bare tmux -t %s would have reached %s instead; agentmsg never does\n", t.Session, strings.Join(in.Similar, ", "))
+				fmt.Fprintf(w, "          a bare tmux -t %s would have reached %s instead; agentmsg never does\n", t.Session, show(strings.Join(in.Similar, ", ")))
 			}
 			if in.Found {
 				mode := ""
 				if in.Pane.InMode {
 					mode = " (in copy mode: a send leaves it first)"
 				}
-				fmt.Fprintf(w, "pane      %s, %dx%d, running %s%s\n", in.Pane.ID, in.Pane.Width, in.Pane.Height, in.Pane.Command, mode)
-				fmt.Fprintf(w, "profile   %s (%s)\n", in.Profile.Name, in.Why)
+				fmt.Fprintf(w, "pane      %s, %dx%d, running %s%s\n", show(in.Pane.ID), in.Pane.Width, in.Pane.Height, show(in.Pane.Command), mode)
+				fmt.Fprintf(w, "profile   %s (%s)\n", show(in.Profile.Name), show(in.Why))
 				state := string(in.Reading.State)
 				if in.Reading.Detail != "" {
 					state += ": " + in.Reading.Detail
@@ -89,16 +97,16 @@ tmux client a send uses.`,
 				if in.Reading.Queued && !strings.Contains(state, "queued") {
 					state += " (messages queued)"
 				}
-				fmt.Fprintf(w, "state     %s\n", state)
+				fmt.Fprintf(w, "state     %s\n", show(state))
 				if in.Reading.Box != "" {
 					fmt.Fprintf(w, "box       %q\n", clipText(in.Reading.Box, 100))
 				}
 				fmt.Fprintf(w, "screen    (bottom)\n")
 				for _, l := range bottom(in.Screen, 8) {
-					fmt.Fprintf(w, "  │ %s\n", l)
+					fmt.Fprintf(w, "  │ %s\n", show(l))
 				}
 			}
-			fmt.Fprintf(w, "a send would: %s\n", in.Would)
+			fmt.Fprintf(w, "a send would: %s\n", show(in.Would))
 			if len(in.Probe) > 0 {
 				p := slices.Clone(in.Probe)
 				slices.Sort(p)

@@ -10,6 +10,7 @@ import (
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
 )
 
 // envelopeFlags are the typed-message flags of send and broadcast.
@@ -35,11 +36,14 @@ const typesHelp = `Message types (--type; the agent sees "[type] key=value ... t
   task               lead to agent: a task assignment`
 
 // build checks the flags against the protocol (mailbox.Protocol) and
-// returns an envelope without id, sender or content.
+// returns an envelope without id, sender or content. Metadata is typed
+// with the message, so its keys and values are cleaned like it, each to
+// one line (message.CleanLine), before they are checked and stored.
 func (e *envelopeFlags) build() (mailbox.Envelope, error) {
 	var meta map[string]string
 	for _, kv := range e.meta {
 		k, v, ok := strings.Cut(kv, "=")
+		k, v = message.CleanLine(k), message.CleanLine(v)
 		if !ok || k == "" {
 			return mailbox.Envelope{}, usagef("--meta %q: want KEY=VALUE", kv)
 		}
@@ -96,6 +100,8 @@ func describeResult(r courier.Result) string {
 		return fmt.Sprintf("deferred for %s as %s: kept in its inbox until it is ready (agentmsg deliver types it then)", r.Target, r.ID)
 	case courier.Recorded:
 		return fmt.Sprintf("recorded in %s's inbox as %s (not typed)", r.Target, r.ID)
+	case courier.Skipped:
+		return fmt.Sprintf("skipped %s for %s, not typed: %v (it stays in the inbox)", r.ID, r.Target, r.Err)
 	}
 	return describe(r.Outcome)
 }

@@ -1,14 +1,17 @@
 package cmd
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -50,7 +53,7 @@ func exitCode(err error) int {
 	case errors.As(err, &ue), errors.Is(err, target.ErrInvalid), errors.Is(err, config.ErrInvalid),
 		errors.Is(err, dispatch.ErrEmptyMessage), errors.Is(err, dispatch.ErrSelf), errors.Is(err, mailbox.ErrBadName):
 		return ExitUsage
-	case errors.Is(err, dispatch.ErrTargetNotFound), errors.Is(err, dispatch.ErrNoTargets),
+	case errors.Is(err, dispatch.ErrTargetNotFound), errors.Is(err, dispatch.ErrNoTargets), errors.Is(err, errNoTeam),
 		errors.Is(err, mailbox.ErrNoRequest), errors.Is(err, mailbox.ErrNoMessage):
 		return ExitNotFound
 	case errors.Is(err, errTimedOut):
@@ -83,7 +86,7 @@ func reportError(f *Factory, err error) int {
 	if err == nil || errors.Is(err, errSilent) {
 		return code
 	}
-	fmt.Fprintf(f.IO.ErrOut, "agentmsg: %v\n", err)
+	fmt.Fprintf(f.IO.ErrOut, "agentmsg: %s\n", showText(err.Error()))
 	if f.JSON {
 		writeJSON(f, struct {
 			Error    string `json:"error"`
@@ -93,11 +96,34 @@ func reportError(f *Factory, err error) int {
 	return code
 }
 
+// writeJSON prints v as one indented JSON document, escaped by jsonSafe.
 func writeJSON(f *Factory, v any) {
-	enc := json.NewEncoder(f.IO.Out)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		fmt.Fprintf(f.IO.ErrOut, "agentmsg: writing JSON: %v\n", err)
+		return
 	}
+	f.IO.Out.Write(jsonSafe(b.Bytes()))
+}
+
+// jsonSafe escapes, as \uXXXX, what encoding/json leaves raw although a
+// terminal would act on it: DEL, C1 controls and bidirectional controls
+// (message.Unsafe). In JSON these can only be inside strings, so the
+// document means the same; its own newlines stay.
+func jsonSafe(doc []byte) []byte {
+	if !bytes.ContainsFunc(doc, func(r rune) bool { return r >= 0x7f && message.Unsafe(r) }) {
+		return doc
+	}
+	out := make([]byte, 0, len(doc)+32)
+	for _, r := range string(doc) {
+		if r >= 0x7f && message.Unsafe(r) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+			continue
+		}
+		out = utf8.AppendRune(out, r)
+	}
+	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/charmbracelet/log"
@@ -86,7 +85,11 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
-	client, err := tmux.NewExec(server)
+	bin, _, err := tmux.Binary(s.Tmux, server, f.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	client, err := tmux.NewExec(server, bin)
 	if err != nil {
 		return nil, err
 	}
@@ -112,22 +115,13 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 	}
 	// The caller's own pane, when it runs on the server we talk to.
 	var self string
-	if v, ok := f.LookupEnv("TMUX"); ok {
-		if sock, _, _ := strings.Cut(v, ","); sock == server.Socket {
-			self, _ = f.LookupEnv("TMUX_PANE")
-		}
+	if c := tmux.CallerFrom(f.LookupEnv); c.In(server) {
+		self = c.Pane
 	}
 	return &dispatch.Dispatcher{
-		Self:    self,
-		Profile: pick,
-		Tmux:    client,
-		Attach: func(ctx context.Context, session string) (dispatch.Conn, error) {
-			a, err := tmux.Attach(ctx, client, session)
-			if err != nil {
-				return nil, err // not a typed nil in the interface
-			}
-			return a, nil
-		},
+		Self:        self,
+		Profile:     pick,
+		Tmux:        client,
 		Locks:       lock.DefaultDir(f.LookupEnv),
 		Clock:       realClock{},
 		Opts:        opts,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -25,7 +26,7 @@ func NewCmdHooks(f *Factory) *cobra.Command {
 	var print bool
 	install := &cobra.Command{
 		Use:   "install claude|gemini",
-		Short: "Add agentmsg's prompt-submit and turn-end hooks to a project's agent CLI settings",
+		Short: "Add agentmsg's prompt-submit and turn-end hooks to a project's agent CLI settings (writes the file; --print to only show it)",
 		Long: `Install merges two hooks into the project's settings of an agent CLI (DIR:
 --dir, default the current directory), keeping everything else in the file,
 and does nothing when they are there already:
@@ -39,10 +40,13 @@ receipt, which no folding or scrolling of the screen hides. The turn-end hook
 types the messages kept for agents that were busy (agentmsg deliver), in the
 background.
 
---print shows the merged file instead of writing it. Codex, Qwen Code and
-aider have no prompt-submit hook that agentmsg can use; their deliveries are
-confirmed from the screen. The Gemini CLI hooks follow its hooks reference
-and have not been run against a live Gemini CLI here.`,
+` + installHelp + `
+
+agentmsg mcp install behaves the same way.
+
+Codex, Qwen Code and aider have no prompt-submit hook that agentmsg can use;
+their deliveries are confirmed from the screen. The Gemini CLI hooks follow
+its hooks reference and have not been run against a live Gemini CLI here.`,
 		Example: `  agentmsg hooks install claude
   agentmsg hooks install gemini --dir ~/src/project --print`,
 		Args: func(c *cobra.Command, args []string) error {
@@ -74,37 +78,33 @@ and have not been run against a live Gemini CLI here.`,
 			cli := hookCLIs[args[0]]
 			path := filepath.Join(dir, cli.dir, "settings.json")
 			old, err := os.ReadFile(path)
-			if err != nil && !errors.Is(err, os.ErrNotExist) {
+			if errors.Is(err, os.ErrNotExist) {
+				old, err = nil, nil
+			}
+			if err != nil {
 				return err
 			}
 			merged, changed, err := mergeHooks(old, cli, hookCommands(cli, exe, root, receipts, serverArgs))
 			if err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
-			if print {
-				_, err := f.IO.Out.Write(merged)
+			if !changed {
+				merged = old // already there: leave the file exactly as it is
+			}
+			rep, err := installFile(args[0], path, old, merged, print, time.Now())
+			if err != nil {
 				return err
 			}
-			if !changed {
-				fmt.Fprintf(f.IO.Out, "%s already has agentmsg's hooks\n", path)
+			if f.JSON {
+				writeJSON(f, rep)
 				return nil
 			}
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return err
-			}
-			tmp := path + ".agentmsg.tmp"
-			if err := os.WriteFile(tmp, merged, 0o644); err != nil {
-				return err
-			}
-			if err := os.Rename(tmp, path); err != nil {
-				return err
-			}
-			fmt.Fprintf(f.IO.Out, "added agentmsg's %s and %s hooks to %s\nreceipts go to %s\n", cli.submit, cli.turnEnd, path, receipts)
-			return nil
+			return printInstall(f.IO, rep, print,
+				fmt.Sprintf("added agentmsg's %s and %s hooks to %s\nreceipts go to %s", cli.submit, cli.turnEnd, path, receipts))
 		},
 	}
 	install.Flags().StringVar(&dir, "dir", "", "the project directory (default: the current one)")
-	install.Flags().BoolVar(&print, "print", false, "print the merged settings instead of writing them")
+	install.Flags().BoolVar(&print, "print", false, "print the settings file as it would be written, and write nothing")
 	c.AddCommand(install)
 	return c
 }
@@ -159,7 +159,7 @@ func mergeHooks(old []byte, cli hookCLI, commands map[string]string) ([]byte, bo
 	changed := false
 	for _, event := range []string{cli.submit, cli.turnEnd} {
 		groups, _ := hooks[event].([]any)
-		if hasAgentmsgHook(groups) {
+		if hasAgentmsgHook(groups, commands[event]) {
 			continue
 		}
 		groups = append(groups, map[string]any{
@@ -179,13 +179,19 @@ func mergeHooks(old []byte, cli hookCLI, commands map[string]string) ([]byte, bo
 	return out.Bytes(), changed, nil
 }
 
-func hasAgentmsgHook(groups []any) bool {
+// hasAgentmsgHook reports whether groups hold want, or another command of
+// an agentmsg (one installed from another path).
+func hasAgentmsgHook(groups []any, want string) bool {
 	for _, g := range groups {
 		gm, _ := g.(map[string]any)
 		hs, _ := gm["hooks"].([]any)
 		for _, h := range hs {
 			hm, _ := h.(map[string]any)
-			if cmd, _ := hm["command"].(string); strings.Contains(cmd, "agentmsg") &&
+			cmd, _ := hm["command"].(string)
+			if cmd == want {
+				return true
+			}
+			if strings.Contains(cmd, "agentmsg") &&
 				(strings.Contains(cmd, " hook prompt-submit") || strings.Contains(cmd, " deliver")) {
 				return true
 			}
@@ -217,7 +223,7 @@ func NewCmdHook(f *Factory) *cobra.Command {
 				err = json.Unmarshal(data, &in)
 			}
 			if err != nil {
-				fmt.Fprintf(f.IO.ErrOut, "agentmsg hook: %v\n", err)
+				fmt.Fprintf(f.IO.ErrOut, "agentmsg hook: %s\n", showErr(err))
 				if replyJSON {
 					fmt.Fprintln(f.IO.Out, "{}")
 				}
@@ -225,7 +231,7 @@ func NewCmdHook(f *Factory) *cobra.Command {
 			}
 			if id, ok := receipt.FromPrompt(in.Prompt); ok {
 				if err := (&receipt.Log{Path: receipts}).Record(id); err != nil {
-					fmt.Fprintf(f.IO.ErrOut, "agentmsg hook: %v\n", err)
+					fmt.Fprintf(f.IO.ErrOut, "agentmsg hook: %s\n", showErr(err))
 				}
 			}
 			if replyJSON {

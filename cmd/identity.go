@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
@@ -16,9 +17,14 @@ import (
 // mailbox, its team and inbox name.
 type Identity struct {
 	Team   string // "" when neither --team, $AGENTMSG_TEAM nor a session says
-	Name   string // inbox name, lower case: "ana", "ana-2", "dana"
-	Sender string // upper case, for ids: MSG_<SENDER>_<hex>
+	Name   string // the canonical name (target.ParseName): "ana", "ana-2", "dana"; every "from" shows it
+	Sender string // upper case, only for ids: MSG_<SENDER>_<hex>
 	Source string // where Name came from, for messages
+	// TeamNamed: Team was given on this command line (--team), so a
+	// mistyped one is refused like a TEAM argument (knownTeam). A team from
+	// the environment, the config file or the session is the caller's own,
+	// which may have nothing stored yet.
+	TeamNamed bool
 }
 
 // NeedTeam is the identity's team, or a usage error saying how to give one.
@@ -32,7 +38,9 @@ func (id Identity) NeedTeam() (string, error) {
 // onceIdentity resolves the identity at most once per process: --from /
 // AGENTMSG_FROM / config file, else the agent session the caller runs in,
 // else $USER; the team likewise from --team / AGENTMSG_TEAM, else the
-// session.
+// session. A name given (flag, environment, file) must be a valid agent
+// name in any case (target.ParseName), or it is a usage error; one found
+// in $USER or the system is folded into a valid one first (J.Doe: j_doe).
 func onceIdentity(f *Factory) func(ctx context.Context) (Identity, error) {
 	var (
 		once sync.Once
@@ -50,9 +58,10 @@ func resolveIdentity(ctx context.Context, f *Factory) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
-	id := Identity{Name: cfg.Settings.From, Source: string(cfg.Source("from")), Team: cfg.Settings.Team}
+	id := Identity{Name: cfg.Settings.From, Source: string(cfg.Source("from")), Team: cfg.Settings.Team,
+		TeamNamed: cfg.Settings.Team != "" && cfg.Source("team") == config.FlagSource("team")}
 	if id.Name == "" || id.Team == "" {
-		session, err := tmux.CallerSession(ctx, f.LookupEnv)
+		session, err := tmux.CallerSession(ctx, cfg.Settings.Tmux, f.LookupEnv)
 		if err != nil {
 			f.Log.Debug("could not read the caller's tmux session", "err", err)
 		}
@@ -65,6 +74,7 @@ func resolveIdentity(ctx context.Context, f *Factory) (Identity, error) {
 			}
 		}
 	}
+	given := id.Name != "" // by flag, environment or file, or the session
 	for _, v := range []string{"USER", "LOGNAME"} {
 		if id.Name == "" {
 			id.Name, _ = f.LookupEnv(v)
@@ -76,22 +86,33 @@ func resolveIdentity(ctx context.Context, f *Factory) (Identity, error) {
 			id.Name, id.Source = u.Username, "the system's user name"
 		}
 	}
+	if !given && id.Name != "" {
+		id.Name = foldName(id.Name)
+	}
 	if id.Team != "" {
 		if err := target.ValidateTeam(id.Team); err != nil {
 			return Identity{}, err
 		}
 	}
-	id.Sender, err = message.Sender(id.Name)
+	if id.Name == "" {
+		return Identity{}, usageError{fmt.Errorf("%w", message.ErrEmptySender)}
+	}
+	name, err := target.ParseName(id.Name)
 	if err != nil {
+		return Identity{}, usageError{fmt.Errorf("%w (from %s); pass --from NAME or set AGENTMSG_FROM", err, id.Source)}
+	}
+	id.Name = name
+	if id.Sender, err = message.Sender(name); err != nil {
 		return Identity{}, usageError{fmt.Errorf("%w (from %s)", err, id.Source)}
 	}
-	id.Name = inboxName(id.Name)
 	return id, nil
 }
 
-// inboxName turns any sender name into a valid inbox name: lower case,
-// letters, digits and _ with at most one "-suffix" ("Demo Lead" -> demo_lead).
-func inboxName(name string) string {
+// foldName turns a user name agentmsg found by itself ($USER, the system's)
+// into a valid agent name: lower case, letters, digits and _ with at most
+// one "-suffix" ("J.Doe" -> j_doe). Names given by the caller are never
+// folded: they are refused when invalid.
+func foldName(name string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range strings.ToLower(name) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/target"
 )
 
 // InboxOptions are inbox's inputs.
@@ -64,6 +65,9 @@ Formats (--format, or --json for json):
 				if err != nil {
 					return err
 				}
+				if _, err := target.New(team, args[1]); err != nil {
+					return err
+				}
 				opts.Team, opts.Agent = team, args[1]
 			}
 			switch opts.Format {
@@ -115,6 +119,9 @@ func inboxRun(ctx context.Context, opts *InboxOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := opts.knownTeam(ctx, s, team, opts.Team != "" || id.TeamNamed); err != nil {
+		return err
+	}
 	reader := id.Name
 
 	var batch mailbox.Batch
@@ -127,7 +134,7 @@ func inboxRun(ctx context.Context, opts *InboxOptions) error {
 		return err
 	}
 	for _, c := range batch.Corrupt {
-		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: skipped a damaged line in the inbox of %s/%s: %v\n", team, agent, c)
+		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: skipped a damaged line in the inbox of %s/%s: %s\n", team, agent, show(fmt.Sprint(c)))
 	}
 	seen := map[message.ID]bool{}
 	var shown []mailbox.Envelope

@@ -90,7 +90,7 @@ func killRun(ctx context.Context, opts *KillOptions) error {
 		}
 		writeJSON(opts.jsonOut(), doc)
 		if err != nil {
-			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %v\n", err)
+			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s\n", showText(err.Error()))
 			return exitError{exitCode(err)}
 		}
 		return nil

@@ -62,8 +62,15 @@ func newLifecycleManager(f *Factory) (*lifecycle.Manager, error) {
 func lifecycleManager(f *Factory, d *dispatch.Dispatcher) (*lifecycle.Manager, error) {
 	exec, ok := d.Tmux.(*tmux.Exec)
 	if !ok {
-		var err error
-		if exec, err = tmux.NewExec(d.Tmux.Server()); err != nil {
+		cfg, err := f.Config()
+		if err != nil {
+			return nil, err
+		}
+		bin, _, err := tmux.Binary(cfg.Settings.Tmux, d.Tmux.Server(), f.LookupEnv)
+		if err != nil {
+			return nil, err
+		}
+		if exec, err = tmux.NewExec(d.Tmux.Server(), bin); err != nil {
 			return nil, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -16,11 +17,14 @@ type ListOptions struct {
 	IO         *IOStreams
 	Dispatcher func() (*dispatch.Dispatcher, error)
 	JSON       func() bool
-	Team       string
+	// Mailbox says, for a team with no sessions, whether it exists at all.
+	Mailbox func() (*mailbox.Store, error)
+	Team    string
 }
 
 func NewCmdList(f *Factory, runF func(context.Context, *ListOptions) error) *cobra.Command {
-	opts := &ListOptions{IO: f.IO, Dispatcher: f.Dispatcher, JSON: func() bool { return f.JSON }}
+	opts := &ListOptions{IO: f.IO, Dispatcher: f.Dispatcher, JSON: func() bool { return f.JSON },
+		Mailbox: func() (*mailbox.Store, error) { return f.Mailbox() }}
 	return &cobra.Command{
 		Use:   "list [TEAM]",
 		Short: "Show the agents on the tmux server and the state of each one's input box",
@@ -64,6 +68,15 @@ func listRun(ctx context.Context, opts *ListOptions) error {
 	if err != nil {
 		return err
 	}
+	if len(agents) == 0 && opts.Team != "" && opts.Mailbox != nil {
+		s, err := opts.Mailbox()
+		if err != nil {
+			return err
+		}
+		if err := knownTeam(ctx, s, func(ctx context.Context) ([]string, error) { return liveTeams(ctx, d) }, opts.Team); err != nil {
+			return err
+		}
+	}
 	if opts.JSON() {
 		type agentJSON struct {
 			Team    string `json:"team"`
@@ -102,7 +115,8 @@ func listRun(ctx context.Context, opts *ListOptions) error {
 		if team == "" {
 			team = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", team, a.Target.Agent(), a.Target.Session, a.Pane.ID, a.Pane.Command, a.State, a.Detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", team, a.Target.Agent(), a.Target.Session, show(a.Pane.ID), show(a.Pane.Command),
+			show(string(a.State)), show(a.Detail))
 	}
 	return tw.Flush()
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/target"
 )
 
 // LogOptions are log's inputs.
@@ -56,6 +57,9 @@ keeps only the latest record of a message.`,
 				opts.Team = team
 			}
 			if len(args) > 1 {
+				if _, err := target.New(opts.Team, args[1]); err != nil {
+					return err
+				}
 				opts.Agent = args[1]
 			}
 			if id != "" && !message.Valid(id) {
@@ -92,6 +96,11 @@ func logRun(ctx context.Context, opts *LogOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.Team != "" {
+		if err := opts.knownTeam(ctx, s, opts.Team, true); err != nil {
+			return err
+		}
+	}
 	boxes, err := opts.inboxes(s)
 	if err != nil {
 		return err
@@ -106,7 +115,7 @@ func logRun(ctx context.Context, opts *LogOptions) error {
 			return err
 		}
 		for _, c := range batch.Corrupt {
-			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: skipped a damaged line in the inbox of %s/%s: %v\n", b.Team, b.Agent, c)
+			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: skipped a damaged line in the inbox of %s/%s: %s\n", b.Team, b.Agent, show(fmt.Sprint(c)))
 		}
 		for _, e := range batch.Envelopes {
 			entries = append(entries, logEntry{b.Team, b.Agent, e})
@@ -127,8 +136,8 @@ func logRun(ctx context.Context, opts *LogOptions) error {
 	fmt.Fprintln(tw, "TIME\tID\tFROM\tTO\tTYPE\tSTATE\tATTEMPTS\tLAST VERDICT")
 	for _, e := range entries {
 		state, attempts, verdict := deliveryCells(e.Delivery)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\n", e.Timestamp.Local().Format(time.DateTime), e.ID, e.From,
-			e.Team, e.Inbox, e.Type, state, attempts, cell(verdict, 50))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\n", e.Timestamp.Local().Format(time.DateTime), show(string(e.ID)), show(e.From),
+			e.Team, e.Inbox, show(string(e.Type)), show(state), attempts, cell(verdict, 50))
 	}
 	return tw.Flush()
 }
@@ -196,18 +205,18 @@ func logHistory(opts *LogOptions, s *mailbox.Store, boxes []mailbox.Inbox) error
 // delivery record, the first being the one it was stored with.
 func writeHistory(w io.Writer, c historyJSON) {
 	e := c.Message
-	fmt.Fprintf(w, "%s from %s to %s/%s (%s)\n", e.ID, e.From, c.Team, c.Inbox, msgLabel(e))
+	fmt.Fprintf(w, "%s from %s to %s/%s (%s)\n", show(string(e.ID)), show(e.From), c.Team, c.Inbox, msgLabel(e))
 	fmt.Fprintf(w, "  %s\n", indentRest(cell(e.Content, 200), "  "))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	first := "recorded (mailbox only)"
 	if e.Delivery != nil {
-		first = "recorded, " + string(e.Delivery.State)
+		first = "recorded, " + show(string(e.Delivery.State))
 	}
 	fmt.Fprintf(tw, "  %s\t%s\n", e.Timestamp.Local().Format("2006-01-02 15:04:05.000"), first)
 	for _, d := range c.Delivery {
-		line := fmt.Sprintf("  %s\t%s\tattempt %d", d.Updated.Local().Format("2006-01-02 15:04:05.000"), d.State, d.Attempts)
+		line := fmt.Sprintf("  %s\t%s\tattempt %d", d.Updated.Local().Format("2006-01-02 15:04:05.000"), show(string(d.State)), d.Attempts)
 		if d.LastVerdict != "" {
-			line += "\t" + d.LastVerdict
+			line += "\t" + show(d.LastVerdict)
 		}
 		fmt.Fprintln(tw, line)
 	}

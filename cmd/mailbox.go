@@ -47,6 +47,9 @@ type MailboxDeps struct {
 	// LiveAgents lists the agents of a team that run on the tmux server
 	// now (nil, or an error: only inboxes count).
 	LiveAgents func(ctx context.Context, team string) ([]string, error)
+	// LiveTeams lists the teams with agent sessions on the tmux server
+	// (nil, or an error: only the mailbox says which teams exist).
+	LiveTeams func(ctx context.Context) ([]string, error)
 }
 
 // mailboxDeps reads the factory lazily: NewCmdRoot fills it in after
@@ -70,7 +73,19 @@ func mailboxDeps(f *Factory) MailboxDeps {
 			}
 			return names, err
 		},
+		LiveTeams: factoryLiveTeams(f),
 	}
+}
+
+// knownTeam is nil when team exists (see knownTeam), else exit 3. Only
+// a team named on the command line (named: a TEAM argument, or --team) is
+// checked: the caller's own team, from the environment, the config file
+// or its session, may have nothing stored yet.
+func (d MailboxDeps) knownTeam(ctx context.Context, s *mailbox.Store, team string, named bool) error {
+	if !named {
+		return nil
+	}
+	return knownTeam(ctx, s, d.LiveTeams, team)
 }
 
 // jsonOut is a Factory that writeJSON can print through.
@@ -82,7 +97,7 @@ func (d MailboxDeps) jsonLine(v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(d.IO.Out, "%s\n", b)
+	_, err = fmt.Fprintf(d.IO.Out, "%s\n", jsonSafe(b))
 	return err
 }
 
@@ -94,16 +109,19 @@ func teamArg(team string) (string, error) {
 	return team, nil
 }
 
-// teamOrOwn is the team given in args[i], else the caller's.
-func teamOrOwn(ctx context.Context, d MailboxDeps, args []string, i int) (string, error) {
+// teamOrOwn is the team given in args[i], else the caller's; named says
+// whether it was named on the command line (see knownTeam).
+func teamOrOwn(ctx context.Context, d MailboxDeps, args []string, i int) (team string, named bool, err error) {
 	if len(args) > i {
-		return teamArg(args[i])
+		team, err = teamArg(args[i])
+		return team, true, err
 	}
 	id, err := d.Identity(ctx)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	return id.NeedTeam()
+	team, err = id.NeedTeam()
+	return team, id.TeamNamed, err
 }
 
 // newRequestID is REQ_<8 hex>.
@@ -166,8 +184,16 @@ func (fl msgFilter) suffix() string {
 	return " " + fl.String()
 }
 
-// check rejects values no message can have.
-func (fl msgFilter) check() error {
+// check rejects values no message can have, and spells the sender the
+// one way senders are stored (target.ParseName).
+func (fl *msgFilter) check() error {
+	if fl.Sender != "" {
+		name, err := target.ParseName(fl.Sender)
+		if err != nil {
+			return usagef("--sender: %v", err)
+		}
+		fl.Sender = name
+	}
 	if fl.ReplyTo != "" && !message.Valid(fl.ReplyTo) {
 		return usagef("--reply-to %q is not a message id (MSG_<SENDER>_<8 hex>)", fl.ReplyTo)
 	}
@@ -199,7 +225,7 @@ func msgLabel(e mailbox.Envelope) string {
 	for _, k := range keys {
 		parts = append(parts, k+"="+e.Metadata[k])
 	}
-	return strings.Join(parts, ", ")
+	return show(strings.Join(parts, ", "))
 }
 
 // indentRest indents every line of s after the first, so that a
@@ -211,8 +237,8 @@ func indentRest(s, indent string) string {
 // writeMessage prints one message for a person: id, time, sender, label,
 // then the content.
 func writeMessage(w io.Writer, e mailbox.Envelope) {
-	fmt.Fprintf(w, "[%s] %s from %s (%s): %s\n", e.ID, e.Timestamp.Local().Format("2006-01-02 15:04:05"),
-		e.From, msgLabel(e), indentRest(e.Content, "  "))
+	fmt.Fprintf(w, "[%s] %s from %s (%s): %s\n", show(string(e.ID)), e.Timestamp.Local().Format("2006-01-02 15:04:05"),
+		show(e.From), msgLabel(e), indentRest(showText(e.Content), "  "))
 }
 
 // writePrompt prints messages as a block for an agent's next prompt.
@@ -226,7 +252,7 @@ func writePrompt(w io.Writer, envs []mailbox.Envelope) {
 	}
 	fmt.Fprintf(w, "You have %d new %s:\n", len(envs), noun)
 	for _, e := range envs {
-		fmt.Fprintf(w, "[%s] from %s (%s): %s\n", e.ID, e.From, msgLabel(e), indentRest(e.Content, "  "))
+		fmt.Fprintf(w, "[%s] from %s (%s): %s\n", show(string(e.ID)), show(e.From), msgLabel(e), indentRest(showText(e.Content), "  "))
 	}
 	fmt.Fprintln(w, "Answer one with: agentmsg reply <id> <message>")
 }
@@ -237,9 +263,9 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// cell shortens s to n runes for a table cell, on one line.
+// cell shortens s to n runes for a table cell, on one line, safe to print.
 func cell(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = show(strings.Join(strings.Fields(s), " "))
 	r := []rune(s)
 	if len(r) <= n {
 		return s

@@ -380,8 +380,29 @@ func TestRequestAndClaim(t *testing.T) {
 	m.want(m.run("ana", "request", "Alpha", "x"), ExitUsage)
 }
 
+// A --timeout beyond a year is clamped to a year, as MCP's request_task
+// clamps timeout_seconds (issue 10, item 15).
+func TestRequestTimeoutIsClamped(t *testing.T) {
+	m := newMBHome(t)
+	m.send("lead", "ana", mailbox.TypeText, "welcome") // team alpha exists
+	r := m.want(m.run("lead", "--json", "request", "alpha", "forever", "--timeout", "2562047h"), ExitOK)
+	doc := decodeJSON[struct {
+		RequestID string    `json:"request_id"`
+		Posted    time.Time `json:"posted"`
+		Expires   time.Time `json:"expires"`
+	}](t, r.stdout)
+	if want := doc.Posted.Add(mailbox.MaxRequestTimeout); !doc.Expires.Equal(want) {
+		t.Fatalf("expires %s, want %s (a year after it was posted)", doc.Expires, want)
+	}
+	list, err := m.store.Requests("alpha")
+	if err != nil || len(list) != 1 || list[0].Timeout != mailbox.MaxRequestTimeout {
+		t.Fatalf("stored: %+v %v", list, err)
+	}
+}
+
 func TestClaimConcurrentExactlyOneWins(t *testing.T) {
 	m := newMBHome(t)
+	m.send("lead", "worker_0", mailbox.TypeText, "welcome") // team alpha exists
 	r := m.want(m.run("lead", "--json", "request", "alpha", "one job"), ExitOK)
 	id := decodeJSON[struct {
 		RequestID string `json:"request_id"`

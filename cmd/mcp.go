@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/lifecycle"
@@ -47,11 +46,14 @@ messages) and create_workflow (steps with depends_on, run in parallel where
 they can, each step's output put into the prompts of the steps after it).
 
 Every tool has a time limit; failures are MCP tool errors with a sentence
-saying what went wrong. agentmsg mcp install registers the server with an
+saying what went wrong. Each stdin line is one JSON-RPC message: a malformed
+line is answered with error -32700 (parse) or -32600 (invalid request) and
+the server reads on; when stdin ends, the requests already read are answered
+before it exits. agentmsg mcp install registers the server with an
 agent CLI.`,
 		Example: `  agentmsg mcp
   AGENTMSG_TEAM=alpha AGENTMSG_FROM=lead agentmsg mcp --orchestrator
-  agentmsg mcp install claude --write`,
+  agentmsg mcp install claude`,
 		Args: argsBetween(0, 0, "no arguments (or the install subcommand)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if runF != nil {
@@ -92,17 +94,12 @@ func mcpRun(ctx context.Context, opts *MCPOptions) error {
 	}
 	srv := mcpserver.New(deps, opts.Orchestrator)
 	f.Log.Debug("serving MCP on stdio", "team", team, "name", id.Name, "orchestrator", opts.Orchestrator)
-	t := &mcp.IOTransport{Reader: io.NopCloser(opts.IO.In), Writer: nopWriteCloser{opts.IO.Out}}
-	err = srv.Run(ctx, t)
+	err = srv.Run(ctx, &mcpserver.Stdio{In: opts.IO.In, Out: opts.IO.Out})
 	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
 		return nil // the client closed stdin, or we were interrupted: the normal end
 	}
 	return err
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // announce puts the caller on its team's status board when it is not
 // there yet, so that other agents can message it by name even when it has

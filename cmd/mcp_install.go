@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
@@ -25,7 +26,7 @@ type MCPInstallOptions struct {
 	JSON      func() bool
 
 	CLI          string // claude, codex or gemini
-	Write        bool
+	Print        bool   // print the merged file; write nothing
 	Orchestrator bool
 	Dir          string // claude: the project (default: the working directory)
 	Home         string // codex, gemini: the home directory (default: $HOME)
@@ -47,22 +48,27 @@ func NewCmdMCPInstall(f *Factory, runF func(context.Context, *MCPInstallOptions)
 	opts := &MCPInstallOptions{IO: f.IO, LookupEnv: f.LookupEnv, JSON: func() bool { return f.JSON }}
 	c := &cobra.Command{
 		Use:   "install (claude | codex | gemini)",
-		Short: "Print, or with --write add, the configuration that registers agentmsg's MCP server with an agent CLI",
-		Long: `Install prints the configuration that makes an agent CLI start "agentmsg mcp",
-and with --write merges it into that CLI's file, leaving every other entry
-as it was (an earlier agentmsg entry is replaced):
+		Short: "Register agentmsg's MCP server with an agent CLI (writes its settings file; --print to only show it)",
+		Long: `Install merges the entry that makes an agent CLI start "agentmsg mcp" into
+that CLI's settings file, leaving every other entry as it was (an earlier
+agentmsg entry is replaced):
 
   claude  .mcp.json in the project (--dir, default: here): mcpServers.agentmsg
   codex   ~/.codex/config.toml ($CODEX_HOME, or --home): [mcp_servers.agentmsg]
   gemini  ~/.gemini/settings.json (--home): mcpServers.agentmsg
 
+` + installHelp + `
+
+A file that cannot be merged (not valid JSON or TOML) is left alone, and the
+entry is shown to add by hand. agentmsg hooks install behaves the same way.
+
 --team and --from given here are put into the server's environment
 (AGENTMSG_TEAM, AGENTMSG_FROM); without them the server finds its identity
 in the tmux session the CLI runs in. -S / -L are passed on to the server.`,
 		Example: `  agentmsg mcp install claude
-  agentmsg mcp install claude --write --orchestrator
-  agentmsg --team alpha --from lead mcp install codex --write
-  agentmsg mcp install gemini --write --home /tmp/home`,
+  agentmsg mcp install claude --print --orchestrator
+  agentmsg --team alpha --from lead mcp install codex
+  agentmsg mcp install gemini --home /tmp/home`,
 		Args:      argsBetween(1, 1, "claude, codex or gemini"),
 		ValidArgs: []string{"claude", "codex", "gemini"},
 		RunE: func(c *cobra.Command, args []string) error {
@@ -107,7 +113,10 @@ in the tmux session the CLI runs in. -S / -L are passed on to the server.`,
 		},
 	}
 	fl := c.Flags()
-	fl.BoolVar(&opts.Write, "write", false, "merge the entry into the CLI's configuration file instead of printing it")
+	fl.BoolVar(&opts.Print, "print", false, "print the settings file as it would be written, and write nothing")
+	// --write was needed before writing became the default; still accepted.
+	fl.Bool("write", false, "write the file (the default now)")
+	_ = fl.MarkDeprecated("write", "writing is the default now (--print only prints)")
 	fl.BoolVar(&opts.Orchestrator, "orchestrator", false, "register the orchestrator's tools too (agentmsg mcp --orchestrator)")
 	fl.StringVar(&opts.Dir, "dir", "", "claude: the project directory that holds .mcp.json (default: the working directory)")
 	fl.StringVar(&opts.Home, "home", "", "codex, gemini: the home directory (default: $HOME; codex: $CODEX_HOME when set)")
@@ -167,51 +176,34 @@ func mcpInstallRun(o *MCPInstallOptions) error {
 		return err
 	}
 	entry := o.entry()
-	var snippet []byte
 	merge := mergeJSONServer
 	if o.CLI == "codex" {
 		merge = mergeTOMLServer
 	}
-	if snippet, err = merge(nil, entry, o.Orchestrator); err != nil {
-		return err
-	}
-	if !o.Write {
-		if o.JSON() {
-			writeJSON(&Factory{IO: o.IO}, struct {
-				CLI     string         `json:"cli"`
-				Path    string         `json:"path"`
-				Entry   mcpServerEntry `json:"entry"`
-				Snippet string         `json:"snippet"`
-				Written bool           `json:"written"`
-			}{o.CLI, path, entry, string(snippet), false})
-			return nil
-		}
-		fmt.Fprintf(o.IO.ErrOut, "# merge into %s (or run again with --write):\n", path)
-		_, err := o.IO.Out.Write(snippet)
-		return err
-	}
 	old, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) {
+		old, err = nil, nil
+	}
+	if err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
 	merged, err := merge(old, entry, o.Orchestrator)
 	if err != nil {
+		snippet, _ := merge(nil, entry, o.Orchestrator)
 		return fmt.Errorf("merging into %s: %w (nothing was written; add this by hand:\n%s)", path, err, snippet)
 	}
-	if err := writeFileKeepMode(path, merged); err != nil {
+	rep, err := installFile(o.CLI, path, old, merged, o.Print, time.Now())
+	if err != nil {
 		return err
 	}
 	if o.JSON() {
 		writeJSON(&Factory{IO: o.IO}, struct {
-			CLI     string         `json:"cli"`
-			Path    string         `json:"path"`
-			Entry   mcpServerEntry `json:"entry"`
-			Written bool           `json:"written"`
-		}{o.CLI, path, entry, true})
+			installReport
+			Entry mcpServerEntry `json:"entry"`
+		}{rep, entry})
 		return nil
 	}
-	fmt.Fprintf(o.IO.Out, "registered agentmsg's MCP server in %s\n", path)
-	return nil
+	return printInstall(o.IO, rep, o.Print, "registered agentmsg's MCP server in "+path)
 }
 
 // writeFileKeepMode replaces path with data atomically, keeping the old

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,83 @@ func TestMCPServesStdio(t *testing.T) {
 	}
 }
 
+// A malformed line gets a JSON-RPC error and the server reads on; when
+// stdin ends right after the requests, each is answered before agentmsg
+// mcp exits (issue 10, item 14).
+func TestMCPMalformedLinesAndEarlyEOF(t *testing.T) {
+	lines := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`garbage`,
+		`{`,
+		`{}`,
+		"\xff\xfe\x00",
+		`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`,
+		`[{"jsonrpc":"2.0","id":7,"method":"ping"}]`,
+		`[]`,
+		`   `,
+		`{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`,
+		`{"jsonrpc":"1.0","id":"v","method":"ping"}`,
+		`{"jsonrpc":"2.0","id":"p","method":"tools/list","params":"x"}`,
+		`{"jsonrpc":"2.0","id":"m","method":5}`,
+		`{"jsonrpc":"2.0","id":"r"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\r",
+		`{"jsonrpc":"2.0","id":"s","method":"ping"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"check_messages","arguments":{}}}`,
+	}
+	f, out, errOut := testFactory(map[string]string{"AGENTMSG_HOME": t.TempDir(), "AGENTMSG_TEAM": "alpha", "AGENTMSG_FROM": "ana"})
+	f.IO.In = strings.NewReader(strings.Join(lines, "\n") + "\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if code := Run(ctx, f, []string{"mcp"}); code != 0 || ctx.Err() != nil {
+		t.Fatalf("exit %d (%v); stderr: %s", code, ctx.Err(), errOut)
+	}
+	type reply struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	byID := map[string]reply{}
+	var anonymous []int
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var r reply
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("not a JSON-RPC reply: %q", l)
+		}
+		if string(r.ID) == "null" {
+			if r.Error == nil {
+				t.Fatalf("a reply without id and error: %q", l)
+			}
+			anonymous = append(anonymous, r.Error.Code)
+			continue
+		}
+		byID[string(r.ID)] = r
+	}
+	want := []int{-32700, -32700, -32600, -32700, -32600, -32600, -32600, -32600, -32600}
+	if !slices.Equal(anonymous, want) {
+		t.Errorf("errors without an id: %v, want %v", anonymous, want)
+	}
+	for id, code := range map[string]int{`"v"`: -32600, `"p"`: -32600, `"m"`: -32600, `"r"`: -32600} {
+		if r := byID[id]; r.Error == nil || r.Error.Code != code {
+			t.Errorf("request %s: %+v, want error %d", id, r, code)
+		}
+	}
+	for _, id := range []string{"1", "2", `"s"`, "3"} {
+		if r, ok := byID[id]; !ok || r.Error != nil || len(r.Result) == 0 {
+			t.Errorf("request %s was not answered with a result: %+v", id, r)
+		}
+	}
+	if tools := string(byID["2"].Result); !strings.Contains(tools, `"wait_for_message"`) {
+		t.Errorf("tools/list: %s", tools)
+	}
+	if len(byID) != 8 {
+		t.Errorf("%d replies with an id, want 8:\n%s", len(byID), out)
+	}
+}
+
 func TestMCPNeedsTeam(t *testing.T) {
 	f, _, errOut := testFactory(map[string]string{"AGENTMSG_HOME": t.TempDir(), "AGENTMSG_FROM": "ana"})
 	if code := Run(context.Background(), f, []string{"mcp"}); code != ExitUsage || !strings.Contains(errOut.String(), "which team") {
@@ -121,7 +199,7 @@ func install(t *testing.T, env map[string]string, args ...string) (string, int) 
 }
 
 func TestMCPInstallPrints(t *testing.T) {
-	out, code := install(t, nil, "--team", "alpha", "--from", "lead", "-S", "/tmp/s", "mcp", "install", "claude", "--orchestrator")
+	out, code := install(t, nil, "--team", "alpha", "--from", "lead", "-S", "/tmp/s", "mcp", "install", "claude", "--orchestrator", "--print", "--dir", t.TempDir())
 	if code != 0 {
 		t.Fatal(code)
 	}
@@ -136,7 +214,7 @@ func TestMCPInstallPrints(t *testing.T) {
 		e.Env["AGENTMSG_TEAM"] != "alpha" || e.Env["AGENTMSG_FROM"] != "lead" {
 		t.Fatalf("entry: %+v", e)
 	}
-	if _, code := install(t, nil, "mcp", "install", "vscode"); code != ExitUsage {
+	if _, code := install(t, nil, "mcp", "install", "vscode", "--print"); code != ExitUsage {
 		t.Errorf("unknown CLI: exit %d", code)
 	}
 }
@@ -149,7 +227,7 @@ func TestMCPInstallClaudeMerges(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 { // twice: the second run replaces its own entry
-		if _, code := install(t, nil, "mcp", "install", "claude", "--write", "--dir", dir); code != 0 {
+		if _, code := install(t, nil, "mcp", "install", "claude", "--dir", dir); code != 0 {
 			t.Fatal(code)
 		}
 	}
@@ -178,6 +256,7 @@ func TestMCPInstallClaudeMerges(t *testing.T) {
 
 func TestMCPInstallGeminiNewFile(t *testing.T) {
 	home := t.TempDir()
+	// --write, once needed, is still accepted.
 	if _, code := install(t, nil, "mcp", "install", "gemini", "--write", "--home", home); code != 0 {
 		t.Fatal(code)
 	}
@@ -217,7 +296,7 @@ args = ["--fast"]
 		t.Fatal(err)
 	}
 	for range 2 {
-		if _, code := install(t, nil, "--team", "alpha", "mcp", "install", "codex", "--write", "--home", home); code != 0 {
+		if _, code := install(t, nil, "--team", "alpha", "mcp", "install", "codex", "--home", home); code != 0 {
 			t.Fatal(code)
 		}
 	}
@@ -256,7 +335,7 @@ func TestMCPInstallRefusesBadFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"theme": `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, code := install(t, nil, "mcp", "install", "gemini", "--write", "--home", home); code == 0 {
+	if _, code := install(t, nil, "mcp", "install", "gemini", "--home", home); code == 0 {
 		t.Fatal("merged into a broken file")
 	}
 	if data, _ := os.ReadFile(path); string(data) != `{"theme": ` {

@@ -10,9 +10,21 @@ import (
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )
+
+// show and showText make text that came from another party (a message,
+// metadata, a status, a name read from a file, a pane's command or screen,
+// an error quoting any of them) safe to print: they are message.Printable,
+// the one function for it, for one line and for several lines. JSON output
+// gets JSON escapes instead (writeJSON).
+func show(s string) string     { return message.PrintableLine(s) }
+func showText(s string) string { return message.Printable(s) }
+
+// showErr is err's text, safe to print on one line.
+func showErr(err error) string { return show(fmt.Sprint(err)) }
 
 // outcomeJSON is one target's verdict in --json output.
 type outcomeJSON struct {
@@ -70,7 +82,7 @@ func describe(o dispatch.Outcome) string {
 	case o.OK():
 		return fmt.Sprintf("submitted to %s as %s (pane %s, %s)", o.Target, o.ID, o.Pane, ms(o.Elapsed))
 	}
-	return fmt.Sprintf("not delivered to %s (%s): %v", o.Target, o.Verdict, o.Err)
+	return fmt.Sprintf("not delivered to %s (%s): %s", o.Target, o.Verdict, showErr(o.Err))
 }
 
 // hint says what to try next after a failed outcome, or "". serverFlag is
@@ -135,7 +147,7 @@ func (p *waitPrinter) wait(t target.Target, w delivery.Wait) {
 	defer p.mu.Unlock()
 	line := fmt.Sprintf("waiting for %s: %s", t, w.State)
 	if w.Detail != "" {
-		line += " (" + w.Detail + ")"
+		line += " (" + show(w.Detail) + ")"
 	}
 	if p.inline {
 		fmt.Fprintf(p.w, "\r\033[K%s %s", line, w.Waited.Round(time.Second))

@@ -36,7 +36,7 @@ and this is how the agent gets the rest. With --json, the whole envelope.`,
 				writeJSON(f, env)
 				return nil
 			}
-			_, err = fmt.Fprintln(f.IO.Out, strings.TrimRight(env.Content, "\n"))
+			_, err = fmt.Fprintln(f.IO.Out, showText(strings.TrimRight(env.Content, "\n")))
 			return err
 		},
 	}

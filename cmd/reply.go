@@ -82,7 +82,7 @@ it is "-".
 				mode.MailboxOnly = true // a person, or an agent not in tmux here
 			}
 			out := cr.Send(ctx, t, e, mode)
-			return reportResult(f, out, id.Sender)
+			return reportResult(f, out, id.Name)
 		},
 	}
 	c.Flags().BoolVar(&noQueue, "no-queue", false, "fail (exit 4) when the sender's agent is not ready in time")
@@ -117,15 +117,16 @@ func inboxOwner(team, name string) (target.Target, bool) {
 	return t, err == nil
 }
 
-// reportResult prints one courier result as send does and returns its exit.
-func reportResult(f *Factory, out courier.Result, sender string) error {
+// reportResult prints one courier result as send does and returns its
+// exit; from is the sender's canonical name.
+func reportResult(f *Factory, out courier.Result, from string) error {
 	code := resultCode(out)
 	if f.JSON {
 		writeJSON(f, struct {
 			ID   string `json:"id,omitempty"`
 			From string `json:"from"`
 			resultJSON
-		}{string(out.ID), sender, toResultJSON(out)})
+		}{string(out.ID), from, toResultJSON(out)})
 	} else if out.OK() {
 		fmt.Fprintln(f.IO.Out, describeResult(out))
 	}

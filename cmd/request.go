@@ -57,13 +57,14 @@ agentmsg requests --nudge tells the team, once, that it went unclaimed.
 			if opts.Timeout < 0 {
 				return usagef("--timeout %s: want a duration of 0 (never expires) or more", opts.Timeout)
 			}
+			opts.Timeout = min(opts.Timeout, mailbox.MaxRequestTimeout)
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
 			return requestRun(c.Context(), opts)
 		},
 	}
-	c.Flags().DurationVar(&opts.Timeout, "timeout", 0, "the request expires unclaimed after this long (0: never)")
+	c.Flags().DurationVar(&opts.Timeout, "timeout", 0, "the request expires unclaimed after this long (0: never; at most 8760h, a year)")
 	return c
 }
 
@@ -74,6 +75,9 @@ func requestRun(ctx context.Context, opts *RequestOptions) error {
 	}
 	s, err := opts.Mailbox()
 	if err != nil {
+		return err
+	}
+	if err := opts.knownTeam(ctx, s, opts.Team, true); err != nil {
 		return err
 	}
 	reqID, err := newRequestID()
@@ -133,22 +137,42 @@ func requestRun(ctx context.Context, opts *RequestOptions) error {
 			Expires     time.Time `json:"expires,omitzero"`
 			MessageID   string    `json:"message_id"`
 			Notified    []string  `json:"notified"`
-		}{reqID, opts.Team, id.Name, opts.Description, posted, expires, string(env.ID), append([]string{}, told...)})
+			ExitCode    int       `json:"exit_code"`
+			Error       string    `json:"error,omitempty"`
+		}{reqID, opts.Team, id.Name, opts.Description, posted, expires, string(env.ID), append([]string{}, told...),
+			requestCode(failed), requestError(reqID, failed)})
 	} else {
 		fmt.Fprintf(opts.IO.Out, "posted %s in team %s\n", reqID, opts.Team)
 		if len(told) > 0 {
-			fmt.Fprintf(opts.IO.ErrOut, "told %s; claim it with: agentmsg claim %s\n", strings.Join(told, ", "), reqID)
+			fmt.Fprintf(opts.IO.ErrOut, "told %s; claim it with: agentmsg claim %s\n", show(strings.Join(told, ", ")), reqID)
 		} else {
 			fmt.Fprintf(opts.IO.ErrOut, "no other agent of %s has an inbox yet; they see it with: agentmsg requests %s\n", opts.Team, opts.Team)
 		}
 	}
 	if len(failed) > 0 {
 		for _, a := range slices.Sorted(maps.Keys(failed)) {
-			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: could not tell %s about %s: %v\n", a, reqID, failed[a])
+			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: could not tell %s about %s: %s\n", show(a), reqID, showErr(failed[a]))
 		}
 		return exitError{ExitPartial}
 	}
 	return nil
+}
+
+// requestCode is request's exit code: partial when some were not told.
+func requestCode(failed map[string]error) int {
+	if len(failed) > 0 {
+		return ExitPartial
+	}
+	return ExitOK
+}
+
+// requestError says who could not be told about a request, or "".
+func requestError(reqID string, failed map[string]error) string {
+	var parts []string
+	for _, a := range slices.Sorted(maps.Keys(failed)) {
+		parts = append(parts, fmt.Sprintf("could not tell %s about %s: %v", a, reqID, failed[a]))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // ClaimOptions are claim's inputs.
@@ -207,6 +231,9 @@ func claimRun(ctx context.Context, opts *ClaimOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := opts.knownTeam(ctx, s, team, opts.Team != "" || id.TeamNamed); err != nil {
+		return err
+	}
 	r, err := s.Claim(team, opts.RequestID, id.Name)
 	var ce *mailbox.ClaimedError
 	switch {
@@ -215,7 +242,7 @@ func claimRun(ctx context.Context, opts *ClaimOptions) error {
 			writeJSON(opts.jsonOut(), claimJSON{RequestID: opts.RequestID, Team: team, ClaimedBy: ce.By, ClaimedAt: ce.At,
 				Error: err.Error(), ExitCode: ExitClaimed})
 		}
-		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s already claimed by %s at %s\n", opts.RequestID, ce.By, ce.At.Local().Format(time.DateTime))
+		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s already claimed by %s at %s\n", show(opts.RequestID), show(ce.By), ce.At.Local().Format(time.DateTime))
 		return exitError{ExitClaimed}
 	case errors.Is(err, mailbox.ErrExpired):
 		if opts.JSON() {
@@ -223,7 +250,7 @@ func claimRun(ctx context.Context, opts *ClaimOptions) error {
 				Error: err.Error(), ExitCode: ExitClaimed})
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s expired unclaimed at %s; nobody can claim it now (ask %s)\n",
-			opts.RequestID, r.Posted.Add(r.Timeout).Local().Format(time.DateTime), r.From)
+			show(opts.RequestID), r.Posted.Add(r.Timeout).Local().Format(time.DateTime), show(r.From))
 		return exitError{ExitClaimed}
 	case err != nil:
 		return err
@@ -232,7 +259,7 @@ func claimRun(ctx context.Context, opts *ClaimOptions) error {
 	if r.From != id.Name {
 		if err := tellClaimed(s, team, id, r); err != nil {
 			// The claim stands; only the note to the requester is missing.
-			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: claimed, but could not tell %s: %v\n", r.From, err)
+			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: claimed, but could not tell %s: %s\n", show(r.From), showErr(err))
 		}
 	}
 	if opts.JSON() {
@@ -240,7 +267,7 @@ func claimRun(ctx context.Context, opts *ClaimOptions) error {
 			ClaimedAt: opts.Now().UTC(), From: r.From, Description: r.Description})
 		return nil
 	}
-	fmt.Fprintf(opts.IO.Out, "claimed %s from %s: %s\n", r.ID, r.From, r.Description)
+	fmt.Fprintf(opts.IO.Out, "claimed %s from %s: %s\n", show(r.ID), show(r.From), show(r.Description))
 	return nil
 }
 
@@ -250,7 +277,7 @@ func expiredNotice(id Identity) func(mailbox.RequestInfo) (mailbox.Envelope, err
 	return func(r mailbox.RequestInfo) (mailbox.Envelope, error) {
 		env, err := newEnvelope(id, mailbox.Broadcast, mailbox.TypeRequest, fmt.Sprintf(
 			"Reminder: request %s from %s expired unclaimed after %s: %s", r.ID, r.From, r.Timeout, r.Description))
-		env.RequestID, env.Metadata = r.ID, map[string]string{"nudge": "expired"}
+		env.RequestID, env.Metadata = r.ID, map[string]string{mailbox.MetaNudge: "expired"}
 		return env, err
 	}
 }
@@ -354,13 +381,16 @@ func requestsRun(ctx context.Context, opts *RequestsOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := opts.knownTeam(ctx, s, team, opts.Team != "" || id.TeamNamed); err != nil {
+		return err
+	}
 	nudged := []string{}
 	if opts.Nudge {
 		done, err := s.NudgeExpired(team, expiredNotice(id))
 		for _, r := range done {
 			nudged = append(nudged, r.ID)
 			if !opts.JSON() {
-				fmt.Fprintf(opts.IO.ErrOut, "nudged team %s: %s expired unclaimed\n", team, r.ID)
+				fmt.Fprintf(opts.IO.ErrOut, "nudged team %s: %s expired unclaimed\n", team, show(r.ID))
 			}
 		}
 		if err != nil {
@@ -404,8 +434,8 @@ func requestsRun(ctx context.Context, opts *RequestsOptions) error {
 			if !r.Expires.IsZero() {
 				expires = r.Expires.Local().Format(time.DateTime)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, state, r.From, sinceText(now, r.Posted), expires,
-				orDash(r.ClaimedBy), cell(r.Description, 60))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", show(r.ID), show(state), show(r.From), sinceText(now, r.Posted), expires,
+				show(orDash(r.ClaimedBy)), cell(r.Description, 60))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -36,7 +37,29 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 	root := NewCmdRoot(f)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	// A bad flag stops parsing before --json may have been read; the
+	// caller still asked for a JSON document.
+	if fe := (flagError{}); errors.As(err, &fe) && !f.JSON {
+		f.JSON = jsonRequested(args)
+	}
 	return reportError(f, err)
+}
+
+// jsonRequested reports whether args hold --json (before any "--").
+func jsonRequested(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--json" {
+			return true
+		}
+		if v, ok := strings.CutPrefix(a, "--json="); ok {
+			b, err := strconv.ParseBool(v)
+			return err == nil && b
+		}
+	}
+	return false
 }
 
 // NewFactory wires the real dependencies, read lazily.
@@ -108,7 +131,7 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 			// Most often a message that starts with "-".
 			err = fmt.Errorf("%w (a message that starts with - goes after --: agentmsg send TEAM NAME -- -n ...; or on stdin)", err)
 		}
-		return usageError{err}
+		return flagError{err}
 	})
 
 	pf := root.PersistentFlags()
@@ -122,7 +145,7 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 		case "socket_name":
 			pf.StringVarP(v, k.Flag, "L", "", "tmux server socket name, as tmux -L")
 		case "from":
-			pf.StringVar(v, k.Flag, "", "sender name (default: $AGENTMSG_FROM, else the agent whose tmux session you run in, else $USER)")
+			pf.StringVar(v, k.Flag, "", "sender name, an agent name such as ana, ana-2 or lead, in any case (default: $AGENTMSG_FROM, else the agent whose tmux session you run in, else $USER)")
 		case "team":
 			pf.StringVar(v, k.Flag, "", "your team, for mailbox commands (default: $AGENTMSG_TEAM, else the team of the agent session you run in)")
 		default:
@@ -165,7 +188,64 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 	root.AddCommand(mailboxCommands(f)...)
 	root.AddCommand(NewCmdMCP(f))
 	root.AddCommand(lifecycleCommands(f)...)
+	root.SetHelpCommand(newCmdHelp())
+	strictGroups(root)
 	return root
+}
+
+// strictGroups makes every command that only groups others (the root,
+// hooks, status, team) refuse an unknown subcommand as bad usage (exit 2),
+// where cobra would print help and exit 0, or exit 1 for the root; given
+// nothing, they print their help.
+func strictGroups(c *cobra.Command) {
+	if c.HasSubCommands() && !c.Runnable() {
+		c.Args = unknownCommand
+		c.RunE = func(c *cobra.Command, args []string) error { return c.Help() }
+	}
+	for _, sub := range c.Commands() {
+		strictGroups(sub)
+	}
+}
+
+// unknownCommand refuses any argument to a group command.
+func unknownCommand(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's own default
+	}
+	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+	}
+	return usagef("%s\nsee: %s --help", msg, c.CommandPath())
+}
+
+// newCmdHelp is cobra's help command, except that an unknown topic is bad
+// usage (exit 2) rather than a message and exit 0.
+func newCmdHelp() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help shows the help of any command: agentmsg help COMMAND (or agentmsg COMMAND --help).",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if cmd == nil || err != nil || len(rest) > 0 {
+				return usagef("unknown help topic %q; see: %s --help", strings.Join(args, " "), c.Root().Name())
+			}
+			return cmd.Help()
+		},
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			var names []string
+			for _, sub := range c.Root().Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					names = append(names, sub.Name())
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+	}
 }
 
 // loadConfig layers the flags given on this command line over file and env.
@@ -203,6 +283,13 @@ func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// flagError is a flag that could not be parsed: bad usage, and a sign that
+// the flags after it (--json among them) were not read.
+type flagError struct{ err error }
+
+func (e flagError) Error() string { return e.err.Error() }
+func (e flagError) Unwrap() error { return usageError{e.err} }
 
 // exactArgs and rangeArgs are cobra's validators, as usage errors.
 func argsBetween(lo, hi int, what string) cobra.PositionalArgs {

@@ -110,7 +110,7 @@ func sendRun(ctx context.Context, opts *SendOptions) error {
 			ID   string `json:"id,omitempty"`
 			From string `json:"from"`
 			resultJSON
-		}{string(out.ID), id.Sender, toResultJSON(out)})
+		}{string(out.ID), id.Name, toResultJSON(out)})
 	}
 	if out.OK() {
 		if !opts.JSON() {

@@ -125,12 +125,12 @@ func shutdownRun(ctx context.Context, opts *ShutdownOptions) error {
 		return exitError{code}
 	case res.Accepted:
 		if !opts.JSON() {
-			fmt.Fprintf(opts.IO.Out, "%s accepted: %s\n", opts.Target, res.Reason)
+			fmt.Fprintf(opts.IO.Out, "%s accepted: %s\n", opts.Target, showText(res.Reason))
 		}
 		return nil
 	}
 	if !opts.JSON() {
-		fmt.Fprintf(opts.IO.Out, "%s deferred: %s\n", opts.Target, res.Reason)
+		fmt.Fprintf(opts.IO.Out, "%s deferred: %s\n", opts.Target, showText(res.Reason))
 	}
 	return exitError{code}
 }

@@ -146,9 +146,9 @@ func statusSetRun(ctx context.Context, opts *StatusOptions) error {
 		}{team, st})
 		return nil
 	}
-	fmt.Fprintf(opts.IO.Out, "%s/%s: %s", team, id.Name, orDash(st.State))
+	fmt.Fprintf(opts.IO.Out, "%s/%s: %s", team, id.Name, show(orDash(st.State)))
 	if st.WorkingOn != "" {
-		fmt.Fprintf(opts.IO.Out, ", working on %s", st.WorkingOn)
+		fmt.Fprintf(opts.IO.Out, ", working on %s", show(st.WorkingOn))
 	}
 	fmt.Fprintln(opts.IO.Out)
 	return nil
@@ -203,12 +203,15 @@ type boardJSON struct {
 }
 
 func boardRun(ctx context.Context, opts *BoardOptions) error {
-	team, err := teamOrOwn(ctx, opts.MailboxDeps, optional(opts.Team), 0)
+	team, named, err := teamOrOwn(ctx, opts.MailboxDeps, optional(opts.Team), 0)
 	if err != nil {
 		return err
 	}
 	s, err := opts.Mailbox()
 	if err != nil {
+		return err
+	}
+	if err := opts.knownTeam(ctx, s, team, named); err != nil {
 		return err
 	}
 	redraw := opts.Watch && !opts.JSON() && isTerminal(opts.IO.Out)
@@ -231,7 +234,7 @@ func boardRun(ctx context.Context, opts *BoardOptions) error {
 			last = doc
 			switch {
 			case opts.JSON() && opts.Watch:
-				fmt.Fprintf(opts.IO.Out, "%s\n", doc)
+				fmt.Fprintf(opts.IO.Out, "%s\n", jsonSafe(doc))
 			case opts.JSON():
 				writeJSON(opts.jsonOut(), boardJSON{team, board})
 			default:
@@ -279,7 +282,7 @@ func writeBoard(out, errOut io.Writer, team string, board []mailbox.Status, now 
 				next += fmt.Sprintf(" (+%d)", len(st.Next)-1)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", st.Agent, orDash(st.State), orDash(cell(st.WorkingOn, 40)),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", show(st.Agent), cell(orDash(st.State), 20), orDash(cell(st.WorkingOn, 40)),
 			next, len(st.Done), sinceText(now, st.Updated), orDash(cell(st.Mission, 40)))
 	}
 	return tw.Flush()

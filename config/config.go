@@ -15,6 +15,7 @@
 //	ready_timeout = "45s"  # durations are strings: "250ms", "1m30s"
 //	retries = 3            # counts are integers
 //	socket_name = "agents"
+//	tmux = "/opt/tmux-3.7c/bin/tmux"
 //
 // Nothing here reads the process environment: callers pass a lookup function
 // (os.LookupEnv in production), which keeps tests hermetic.
@@ -49,6 +50,7 @@ type Settings struct {
 	Team           string        // the sender's team, for mailbox commands; empty means detect it
 	Socket         string        // tmux -S path
 	SocketName     string        // tmux -L name
+	Tmux           string        // the tmux binary to run; empty means the first tmux on $PATH
 }
 
 // Defaults returns the built-in settings.
@@ -57,10 +59,10 @@ func Defaults() Settings {
 		ReadyTimeout:   30 * time.Second,
 		ConfirmTimeout: 5 * time.Second,
 		Retries:        2,
-		Settle:         30 * time.Millisecond,
+		Settle:         0, // each agent profile has its own; this only adds to it
 		Repress:        500 * time.Millisecond,
 		Poll:           10 * time.Millisecond,
-		Concurrency:    16,
+		Concurrency:    128,
 		KeepCount:      1000,
 		KeepAge:        30 * 24 * time.Hour,
 	}
@@ -140,7 +142,7 @@ var specs = [...]spec{
 	{key: "retries", min: 0, max: 10, field: func(s *Settings) any { return &s.Retries },
 		help: "extra submit presses when the text is still in the box"},
 	{key: "settle", min: 0, max: math.MaxInt64, field: func(s *Settings) any { return &s.Settle },
-		help: "pause between typing the text and pressing submit"},
+		help: "at least this pause between typing the text and pressing submit (each agent profile has its own: agentmsg doctor shows it)"},
 	{key: "repress", min: 0, max: math.MaxInt64, field: func(s *Settings) any { return &s.Repress },
 		help: "press submit again when our text is still in the box this long after a press (while retries last)"},
 	// Polling faster than 1ms only burns CPU on tmux round trips.
@@ -160,6 +162,8 @@ var specs = [...]spec{
 		help: "tmux server socket path (tmux -S)"},
 	{key: "socket_name", field: func(s *Settings) any { return &s.SocketName },
 		help: "tmux server socket name (tmux -L)"},
+	{key: "tmux", field: func(s *Settings) any { return &s.Tmux },
+		help: "the tmux binary to run, a path or a name on $PATH (empty: the first tmux on $PATH)"},
 }
 
 func lookup(key string) (*spec, bool) {

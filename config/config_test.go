@@ -53,10 +53,10 @@ func TestDefaults(t *testing.T) {
 		ReadyTimeout:   30 * time.Second,
 		ConfirmTimeout: 5 * time.Second,
 		Retries:        2,
-		Settle:         30 * time.Millisecond,
+		Settle:         0,
 		Repress:        500 * time.Millisecond,
 		Poll:           10 * time.Millisecond,
-		Concurrency:    16,
+		Concurrency:    128,
 		KeepCount:      1000,
 		KeepAge:        720 * time.Hour,
 	}
@@ -181,7 +181,7 @@ func TestPrecedence(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	t.Parallel()
-	const known = "known keys: ready_timeout, confirm_timeout, retries, settle, repress, poll, concurrency, keep_count, keep_age, from, team, socket, socket_name"
+	const known = "known keys: ready_timeout, confirm_timeout, retries, settle, repress, poll, concurrency, keep_count, keep_age, from, team, socket, socket_name, tmux"
 	const both = "tmux takes a socket path (socket, -S) or a socket name (socket_name, -L), not both, so remove one"
 	tests := []struct {
 		name  string
@@ -246,7 +246,7 @@ func TestErrors(t *testing.T) {
 		{name: "flag duration that does not parse", flags: []flag{{"confirm_timeout", "5"}},
 			want: `--confirm-timeout "5": want a duration such as 30s or 250ms`},
 		{name: "unknown setting", flags: []flag{{"speed", "1"}},
-			want: `unknown setting "speed"; known settings: ready_timeout, confirm_timeout, retries, settle, repress, poll, concurrency, keep_count, keep_age, from, team, socket, socket_name`},
+			want: `unknown setting "speed"; known settings: ready_timeout, confirm_timeout, retries, settle, repress, poll, concurrency, keep_count, keep_age, from, team, socket, socket_name, tmux`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -366,6 +366,7 @@ func TestEntries(t *testing.T) {
 		{"team", "", "default"},
 		{"socket", "/tmp/s", "env AGENTMSG_SOCKET"},
 		{"socket_name", "", "default"},
+		{"tmux", "", "default"},
 	}
 	got := l.Entries()
 	if len(got) != len(want) {

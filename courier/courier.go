@@ -29,6 +29,9 @@ const (
 	Deferred delivery.Verdict = "deferred"
 	// Recorded: put in the inbox only (--mailbox-only).
 	Recorded delivery.Verdict = "recorded"
+	// Skipped: not typed, as it no longer applies: a request that was
+	// claimed or expired before its turn came. Err says why.
+	Skipped delivery.Verdict = "skipped"
 )
 
 // Courier sends through a mailbox and a dispatcher.
@@ -56,10 +59,10 @@ type Result struct {
 	State mailbox.DeliveryState
 }
 
-// OK reports whether the message is taken care of: submitted, or safely
-// kept for later.
+// OK reports whether the message is taken care of: submitted, safely
+// kept for later, or no longer to be typed (Skipped).
 func (r Result) OK() bool {
-	return r.Outcome.OK() || r.Verdict == Deferred || r.Verdict == Recorded
+	return r.Outcome.OK() || r.Verdict == Deferred || r.Verdict == Recorded || r.Verdict == Skipped
 }
 
 // Inbox names the inbox of t: its team and agent name; team-less ralph
@@ -72,11 +75,18 @@ func Inbox(t target.Target) (team, agent string) {
 }
 
 // Typed is what goes into the agent's box for env: the content, marked with
-// its type and the message it answers.
+// its type (and request id: what the agent claims) and the message it
+// answers.
 func Typed(env mailbox.Envelope) string {
-	var prefix []string
+	var prefix, label []string
 	if env.Type != "" && env.Type != mailbox.TypeText {
-		prefix = append(prefix, "["+string(env.Type)+"]")
+		label = append(label, string(env.Type))
+	}
+	if mailbox.ValidRequestID(env.RequestID) {
+		label = append(label, env.RequestID)
+	}
+	if len(label) > 0 {
+		prefix = append(prefix, "["+strings.Join(label, " ")+"]")
 	}
 	if env.ReplyTo != "" {
 		prefix = append(prefix, "re "+string(env.ReplyTo)+":")
@@ -143,11 +153,32 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 		recorded = true
 		return nil
 	}
-	out := c.Dispatch.SendMessage(ctx, t, dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true}, record)
+	unlock, err := c.holdTyping(ctx, team, agent, env.ID)
+	if err != nil {
+		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}}
+	}
+	defer unlock()
+	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
+		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, 1)}
+	out := c.Dispatch.SendMessage(ctx, t, msg, record)
 	if !recorded {
 		return Result{Outcome: out}
 	}
-	return c.settle(box, env.ID, out, mode, 1)
+	return c.settle(box, env.ID, out, mode, 1, delivery.NotReached, false)
+}
+
+// onStep records each step of typing a message before it is taken (the
+// box of each target from boxOf), so that a deliverer after a crash knows
+// whether the message may have reached the pane: one that may have is
+// never typed again without proof that it did not.
+func (c *Courier) onStep(boxOf func(target.Target) *mailbox.Box, id message.ID, attempt int) func(target.Target, delivery.Step) error {
+	return func(t target.Target, s delivery.Step) error {
+		box := boxOf(t)
+		if box == nil {
+			return nil // not recorded for t: nothing to keep up to date
+		}
+		return box.SetDelivery(id, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Reached: string(s), Updated: c.now()})
+	}
 }
 
 // waiting reports whether team/agent's inbox holds messages that wait for
@@ -181,11 +212,23 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		env.Delivery = &mailbox.Delivery{State: mailbox.StateInbox, Updated: c.now()}
 	}
 	boxes := map[string]*mailbox.Box{}
+	var unlocks []func()
+	defer func() {
+		for _, unlock := range unlocks {
+			unlock()
+		}
+	}()
 	record := func(targets []target.Target) error {
 		var errs []error
 		for _, t := range targets {
 			tm, agent := Inbox(t)
 			box, err := c.Store.Box(tm, agent)
+			if err == nil && !mode.MailboxOnly {
+				var unlock func()
+				if unlock, err = c.holdTyping(ctx, tm, agent, env.ID); err == nil {
+					unlocks = append(unlocks, unlock)
+				}
+			}
 			if err == nil {
 				err = box.Append(env)
 			}
@@ -200,7 +243,8 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		}
 		return nil
 	}
-	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true}
+	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
+		OnStep: c.onStep(func(t target.Target) *mailbox.Box { return boxes[t.Session] }, env.ID, 1)}
 	if mode.MailboxOnly {
 		targets, err := c.Dispatch.Targets(ctx, team)
 		if err != nil {
@@ -224,30 +268,71 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 	}
 	out := make([]Result, len(rep.Outcomes))
 	for i, o := range rep.Outcomes {
-		out[i] = c.settle(boxes[o.Target.Session], env.ID, o, mode, 1)
+		out[i] = c.settle(boxes[o.Target.Session], env.ID, o, mode, 1, delivery.NotReached, false)
 	}
 	return out, nil
 }
 
+// Whoever types a message holds its typing lock from the moment it records
+// the message as typing until it has recorded the outcome; the kernel
+// releases the lock when that process dies, however it dies. A deliverer
+// resumes a typing record only when it can take the lock itself: if it
+// cannot, the sender is alive and still at work (waiting for the pane,
+// typing, confirming), and typing the message too would double it.
+func typingLock(team, agent string, id message.ID) string {
+	return "typing-" + team + "-" + agent + "-" + string(id)
+}
+
+// holdTyping takes the typing lock of a message this process is about to
+// record as typing (no one else can hold it yet).
+func (c *Courier) holdTyping(ctx context.Context, team, agent string, id message.ID) (unlock func(), err error) {
+	unlock, err = c.Locks.Named(ctx, typingLock(team, agent, id))
+	if err != nil {
+		return nil, fmt.Errorf("locking message %s for typing: %w", id, err)
+	}
+	return unlock, nil
+}
+
+// tryTyping takes the typing lock of a message if no one holds it.
+func (c *Courier) tryTyping(team, agent string, id message.ID) (unlock func(), ok bool) {
+	now, cancel := context.WithCancel(context.Background())
+	cancel() // a lock that is free is taken at once; a held one is not waited for
+	unlock, err := c.Locks.Named(now, typingLock(team, agent, id))
+	return unlock, err == nil
+}
+
 // typeOne types env into t and records the outcome. attempt counts the
-// typings of this message so far, this one included.
+// typings of this message so far, this one included. resume: an earlier
+// attempt may have typed it (env.Delivery says how far it may have got).
 func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target, env mailbox.Envelope, mode Mode, attempt int, resume bool) Result {
+	var earlier delivery.Step
+	if env.Delivery != nil {
+		earlier = delivery.Step(env.Delivery.Reached)
+	}
 	// Recorded before typing: a deliverer that finds this state after a
-	// crash looks for traces on screen before typing again.
-	if err := box.SetDelivery(env.ID, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Updated: c.now()}); err != nil {
+	// crash looks for traces on screen before typing again. How far
+	// earlier attempts got is kept: this one cannot undo it.
+	if err := box.SetDelivery(env.ID, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Reached: string(earlier), Updated: c.now()}); err != nil {
 		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}, State: mailbox.StatePending}
 	}
 	d := *c.Dispatch
-	d.Opts.Resume = resume
-	out := d.SendMessage(ctx, t, dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true}, nil)
-	return c.settle(box, env.ID, out, mode, attempt)
+	d.Opts.Resume, d.Opts.Earlier = resume, earlier
+	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
+		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, attempt)}
+	out := d.SendMessage(ctx, t, msg, nil)
+	return c.settle(box, env.ID, out, mode, attempt, earlier, resume)
 }
 
 // settle records the outcome of one typing and turns a not-ready agent
-// into a deferral when mode queues.
-func (c *Courier) settle(box *mailbox.Box, id message.ID, out dispatch.Outcome, mode Mode, attempt int) Result {
+// into a deferral when mode queues. earlier is how far earlier attempts
+// may have got in the pane; resumed says this attempt resumed them.
+func (c *Courier) settle(box *mailbox.Box, id message.ID, out dispatch.Outcome, mode Mode, attempt int, earlier delivery.Step, resumed bool) Result {
 	res := Result{Outcome: out}
-	rec := mailbox.Delivery{Attempts: attempt, LastVerdict: string(out.Verdict), Updated: c.now()}
+	reached := earlier
+	if out.Reached.Further(reached) {
+		reached = out.Reached
+	}
+	rec := mailbox.Delivery{Attempts: attempt, LastVerdict: string(out.Verdict), Updated: c.now(), Reached: string(reached)}
 	if out.Err != nil {
 		rec.LastVerdict += ": " + out.Err.Error()
 	}
@@ -257,6 +342,11 @@ func (c *Courier) settle(box *mailbox.Box, id message.ID, out dispatch.Outcome, 
 	case out.Verdict == delivery.Queued:
 		rec.State = mailbox.StateQueued
 	case out.Verdict == delivery.Typed:
+		rec.State = mailbox.StateTyped
+	case out.Verdict == delivery.VerdictUnknown && !resumed && reached == delivery.Unseen:
+		// Our paste never showed, and may still arrive (a frozen agent):
+		// a deliver looks once more, and submits it only if the box then
+		// holds exactly it. It is never pasted again.
 		rec.State = mailbox.StateTyped
 	case out.Verdict == delivery.NotReady && mode.Queue && !errors.Is(out.Err, delivery.ErrNotAgent):
 		// Kept for deliver; not for a shell prompt, which is no agent

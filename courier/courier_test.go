@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,6 +188,35 @@ func TestDeliverCompactsAnOutgrownInbox(t *testing.T) {
 	}
 }
 
+// Mailbox-only messages to an agent that never read its inbox are all
+// unread: deliver's compaction keeps every one (issue 10, item 9).
+func TestDeliverKeepsMailboxOnlyMessagesNeverRead(t *testing.T) {
+	c, _ := newCourier(t, "agent-alpha-ana")
+	c.Keep = mailbox.Retention{MaxCount: 2}
+	var sent []message.ID
+	for range 5 {
+		env := envelope(t, "m")
+		if res := c.Send(context.Background(), ana(t), env, Mode{MailboxOnly: true}); !res.OK() {
+			t.Fatal(res.Err)
+		}
+		sent = append(sent, env.ID)
+	}
+	if _, err := c.Deliver(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Store.Read("alpha", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []message.ID
+	for _, e := range b.Envelopes {
+		got = append(got, e.ID)
+	}
+	if !slices.Equal(got, sent) {
+		t.Errorf("after deliver: %d of 5 unread messages kept", len(got))
+	}
+}
+
 // An agent reads in the order messages were sent: a new message never
 // overtakes older ones still waiting for it.
 func TestOlderMessagesGoFirst(t *testing.T) {
@@ -224,5 +254,82 @@ func TestSendKeepsTheInboxBounded(t *testing.T) {
 	b, err := c.Store.Read("alpha", "ana")
 	if err != nil || len(b.Envelopes) > 3 {
 		t.Errorf("%d messages after 6 sends with keep 2 (%v); want at most 3 (2 kept + the newest)", len(b.Envelopes), err)
+	}
+}
+
+// A request is typed with its REQ_ id, so that the agent can claim what
+// it reads; once it is claimed or expired, deliver no longer types it and
+// records why (issue 10, item 18). The reminder that a request expired is
+// still typed.
+func TestDeliverTypesRequestIDsAndSkipsClosedRequests(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	now := time.Now()
+	for _, r := range []mailbox.Request{
+		{ID: "REQ_0000aaaa", From: "lead", Description: "open job", Posted: now},
+		{ID: "REQ_0000bbbb", From: "lead", Description: "taken job", Posted: now},
+		{ID: "REQ_0000cccc", From: "lead", Description: "old job", Posted: now.Add(-time.Hour), Timeout: time.Minute},
+	} {
+		if err := c.Store.Post("alpha", r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Store.Claim("alpha", "REQ_0000bbbb", "bob"); err != nil {
+		t.Fatal(err)
+	}
+	box, err := c.Store.Box("alpha", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := func(reqID, text string, meta map[string]string) mailbox.Envelope {
+		env := envelope(t, text)
+		env.Type, env.RequestID, env.Metadata, env.To = mailbox.TypeRequest, reqID, meta, mailbox.Broadcast
+		env.Delivery = &mailbox.Delivery{State: mailbox.StatePending}
+		if err := box.Append(env); err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+	open := request("REQ_0000aaaa", "open job", nil)
+	taken := request("REQ_0000bbbb", "taken job", nil)
+	old := request("REQ_0000cccc", "old job", nil)
+	reminder := request("REQ_0000cccc", "Reminder: old job expired", map[string]string{mailbox.MetaNudge: "expired"})
+
+	done, err := c.Deliver(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		string(open.ID) + ": [request REQ_0000aaaa] open job",
+		string(reminder.ID) + ": [request REQ_0000cccc] nudge=expired Reminder: old job expired",
+	}
+	if got := tm.Received("agent-alpha-ana"); !slices.Equal(got, want) {
+		t.Errorf("ana's pane got %q, want %q", got, want)
+	}
+	for _, tc := range []struct {
+		env mailbox.Envelope
+		why string
+	}{{taken, "claimed by bob"}, {old, "expired unclaimed"}} {
+		b, _ := c.Store.Read("alpha", "ana")
+		for _, e := range b.Envelopes {
+			if e.ID == tc.env.ID && (e.Delivery.State != mailbox.StateSkipped || !strings.Contains(e.Delivery.LastVerdict, tc.why)) {
+				t.Errorf("%s is recorded %+v, want skipped: %s", tc.env.Content, e.Delivery, tc.why)
+			}
+		}
+	}
+	skipped := 0
+	for _, d := range done {
+		if d.Verdict == Skipped {
+			skipped++
+			if !d.OK() {
+				t.Errorf("a skipped request is not a failure: %+v", d)
+			}
+		}
+	}
+	if skipped != 2 || len(done) != 4 {
+		t.Errorf("deliver reported %d results, %d skipped: %+v", len(done), skipped, done)
+	}
+	// Nothing is left for a later pass.
+	if again, _ := c.Deliver(context.Background(), ""); len(again) != 0 {
+		t.Errorf("second pass: %+v", again)
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -97,18 +99,70 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 			continue
 		}
 		state := env.Delivery.State
+		if why := c.withdrawn(team, env); why != "" {
+			out = append(out, Typing{Team: team, Agent: agent, Result: c.skip(box, t, env, why)})
+			continue
+		}
 		if ok, err := c.Dispatch.Exists(ctx, t); err != nil || !ok {
 			return out, err // no session now: nothing to type into
 		}
+		// Its typing lock: held means a live sender is typing it now (it
+		// finishes it); free means no one is, or its typist died.
+		unlockTyping, free := c.tryTyping(team, agent, env.ID)
+		if !free {
+			break // keep the order: the rest wait behind this one
+		}
+		if env, ok = c.current(team, agent, env.ID); !ok || !take(env.Delivery) {
+			unlockTyping() // finished while we looked
+			continue
+		}
+		state = env.Delivery.State
 		// Resume whenever an earlier attempt may have typed it.
 		resume := state == mailbox.StateTyping || env.Delivery.Attempts > 0
 		res := c.typeOne(ctx, box, t, env, Mode{Queue: true}, env.Delivery.Attempts+1, resume)
+		unlockTyping()
 		out = append(out, Typing{Team: team, Agent: agent, Result: res})
 		if res.Verdict == Deferred || res.Verdict == dispatch.NotFound {
 			break // keep the order: the rest wait behind this one
 		}
 	}
 	return out, nil
+}
+
+// current reads message id of team/agent's inbox as it is now.
+func (c *Courier) current(team, agent string, id message.ID) (mailbox.Envelope, bool) {
+	b, err := c.Store.Read(team, agent)
+	if err != nil {
+		return mailbox.Envelope{}, false
+	}
+	for _, e := range b.Envelopes {
+		if e.ID == id {
+			return e, e.Delivery != nil
+		}
+	}
+	return mailbox.Envelope{}, false
+}
+
+// withdrawn says why env is no longer to be typed (see
+// mailbox.Store.Withdrawn), or "". Only a message none of which can be in
+// the pane is withdrawn: one pending or deferred. One that an earlier
+// attempt may have typed is finished instead, as any other.
+func (c *Courier) withdrawn(team string, env mailbox.Envelope) string {
+	if s := env.Delivery.State; s != mailbox.StatePending && s != mailbox.StateDeferred {
+		return ""
+	}
+	return c.Store.Withdrawn(team, env)
+}
+
+// skip records that env is not typed, and why.
+func (c *Courier) skip(box *mailbox.Box, t target.Target, env mailbox.Envelope, why string) Result {
+	res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Skipped, Err: errors.New(why)}, State: mailbox.StateSkipped}
+	rec := mailbox.Delivery{State: mailbox.StateSkipped, Attempts: env.Delivery.Attempts, LastVerdict: "skipped: " + why, Updated: c.now()}
+	if err := box.SetDelivery(env.ID, rec); err != nil {
+		res.Verdict, res.State = delivery.Failed, env.Delivery.State
+		res.Err = fmt.Errorf("%s, but recording that failed: %w", why, err)
+	}
+	return res
 }
 
 // outgrown reports whether an inbox holds more, or older, messages than

@@ -10,18 +10,25 @@
 //     dialog, never adds to or submits a person's draft;
 //  4. pastes "MSG_<SENDER>_<hex>: <text>" as data (a buffer, bracketed
 //     paste) and waits to see it in the box;
-//  5. after a short settle, presses submit in a separate command;
-//  6. confirms: submitted only when the box no longer holds the text and the
-//     id shows above it. Text still in the box gets another submit press;
-//     text provably gone without trace is typed again.
+//  5. after a short settle, and only if the box holds exactly our text,
+//     presses submit in a separate command;
+//  6. confirms: submitted when the box no longer holds the text and the id
+//     shows above it (or the agent's own receipt says so). Text still in the
+//     box gets another submit press.
+//
+// Nothing is ever pasted twice: a paste that does not show may still be on
+// its way, and text that left the box after our press was taken by it. What
+// cannot be known either way is reported VerdictUnknown, never typed again.
 package delivery
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/tmux"
@@ -34,6 +41,16 @@ type Terminal interface {
 	Capture(ctx context.Context, pane string, history int) ([]string, error)
 	Paste(ctx context.Context, pane, buffer, text string) error
 	SendBytes(ctx context.Context, pane string, b ...byte) error
+}
+
+// lockAtOnce: a pane lock taken within this did not wait for another
+// holder (a holder keeps it for a whole delivery, milliseconds at least).
+const lockAtOnce = time.Millisecond
+
+// leaveCapturer is a Terminal that can leave a pane's mode and capture its
+// screen in one round trip: a delivery's first look then costs one call.
+type leaveCapturer interface {
+	LeaveModeCapture(ctx context.Context, pane string) ([]string, error)
 }
 
 // Locker gives exclusive use of one pane.
@@ -51,9 +68,15 @@ type Clock interface {
 // Options tune a delivery. The zero value is not useful: start from
 // DefaultOptions.
 type Options struct {
+	// Screen, when set, is the pane's screen read just before the delivery
+	// (with the pane, in one round trip), not in copy mode. It serves as
+	// the first look when the pane's lock comes at once: no other sender
+	// can have typed since, and a tmux call is saved. After a wait for the
+	// lock it is stale and a fresh look is taken.
+	Screen         []string
 	ReadyTimeout   time.Duration // wait this long for an empty input box
 	ConfirmTimeout time.Duration // wait this long for proof after each submit
-	Retries        int           // extra submit presses (or retypes) allowed
+	Retries        int           // extra submit presses allowed (text is never typed twice)
 	Settle         time.Duration // pause between seeing our text and submitting
 	// Repress: our text still in the box this long after a press means the
 	// press was lost (or taken as a newline): press again, while retries
@@ -72,10 +95,19 @@ type Options struct {
 	// scrolling can hide.
 	Receipt func(id message.ID) bool
 	// Resume is for a message that an earlier, interrupted delivery may
-	// have typed or submitted already: the id above the box means it was
-	// submitted (nothing is typed again); the id in the box means it was
-	// typed (it is only submitted).
-	Resume bool
+	// have typed or submitted already. A receipt, or the id above the box
+	// (searched through the whole scrollback), means it was submitted:
+	// nothing is typed again. Exactly our text in the box means it was
+	// typed: it is only submitted. With no trace, it is typed again only
+	// when Earlier says it was never pressed and no paste went unseen;
+	// otherwise the verdict is VerdictUnknown and nothing is typed.
+	Resume  bool
+	Earlier Step // how far earlier attempts may have got (with Resume)
+	// OnStep, when set, hears of each step before it is taken: before the
+	// first paste and before the first submit press. A mailbox records it
+	// there, so that a crash right after cannot hide it. An error stops
+	// the delivery before that step.
+	OnStep func(Step) error
 	// OnWait, when set, is told what the delivery is waiting for: once when
 	// the state changes and about once a second while it stays.
 	OnWait func(Wait)
@@ -94,12 +126,38 @@ func DefaultOptions() Options {
 		ReadyTimeout:   30 * time.Second,
 		ConfirmTimeout: 5 * time.Second,
 		Retries:        2,
-		Settle:         30 * time.Millisecond,
+		Settle:         0, // a profile's own (package profile)
 		Repress:        500 * time.Millisecond,
 		Poll:           10 * time.Millisecond,
 		Reader:         Generic{},
 	}
 }
+
+// Step is how far a delivery got in the pane: what a crash right after it
+// may have left there.
+type Step string
+
+const (
+	NotReached Step = "" // nothing of ours reached the pane
+	// Pasted: our text may be in the box. Never pressed, so never
+	// submitted: with no trace of it, it is typed again.
+	Pasted Step = "pasted"
+	// Unseen: a paste went out and never showed; it may still arrive (a
+	// frozen agent), so it is never pasted again.
+	Unseen Step = "unseen"
+	// Pressed: a submit press may have reached it; it may have been
+	// submitted, so it is never typed again without proof it was not.
+	Pressed Step = "pressed"
+)
+
+// Further reports whether s is a later step than t.
+func (s Step) Further(t Step) bool { return stepRank[s] > stepRank[t] }
+
+var stepRank = map[Step]int{NotReached: 0, Pasted: 1, Unseen: 2, Pressed: 3}
+
+// mayArrive reports whether text of ours may still be on its way to the
+// box, or may have been submitted: typing it again could double it.
+func (s Step) mayArrive() bool { return s.Further(Pasted) }
 
 // Verdict is the outcome of one delivery.
 type Verdict string
@@ -110,6 +168,10 @@ const (
 	Typed     Verdict = "typed"     // left in the box, submission not confirmed
 	NotReady  Verdict = "not_ready" // never typed: busy, dialog or draft the whole time
 	Failed    Verdict = "failed"    // tmux failed or the pane went away
+	// VerdictUnknown: it may have reached the agent, and nothing shows
+	// whether it did; it is not typed again (that could make a duplicate).
+	// (Unknown is the screen state.)
+	VerdictUnknown Verdict = "unknown"
 )
 
 // Result is what happened.
@@ -122,6 +184,9 @@ type Result struct {
 	Elapsed  time.Duration
 	LastSeen State // the screen state when the delivery ended
 	Phases   Phases
+	// Reached is the furthest step this delivery, or an earlier one it
+	// resumed, may have taken in the pane.
+	Reached Step
 }
 
 // Phases say where a delivery's time went.
@@ -141,7 +206,15 @@ var (
 	// ErrNotAgent: the pane shows a shell prompt (the agent has exited);
 	// it wraps ErrNotReady.
 	ErrNotAgent = errors.New("not an agent")
+	// ErrUnknown: the message may have reached the agent and nothing
+	// shows whether it did (VerdictUnknown); it comes with ErrUnconfirmed.
+	ErrUnknown = errors.New("not known whether the agent got it")
 )
+
+// unknown is an ErrUnknown error: why nothing is known.
+func unknown(format string, args ...any) error {
+	return fmt.Errorf("%w: %s; %w", ErrUnconfirmed, fmt.Sprintf(format, args...), ErrUnknown)
+}
 
 // NotReadyError says why the agent never became ready.
 type NotReadyError struct {
@@ -191,7 +264,11 @@ type Deliverer struct {
 func (d *Deliverer) Deliver(ctx context.Context, pane string, id message.ID, text string) Result {
 	start := d.Clock.Now()
 	run := &run{d: d, pane: pane, id: id, typed: message.Format(id, text)}
+	run.want = squash(run.typed)
 	run.res.ID = id
+	if d.Opts.Resume {
+		run.res.Reached = d.Opts.Earlier
+	}
 	err := run.deliver(ctx)
 	run.res.Err = err
 	run.res.Elapsed = d.Clock.Now().Sub(start)
@@ -202,6 +279,8 @@ func (d *Deliverer) Deliver(ctx context.Context, pane string, id message.ID, tex
 		run.res.Verdict = Submitted
 	case errors.Is(err, ErrNotReady):
 		run.res.Verdict = NotReady
+	case errors.Is(err, ErrUnknown):
+		run.res.Verdict = VerdictUnknown
 	case errors.Is(err, ErrUnconfirmed) && run.leftInBox:
 		run.res.Verdict = Typed
 	default:
@@ -212,20 +291,19 @@ func (d *Deliverer) Deliver(ctx context.Context, pane string, id message.ID, tex
 
 type run struct {
 	d     *Deliverer
+	next  []string // a screen already captured that the next read uses
 	pane  string
 	id    message.ID
 	typed string // what we paste: "<id>: <text>"
-	// boxAfterPaste is the box as first seen holding our text; an agent that
-	// folds long pastes ("[Pasted text #1 +11 lines]") shows no id there.
-	boxAfterPaste string
-	leftInBox     bool     // we gave up with our text still in the box
-	queued        bool     // confirmed while the agent showed it queued
-	shell         bool     // --force into a shell prompt: its command line is the box
-	lastLines     []string // the screen as last read
-	// pressedSinceType: submit was pressed on the text now typed, so text
-	// that has left the box since was taken by that press.
-	pressedSinceType bool
-	res              Result
+	want  string // typed, squashed: what the box must hold, compared
+	// label is what an agent that folds long pastes showed in the box for
+	// ours ("[Pasted text #1 +11 lines]"): no id, so compared as seen.
+	label     string
+	leftInBox bool     // we gave up with our text still in the box
+	queued    bool     // confirmed while the agent showed it queued
+	shell     bool     // --force into a shell prompt: its command line is the box
+	lastLines []string // the screen as last read
+	res       Result
 }
 
 func (r *run) deliver(ctx context.Context) error {
@@ -237,94 +315,111 @@ func (r *run) deliver(ctx context.Context) error {
 	}
 	defer unlock()
 
-	if err := r.term(r.d.Term.LeaveMode(ctx, r.pane)); err != nil {
+	if r.d.Opts.Screen != nil && r.res.Phases.Lock < lockAtOnce {
+		r.next = r.d.Opts.Screen
+	} else if lc, ok := r.d.Term.(leaveCapturer); ok {
+		lines, err := lc.LeaveModeCapture(ctx, r.pane)
+		if err := r.term(err); err != nil {
+			return err
+		}
+		r.next = lines
+	} else if err := r.term(r.d.Term.LeaveMode(ctx, r.pane)); err != nil {
 		return err
 	}
-	retype := true
+	typeIt := true
 	if r.d.Opts.Resume {
 		done, inBox, err := r.resume(ctx)
 		if err != nil || done {
 			return err
 		}
-		retype = !inBox
+		typeIt = !inBox
 	}
-	if retype {
+	if typeIt {
 		done := r.phase(&r.res.Phases.Ready)
 		err := r.waitReady(ctx)
 		done()
 		switch {
 		case errors.Is(err, errOursInBox):
-			retype = false
+			typeIt = false
 		case err != nil:
 			return err
 		}
 	}
-	retries := r.d.Opts.Retries
-	for {
-		if retype {
-			done := r.phase(&r.res.Phases.Type)
-			shown, err := r.typeText(ctx)
-			done()
-			if err != nil {
-				return err
-			}
-			if !shown && containsID(r.lastLines, r.id) {
-				// On screen, but not where the reader sees the box: typing
-				// again would double it. Leave it to a person.
-				r.leftInBox = true
-				return fmt.Errorf("%w: the pasted text is on screen but not in an input box the agent's profile recognises; not typing it again (see agentmsg doctor)", ErrUnconfirmed)
-			}
-			if !shown {
-				// The box stayed empty: the paste was lost, so typing
-				// again cannot double it.
-				if retries == 0 {
-					return fmt.Errorf("%w: the pasted text never appeared in the input box", ErrUnconfirmed)
-				}
-				retries--
-				continue
-			}
-		}
-		if err := r.pressSubmit(ctx); err != nil {
-			return err
-		}
-		done := r.phase(&r.res.Phases.Confirm)
-		out, err := r.confirm(ctx, retries == 0)
+	if typeIt {
+		// Pasted once only: a paste that does not show may still be on
+		// its way (a frozen or slow agent), so pasting again could double
+		// it. typeText reports what it saw instead.
+		done := r.phase(&r.res.Phases.Type)
+		err := r.typeText(ctx)
 		done()
 		if err != nil {
 			return err
 		}
-		switch {
-		case out == confirmed:
-			return nil
-		case retries == 0 && out == stillInBox:
+	}
+	for presses := r.d.Opts.Retries + 1; ; {
+		if err := r.pressSubmit(ctx); err != nil {
+			return err
+		}
+		presses--
+		done := r.phase(&r.res.Phases.Confirm)
+		inBox, err := r.confirm(ctx, presses == 0)
+		done()
+		if err != nil || !inBox {
+			return err
+		}
+		if presses == 0 {
 			r.leftInBox = true
 			return fmt.Errorf("%w: the text is still in the input box after %d submit presses", ErrUnconfirmed, r.res.Presses)
-		case retries == 0:
-			return fmt.Errorf("%w: the text left the input box but %s never showed on screen", ErrUnconfirmed, r.id)
 		}
-		// Still in the box: press again. Gone without trace: the text is
-		// provably not in the box, so typing it again cannot double it.
-		retries--
-		retype = out == vanished
+		// Still in the box, exactly as typed: the press was lost (or taken
+		// as a newline). Press again; never type again.
 	}
 }
 
-// resume looks for traces of an earlier attempt: done when the id is in
-// the transcript, inBox when our text waits in the box.
+// resume looks for traces of an earlier attempt: done when the agent has
+// it (a receipt, or the id above the box), inBox when exactly our text
+// waits in the box. With no trace, it is typed again only if it was never
+// pressed and no paste of it may still arrive.
 func (r *run) resume(ctx context.Context) (done, inBox bool, err error) {
-	rd, lines, err := r.read(ctx)
-	if err != nil {
-		return false, false, err
-	}
-	if rd.State != Dialog && strings.Contains(rd.Box, string(r.id)) {
-		r.boxAfterPaste = rd.Box
-		return false, true, nil
-	}
-	if containsID(above(lines, rd), r.id) {
+	if r.receipt() {
 		return true, false, nil
 	}
-	seen, err := r.idInHistory(ctx)
-	return seen, false, err
+	start := r.d.Clock.Now()
+	for {
+		rd, lines, err := r.read(ctx)
+		if err != nil {
+			return false, false, err
+		}
+		switch r.holds(rd) {
+		case holdsOurs:
+			return false, true, nil
+		case holdsNone:
+			if containsID(above(lines, rd), r.id) {
+				return true, false, nil
+			}
+			// The whole scrollback, once: the agent may have printed a lot
+			// since (never in a poll: that can take a while).
+			if seen, err := r.idInHistory(ctx, fullHistory); err != nil || seen {
+				return seen, false, err
+			}
+			if !r.d.Opts.Earlier.mayArrive() {
+				// Never pressed, so never submitted; and no paste of it is
+				// on its way (it never went out, or was cleared).
+				return false, false, nil
+			}
+			return false, false, unknown("an earlier attempt %s it, and neither a receipt nor the pane (%s) shows %s; not typed again", r.d.Opts.Earlier, rd.State, r.id)
+		}
+		// Our text with someone else's: never submitted. Wait for the box
+		// to hold exactly ours, or for the person to submit or clear it.
+		waited := r.d.Clock.Now().Sub(start)
+		if waited >= r.d.Opts.ReadyTimeout {
+			return false, false, &NotReadyError{State: Draft, Waited: waited,
+				Detail: "the input box holds our earlier text together with someone else's; not submitted, left as it is"}
+		}
+		if err := r.sleep(ctx, r.d.Opts.Poll); err != nil {
+			return false, false, err
+		}
+	}
 }
 
 // phase starts timing one phase; the returned func adds the time to *d.
@@ -355,9 +450,8 @@ func (r *run) waitReady(ctx context.Context) error {
 		if rd.Shell && !r.d.Opts.Force {
 			return &NotReadyError{State: rd.State, Shell: true, Detail: "the pane shows a shell prompt: the agent has exited, and a message would run as a command (--force types it anyway)"}
 		}
-		if r.d.Opts.Resume && rd.State != Dialog && strings.Contains(rd.Box, string(r.id)) {
+		if r.d.Opts.Resume && r.holds(rd) == holdsOurs {
 			// An earlier attempt's paste showed up late: it is ours.
-			r.boxAfterPaste = rd.Box
 			return errOursInBox
 		}
 		now := r.d.Clock.Now()
@@ -376,46 +470,71 @@ func (r *run) waitReady(ctx context.Context) error {
 	}
 }
 
-// typeText pastes our text and waits until the box shows it. shown is
-// false when the box stayed empty until the confirm timeout.
-func (r *run) typeText(ctx context.Context) (shown bool, err error) {
+// typeText pastes our text, once, and waits until the box holds exactly
+// it. A paste that never shows is not pasted again: it may still be on its
+// way (a frozen agent), so the verdict is VerdictUnknown.
+func (r *run) typeText(ctx context.Context) error {
+	if err := r.reach(ctx, Pasted); err != nil {
+		return err
+	}
 	r.res.Typings++
-	r.pressedSinceType = false
 	// A broadcast types the same id into many panes at once: the pane keeps
 	// the buffer names (and the control client's spool files) apart.
 	buffer := fmt.Sprintf("agentmsg-%s-p%s-%d", r.id, strings.TrimPrefix(r.pane, "%"), r.res.Typings)
 	if err := r.term(r.d.Term.Paste(ctx, r.pane, buffer, r.typed)); err != nil {
-		return false, err
+		return err
 	}
 	deadline := r.d.Clock.Now().Add(r.d.Opts.ConfirmTimeout)
 	wait := backoff{max: r.d.Opts.Poll}
 	for {
 		rd, _, err := r.read(ctx)
 		if err != nil {
-			return false, err
+			return err
+		}
+		holds := r.holds(rd)
+		if r.d.Opts.Settle == 0 {
+			// No pause before submit: this look is the last one.
+			r.next = r.lastLines
 		}
 		switch {
+		case holds == holdsOurs:
+			return nil
 		case rd.State == Dialog:
-			return false, fmt.Errorf("%w: a dialog opened while typing (%s); nothing was pressed", ErrUnconfirmed, rd.Detail)
-		case rd.Box != "" && (strings.Contains(rd.Box, string(r.id)) || !strings.Contains(rd.Box, "MSG_")):
-			// Ours: it holds our id, or it is the agent's stand-in for a
-			// long paste (the box was empty right before, and we hold the
-			// lock).
-			r.boxAfterPaste = rd.Box
-			return true, nil
-		case rd.Box != "":
-			return false, fmt.Errorf("%w: after pasting, the input box holds other text; nothing was pressed", ErrUnconfirmed)
+			return fmt.Errorf("%w: a dialog opened while typing (%s); nothing was pressed", ErrUnconfirmed, rd.Detail)
+		case holds == holdsNone && isFoldLabel(rd.Box):
+			// The agent's stand-in for a long paste: ours, since the box
+			// was empty right before and we hold the lock.
+			r.label = rd.Box
+			return nil
 		case !r.d.Clock.Now().Before(deadline):
-			return false, nil
+			r.next = nil
+			// Until now the paste may have been arriving in pieces.
+			if holds != holdsMixed {
+				r.res.Reached = Unseen // it may still arrive
+			}
+			switch {
+			case holds == holdsMixed:
+				r.leftInBox = true
+				return fmt.Errorf("%w: someone typed into the input box along with our text (it holds %q); nothing was pressed, and the text is left as it is", ErrUnconfirmed, clip(rd.Box))
+			case rd.Box != "":
+				return unknown("after pasting, the input box holds other text (%q); nothing was pressed", clip(rd.Box))
+			case containsID(r.lastLines, r.id):
+				// On screen, but not where the reader sees the box: typing
+				// again would double it. Leave it to a person.
+				r.leftInBox = true
+				return fmt.Errorf("%w: the pasted text is on screen but not in an input box the agent's profile recognises; not typing it again (see agentmsg doctor)", ErrUnconfirmed)
+			}
+			return unknown("the pasted text never appeared in the input box within %s (the agent may be frozen or slow, or its box taller than the screen); not pasting it again, since it may still arrive", r.d.Opts.ConfirmTimeout)
 		}
+		r.next = nil // a later look, not this one
 		if err := r.sleep(ctx, wait.next()); err != nil {
-			return false, err
+			return err
 		}
 	}
 }
 
 // pressSubmit settles, takes a last look and presses submit, only if the
-// box still holds our text and nothing has opened over it.
+// box holds exactly our text and nothing has opened over it.
 func (r *run) pressSubmit(ctx context.Context) error {
 	done := r.phase(&r.res.Phases.Settle)
 	if err := r.sleep(ctx, r.d.Opts.Settle); err != nil {
@@ -427,8 +546,14 @@ func (r *run) pressSubmit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !r.ours(rd) {
-		if r.pressedSinceType && rd.State != Dialog {
+	switch r.holds(rd) {
+	case holdsMixed:
+		// A person typed into the box while we settled: submitting would
+		// send their half-typed text with ours.
+		r.leftInBox = true
+		return fmt.Errorf("%w: someone typed into the input box along with our text (it holds %q); not submitted, and the text is left as it is", ErrUnconfirmed, clip(rd.Box))
+	case holdsNone:
+		if r.res.Presses > 0 && rd.State != Dialog {
 			// Pressed before, and now our text has left the box: the
 			// earlier press was taken, only late to show (a loaded
 			// machine, a slow redraw). Confirm again instead of pressing.
@@ -436,26 +561,43 @@ func (r *run) pressSubmit(ctx context.Context) error {
 		}
 		return fmt.Errorf("%w: before submit the screen showed %s (%s), not our text; nothing was pressed", ErrUnconfirmed, rd.State, rd.Detail)
 	}
+	if err := r.reach(ctx, Pressed); err != nil {
+		r.leftInBox = true
+		return fmt.Errorf("%w: %w", ErrUnconfirmed, err)
+	}
 	r.res.Presses++
-	r.pressedSinceType = true
 	return r.term(r.d.Term.SendBytes(ctx, r.pane, '\r'))
 }
 
-type outcome int
+// reach tells Opts.OnStep of a step before it is first taken.
+func (r *run) reach(ctx context.Context, s Step) error {
+	if !s.Further(r.res.Reached) {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err // not taken, so not recorded either
+	}
+	if r.d.Opts.OnStep != nil {
+		if err := r.d.Opts.OnStep(s); err != nil {
+			return fmt.Errorf("not %s: recording that it would be failed: %w", s, err)
+		}
+	}
+	r.res.Reached = s
+	return nil
+}
 
 // lookBackEvery spaces the scrollback captures of a confirm (each a few ms).
 const lookBackEvery = 100 * time.Millisecond
 
-const (
-	confirmed  outcome = iota // the id shows above an empty box
-	stillInBox                // our text is still in the box at the deadline
-	vanished                  // the box is empty but the id is nowhere on screen
-)
-
-// confirm polls after a press until the id shows above the box, or the
-// deadline passes. Unless this is the last press, text that sits in the
-// box for Repress returns stillInBox early, to press again.
-func (r *run) confirm(ctx context.Context, last bool) (outcome, error) {
+// confirm polls after a press until the agent has our text or the deadline
+// passes; inBox when our text is still in the box, exactly as typed. Unless
+// this is the last press, text that sits in the box for Repress returns
+// early, to press again.
+//
+// Text that has left the box since our press was taken by it, even when
+// its id never shows (a long text scrolls it past the history limit), so
+// it is confirmed at the deadline, never typed again.
+func (r *run) confirm(ctx context.Context, last bool) (inBox bool, err error) {
 	pressed := r.d.Clock.Now()
 	deadline := pressed.Add(r.d.Opts.ConfirmTimeout)
 	wait := backoff{max: r.d.Opts.Poll}
@@ -463,51 +605,53 @@ func (r *run) confirm(ctx context.Context, last bool) (outcome, error) {
 	for {
 		rd, lines, err := r.read(ctx)
 		if err != nil {
-			return 0, err
+			return false, err
 		}
-		stillOurs := r.ours(rd)
-		if !stillOurs && (containsID(above(lines, rd), r.id) || r.receipt()) {
+		holds := r.holds(rd)
+		if holds == holdsMixed {
+			r.leftInBox = true
+			return false, fmt.Errorf("%w: after %d submit presses, someone typed into the input box along with our text (it holds %q); not pressed again, and the text is left as it is", ErrUnconfirmed, r.res.Presses, clip(rd.Box))
+		}
+		gone := holds == holdsNone
+		if gone && (containsID(above(lines, rd), r.id) || r.receipt()) {
 			// A receipt comes when the agent really starts on it; before
 			// that, a queue on screen means it waits behind the current turn.
 			r.queued = rd.Queued && !r.receipt()
-			return confirmed, nil
+			return false, nil
 		}
-		if !stillOurs && rd.Box == "" && rd.State == Ready && !r.d.Clock.Now().Before(nextLook) {
+		if gone && rd.Box == "" && rd.State == Ready && !r.d.Clock.Now().Before(nextLook) {
 			// The box emptied but the id is not on the screen: a long text
 			// scrolls it off the top. Look back now (and every so often)
 			// rather than only at the deadline.
 			nextLook = r.d.Clock.Now().Add(lookBackEvery)
-			if seen, err := r.idInHistory(ctx); err != nil || seen {
-				return confirmed, err
+			if seen, err := r.idInHistory(ctx, r.historyFor()); err != nil || seen {
+				return false, err
 			}
 		}
 		now := r.d.Clock.Now()
-		if stillOurs && !last && r.d.Opts.Repress > 0 && now.Sub(pressed) >= r.d.Opts.Repress {
-			return stillInBox, nil
+		if !gone && !last && r.d.Opts.Repress > 0 && now.Sub(pressed) >= r.d.Opts.Repress {
+			return true, nil
 		}
 		if !now.Before(deadline) {
 			switch {
-			case stillOurs:
-				return stillInBox, nil
+			case !gone:
+				return true, nil
 			case rd.State == Dialog:
 				// The agent may have taken it and asked for permission; we
 				// cannot see and must not press anything.
-				return 0, fmt.Errorf("%w: a dialog is open (%s) and %s is not on screen", ErrUnconfirmed, rd.Detail, r.id)
-			case rd.State == Busy:
-				// It most likely took the text and is working on it: typing
-				// again would probably make a duplicate.
-				return 0, fmt.Errorf("%w: the input box emptied and the agent is busy, but %s is not on screen; not typing it again", ErrUnconfirmed, r.id)
+				return false, unknown("after the press a dialog is open (%s) and %s is not on screen; nothing more is pressed or typed", rd.Detail, r.id)
+			case rd.State == Unknown:
+				if seen, err := r.idInHistory(ctx, r.historyFor()); err != nil || seen {
+					return false, err
+				}
+				return false, unknown("after the press no input box is on screen (%s) and %s is not on it; not typed again", rd.Detail, r.id)
 			}
-			// One deep look into the scrollback before calling it lost: a
-			// long text scrolls its id off the visible screen.
-			seen, err := r.idInHistory(ctx)
-			if err != nil || seen {
-				return confirmed, err
-			}
-			return vanished, nil
+			// Ready, busy or a new draft: our text left the box after our
+			// press, so the press took it.
+			return false, nil
 		}
 		if err := r.sleep(ctx, wait.next()); err != nil {
-			return 0, err
+			return false, err
 		}
 	}
 }
@@ -548,19 +692,70 @@ func (r *run) receipt() bool {
 	return r.d.Opts.Receipt != nil && r.d.Opts.Receipt(r.id)
 }
 
-// ours reports whether the box holds the text we typed.
-func (r *run) ours(rd Reading) bool {
+// holding is what the input box holds, as far as our text goes.
+type holding int
+
+const (
+	holdsNone  holding = iota // not our text (empty, someone else's, or no box)
+	holdsOurs                 // exactly our text, or the label the agent folded it into
+	holdsMixed                // our text together with someone else's
+)
+
+// holds compares the box with our text. Exactly means: the same
+// characters, ignoring the whitespace and invisible marks that wrapping
+// and drawing add or drop.
+func (r *run) holds(rd Reading) holding {
 	if rd.State == Dialog || rd.Box == "" {
-		return false
+		return holdsNone
 	}
-	return strings.Contains(rd.Box, string(r.id)) || rd.Box == r.boxAfterPaste
+	if (r.label != "" && rd.Box == r.label) || squash(rd.Box) == r.want {
+		return holdsOurs
+	}
+	if strings.Contains(rd.Box, string(r.id)) || (r.label != "" && strings.Contains(rd.Box, r.label)) {
+		return holdsMixed
+	}
+	return holdsNone
 }
 
-// idInHistory captures enough scrollback to reach the start of our
-// (possibly long) text and looks for the id above the box.
-func (r *run) idInHistory(ctx context.Context) (bool, error) {
-	history := 200 + strings.Count(r.typed, "\n") + len(r.typed)/40
-	lines, err := r.d.Term.Capture(ctx, r.pane, min(history, 5000))
+// squash drops whitespace (a box wraps and indents its lines), and the
+// combining marks and format characters a terminal may keep or drop.
+func squash(s string) string {
+	return strings.Map(func(c rune) rune {
+		if unicode.IsSpace(c) || unicode.In(c, unicode.Mn, unicode.Me, unicode.Cf) {
+			return -1
+		}
+		return c
+	}, s)
+}
+
+// foldLabelRe is how agents show a long paste in the box, one bracketed
+// label: "[Pasted text #1 +11 lines]" (Claude Code), "[Pasted Content 1200
+// chars]" (Codex, Qwen), "[Pasted Text: 12 lines]" (Gemini).
+var foldLabelRe = regexp.MustCompile(`^\[[^\[\]\n]{1,80}\]$`)
+
+func isFoldLabel(box string) bool { return foldLabelRe.MatchString(strings.TrimSpace(box)) }
+
+// clip keeps a box's text short in an error.
+func clip(s string) string {
+	if r := []rune(s); len(r) > 80 {
+		return string(r[:40]) + "…" + string(r[len(r)-40:])
+	}
+	return s
+}
+
+// fullHistory asks a capture for the whole scrollback.
+const fullHistory = 1 << 30
+
+// historyFor is how much scrollback reaches the start of our (possibly
+// long) text, for the looks a confirm takes while it polls.
+func (r *run) historyFor() int {
+	return min(200+strings.Count(r.typed, "\n")+len(r.typed)/40, 5000)
+}
+
+// idInHistory captures history lines of scrollback and looks for the id
+// above the box.
+func (r *run) idInHistory(ctx context.Context, history int) (bool, error) {
+	lines, err := r.d.Term.Capture(ctx, r.pane, history)
 	if err := r.term(err); err != nil {
 		return false, err
 	}
@@ -586,9 +781,14 @@ func containsID(lines []string, id message.ID) bool {
 }
 
 func (r *run) read(ctx context.Context) (Reading, []string, error) {
-	lines, err := r.d.Term.Capture(ctx, r.pane, 0)
-	if err := r.term(err); err != nil {
-		return Reading{}, nil, err
+	lines := r.next
+	r.next = nil
+	if lines == nil {
+		var err error
+		lines, err = r.d.Term.Capture(ctx, r.pane, 0)
+		if err := r.term(err); err != nil {
+			return Reading{}, nil, err
+		}
 	}
 	r.lastLines = lines
 	rd := r.d.Opts.Reader.Read(lines)

@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -93,13 +94,52 @@ func TestDeliver(t *testing.T) {
 			verdict: Typed, errIs: ErrUnconfirmed, errHas: "still in the input box after 3 submit presses", wantSubmitted: []string{}, presses: 3, typings: 1},
 		{name: "no retries", setup: func(a *fakeAgent) { a.dropEnters = 100 }, opts: func(o *Options) { o.Retries = 0 },
 			verdict: Typed, wantSubmitted: []string{}, presses: 1, typings: 1},
-		{name: "lost paste is typed again", setup: func(a *fakeAgent) { a.dropPastes = 1 },
-			verdict: Submitted, presses: 1, typings: 2},
-		{name: "paste never shows", setup: func(a *fakeAgent) { a.dropPastes = 100 },
-			verdict: Failed, errIs: ErrUnconfirmed, errHas: "never appeared", wantSubmitted: []string{}, presses: 0, typings: 3},
-		{name: "agent takes it silently: retyped, then reported unconfirmed", setup: func(a *fakeAgent) { a.silent = true },
-			verdict: Failed, errIs: ErrUnconfirmed, errHas: "never showed on screen", presses: 3, typings: 3,
-			wantSubmitted: []string{string(testID) + ": hello", string(testID) + ": hello", string(testID) + ": hello"}},
+		// A paste that does not show may still be on its way (a frozen or
+		// slow agent): pasting again could double it.
+		{name: "a paste that never shows is not pasted again", setup: func(a *fakeAgent) { a.dropPastes = 1 },
+			verdict: VerdictUnknown, errIs: ErrUnconfirmed, errHas: "not pasting it again", wantSubmitted: []string{}, presses: 0, typings: 1},
+		{name: "a frozen agent gets one paste", setup: func(a *fakeAgent) { a.pasteDelay = 7 * time.Second },
+			verdict: VerdictUnknown, errIs: ErrUnconfirmed, errHas: "never appeared", wantSubmitted: []string{}, presses: 0, typings: 1,
+			check: func(t *testing.T, a *fakeAgent, res Result) {
+				a.clock.now = a.clock.now.Add(10 * time.Second) // it thaws
+				_ = a.tick()
+				if a.pastes != 1 || a.draft != string(testID)+": hello" {
+					t.Errorf("after thawing the box holds %q (%d pastes), want our text once", a.draft, a.pastes)
+				}
+				if res.Reached != Unseen {
+					t.Errorf("reached %q, want unseen: the paste may still arrive", res.Reached)
+				}
+			}},
+		// Text that left the box after our press was taken, even when its id
+		// never shows (scrolled past the history, or not echoed).
+		{name: "text the agent takes silently is not typed again", setup: func(a *fakeAgent) { a.silent = true },
+			verdict: Submitted, presses: 1, typings: 1},
+		{name: "a long text whose id scrolls past the history is not typed again", text: long,
+			setup: func(a *fakeAgent) { a.outputLines = 400 }, verdict: Submitted, presses: 1, typings: 1},
+		{name: "a dialog after the press: unknown, not typed again", setup: func(a *fakeAgent) { a.silent, a.dialogOnPress = true, true },
+			verdict: VerdictUnknown, errIs: ErrUnconfirmed, errHas: "dialog", presses: 1, typings: 1},
+		// Just before the submit key the box must hold exactly our text.
+		{name: "a person typing during the settle is never submitted",
+			setup:   func(a *fakeAgent) { a.personText, a.personAt = " and HUMAN half-typed rm -rf", 400*time.Millisecond },
+			opts:    func(o *Options) { o.Settle = time.Second },
+			verdict: Typed, errIs: ErrUnconfirmed, errHas: "someone", wantSubmitted: []string{}, presses: 0, typings: 1,
+			check: func(t *testing.T, a *fakeAgent, _ Result) {
+				if want := string(testID) + ": hello and HUMAN half-typed rm -rf"; a.draft != want {
+					t.Errorf("box holds %q, want %q left alone", a.draft, want)
+				}
+			}},
+		{name: "a keystroke that lands before our paste is never submitted",
+			setup:   func(a *fakeAgent) { a.beforePaste = "x" },
+			verdict: Typed, errIs: ErrUnconfirmed, errHas: "someone", wantSubmitted: []string{}, presses: 0, typings: 1},
+		{name: "a keystroke before a folded paste is never submitted", text: long,
+			setup:   func(a *fakeAgent) { a.beforePaste = "x" },
+			verdict: VerdictUnknown, errIs: ErrUnconfirmed, wantSubmitted: []string{}, presses: 0, typings: 1},
+		{name: "a person typing after a lost press is never submitted",
+			setup: func(a *fakeAgent) {
+				a.dropEnters = 100
+				a.personText, a.personAt = " more", 200*time.Millisecond
+			},
+			verdict: Typed, errIs: ErrUnconfirmed, errHas: "someone", wantSubmitted: []string{}, presses: 1, typings: 1},
 		{name: "slow echo is waited for", setup: func(a *fakeAgent) { a.echoDelay = 2 * time.Second },
 			verdict: Submitted, presses: 1, typings: 1},
 		{name: "dialog opens over the pasted text", setup: func(a *fakeAgent) { a.dialogOnPaste = true },
@@ -118,7 +158,7 @@ func TestDeliver(t *testing.T) {
 					t.Errorf("confirmed after %s: the scrollback should be read as soon as the box empties", res.Elapsed)
 				}
 			}},
-		{name: "pane goes away mid-delivery", setup: func(a *fakeAgent) { a.goneAfter = 4 },
+		{name: "pane goes away mid-delivery", setup: func(a *fakeAgent) { a.goneAfter = 2 },
 			verdict: Failed, errIs: ErrPaneGone, wantSubmitted: []string{}, typings: 1},
 		{name: "resume: already submitted earlier, nothing typed again",
 			setup: func(a *fakeAgent) { a.transcript = append(a.transcript, "> "+string(testID)+": hello") },
@@ -129,11 +169,63 @@ func TestDeliver(t *testing.T) {
 			verdict: Submitted, presses: 1, typings: 0},
 		{name: "resume: no trace, typed as new", opts: func(o *Options) { o.Resume = true },
 			verdict: Submitted, presses: 1, typings: 1},
+		{name: "resume: submitted earlier, 300 lines of output since, not typed again",
+			setup: func(a *fakeAgent) {
+				a.transcript = append(a.transcript, "> "+string(testID)+": hello")
+				for i := range 300 {
+					a.transcript = append(a.transcript, fmt.Sprintf("  output line %d", i))
+				}
+			},
+			opts: func(o *Options) { o.Resume = true }, verdict: Submitted, presses: 0, typings: 0, wantSubmitted: []string{}},
+		{name: "resume: pressed earlier, no trace: unknown, never typed again",
+			opts:    func(o *Options) { o.Resume, o.Earlier = true, Pressed },
+			verdict: VerdictUnknown, errIs: ErrUnknown, errHas: "an earlier attempt pressed it", wantSubmitted: []string{}, presses: 0, typings: 0},
+		{name: "resume: pasted earlier (or about to), never pressed, no trace: typed again",
+			opts:    func(o *Options) { o.Resume, o.Earlier = true, Pasted },
+			verdict: Submitted, presses: 1, typings: 1},
+		{name: "resume: a paste earlier went unseen, no trace: unknown, never pasted again",
+			opts:    func(o *Options) { o.Resume, o.Earlier = true, Unseen },
+			verdict: VerdictUnknown, errIs: ErrUnknown, wantSubmitted: []string{}, presses: 0, typings: 0},
+		{name: "resume: pasted earlier and still on its way: unknown, never pasted again",
+			setup: func(a *fakeAgent) {
+				a.pasteDelay = 10 * time.Second // a frozen agent
+				_ = a.Paste(context.Background(), "%1", "b", string(testID)+": hello")
+			},
+			opts:    func(o *Options) { o.Resume, o.Earlier = true, Unseen },
+			verdict: VerdictUnknown, errIs: ErrUnknown, wantSubmitted: []string{}, presses: 0, typings: 0,
+			check: func(t *testing.T, a *fakeAgent, _ Result) {
+				a.clock.now = a.clock.now.Add(10 * time.Second)
+				if _ = a.tick(); a.pastes != 1 {
+					t.Errorf("%d pastes landed, want the earlier one only", a.pastes)
+				}
+			}},
+		{name: "resume: a receipt wins, even with no trace on screen",
+			opts: func(o *Options) {
+				o.Resume, o.Earlier = true, Pressed
+				o.Receipt = func(id message.ID) bool { return id == testID }
+			},
+			verdict: Submitted, presses: 0, typings: 0, wantSubmitted: []string{}},
+		{name: "resume: pressed earlier and the id is deep in the scrollback",
+			setup: func(a *fakeAgent) {
+				a.transcript = append(a.transcript, "> "+string(testID)+": hello")
+				for i := range 3000 {
+					a.transcript = append(a.transcript, fmt.Sprintf("  output line %d", i))
+				}
+			},
+			opts: func(o *Options) { o.Resume, o.Earlier = true, Pressed }, verdict: Submitted, presses: 0, typings: 0, wantSubmitted: []string{}},
+		{name: "resume: our text with a person's is never submitted",
+			setup: func(a *fakeAgent) { a.draft = string(testID) + ": hello and more" },
+			opts:  func(o *Options) { o.Resume = true }, verdict: NotReady, errIs: ErrNotReady, wantSubmitted: []string{}, presses: 0, typings: 0,
+			check: func(t *testing.T, a *fakeAgent, _ Result) {
+				if a.draft != string(testID)+": hello and more" {
+					t.Errorf("box now holds %q", a.draft)
+				}
+			}},
 		{name: "a reader blind to the box never retypes what is on screen", opts: func(o *Options) {
 			o.ConfirmTimeout = 200 * time.Millisecond
 			o.Reader = readerFunc(func([]string) Reading { return Reading{State: Ready, BoxRow: -1} })
 		}, verdict: Typed, errIs: ErrUnconfirmed, errHas: "not typing it again", wantSubmitted: []string{}, presses: 0, typings: 1},
-		{name: "a press taken but shown late is not reported as a failure", setup: func(a *fakeAgent) { a.slowRedraw = 510 * time.Millisecond },
+		{name: "a press taken but shown late is not reported as a failure", setup: func(a *fakeAgent) { a.slowRedraw = 510 * time.Millisecond }, opts: func(o *Options) { o.Settle = 30 * time.Millisecond },
 			verdict: Submitted, presses: 1, typings: 1},
 		{name: "a shell prompt is refused at once", opts: func(o *Options) {
 			o.Reader = readerFunc(func([]string) Reading {
@@ -218,5 +310,44 @@ func TestDeliverCancelled(t *testing.T) {
 	res := d.Deliver(ctx, "%1", testID, "x")
 	if res.Verdict != Failed || !errors.Is(res.Err, context.Canceled) {
 		t.Fatalf("verdict %s err %v, want failed with context.Canceled", res.Verdict, res.Err)
+	}
+}
+
+// OnStep hears of the paste and the first press before each is taken, and
+// a step it cannot record is not taken.
+func TestDeliverReportsStepsFirst(t *testing.T) {
+	a, c := newFakeAgent()
+	a.dropEnters = 1 // a second press: reported once
+	var steps []string
+	res, _ := deliverTo(t, a, c, "hi", func(o *Options) {
+		o.OnStep = func(s Step) error {
+			steps = append(steps, fmt.Sprintf("%s after %d pastes, %d submissions", s, a.pastes, len(a.submitted)))
+			return nil
+		}
+	})
+	want := []string{"pasted after 0 pastes, 0 submissions", "pressed after 1 pastes, 0 submissions"}
+	if res.Verdict != Submitted || res.Reached != Pressed || strings.Join(steps, "|") != strings.Join(want, "|") {
+		t.Errorf("verdict %s reached %q steps %q, want submitted, pressed, %q", res.Verdict, res.Reached, steps, want)
+	}
+
+	for _, fail := range []Step{Pasted, Pressed} {
+		a, c := newFakeAgent()
+		res, _ := deliverTo(t, a, c, "hi", func(o *Options) {
+			o.OnStep = func(s Step) error {
+				if s == fail {
+					return errors.New("disk full")
+				}
+				return nil
+			}
+		})
+		if len(a.submitted) != 0 || res.Err == nil || !strings.Contains(res.Err.Error(), "disk full") {
+			t.Errorf("%s not recorded: submitted %q, err %v", fail, a.submitted, res.Err)
+		}
+		if fail == Pasted && (a.pastes != 0 || res.Verdict != Failed) {
+			t.Errorf("pasted %d times with the step unrecorded (verdict %s)", a.pastes, res.Verdict)
+		}
+		if fail == Pressed && res.Verdict != Typed {
+			t.Errorf("verdict %s with the press unrecorded, want typed (left in the box)", res.Verdict)
+		}
 	}
 }

@@ -52,6 +52,17 @@ type fakeAgent struct {
 	staleDraft    string        // what the box still shows until redrawAt
 	redrawAt      time.Duration
 	pendingEcho   []echo
+	outputLines   int  // lines the agent prints after each submission
+	dialogOnPress bool // a dialog opens right after a submission
+	// A frozen agent: pastes land this late (they wait in the pty meanwhile).
+	pasteDelay    time.Duration
+	pendingPastes []echo
+	// A person typing: personText lands in the box at personAt; beforePaste
+	// lands in the box just before our paste does.
+	personText  string
+	personAt    time.Duration
+	beforePaste string
+	prefix      string // what a person typed before a folded paste: shown before its label
 
 	calls     int
 	submitted []string
@@ -86,11 +97,27 @@ func (a *fakeAgent) tick() error {
 	for _, e := range a.pendingEcho {
 		if a.elapsed() >= e.at {
 			a.transcript = append(a.transcript, "> "+e.text)
+			for i := range a.outputLines {
+				a.transcript = append(a.transcript, fmt.Sprintf("  output line %d", i+1))
+			}
 		} else {
 			kept = append(kept, e)
 		}
 	}
 	a.pendingEcho = kept
+	if a.personText != "" && a.elapsed() >= a.personAt {
+		a.draft += a.personText
+		a.personText = ""
+	}
+	due := a.pendingPastes[:0]
+	for _, p := range a.pendingPastes {
+		if a.elapsed() >= p.at {
+			a.land(p.text)
+		} else {
+			due = append(due, p)
+		}
+	}
+	a.pendingPastes = due
 	return nil
 }
 
@@ -111,8 +138,9 @@ func (a *fakeAgent) Capture(ctx context.Context, pane string, history int) ([]st
 	}
 	a.captures++
 	screen := a.screen()
-	if history == 0 && len(screen) > 50 {
-		screen = screen[len(screen)-50:]
+	// 50 rows on screen, history rows of scrollback above them.
+	if keep := 50 + max(history, 0); len(screen) > keep {
+		screen = screen[len(screen)-keep:]
 	}
 	return screen, nil
 }
@@ -132,7 +160,7 @@ func (a *fakeAgent) screen() []string {
 	}
 	box := strings.Split(shown, "\n")
 	if a.pastes > 0 && len(a.draft) > a.foldOver {
-		box = []string{fmt.Sprintf("[Pasted text #%d +%d lines]", a.pastes, strings.Count(a.draft, "\n"))}
+		box = []string{a.prefix + fmt.Sprintf("[Pasted text #%d +%d lines]", a.pastes, strings.Count(a.draft, "\n"))}
 	}
 	lines = append(lines, "", rule, "❯\u00a0"+box[0])
 	for _, l := range box[1:] {
@@ -154,14 +182,25 @@ func (a *fakeAgent) Paste(ctx context.Context, pane, buffer, text string) error 
 		a.keys = append(a.keys, "paste:"+text)
 	case a.dropPastes > 0:
 		a.dropPastes--
+	case a.pasteDelay > 0:
+		a.pendingPastes = append(a.pendingPastes, echo{a.elapsed() + a.pasteDelay, text})
 	default:
-		a.pastes++
-		a.draft += text
-		if a.dialogOnPaste {
-			a.mode = "dialog"
-		}
+		a.land(text)
 	}
 	return nil
+}
+
+// land puts a paste into the box.
+func (a *fakeAgent) land(text string) {
+	if a.beforePaste != "" {
+		a.draft += a.beforePaste
+		a.prefix, a.beforePaste = a.beforePaste, ""
+	}
+	a.pastes++
+	a.draft += text
+	if a.dialogOnPaste {
+		a.mode = "dialog"
+	}
 }
 
 func (a *fakeAgent) SendBytes(ctx context.Context, pane string, b ...byte) error {
@@ -182,7 +221,10 @@ func (a *fakeAgent) SendBytes(ctx context.Context, pane string, b ...byte) error
 		if !a.silent {
 			a.pendingEcho = append(a.pendingEcho, echo{a.elapsed() + a.echoDelay, a.draft})
 		}
-		a.draft = ""
+		if a.dialogOnPress {
+			a.mode = "dialog"
+		}
+		a.draft, a.prefix = "", ""
 	}
 	return nil
 }

@@ -30,24 +30,12 @@ var (
 // Verdicts besides delivery's.
 const NotFound delivery.Verdict = "not_found"
 
-// Conn is a tmux client held for the length of one send, broadcast or
-// listing, and closed after it.
-type Conn interface {
-	tmux.Client
-	Close() error
-}
-
 // Dispatcher sends messages through one tmux server.
 type Dispatcher struct {
-	Tmux tmux.Client
-	// Attach, when set, opens a faster client attached to one session (a
-	// tmux control client: a command costs a fraction of a millisecond
-	// instead of a process). It fails with tmux.ErrSessionNotFound when
-	// there is no such session. Without it every command goes to Tmux.
-	Attach func(ctx context.Context, session string) (Conn, error)
-	Locks  delivery.Locker
-	Clock  delivery.Clock
-	Opts   delivery.Options
+	Tmux  tmux.Client
+	Locks delivery.Locker
+	Clock delivery.Clock
+	Opts  delivery.Options
 	// Profile, when set, says how the agent in a pane behaves, from the
 	// pane (its foreground command, its first process) and its screen; why
 	// says how it was chosen.
@@ -81,6 +69,9 @@ type Outcome struct {
 	// at the whole text (agentmsg read ID) instead.
 	Pointer bool
 	Phases  delivery.Phases
+	// Reached: how far typing it may have got in the pane (see
+	// delivery.Step), counting an earlier attempt that was resumed.
+	Reached delivery.Step
 }
 
 // OK reports whether the agent took the message: submitted, or queued to
@@ -113,6 +104,9 @@ type Message struct {
 	// Stored: the whole text can be read back with agentmsg read ID (it
 	// is in the mailbox), so a long one may be typed as a pointer.
 	Stored bool
+	// OnStep, when set, hears before each step of typing it into t's pane
+	// (see delivery.Options.OnStep); an error stops that delivery there.
+	OnStep func(t target.Target, s delivery.Step) error
 }
 
 // NewMessage cleans text and gives it a fresh id from sender (already
@@ -133,12 +127,7 @@ func (d *Dispatcher) NewMessage(sender, text string) (Message, error) {
 func (d *Dispatcher) SendMessage(ctx context.Context, t target.Target, msg Message, before func() error) Outcome {
 	start := d.Clock.Now()
 	id := msg.ID
-	conn, err := d.attach(ctx, t.Session)
-	var pane tmux.Pane
-	if err == nil {
-		defer conn.Close()
-		pane, err = conn.SessionPane(ctx, t.Session)
-	}
+	pane, screen, err := d.sessionPane(ctx, t.Session)
 	if err == nil && d.Self != "" && pane.ID == d.Self {
 		err = fmt.Errorf("%w: %s is the pane you run in; your own prompt is busy running this command", ErrSelf, t.Session)
 	}
@@ -153,39 +142,26 @@ func (d *Dispatcher) SendMessage(ctx context.Context, t target.Target, msg Messa
 		out.Elapsed = d.Clock.Now().Sub(start)
 		return out
 	}
-	out := d.deliver(ctx, conn, t, pane, msg)
+	out := d.deliver(ctx, t, pane, screen, msg)
 	out.Elapsed = d.Clock.Now().Sub(start)
 	return out
 }
 
-// attach opens a client for session: Attach's when there is one, else Tmux.
-func (d *Dispatcher) attach(ctx context.Context, session string) (Conn, error) {
-	if d.Attach == nil {
-		return nopCloser{d.Tmux}, nil
-	}
-	return d.Attach(ctx, session)
+// paneScreener is a tmux client that reads a session's pane and its screen
+// in one round trip.
+type paneScreener interface {
+	SessionPaneScreen(ctx context.Context, session string) (tmux.Pane, []string, error)
 }
 
-// shared opens one client for work on many agents, attached to the first
-// of them that still exists; Tmux when none can be attached to.
-func (d *Dispatcher) shared(ctx context.Context, agents []found) Conn {
-	if d.Attach != nil {
-		for _, a := range agents {
-			conn, err := d.Attach(ctx, a.Target.Session)
-			if err == nil {
-				return conn
-			}
-			if !errors.Is(err, tmux.ErrSessionNotFound) {
-				break
-			}
-		}
+// sessionPane finds session's active pane and, when that comes at no extra
+// cost, its screen (nil otherwise: deliver captures it).
+func (d *Dispatcher) sessionPane(ctx context.Context, session string) (tmux.Pane, []string, error) {
+	if ps, ok := d.Tmux.(paneScreener); ok {
+		return ps.SessionPaneScreen(ctx, session)
 	}
-	return nopCloser{d.Tmux}
+	pane, err := d.Tmux.SessionPane(ctx, session)
+	return pane, nil, err
 }
-
-type nopCloser struct{ tmux.Client }
-
-func (nopCloser) Close() error { return nil }
 
 // BroadcastMessage delivers msg to every agent of team ("" for all), in
 // parallel; one target's failure never stops the others. (Programs send
@@ -210,12 +186,10 @@ func (d *Dispatcher) BroadcastMessage(ctx context.Context, team string, msg Mess
 			return Report{}, err
 		}
 	}
-	conn := d.shared(ctx, agents)
-	defer conn.Close()
 	rep := Report{ID: msg.ID}
 	rep.Outcomes = broadcast.Each(ctx, agents, d.Concurrency, func(ctx context.Context, a found) Outcome {
 		start := d.Clock.Now()
-		out := d.deliver(ctx, conn, a.Target, a.pane, msg)
+		out := d.deliver(ctx, a.Target, a.pane, nil, msg)
 		out.Elapsed = d.Clock.Now().Sub(start)
 		return out
 	})
@@ -245,11 +219,9 @@ func (d *Dispatcher) Agents(ctx context.Context, team string) ([]Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn := d.shared(ctx, agents)
-	defer conn.Close()
 	return broadcast.Each(ctx, agents, d.Concurrency, func(ctx context.Context, a found) Agent {
 		out := Agent{Target: a.Target, Pane: a.pane, State: delivery.Unknown}
-		lines, err := conn.Capture(ctx, a.pane.ID, 0)
+		lines, err := d.Tmux.Capture(ctx, a.pane.ID, 0)
 		if err != nil {
 			out.Detail = err.Error()
 			return out
@@ -315,7 +287,10 @@ func (d *Dispatcher) find(ctx context.Context, team string) ([]found, error) {
 	return out, nil
 }
 
-func (d *Dispatcher) deliver(ctx context.Context, term tmux.Client, t target.Target, pane tmux.Pane, msg Message) Outcome {
+// deliver types msg into pane; screen is the pane's screen when already
+// read (nil: read it here, for the profile).
+func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pane, screen []string, msg Message) Outcome {
+	term := d.Tmux
 	out := Outcome{Target: t, Pane: pane.ID, ID: msg.ID}
 	if pane.Dead {
 		out.Verdict, out.Err = delivery.Failed, fmt.Errorf("the program in %s (pane %s) has exited", t.Session, pane.ID)
@@ -325,12 +300,20 @@ func (d *Dispatcher) deliver(ctx context.Context, term tmux.Client, t target.Tar
 	if d.OnWait != nil {
 		opts.OnWait = func(w delivery.Wait) { d.OnWait(t, w) }
 	}
+	if msg.OnStep != nil {
+		opts.OnStep = func(s delivery.Step) error { return msg.OnStep(t, s) }
+	}
+	if opts.Resume {
+		out.Reached = opts.Earlier
+	}
 	text := msg.Text
 	if d.Profile != nil {
-		screen, err := term.Capture(ctx, pane.ID, 0)
-		if err != nil {
-			out.Verdict, out.Err = delivery.Failed, err
-			return out
+		if screen == nil {
+			var err error
+			if screen, err = term.Capture(ctx, pane.ID, 0); err != nil {
+				out.Verdict, out.Err = delivery.Failed, err
+				return out
+			}
 		}
 		p, why := d.Profile(pane, screen)
 		out.Profile, out.ProfileWhy = p.Name, why
@@ -343,10 +326,13 @@ func (d *Dispatcher) deliver(ctx context.Context, term tmux.Client, t target.Tar
 			text, out.Pointer = Pointer(msg.ID, text), true
 		}
 	}
+	if !pane.InMode {
+		opts.Screen = screen // read with the pane, a moment ago
+	}
 	del := &delivery.Deliverer{Term: term, Locks: d.Locks, Clock: d.Clock, Socket: term.Server().Socket, Opts: opts}
 	res := del.Deliver(ctx, pane.ID, msg.ID, text)
 	out.Verdict, out.State, out.Presses, out.Typings, out.Err = res.Verdict, res.LastSeen, res.Presses, res.Typings, res.Err
-	out.Phases = res.Phases
+	out.Phases, out.Reached = res.Phases, res.Reached
 	return out
 }
 

@@ -53,16 +53,11 @@ func (d *Dispatcher) Inspect(ctx context.Context, t target.Target, probe int) (I
 		in.Would = "refuse with exit 3: there is no session named exactly " + t.Session
 		return in, nil
 	}
-	conn, err := d.attach(ctx, t.Session)
-	if err != nil {
-		if errors.Is(err, tmux.ErrSessionNotFound) {
+	if in.Screen, err = d.Tmux.Capture(ctx, in.Pane.ID, 0); err != nil {
+		if errors.Is(err, tmux.ErrPaneNotFound) {
 			in.Found, in.Would = false, "refuse with exit 3: the session went away"
 			return in, nil
 		}
-		return in, err
-	}
-	defer conn.Close()
-	if in.Screen, err = conn.Capture(ctx, in.Pane.ID, 0); err != nil {
 		return in, err
 	}
 	in.Profile, in.Why = AgentProfile{Name: "generic"}, "no profiles configured"
@@ -77,7 +72,7 @@ func (d *Dispatcher) Inspect(ctx context.Context, t target.Target, probe int) (I
 	in.Would = d.would(in)
 	for range probe {
 		start := time.Now()
-		if _, err := conn.Capture(ctx, in.Pane.ID, 0); err != nil {
+		if _, err := d.Tmux.Capture(ctx, in.Pane.ID, 0); err != nil {
 			return in, err
 		}
 		in.Probe = append(in.Probe, time.Since(start))

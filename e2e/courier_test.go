@@ -233,7 +233,7 @@ func TestRequestIsTypedAndExpiredOneNudged(t *testing.T) {
 	wantCode(t, s.Run("deliver"), 0)
 	for _, a := range []*harness.TestAgent{ana, bob} {
 		got := a.Received()
-		if len(got) != 1 || !strings.Contains(got[0], "[request]") || !strings.Contains(got[0], "fix the flaky test") {
+		if len(got) != 1 || !strings.Contains(got[0], "[request "+req.RequestID+"]") || !strings.Contains(got[0], "fix the flaky test") {
 			t.Errorf("%s received %q, want the request", a.Session, got)
 		}
 	}
@@ -248,13 +248,58 @@ func TestRequestIsTypedAndExpiredOneNudged(t *testing.T) {
 	}
 }
 
+// A request claimed before deliver's pass is typed into nobody's pane:
+// deliver skips it and says why; the agents still find it in their
+// inboxes (issue 10, item 18).
+func TestClaimedRequestIsNotTyped(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	agents := s.StartAgents([]string{"agent-alpha-ana", "agent-alpha-bob", "agent-alpha-cy"})
+	res := s.Run("--json", "--team", "alpha", "--from", "lead", "request", "alpha", "fix the flaky test")
+	wantCode(t, res, 0)
+	var req struct {
+		RequestID string   `json:"request_id"`
+		Notified  []string `json:"notified"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &req); err != nil || len(req.Notified) != 3 {
+		t.Fatalf("request: %v, %+v\n%s", err, req, res)
+	}
+	wantCode(t, s.Run("--from", "bob", "claim", "alpha", req.RequestID), 0)
+	res = s.Run("--json", "deliver")
+	wantCode(t, res, 0)
+	var rep struct {
+		Results []struct {
+			Agent, Verdict, Stored, Error string
+		}
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, res)
+	}
+	for _, a := range agents {
+		wantUntouched(t, a)
+	}
+	if len(rep.Results) != 3 {
+		t.Fatalf("deliver: %s", res)
+	}
+	for _, r := range rep.Results {
+		if r.Verdict != "skipped" || r.Stored != "skipped" || !strings.Contains(r.Error, "claimed by bob") {
+			t.Errorf("deliver's result for %s: %+v", r.Agent, r)
+		}
+	}
+	res = s.Run("--json", "--team", "alpha", "--from", "cy", "inbox", "--type", "request")
+	wantCode(t, res, 0)
+	if !strings.Contains(res.Stdout, req.RequestID) {
+		t.Errorf("cy's inbox lacks the request:\n%s", res)
+	}
+}
+
 // waitNoControlClient fails the test if a control client of a killed
 // agentmsg stays attached to the server.
 func waitNoControlClient(t *testing.T, socket string) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		out, _ := exec.Command("tmux", "-S", socket, "list-clients", "-F", "#{client_control_mode}").Output()
+		out, _ := exec.Command(harness.TmuxBin(), "-S", socket, "list-clients", "-F", "#{client_control_mode}").Output()
 		if !strings.Contains(string(out), "1") {
 			return
 		}

@@ -30,6 +30,8 @@ func as(name string, args ...string) []string {
 
 func postRequest(t *testing.T, s *harness.TestServer, from, description string) string {
 	t.Helper()
+	// A request goes to a team that exists: here, by its poster's status.
+	wantCode(t, s.Run(as(from, "status", "set", "--state", "working")...), 0)
 	res := s.Run(as(from, "--json", "request", "alpha", description)...)
 	wantCode(t, res, 0)
 	var doc struct {

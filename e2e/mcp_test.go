@@ -429,3 +429,42 @@ func alive(pid int) bool {
 	i := bytes.LastIndexByte(stat, ')')
 	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
+
+// A client that writes its requests and closes stdin gets every answer;
+// malformed lines among them get JSON-RPC errors and do not end the
+// server (issue 10, item 14).
+func TestMCPPipedRequestsAndMalformedLines(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`garbage`, `{`, `{}`, "\xff\xfe\x00", `{"jsonrpc":"2.0","id":{},"method":"ping"}`, `[{"jsonrpc":"2.0","id":9,"method":"ping"}]`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+	}, "\n") + "\n"
+	res := s.RunStdin(in, "--team", "t", "--from", "ana", "mcp")
+	wantCode(t, res, 0)
+	var codes []int
+	answered := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(res.Stdout), "\n") {
+		var r struct {
+			ID     json.RawMessage     `json:"id"`
+			Result json.RawMessage     `json:"result"`
+			Error  *struct{ Code int } `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("not JSON-RPC: %q\n%s", line, res)
+		}
+		if r.Error != nil {
+			codes = append(codes, r.Error.Code)
+			continue
+		}
+		answered[string(r.ID)] = string(r.Result)
+	}
+	if want := []int{-32700, -32700, -32600, -32700, -32600, -32600}; !slices.Equal(codes, want) {
+		t.Errorf("errors %v, want %v\n%s", codes, want, res)
+	}
+	if !strings.Contains(answered["1"], `"serverInfo"`) || !strings.Contains(answered["2"], `"check_messages"`) {
+		t.Errorf("initialize and tools/list not both answered:\n%s", res)
+	}
+}

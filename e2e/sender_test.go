@@ -60,8 +60,8 @@ func TestSendFromInsideAgentPane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.From != "BOB" || !strings.HasPrefix(rep.ID, "MSG_BOB_") {
-		t.Errorf("sender should be BOB, report says from %q id %q", rep.From, rep.ID)
+	if rep.From != "bob" || !strings.HasPrefix(rep.ID, "MSG_BOB_") {
+		t.Errorf("sender should be bob (MSG_BOB_ in the id), report says from %q id %q", rep.From, rep.ID)
 	}
 	wantReceived(t, ana, harness.Submitted(rep.ID, "from bob"))
 }

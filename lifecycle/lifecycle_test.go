@@ -74,7 +74,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	exec, err := tmux.NewExec(tmux.Server{Socket: srv.Socket})
+	exec, err := tmux.NewExec(tmux.Server{Socket: srv.Socket}, os.Getenv("AGENTMSG_TMUX"))
 	if err != nil {
 		t.Fatal(err)
 	}

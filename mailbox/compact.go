@@ -25,8 +25,11 @@ type CompactResult struct {
 // Compact rewrites agent's inbox to the messages r retains, folding each
 // delivery update into its envelope. Beyond r it never drops a message
 // that a saved cursor has not passed, the last message a cursor passed
-// (its anchor, see Position), or one whose delivery is still outstanding.
-// Readers that never saved a cursor are not protected.
+// (its anchor, see Position), one whose delivery is still outstanding, or
+// one the agent itself has not seen: neither passed by its own cursor nor
+// typed into its pane (DeliveryState.Seen). An agent that never saved a
+// cursor has read nothing. Other readers that never saved a cursor are not
+// protected.
 //
 // The new file is written beside the inbox, fsynced and renamed over it
 // under the inbox lock, so writers wait and a crash at any instant leaves
@@ -110,13 +113,18 @@ func (b *Box) retain(sc *scan, cursors map[string]Position, r Retention) []bool 
 	n := len(sc.entries)
 	firstUnread := n
 	anchors := map[int]bool{}
-	for _, c := range cursors {
+	for reader, c := range cursors {
 		i := sc.after(c)
-		firstUnread = min(firstUnread, i)
 		if i > 0 {
 			anchors[i-1] = true
 		}
+		if reader != b.Agent {
+			firstUnread = min(firstUnread, i)
+		}
 	}
+	// The owner's cursor; the zero Position (nothing read) when it has
+	// none. What it saw in its pane counts as read.
+	ownerUnread := sc.after(cursors[b.Agent])
 	now := b.s.now()
 	keep := make([]bool, n)
 	retained := 0
@@ -127,7 +135,8 @@ func (b *Box) retain(sc *scan, cursors map[string]Position, r Retention) []bool 
 			keep[i] = true
 			retained++
 		}
-		if i >= firstUnread || anchors[i] || (e.Delivery != nil && e.Delivery.State.Outstanding()) {
+		unseen := i >= ownerUnread && (e.Delivery == nil || !e.Delivery.State.Seen())
+		if i >= firstUnread || unseen || anchors[i] || (e.Delivery != nil && e.Delivery.State.Outstanding()) {
 			keep[i] = true
 		}
 	}

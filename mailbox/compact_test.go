@@ -1,6 +1,7 @@
 package mailbox
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"testing"
@@ -20,6 +21,10 @@ func TestCompactRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 		all = append(all, e)
+	}
+	// ana has read all of them: only the retention bounds apply.
+	if err := s.Advance(team, "ana", "ana", mustUnread(t, s, "ana", "ana").End); err != nil {
+		t.Fatal(err)
 	}
 	tests := []struct {
 		r    Retention
@@ -44,7 +49,11 @@ func TestCompactKeepsUnreadAndPending(t *testing.T) {
 	s := newStore(t)
 	b := box(t, s, "ana")
 	envs := appendN(t, b, 10)
-	// Reader "tui" has read 0..5, so 6..9 are unread; 5 is its anchor.
+	// ana read them all; reader "tui" has read 0..5, so 6..9 are unread
+	// for it; 5 is its anchor.
+	if err := s.Advance(team, "ana", "ana", mustUnread(t, s, "ana", "ana").End); err != nil {
+		t.Fatal(err)
+	}
 	u := mustUnread(t, s, "ana", "tui")
 	pos := u.End
 	pos.Offset = 0 // force the id path, as after an earlier compaction
@@ -80,6 +89,63 @@ func TestCompactKeepsUnreadAndPending(t *testing.T) {
 	// Nothing to change: no rewrite.
 	if res, err := s.Compact(team, "ana", Retention{MaxCount: 1}); err != nil || res.Rewritten {
 		t.Fatalf("second compact: %+v %v", res, err)
+	}
+}
+
+// An agent that never read its inbox has read nothing: compaction keeps
+// every message it has not seen, whether in its inbox or typed into its
+// pane, however many there are (issue 10, item 9: 1010 mailbox-only
+// messages to a new agent lost the first 10).
+func TestCompactKeepsWhatTheOwnerNeverRead(t *testing.T) {
+	s := newStore(t)
+	b := box(t, s, "newbie")
+	var envs []Envelope
+	for i := range 1010 {
+		e := newEnv(t, "lead", "newbie", fmt.Sprintf("message %d", i))
+		e.Delivery = &Delivery{State: StateInbox}
+		if i%2 == 1 {
+			// typed into its pane and submitted: the agent saw it there
+			e.Delivery = &Delivery{State: StateSubmitted}
+		}
+		if err := b.Append(e); err != nil {
+			t.Fatal(err)
+		}
+		envs = append(envs, e)
+	}
+	// Another reader (the lead peeking) has read everything: that says
+	// nothing about what newbie has read.
+	if err := s.Advance(team, "newbie", "lead", mustUnread(t, s, "newbie", "lead").End); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Compact(team, "newbie", Retention{MaxCount: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	var want []Envelope
+	for i, e := range envs {
+		// the 1000 newest, and every older one newbie never saw
+		if i >= 10 || e.Delivery.State == StateInbox {
+			want = append(want, e)
+		}
+	}
+	got := mustRead(t, s, "newbie").Envelopes
+	if !slices.Equal(ids(got), ids(want)) {
+		t.Fatalf("kept %d messages, want %d; first kept %q", len(got), len(want), got[0].Content)
+	}
+
+	// Once newbie has read up to message 4, what it read may go; its
+	// anchor (message 4) and what it has not seen after it stay.
+	if err := s.Advance(team, "newbie", "newbie", Position{LastID: envs[4].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Compact(team, "newbie", Retention{MaxCount: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	want = append([]Envelope{envs[4], envs[6], envs[8]}, envs[10:]...)
+	if got := mustRead(t, s, "newbie").Envelopes; !slices.Equal(ids(got), ids(want)) {
+		t.Fatalf("after newbie read 0..4: kept %d, want %d", len(got), len(want))
+	}
+	if un := mustUnread(t, s, "newbie", "newbie").Envelopes; len(un) != 1002 || un[0].ID != envs[6].ID {
+		t.Fatalf("newbie's unread after compaction: %d", len(un))
 	}
 }
 

@@ -60,6 +60,10 @@ func TestCursorSurvivesCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := appendN(t, b, 3)
+	// ana itself has read all 13: what is unread is tui's alone.
+	if err := s.Advance(team, "ana", "ana", mustUnread(t, s, "ana", "ana").End); err != nil {
+		t.Fatal(err)
+	}
 
 	// Taken before compaction, handed to Advance after it.
 	inflight := mustUnread(t, s, "ana", "tui")

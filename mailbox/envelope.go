@@ -59,6 +59,7 @@ const (
 	StateFailed    DeliveryState = "failed"    // gave up; LastVerdict says why
 	StateRead      DeliveryState = "read"      // the agent pulled it from its inbox
 	StateInbox     DeliveryState = "inbox"     // only for the agent to read (--mailbox-only); never typed
+	StateSkipped   DeliveryState = "skipped"   // no longer to be typed (a request claimed or expired); LastVerdict says why
 )
 
 // Outstanding reports whether a delivery still has work to do; compaction
@@ -69,12 +70,26 @@ func (s DeliveryState) Outstanding() bool {
 	return s == StatePending || s == StateDeferred || s == StateTyping || s == StateTyped
 }
 
+// Seen reports whether the agent has seen the message in its pane: it was
+// submitted there, or queued behind the agent's turn, or the agent pulled
+// it. Compaction may drop a seen message the agent's cursor has not passed;
+// never an unseen one.
+func (s DeliveryState) Seen() bool {
+	return s == StateSubmitted || s == StateQueued || s == StateRead
+}
+
 // Delivery records the progress of one message to its receiver.
 type Delivery struct {
 	State       DeliveryState `json:"state"`
 	Attempts    int           `json:"attempts,omitempty"`
 	LastVerdict string        `json:"last_verdict,omitempty"`
 	Updated     time.Time     `json:"updated,omitzero"`
+	// Reached is how far typing it may have got in the agent's pane (see
+	// delivery.Step), recorded before each step: "pasted" (the text may be
+	// in the box), "unseen" (a paste never showed and may still arrive) or
+	// "pressed" (submit may have reached it). A deliverer that finds no
+	// trace of it types it again only when empty or "pasted".
+	Reached string `json:"reached,omitempty"`
 }
 
 // Position is a place in an inbox: just after the line ending at Offset in

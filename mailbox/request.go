@@ -18,9 +18,18 @@ type Request struct {
 	ID          string
 	From        string
 	Description string
-	Timeout     time.Duration // after Posted; 0 never expires
+	Timeout     time.Duration // after Posted; 0 never expires; at most MaxRequestTimeout
 	Posted      time.Time     // set by Post when zero
 }
+
+// MetaNudge is the metadata key of a request message that reminds the
+// team of an expired request (value "expired"), as opposed to the
+// message that announced it.
+const MetaNudge = "nudge"
+
+// MaxRequestTimeout bounds a request's time to expiry: Post clamps a
+// longer one to it, as the front ends do before they report an expiry.
+const MaxRequestTimeout = 365 * 24 * time.Hour
 
 // requestFile is a Request on disk: an absolute expiry reads better in
 // JSON than a duration in nanoseconds.
@@ -104,6 +113,7 @@ func (s *Store) Post(team string, r Request) error {
 	if r.Posted.IsZero() {
 		r.Posted = s.now()
 	}
+	r.Timeout = min(r.Timeout, MaxRequestTimeout)
 	rf := requestFile{ID: r.ID, From: r.From, Description: r.Description, Posted: r.Posted.UTC()}
 	if r.Timeout > 0 {
 		rf.Expires = rf.Posted.Add(r.Timeout)
@@ -231,19 +241,63 @@ func (s *Store) Requests(team string) ([]RequestInfo, error) {
 		if !ok || !requestIDRe.MatchString(id) {
 			continue
 		}
-		r, err := readRequest(filepath.Join(dir, e.Name()))
+		info, err := requestInfo(dir, id, now)
 		if err != nil {
 			errs = append(errs, err)
 			continue
-		}
-		info := RequestInfo{Request: r, State: RequestOpen}
-		if c, err := readClaim(filepath.Join(dir, id+".claim")); err == nil {
-			info.State, info.ClaimedBy, info.ClaimedAt = RequestClaimed, c.By, c.At
-		} else if r.Timeout > 0 && !now.Before(r.Posted.Add(r.Timeout)) {
-			info.State = RequestExpired
 		}
 		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Posted.Before(out[j].Posted) })
 	return out, errors.Join(errs...)
+}
+
+// RequestStatus is request id of team with its state; ErrNoRequest when
+// there is none.
+func (s *Store) RequestStatus(team, id string) (RequestInfo, error) {
+	dir, _, _, err := s.requestPaths(team, id)
+	if err != nil {
+		return RequestInfo{}, err
+	}
+	return requestInfo(dir, id, s.now())
+}
+
+func requestInfo(dir, id string, now time.Time) (RequestInfo, error) {
+	r, err := readRequest(filepath.Join(dir, id+".json"))
+	if err != nil {
+		return RequestInfo{}, err
+	}
+	info := RequestInfo{Request: r, State: RequestOpen}
+	if c, err := readClaim(filepath.Join(dir, id+".claim")); err == nil {
+		info.State, info.ClaimedBy, info.ClaimedAt = RequestClaimed, c.By, c.At
+	} else if r.Timeout > 0 && !now.Before(r.Posted.Add(r.Timeout)) {
+		info.State = RequestExpired
+	}
+	return info, nil
+}
+
+// ValidRequestID reports whether id has the form of a request id (safe to
+// show and to use as a file name).
+func ValidRequestID(id string) bool { return requestIDRe.MatchString(id) }
+
+// Withdrawn says why env, a message of team, is no longer worth typing
+// into its agent's pane: it announces a request that has been claimed or
+// has expired. It is "" for every other message, a request still open or
+// unknown, and a reminder that a request expired (the reminder is the
+// news). The message stays in the inbox either way.
+func (s *Store) Withdrawn(team string, env Envelope) string {
+	if env.Type != TypeRequest || !ValidRequestID(env.RequestID) {
+		return ""
+	}
+	info, err := s.RequestStatus(team, env.RequestID)
+	if err != nil {
+		return ""
+	}
+	switch {
+	case info.State == RequestClaimed:
+		return fmt.Sprintf("request %s was claimed by %s at %s", info.ID, info.ClaimedBy, info.ClaimedAt.UTC().Format(time.RFC3339))
+	case info.State == RequestExpired && env.Metadata[MetaNudge] == "":
+		return fmt.Sprintf("request %s expired unclaimed at %s", info.ID, info.Posted.Add(info.Timeout).UTC().Format(time.RFC3339))
+	}
+	return ""
 }

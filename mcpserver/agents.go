@@ -196,7 +196,7 @@ func (s *server) shutdownAgent(ctx context.Context, in ShutdownInput) (ShutdownO
 // KillInput is kill_agent's input.
 type KillInput struct {
 	Agent        string  `json:"agent" jsonschema:"the agent of your team to kill"`
-	GraceSeconds float64 `json:"grace_seconds,omitempty" jsonschema:"time between SIGTERM and SIGKILL (default 5)"`
+	GraceSeconds float64 `json:"grace_seconds,omitempty" jsonschema:"time between SIGTERM and SIGKILL (default 5, at most 60)"`
 }
 
 // KillOutput is what a kill did.

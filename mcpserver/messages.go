@@ -144,9 +144,36 @@ func (s *server) ownMessage(id message.ID) (mailbox.Envelope, bool) {
 	return mailbox.Envelope{}, false
 }
 
-// envelope checks a type and its metadata against the protocol.
+// canonicalFrom spells a sender filter the one way senders are stored
+// (target.ParseName: "LEAD" is lead); an invalid name is an error.
+func canonicalFrom(from *string) error {
+	if *from == "" {
+		return nil
+	}
+	name, err := target.ParseName(*from)
+	if err != nil {
+		return fmt.Errorf("from: %w", err)
+	}
+	*from = name
+	return nil
+}
+
+// envelope checks a type and its metadata against the protocol. Metadata
+// is typed with the message, so its keys and values are cleaned like it,
+// each to one line, first (as the CLI's --meta is).
 func envelope(typ string, meta map[string]string) (mailbox.Envelope, error) {
-	return mailbox.Check(typ, meta)
+	var clean map[string]string
+	for k, v := range meta {
+		if clean == nil {
+			clean = make(map[string]string, len(meta))
+		}
+		ck := message.CleanLine(k)
+		if _, dup := clean[ck]; dup {
+			return mailbox.Envelope{}, fmt.Errorf("metadata: two keys are %q once cleaned of control characters", ck)
+		}
+		clean[ck] = message.CleanLine(v)
+	}
+	return mailbox.Check(typ, clean)
 }
 
 // send stores env (Type, Content, Metadata, ReplyTo set) in to's inbox and
@@ -249,6 +276,9 @@ type WaitOutput struct {
 }
 
 func (s *server) waitForMessage(ctx context.Context, in WaitInput) (WaitOutput, error) {
+	if err := canonicalFrom(&in.From); err != nil {
+		return WaitOutput{}, err
+	}
 	team, err := s.team()
 	if err != nil {
 		return WaitOutput{}, err

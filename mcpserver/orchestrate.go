@@ -142,21 +142,34 @@ func (s *server) assignTask(ctx context.Context, in AssignInput) (AssignOutput, 
 	if err != nil {
 		return AssignOutput{}, fmt.Errorf("reading %s's unread messages: %w", t, err)
 	}
+	box, err := s.deps.Store.Box(team, agent)
+	if err != nil {
+		return AssignOutput{}, err
+	}
 	// Messages already typed into the agent's pane (submitted, queued)
-	// reached it; only the ones it has not seen go in front of the task.
+	// reached it; only the ones it has not seen go in front of the task,
+	// and of those no request that is claimed or expired: as deliver
+	// does, that is recorded, not typed.
 	var notSeen []mailbox.Envelope
 	for _, e := range unread.Envelopes {
-		if d := e.Delivery; d == nil || (d.State != mailbox.StateSubmitted && d.State != mailbox.StateQueued) {
-			notSeen = append(notSeen, e)
+		d := e.Delivery
+		if d != nil && (d.State == mailbox.StateSubmitted || d.State == mailbox.StateQueued) {
+			continue
 		}
+		if why := s.deps.Store.Withdrawn(team, e); why != "" {
+			if d != nil && (d.State == mailbox.StatePending || d.State == mailbox.StateDeferred) {
+				rec := mailbox.Delivery{State: mailbox.StateSkipped, Attempts: d.Attempts, LastVerdict: "skipped: " + why, Updated: s.deps.Now()}
+				if err := box.SetDelivery(e.ID, rec); err != nil {
+					return AssignOutput{}, fmt.Errorf("recording that %s is not typed: %w", e.ID, err)
+				}
+			}
+			continue
+		}
+		notSeen = append(notSeen, e)
 	}
 	env := mailbox.Envelope{Type: mailbox.TypeTask, Content: withContext(notSeen, task)}
 	if in.TaskID != "" {
 		env.Metadata = map[string]string{"task_id": in.TaskID}
-	}
-	box, err := s.deps.Store.Box(team, agent)
-	if err != nil {
-		return AssignOutput{}, err
 	}
 	// The injected ones travel inside the task: marked read before it is
 	// sent, so that the send (which types older waiting messages first)

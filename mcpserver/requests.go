@@ -18,7 +18,7 @@ import (
 // RequestInput is request_task's input.
 type RequestInput struct {
 	Description    string  `json:"description" jsonschema:"what needs doing"`
-	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" jsonschema:"the request expires unclaimed after this many seconds (0: never)"`
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" jsonschema:"the request expires unclaimed after this many seconds (0: never; at most 31536000, a year)"`
 }
 
 // RequestOutput is the posted request.
@@ -38,7 +38,7 @@ func (s *server) requestTask(ctx context.Context, in RequestInput) (RequestOutpu
 	if desc == "" {
 		return RequestOutput{}, errors.New("description is empty: say what needs doing")
 	}
-	timeout, err := seconds(in.TimeoutSeconds, 0, 0)
+	timeout, err := seconds(in.TimeoutSeconds, 0, mailbox.MaxRequestTimeout)
 	if err != nil {
 		return RequestOutput{}, fmt.Errorf("timeout_seconds: %w", err)
 	}
@@ -55,8 +55,10 @@ func (s *server) requestTask(ctx context.Context, in RequestInput) (RequestOutpu
 	if err != nil {
 		return RequestOutput{}, err
 	}
+	// Pending, as agentmsg request leaves it: deliver types it (with its
+	// REQ_ id) into the panes of agents in tmux while it is still open.
 	env := mailbox.Envelope{ID: id, From: s.deps.Name, To: mailbox.Broadcast, Type: mailbox.TypeRequest,
-		Content: desc, RequestID: reqID, Timestamp: posted}
+		Content: desc, RequestID: reqID, Timestamp: posted, Delivery: &mailbox.Delivery{State: mailbox.StatePending}}
 	out := RequestOutput{RequestID: reqID, MessageID: string(id)}
 	if timeout > 0 {
 		out.Expires = posted.Add(timeout)

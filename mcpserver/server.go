@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -216,18 +217,20 @@ func (s *server) agentTarget(field, name string) (target.Target, error) {
 	return t, nil
 }
 
-// seconds turns a tool's seconds field into a duration: def when 0,
-// at most max.
-func seconds(v float64, def, max time.Duration) (time.Duration, error) {
+// seconds turns a tool's seconds field into a duration: def when 0, at
+// most limit (every field has one: a float beyond what a Duration holds
+// would wrap to a negative deadline), at least 1ns when positive (0 means
+// the default, never "a tiny time"). limit must be positive.
+func seconds(v float64, def, limit time.Duration) (time.Duration, error) {
 	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return 0, fmt.Errorf("a time in seconds must be a finite number (got %g)", v)
 	case v < 0:
 		return 0, fmt.Errorf("a time in seconds must not be negative (got %g)", v)
 	case v == 0:
 		return def, nil
+	case v >= limit.Seconds(): // compared as floats: nothing is converted that could overflow
+		return limit, nil
 	}
-	d := time.Duration(v * float64(time.Second))
-	if max > 0 && d > max {
-		d = max
-	}
-	return d, nil
+	return max(time.Duration(v*float64(time.Second)), time.Nanosecond), nil
 }

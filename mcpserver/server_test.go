@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -204,6 +205,34 @@ func TestClaimOneWinner(t *testing.T) {
 	}
 }
 
+// A request posted with request_task is typed into the panes of agents
+// in tmux with its REQ_ id while it is open, as agentmsg request's is, and
+// not once it is claimed (issue 10, item 18).
+func TestRequestTaskIsTypedWhileOpen(t *testing.T) {
+	t.Parallel()
+	tm := newTeam(t, "ana", "bob")
+	lead := tm.as("lead", false)
+	var req RequestOutput
+	lead.call("request_task", map[string]any{"description": "take the flaky test"}, &req)
+	var claim ClaimOutput
+	tm.as("bob", false).call("claim_request", map[string]any{"request_id": req.RequestID}, &claim)
+	if !claim.Claimed {
+		t.Fatalf("claim: %+v", claim)
+	}
+	var open RequestOutput
+	lead.call("request_task", map[string]any{"description": "review PR 12"}, &open)
+	// A send types the older messages waiting for ana first.
+	var sent SendOutput
+	lead.call("send_message", map[string]any{"to": "ana", "content": "hi"}, &sent)
+	want := []string{
+		open.MessageID + ": [request " + open.RequestID + "] review PR 12",
+		sent.MessageID + ": hi",
+	}
+	if got := tm.tmux.Received("agent-t-ana"); !slices.Equal(got, want) {
+		t.Errorf("ana's pane got %q, want %q", got, want)
+	}
+}
+
 func TestClaimExpired(t *testing.T) {
 	t.Parallel()
 	tm := newTeam(t, "ana")
@@ -283,11 +312,62 @@ func TestSeconds(t *testing.T) {
 		shouldErr bool
 	}{
 		{0, DefaultWait, false}, {1.5, 1500 * time.Millisecond, false}, {500, MaxWait, false}, {-1, 0, true},
+		// Beyond what a Duration holds: the limit, never a negative wrap.
+		{1e308, MaxWait, false}, {1e10, MaxWait, false}, {float64(math.MaxInt64), MaxWait, false},
+		// A tiny positive time is not 0 (which means the default).
+		{1e-12, time.Nanosecond, false},
+		{math.NaN(), 0, true}, {math.Inf(1), 0, true},
 	} {
 		got, err := seconds(tc.in, DefaultWait, MaxWait)
 		if got != tc.want || (err != nil) != tc.shouldErr {
 			t.Errorf("seconds(%g) = %s, %v", tc.in, got, err)
 		}
+	}
+}
+
+// Every seconds field of every tool is clamped to its documented limit:
+// 1e308 once overflowed to a negative deadline (issue 10, item 15).
+func TestHugeSecondsAreClamped(t *testing.T) {
+	t.Parallel()
+	tm := newTeam(t, "ana")
+	lead, ana := tm.as("lead", true), tm.as("ana", false)
+
+	// wait_for_message waits (at most MaxWait) instead of failing at once.
+	done := make(chan WaitOutput, 1)
+	go func() {
+		var w WaitOutput
+		res, err := ana.raw(context.Background(), "wait_for_message", map[string]any{"from": "lead", "timeout_seconds": 1e308})
+		if err == nil && !res.IsError {
+			decode(t, res, &w)
+		} else if err == nil {
+			w.Waited = -1
+			t.Errorf("wait_for_message: %s", text(res))
+		}
+		done <- w
+	}()
+	var sent SendOutput
+	lead.call("send_message", map[string]any{"to": "ana", "content": "late"}, &sent)
+	if w := <-done; w.Message == nil || w.Message.MessageID != sent.MessageID {
+		t.Fatalf("wait with timeout_seconds 1e308: %+v", w)
+	}
+
+	// A request with a huge timeout is open, and expires within the limit.
+	var req RequestOutput
+	lead.call("request_task", map[string]any{"description": "x", "timeout_seconds": 1e308}, &req)
+	if req.Expires.IsZero() || req.Expires.After(time.Now().Add(mailbox.MaxRequestTimeout)) || req.Expires.Before(time.Now()) {
+		t.Fatalf("request expires %s", req.Expires)
+	}
+	var claim ClaimOutput
+	ana.call("claim_request", map[string]any{"request_id": req.RequestID}, &claim)
+	if !claim.Claimed {
+		t.Fatalf("claim of a request with a huge timeout: %+v", claim)
+	}
+
+	lead.call("shutdown_agent", map[string]any{"agent": "ana", "wait_seconds": 1e308}, nil)
+	lead.call("kill_agent", map[string]any{"agent": "ana", "grace_seconds": 1e308}, nil)
+	want := []string{`shutdown t/ana from lead reason "" wait 10m0s`, "kill t/ana grace 1m0s"}
+	if got := tm.life.log(); !slices.Equal(got, want) {
+		t.Errorf("lifecycle calls %q, want %q", got, want)
 	}
 }
 
@@ -371,6 +451,37 @@ func TestBroadcastNoAgents(t *testing.T) {
 
 // assign_task puts the agent's unread messages that never reached its pane
 // in front of the task, and those are read afterwards (and not typed again).
+// A request claimed by another agent is not typed inside a task either
+// (issue 10, item 18): it is recorded as skipped, and an open one goes in.
+func TestAssignTaskLeavesOutClaimedRequests(t *testing.T) {
+	t.Parallel()
+	tm := newTeam(t, "ana", "bob")
+	lead := tm.as("lead", true)
+	var taken, open RequestOutput
+	lead.call("request_task", map[string]any{"description": "taken job"}, &taken)
+	lead.call("request_task", map[string]any{"description": "open job"}, &open)
+	var claim ClaimOutput
+	tm.as("bob", false).call("claim_request", map[string]any{"request_id": taken.RequestID}, &claim)
+	var got AssignOutput
+	lead.call("assign_task", map[string]any{"agent": "ana", "task": "ship it"}, &got)
+	if !got.Delivered || !slices.Equal(got.Injected, []string{open.MessageID}) {
+		t.Fatalf("assign: %+v", got)
+	}
+	typed := tm.tmux.Received("agent-t-ana")
+	if len(typed) != 1 || strings.Contains(typed[0], "taken job") || !strings.Contains(typed[0], "open job") {
+		t.Fatalf("ana's pane got %q", typed)
+	}
+	b, err := tm.store.Read("t", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range b.Envelopes {
+		if e.ID == message.ID(taken.MessageID) && (e.Delivery.State != mailbox.StateSkipped || !strings.Contains(e.Delivery.LastVerdict, "claimed by bob")) {
+			t.Errorf("the claimed request is %+v, want skipped", e.Delivery)
+		}
+	}
+}
+
 func TestAssignTaskInjectsUnread(t *testing.T) {
 	t.Parallel()
 	tm := newTeam(t, "ana", "bob")

@@ -55,14 +55,35 @@ func NewID(sender string, random io.Reader) (ID, error) {
 // Valid reports whether s has the shape of an id.
 func Valid(s string) bool { return idRe.MatchString(s) }
 
-// Format is the exact text typed into the agent.
-func Format(id ID, text string) string { return string(id) + ": " + text }
+// Format is the exact text typed into the agent: the id, then text as
+// Clean leaves it. Whatever a caller passes, and whichever fields it was
+// built from (body, metadata, a reply's or a request's text), nothing
+// reaches a pane without going through Clean here.
+func Format(id ID, text string) string { return string(id) + ": " + Clean(text) }
 
-// Clean removes what a terminal would act on instead of showing: escape
-// sequences (so an ESC[201~ cannot end our bracketed paste early), CR, C-c
-// and every other control character except newline and tab. Invalid UTF-8
-// becomes U+FFFD, CRLF becomes LF, and trailing newlines are dropped (a
-// trailing newline would be a second, empty line in the box).
+// Clean is the one cleaning of text for an agent's input box. What it
+// returns holds nothing a terminal or the agent's line editor would act on
+// rather than show:
+//
+//   - No ESC at all. An escape sequence is removed whole (CSI up to its
+//     final byte; OSC, DCS, SOS, PM and APC strings up to BEL or ESC \;
+//     any other ESC with the character after it), and a lone or malformed
+//     ESC goes too. So ESC[201~, which ends a bracketed paste (and ESC[200~,
+//     which starts one), can never be formed, not even when a removal joins
+//     what was on either side of it: without an ESC, "[201~" is just text.
+//   - No C0 control but newline and tab: a lone CR, NUL, C-c, BS and the
+//     rest are removed; CRLF becomes LF.
+//   - No DEL and no C1 control (U+0080 to U+009F, U+009B being the
+//     one-character CSI).
+//   - Invalid UTF-8 becomes U+FFFD, so no stray byte can be read as a C1
+//     control either.
+//   - Newlines and tabs stay: messages may have several lines (they go as
+//     one bracketed paste) and tabs (Claude Code shows one as spaces).
+//     Trailing newlines are dropped: one would be a second, empty line in
+//     the box. A field that must stay on one line uses CleanLine.
+//
+// Everything else is kept as written: unicode, quotes, tmux and shell
+// syntax. Clean is idempotent.
 func Clean(text string) string {
 	text = strings.ToValidUTF8(text, "\uFFFD")
 	text = strings.ReplaceAll(text, "\r\n", "\n")
@@ -76,8 +97,8 @@ func Clean(text string) string {
 			continue
 		case r == '\n' || r == '\t':
 			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			// C0 and C1 controls: drop.
+		case isControl(r):
+			// C0 (CR and NUL among them), DEL and C1: drop.
 		default:
 			b.WriteRune(r)
 		}
@@ -85,6 +106,20 @@ func Clean(text string) string {
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
+
+// CleanLine is Clean for a field that must stay on one line, such as a
+// metadata key or value: newlines and tabs become spaces as well.
+func CleanLine(text string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return ' '
+		}
+		return r
+	}, Clean(text))
+}
+
+// isControl reports a C0 control, DEL or a C1 control.
+func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
 
 // escapeLen is the length of the escape sequence at the start of s (which
 // begins with ESC): a CSI sequence up to its final byte, an OSC/DCS/APC/PM
@@ -104,7 +139,7 @@ func escapeLen(s string) int {
 			}
 		}
 		return len(s)
-	case ']', 'P', '_', '^': // strings ended by BEL or ESC \
+	case ']', 'P', 'X', '_', '^': // OSC, DCS, SOS, APC, PM: strings ended by BEL or ESC \
 		for j := 2; j < len(s); j++ {
 			if s[j] == '\a' {
 				return j + 1

@@ -33,8 +33,71 @@ func TestClean(t *testing.T) {
 	}
 }
 
+// cleanSeeds are inputs that once got, or could get, something through.
+var cleanSeeds = []string{
+	"x\x1b[201~y\x03\r\n",
+	"k=v1\x1b[201~\rINJECTED\r", // issue 10: metadata typed raw
+	"\x1b\x1b[201~",             // ESC ESC eats one; "[201~" is left, without ESC
+	"\x1b[\x1b[201~201~",        // a malformed CSI around a real one
+	"\x1b[20\x1b[201~1~",        // removing the inner one joins "\x1b[20" and "1~"
+	"\x1b]0;\x1b[201~\x07after", // a marker inside an OSC string
+	"\x1bP\x1b\\[201~",          // DCS ended by ST, then the marker's tail
+	"\u009b201~",                // C1 CSI
+	"\xc2\x9b201~",              // the same, as bytes
+	"\x9b201~",                  // a lone C1 byte: invalid UTF-8
+	"\x00\x1b\x00[201~",         // NULs around ESC
+	"\x1b[200~pasted\x1b[201~",
+	"a\r\r\nb\r",
+	"\x1bX sos \x1b\\ text",
+	"tab\there\nnext line\n\n",
+	"\xff\xfe\x00",
+}
+
+func TestCleanJoins(t *testing.T) {
+	for _, in := range cleanSeeds {
+		out := Clean(in)
+		if strings.Contains(out, "\x1b") || strings.Contains(out, "\r") || strings.ContainsRune(out, 0x9b) {
+			t.Errorf("Clean(%q) = %q", in, out)
+		}
+	}
+	for in, want := range map[string]string{
+		"\x1b\x1b[201~":         "[201~",
+		"\x1b[20\x1b[201~1~":    "1~",
+		"\x1b]0;\x1b[201~\x07a": "a",
+		"\x1bX sos \x1b\\ text": " text",
+		"\x00nul\x00":           "nul",
+		"\u009b201~":            "201~",
+	} {
+		if got := Clean(in); got != want {
+			t.Errorf("Clean(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestCleanLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"v1\x1b[201~\rINJECTED\r": "v1INJECTED",
+		"two\nlines\tand tab\n":   "two lines and tab",
+		"plain":                   "plain",
+	} {
+		if got := CleanLine(in); got != want {
+			t.Errorf("CleanLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestFormatCleans(t *testing.T) {
+	if got := Format("MSG_A_deadbeef", "k=v\x1b[201~\rX\r"); got != "MSG_A_deadbeef: k=vX" {
+		t.Errorf("Format = %q", got)
+	}
+}
+
+// FuzzClean checks what Clean promises, for any input: nothing a terminal
+// acts on survives, so the end of a bracketed paste cannot be formed.
 func FuzzClean(f *testing.F) {
-	f.Add("x\x1b[201~y\x03\r\n")
+	for _, s := range cleanSeeds {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, in string) {
 		out := Clean(in)
 		if !utf8.ValidString(out) {
@@ -45,8 +108,22 @@ func FuzzClean(f *testing.F) {
 				t.Fatalf("Clean(%q) = %q still holds control %U", in, out, r)
 			}
 		}
+		if strings.Contains(out, "\x1b") || strings.Contains(out, "\x1b[201~") || strings.Contains(out, "\x1b[200~") {
+			t.Fatalf("Clean(%q) = %q holds an ESC", in, out)
+		}
 		if strings.HasSuffix(out, "\n") {
 			t.Fatalf("Clean(%q) = %q ends in a newline", in, out)
+		}
+		if again := Clean(out); again != out {
+			t.Fatalf("Clean is not idempotent: %q -> %q -> %q", in, out, again)
+		}
+		line := CleanLine(in)
+		if strings.ContainsAny(line, "\n\t\r\x1b") {
+			t.Fatalf("CleanLine(%q) = %q is not one clean line", in, line)
+		}
+		typed := Format("MSG_X_00000000", in)
+		if strings.ContainsAny(typed, "\r\x1b") {
+			t.Fatalf("Format(id, %q) = %q", in, typed)
 		}
 	})
 }
@@ -83,4 +160,48 @@ func TestNewID(t *testing.T) {
 	if got := Format(id, "hi"); got != "MSG_ANA_deadbeef: hi" {
 		t.Errorf("Format = %q", got)
 	}
+}
+
+func TestPrintable(t *testing.T) {
+	tests := []struct{ in, want, line string }{
+		{"plain text", "plain text", "plain text"},
+		{"w\x1b[2Jy", `w\x1b[2Jy`, `w\x1b[2Jy`},
+		{"m\x1b]52;c;aGk=\x07", `m\x1b]52;c;aGk=\x07`, `m\x1b]52;c;aGk=\x07`},
+		{"two\nlines\tand tab", "two\nlines\tand tab", `two\nlines\tand tab`},
+		{"cr\rover", `cr\rover`, `cr\rover`},
+		{"c1 \u009b2J del \x7f nul \x00", `c1 \u009b2J del \x7f nul \x00`, `c1 \u009b2J del \x7f nul \x00`},
+		{"bidi \u202egnp.exe\u202c \u2066x\u2069", `bidi \u202egnp.exe\u202c \u2066x\u2069`, `bidi \u202egnp.exe\u202c \u2066x\u2069`},
+		{"bad \xff\xfe utf8", `bad \xff\xfe utf8`, `bad \xff\xfe utf8`},
+		{"kept: é 世界 🎉 \uFFFD", "kept: é 世界 🎉 \uFFFD", "kept: é 世界 🎉 \uFFFD"},
+	}
+	for _, tt := range tests {
+		if got := Printable(tt.in); got != tt.want {
+			t.Errorf("Printable(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := PrintableLine(tt.in); got != tt.line {
+			t.Errorf("PrintableLine(%q) = %q, want %q", tt.in, got, tt.line)
+		}
+	}
+}
+
+// FuzzPrintable checks that nothing Printable returns can act on a
+// terminal or reorder text.
+func FuzzPrintable(f *testing.F) {
+	for _, s := range cleanSeeds {
+		f.Add(s)
+	}
+	f.Add("\u202e\u2066\u2028\u0085")
+	f.Fuzz(func(t *testing.T, in string) {
+		for _, oneLine := range []bool{false, true} {
+			out := printable(in, oneLine)
+			if !utf8.ValidString(out) {
+				t.Fatalf("printable(%q, %v) = %q is not valid UTF-8", in, oneLine, out)
+			}
+			for _, r := range out {
+				if Unsafe(r) && (oneLine || (r != '\n' && r != '\t')) {
+					t.Fatalf("printable(%q, %v) = %q holds %U", in, oneLine, out, r)
+				}
+			}
+		}
+	})
 }

@@ -46,11 +46,17 @@ type Profile struct {
 	Reader delivery.ScreenReader
 }
 
-// Submit key and settle used when nothing better is known: a raw CR, and the
-// delivery engine's own default pause.
+// The submit key of every known CLI: a raw CR.
+//
+// Settle is a profile's own: a pause before the submit key only where an
+// agent is known to need one. A program that enabled bracketed paste and
+// already shows our whole text in its box has taken the paste, so the
+// press can follow at once (generic, shell, aider: 0). Claude Code keeps
+// the 30 ms it has always had until scripts/calibrate measures it; Codex's
+// paste-burst guard is public (about 120 ms).
 const (
-	cr            = 0x0d
-	defaultSettle = 30 * time.Millisecond
+	cr           = 0x0d
+	claudeSettle = 30 * time.Millisecond
 )
 
 // shellCommands are the pane_current_command values of interactive shells.
@@ -64,7 +70,7 @@ func Builtin() []Profile {
 			// Measured with Claude Code 2.1.197 (e2e/claude/NOTES.md): 4 or
 			// more lines, or one line over 800 characters, fold; it queues.
 			Name: "claude", Commands: []string{"claude", "claude.exe"}, // npm's package runs bin/claude.exe
-			Settle: defaultSettle, SubmitKey: cr, Queues: true,
+			Settle: claudeSettle, SubmitKey: cr, Queues: true,
 			FoldBytes: 800, FoldLines: 3,
 			Reader: Claude{},
 		},
@@ -110,19 +116,19 @@ func Builtin() []Profile {
 		{
 			// aider reads with prompt_toolkit (bracketed paste); no folding.
 			Name: "aider", Commands: []string{"aider"},
-			Settle: defaultSettle, SubmitKey: cr,
-			Reader: Aider{},
+			SubmitKey: cr,
+			Reader:    Aider{},
 		},
 		{
 			// A shell runs whatever is typed: never an agent.
 			Name: "shell", Commands: slices.Clone(shellCommands),
-			Settle: defaultSettle, SubmitKey: cr,
-			Reader: Shell{},
+			SubmitKey: cr,
+			Reader:    Shell{},
 		},
 		{
-			Name:   "generic",
-			Settle: defaultSettle, SubmitKey: cr,
-			Reader: Generic{},
+			Name:      "generic",
+			SubmitKey: cr,
+			Reader:    Generic{},
 		},
 	}
 }

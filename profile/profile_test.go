@@ -17,7 +17,7 @@ func TestBuiltin(t *testing.T) {
 			t.Errorf("profile %s twice", p.Name)
 		}
 		names[p.Name] = true
-		if p.Reader == nil || p.SubmitKey != 0x0d || p.Settle <= 0 {
+		if p.Reader == nil || p.SubmitKey != 0x0d || p.Settle < 0 {
 			t.Errorf("%s: reader %v, submit key %#x, settle %s", p.Name, p.Reader, p.SubmitKey, p.Settle)
 		}
 		for _, c := range p.Commands {

@@ -115,6 +115,35 @@ func New(team, name string) (Target, error) {
 	return t, nil
 }
 
+// ParseName is the one normalisation and validation of a name that says
+// who a message is from or whose inbox it is: --from, AGENTMSG_FROM, the
+// config file's from, --sender filters, and the MCP server's from. The
+// canonical spelling is lower case, the way agents are addressed and
+// inboxes named: "ana", "ana-2", "ralph-7", "demo_lead". The name is
+// lower-cased (so "ROOT" is "root") and must then be an agent name: a core
+// name (^[a-z][a-z0-9_]*$), optionally followed by -<instance>
+// (^[a-z0-9]+$). Anything else ("Bad Name", "j.doe") is an InvalidError.
+// The upper-case form (message.Sender) appears only inside message ids.
+func ParseName(name string) (string, error) {
+	lower := strings.ToLower(name)
+	core, instance, spawned := strings.Cut(lower, "-")
+	rule := "must be an agent name: a letter, then letters, digits or _, optionally followed by -<letters or digits> (e.g. ana, ana-2, lead)"
+	if err := checkPart("sender name", core, coreRe, rule); err != nil {
+		err.(*InvalidError).Value = name
+		return "", err
+	}
+	if spawned {
+		if err := checkPart("sender name", instance, instanceRe, rule); err != nil {
+			err.(*InvalidError).Value = name
+			return "", err
+		}
+	}
+	if len(lower) > maxPart {
+		return "", &InvalidError{"sender name", name, fmt.Sprintf("is %d characters long; at most %d are allowed", len(lower), maxPart)}
+	}
+	return lower, nil
+}
+
 // FromSession parses a session name back into a Target. ok is false for any
 // session that is not an agent session under the naming scheme.
 func FromSession(session string) (t Target, ok bool) {

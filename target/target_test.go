@@ -121,3 +121,18 @@ func FuzzNew(f *testing.F) {
 		}
 	})
 }
+
+func TestParseName(t *testing.T) {
+	for in, want := range map[string]string{"ana": "ana", "ROOT": "root", "ana-2": "ana-2", "Lead_1": "lead_1",
+		"ralph-7": "ralph-7", "demo-lead": "demo-lead"} {
+		if got, err := ParseName(in); err != nil || got != want {
+			t.Errorf("ParseName(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "Bad Name", "j.doe", "ana;rm", "-ana", "ana-", "ana-2-3", "2ana", "ana-b_c",
+		"é", "a\x1b[2J", strings.Repeat("a", 65)} {
+		if got, err := ParseName(in); !errors.Is(err, ErrInvalid) {
+			t.Errorf("ParseName(%q) = %q, %v; want ErrInvalid", in, got, err)
+		}
+	}
+}

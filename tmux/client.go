@@ -1,16 +1,14 @@
 package tmux
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/GianlucaP106/gotmux/gotmux"
 )
 
 // Pane is what agentmsg needs to know about a session's active pane.
@@ -23,6 +21,8 @@ type Pane struct {
 	Dead    bool
 	Width   int
 	Height  int
+
+	sessionID string // "$3", while parsing
 }
 
 // Info is the server's own description of itself.
@@ -56,85 +56,202 @@ type Client interface {
 	SendBytes(ctx context.Context, pane string, b ...byte) error
 }
 
-// Exec runs one tmux process per call.
+// Exec runs tmux client processes (never a control client: see doc.go),
+// one command list per process, and batches the calls that arrive while one
+// runs (batch.go). It is safe for concurrent use.
 type Exec struct {
 	server  Server
 	bin     string
 	timeout time.Duration
 	// Trace, when set, hears every call: its subcommands, duration, error.
 	Trace func(command string, took time.Duration, err error)
+
+	mu       sync.Mutex
+	queue    []*call
+	draining bool
+	procs    atomic.Int64 // tmux processes started, for tests and benchmarks
 }
 
-// DefaultCommandTimeout bounds one tmux call, so a wedged server cannot hang
-// a delivery forever.
+// DefaultCommandTimeout bounds the wait for one tmux call, so that a wedged
+// server cannot hang a delivery forever. A call not answered by then is
+// abandoned, never killed.
 const DefaultCommandTimeout = 5 * time.Second
 
-// NewExec finds the tmux binary and returns a client for server.
-func NewExec(server Server) (*Exec, error) {
-	bin, err := exec.LookPath("tmux")
-	if err != nil {
-		return nil, ErrNotInstalled
-	}
-	return &Exec{server: server, bin: bin, timeout: DefaultCommandTimeout}, nil
-}
-
-func (c *Exec) Server() Server { return c.server }
-
-// paneFormat lists the fields of a Pane. The session name comes last so that
-// an oddly named session cannot shift the other fields; tmux escapes control
-// characters in format output, so the 0x1f separator cannot occur in a value.
-const (
-	sep        = "\x1f"
-	paneFormat = "#{pane_id}" + sep + "#{pane_pid}" + sep + "#{pane_in_mode}" + sep + "#{pane_dead}" + sep +
-		"#{pane_width}" + sep + "#{pane_height}" + sep + "#{pane_active}" + sep + "#{window_active}" + sep +
-		"#{pane_current_command}" + sep + "#{session_name}"
-	paneFields = 10
-)
-
-func (c *Exec) ListPanes(ctx context.Context) ([]Pane, error) {
-	out, err := c.run(ctx, nil, "list-panes", "-a", "-F", paneFormat)
+// NewExec returns a client for server that runs the tmux binary bin: a path,
+// or "" for the first tmux on $PATH.
+func NewExec(server Server, bin string) (*Exec, error) {
+	path, err := FindBinary(bin)
 	if err != nil {
 		return nil, err
 	}
-	return parsePanes(out, true), nil
+	return &Exec{server: server, bin: path, timeout: DefaultCommandTimeout}, nil
+}
+
+// FindBinary resolves the tmux binary to run: bin itself when it is a path
+// (or a name on $PATH), else "tmux" on $PATH.
+func FindBinary(bin string) (string, error) {
+	if bin == "" {
+		path, err := exec.LookPath("tmux")
+		if err != nil {
+			return "", ErrNotInstalled
+		}
+		return path, nil
+	}
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return "", fmt.Errorf("the configured tmux %q cannot be run: %w", bin, err)
+	}
+	return path, nil
+}
+
+// Bin is the path of the tmux binary this client runs.
+func (c *Exec) Bin() string { return c.bin }
+
+func (c *Exec) Server() Server { return c.server }
+
+// paneFormat lists the fields of a Pane, separated by spaces. Only the
+// last field, the foreground command, is free text (it may hold spaces);
+// the session is named by its id ($N), and its name read separately
+// (sessionFormat), so that no free text ever stands between two fields.
+// Control characters make no safe separator: tmux 3.4 and 3.5 print them
+// as octal escapes ("\037"), and a session name can hold those four
+// characters too.
+const (
+	sep        = " "
+	paneFormat = "#{pane_id} #{pane_pid} #{pane_in_mode} #{pane_dead} #{pane_width} #{pane_height} " +
+		"#{pane_active} #{window_active} #{session_id} #{pane_current_command}"
+	paneFields    = 10
+	sessionFormat = "#{session_id} #{session_name}"
+)
+
+func (c *Exec) ListPanes(ctx context.Context) ([]Pane, error) {
+	// One call, so that names and panes come from the same moment; the
+	// marker tells the two outputs apart.
+	mark := "agentmsg-sessions-" + newNonce()
+	out, err := c.doCommands(ctx, false, nil, [][]string{
+		{"list-sessions", "-F", sessionFormat},
+		{"display-message", "-p", mark},
+		{"list-panes", "-a", "-F", paneFormat},
+	})
+	if err != nil {
+		return nil, err
+	}
+	sessions, panes, ok := strings.Cut(string(out), mark+"\n")
+	if !ok {
+		return nil, &Error{Command: "list-panes", Socket: c.server.Socket, Stderr: "tmux's answer lacked its marker", ExitCode: -1}
+	}
+	names := map[string]string{}
+	for line := range strings.SplitSeq(strings.TrimSuffix(sessions, "\n"), "\n") {
+		if id, name, ok := strings.Cut(line, " "); ok && isID(id, '$') {
+			names[id] = name
+		}
+	}
+	return parsePanes([]byte(panes), true, func(id string) (string, bool) {
+		name, ok := names[id]
+		return name, ok
+	}), nil
 }
 
 func (c *Exec) SessionPane(ctx context.Context, session string) (Pane, error) {
 	// "=NAME:" is an exact match on the session (a bare name prefix-matches).
-	out, err := c.run(ctx, nil, "list-panes", "-t", "="+session+":", "-F", paneFormat)
+	out, err := c.run(ctx, "list-panes", "-t", "="+session+":", "-F", paneFormat)
 	if err != nil {
 		return Pane{}, err
 	}
-	for _, p := range parsePanes(out, false) {
-		if p.Session == session {
-			return p, nil
-		}
+	panes := parsePanes(out, false, func(string) (string, bool) { return session, true })
+	if len(panes) == 1 {
+		return panes[0], nil
 	}
 	return Pane{}, &Error{Command: "list-panes", Socket: c.server.Socket, Stderr: "can't find session: " + session, Kind: ErrSessionNotFound}
 }
 
 // parsePanes keeps each session's active pane (of its active window when
-// activeWindowOnly is set; list-panes -t already lists only that window).
-func parsePanes(out []byte, activeWindowOnly bool) []Pane {
+// activeWindowOnly is set; list-panes -t already lists only that window),
+// naming sessions by their id. A line that does not parse, or a session
+// that seems to have two active panes (a foreground command whose name
+// holds a newline could forge a line), is left out: better no target than
+// a wrong one.
+func parsePanes(out []byte, activeWindowOnly bool, sessionName func(id string) (string, bool)) []Pane {
 	var panes []Pane
+	seen := map[string]int{}
 	for line := range strings.SplitSeq(strings.TrimRight(string(out), "\n"), "\n") {
 		f := strings.SplitN(line, sep, paneFields)
-		if len(f) != paneFields || f[6] != "1" || (activeWindowOnly && f[7] != "1") {
+		if len(f) != paneFields || !isID(f[0], '%') || !isID(f[8], '$') || f[6] != "1" || (activeWindowOnly && f[7] != "1") {
 			continue
 		}
-		pid, _ := strconv.Atoi(f[1])
-		w, _ := strconv.Atoi(f[4])
-		h, _ := strconv.Atoi(f[5])
+		name, ok := sessionName(f[8])
+		if !ok {
+			continue
+		}
+		pid, err1 := strconv.Atoi(f[1])
+		w, err2 := strconv.Atoi(f[4])
+		h, err3 := strconv.Atoi(f[5])
+		if err1 != nil || err2 != nil || err3 != nil {
+			continue
+		}
+		seen[f[8]]++
 		panes = append(panes, Pane{
 			ID: f[0], PID: pid, InMode: f[2] == "1", Dead: f[3] == "1",
-			Width: w, Height: h, Command: f[8], Session: f[9],
+			Width: w, Height: h, Command: f[9], Session: name, sessionID: f[8],
 		})
 	}
-	return panes
+	kept := panes[:0]
+	for _, p := range panes {
+		if seen[p.sessionID] == 1 {
+			kept = append(kept, p)
+		}
+	}
+	return kept
+}
+
+// isID reports whether s is a tmux id: the prefix (%, $ or @) and digits.
+func isID(s string, prefix byte) bool {
+	if len(s) < 2 || s[0] != prefix {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// SessionPaneScreen is SessionPane and the pane's visible screen, in one
+// round trip (a send needs both before it starts).
+func (c *Exec) SessionPaneScreen(ctx context.Context, session string) (Pane, []string, error) {
+	mark := "agentmsg-screen-" + newNonce()
+	out, err := c.doCommands(ctx, false, nil, [][]string{
+		{"list-panes", "-t", "=" + session + ":", "-F", paneFormat},
+		{"display-message", "-p", mark},
+		{"capture-pane", "-p", "-J", "-t", "=" + session + ":"},
+	})
+	if err != nil {
+		return Pane{}, nil, err
+	}
+	list, screen, ok := strings.Cut(string(out), mark+"\n")
+	if !ok {
+		return Pane{}, nil, &Error{Command: "list-panes+capture-pane", Socket: c.server.Socket, Stderr: "tmux's answer lacked its marker", ExitCode: -1}
+	}
+	panes := parsePanes([]byte(list), false, func(string) (string, bool) { return session, true })
+	if len(panes) != 1 {
+		return Pane{}, nil, &Error{Command: "list-panes", Socket: c.server.Socket, Stderr: "can't find session: " + session, Kind: ErrSessionNotFound}
+	}
+	return panes[0], strings.Split(strings.TrimSuffix(screen, "\n"), "\n"), nil
+}
+
+// LeaveModeCapture leaves any mode the pane is in and captures its visible
+// screen, in one round trip.
+func (c *Exec) LeaveModeCapture(ctx context.Context, pane string) ([]string, error) {
+	out, err := c.run(ctx, "copy-mode", "-q", "-t", pane, ";", "capture-pane", "-p", "-J", "-t", pane)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"), nil
 }
 
 func (c *Exec) LeaveMode(ctx context.Context, pane string) error {
-	_, err := c.run(ctx, nil, "copy-mode", "-q", "-t", pane)
+	_, err := c.run(ctx, "copy-mode", "-q", "-t", pane)
 	return err
 }
 
@@ -143,7 +260,7 @@ func (c *Exec) Capture(ctx context.Context, pane string, history int) ([]string,
 	if history > 0 {
 		args = append(args, "-S", strconv.Itoa(-history))
 	}
-	out, err := c.run(ctx, nil, args...)
+	out, err := c.run(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -151,15 +268,16 @@ func (c *Exec) Capture(ctx context.Context, pane string, history int) ([]string,
 }
 
 func (c *Exec) Paste(ctx context.Context, pane, buffer, text string) error {
-	// One tmux call: load the buffer from stdin (no argv parsing, no size
-	// limit), paste it with bracketed-paste markers (-p), LF kept as LF (-r),
-	// and delete it (-d).
-	_, err := c.run(ctx, strings.NewReader(text),
-		"load-buffer", "-b", buffer, "-", ";",
+	// One command list: load the buffer from an anonymous file written
+	// whole before tmux starts (no argv parsing, no size limit, nothing
+	// cut short or left on disk if we die), paste it with bracketed-paste
+	// markers (-p), LF kept as LF (-r), and delete it (-d).
+	_, err := c.do(ctx, true, []string{text},
+		"load-buffer", "-b", buffer, payloadArg(0), ";",
 		"paste-buffer", "-p", "-d", "-r", "-b", buffer, "-t", pane)
 	if err != nil {
 		// The paste failed after the load: do not leave our text behind.
-		_, _ = c.run(context.WithoutCancel(ctx), nil, "delete-buffer", "-b", buffer)
+		_, _ = c.do(context.WithoutCancel(ctx), true, nil, "delete-buffer", "-b", buffer)
 	}
 	return err
 }
@@ -169,13 +287,13 @@ func (c *Exec) SendBytes(ctx context.Context, pane string, b ...byte) error {
 	for _, x := range b {
 		args = append(args, fmt.Sprintf("%02x", x))
 	}
-	_, err := c.run(ctx, nil, args...)
+	_, err := c.do(ctx, true, nil, args...)
 	return err
 }
 
 // Info asks the server for its version and pid.
 func (c *Exec) Info(ctx context.Context) (Info, error) {
-	out, err := c.run(ctx, nil, "display-message", "-p", "#{version}"+sep+"#{pid}")
+	out, err := c.run(ctx, "display-message", "-p", "#{version}"+sep+"#{pid}")
 	if err != nil {
 		return Info{}, err
 	}
@@ -184,80 +302,7 @@ func (c *Exec) Info(ctx context.Context) (Info, error) {
 	return Info{Version: version, PID: n, Socket: c.server.Socket}, nil
 }
 
-// SessionNames lists the server's session names through gotmux, which is
-// sound for this: a session name cannot hold the ":" of gotmux's "-:-"
-// field separator. Another field it reads (the session's directory) can,
-// and gotmux panics then; that case falls back to the direct runner.
-func (c *Exec) SessionNames(ctx context.Context) (names []string, err error) {
-	if names, ok := c.sessionNamesGotmux(); ok {
-		return names, nil
-	}
-	out, err := c.run(ctx, nil, "list-sessions", "-F", "#{session_name}")
-	if err != nil {
-		return nil, err
-	}
-	return strings.Fields(string(out)), nil
-}
-
-func (c *Exec) sessionNamesGotmux() (names []string, ok bool) {
-	defer func() {
-		if recover() != nil {
-			names, ok = nil, false
-		}
-	}()
-	t, err := gotmux.NewTmux(c.server.Socket)
-	if err != nil {
-		return nil, false
-	}
-	sessions, err := t.ListSessions()
-	if err != nil {
-		return nil, false
-	}
-	for _, s := range sessions {
-		names = append(names, s.Name)
-	}
-	return names, true
-}
-
-func (c *Exec) run(ctx context.Context, stdin *strings.Reader, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, c.bin, append([]string{"-S", c.server.Socket}, args...)...)
-	if stdin != nil {
-		cmd.Stdin = stdin
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	if c.Trace != nil {
-		c.Trace(commandNames(args), time.Since(start), err)
-	}
-	if err == nil {
-		return stdout.Bytes(), nil
-	}
-	e := &Error{Command: commandNames(args), Socket: c.server.Socket, Stderr: stderr.String(), ExitCode: -1}
-	var exitErr *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		e.Stderr = fmt.Sprintf("no answer within %s (%v)", c.timeout, ctx.Err())
-	case errors.As(err, &exitErr):
-		e.ExitCode = exitErr.ExitCode()
-	default:
-		e.Stderr = err.Error()
-	}
-	e.Kind = classify(e.Stderr)
-	return nil, e
-}
-
-// commandNames names the subcommands of a call for error messages, leaving
-// out every argument (those may hold message text).
-func commandNames(args []string) string {
-	names := []string{args[0]}
-	for i, a := range args[:len(args)-1] {
-		if a == ";" {
-			names = append(names, args[i+1])
-		}
-	}
-	return strings.Join(names, "+")
+// run runs a command that only reads.
+func (c *Exec) run(ctx context.Context, args ...string) ([]byte, error) {
+	return c.do(ctx, false, nil, args...)
 }

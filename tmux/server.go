@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -36,13 +37,58 @@ func ResolveServer(socketPath, socketName string, lookupEnv func(string) (string
 		}
 		return Server{Socket: filepath.Join(socketDir(lookupEnv), socketName)}, nil
 	}
-	// $TMUX is "socket,server-pid,session-index".
-	if v, ok := lookupEnv("TMUX"); ok && v != "" {
-		if sock, _, _ := strings.Cut(v, ","); sock != "" {
-			return Server{Socket: sock}, nil
-		}
+	if c := CallerFrom(lookupEnv); c.Socket != "" {
+		return Server{Socket: c.Socket}, nil
 	}
 	return Server{Socket: filepath.Join(socketDir(lookupEnv), "default")}, nil
+}
+
+// Caller is the tmux pane the calling process runs in, as tmux tells its
+// panes: $TMUX is "socket,server-pid,session-index" and $TMUX_PANE the
+// pane's id. Zero outside tmux.
+type Caller struct {
+	Socket    string
+	ServerPID int
+	Pane      string // "%12"
+}
+
+// CallerFrom reads the caller's pane from the environment (the one place
+// that parses $TMUX).
+func CallerFrom(lookupEnv func(string) (string, bool)) Caller {
+	v, _ := lookupEnv("TMUX")
+	sock, rest, _ := strings.Cut(v, ",")
+	if sock == "" {
+		return Caller{}
+	}
+	pidText, _, _ := strings.Cut(rest, ",")
+	pid, _ := strconv.Atoi(pidText)
+	pane, _ := lookupEnv("TMUX_PANE")
+	return Caller{Socket: sock, ServerPID: pid, Pane: pane}
+}
+
+// In reports whether the caller runs on server.
+func (c Caller) In(server Server) bool { return c.Socket != "" && c.Socket == server.Socket }
+
+// Binary picks the tmux binary that talks to server, and says why: the one
+// configured (config tmux, AGENTMSG_TMUX); else, when the caller runs inside
+// that very server, the binary the server itself runs (/proc/PID/exe): a
+// client of another release may not speak its protocol ("protocol version
+// mismatch"), and an agent's shell often has another tmux first on $PATH than
+// the one its server was started with; else the first tmux on $PATH.
+func Binary(configured string, server Server, lookupEnv func(string) (string, bool)) (path, why string, err error) {
+	if configured != "" {
+		path, err = FindBinary(configured)
+		return path, "configured", err
+	}
+	if c := CallerFrom(lookupEnv); c.In(server) && c.ServerPID > 0 {
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", c.ServerPID)); err == nil {
+			if st, err := os.Stat(exe); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+				return exe, "the binary of the server you run in", nil
+			}
+		}
+	}
+	path, err = FindBinary("")
+	return path, "the first tmux on $PATH", err
 }
 
 // socketDir mirrors tmux: ${TMUX_TMPDIR:-/tmp}/tmux-UID.
@@ -59,17 +105,22 @@ func socketDir(lookupEnv func(string) (string, bool)) string {
 
 // CallerSession names the session of the pane the caller runs in, read from
 // the caller's own server ($TMUX, $TMUX_PANE); "" when not inside tmux.
-func CallerSession(ctx context.Context, lookupEnv func(string) (string, bool)) (string, error) {
-	tmuxVar, _ := lookupEnv("TMUX")
-	pane, _ := lookupEnv("TMUX_PANE")
-	sock, _, _ := strings.Cut(tmuxVar, ",")
-	if sock == "" || pane == "" {
+func CallerSession(ctx context.Context, bin string, lookupEnv func(string) (string, bool)) (string, error) {
+	caller := CallerFrom(lookupEnv)
+	if caller.Socket == "" || caller.Pane == "" {
 		return "", nil
 	}
-	c, err := NewExec(Server{Socket: sock})
+	server := Server{Socket: caller.Socket}
+	if bin == "" {
+		var err error
+		if bin, _, err = Binary("", server, lookupEnv); err != nil {
+			return "", err
+		}
+	}
+	c, err := NewExec(server, bin)
 	if err != nil {
 		return "", err
 	}
-	out, err := c.run(ctx, nil, "display-message", "-p", "-t", pane, "#{session_name}")
+	out, err := c.run(ctx, "display-message", "-p", "-t", caller.Pane, "#{session_name}")
 	return strings.TrimSpace(string(out)), err
 }

@@ -26,7 +26,7 @@ func (c *Exec) NewSession(ctx context.Context, session, dir string, env, argv []
 		args = append(args, "-e", kv)
 	}
 	args = append(append(args, "--"), argv...)
-	out, err := c.run(ctx, nil, args...)
+	out, err := c.doCommands(ctx, true, nil, [][]string{args}) // argv may hold a ";"
 	if err != nil {
 		var te *Error
 		if errors.As(err, &te) && strings.Contains(te.Stderr, "duplicate session") {
@@ -42,7 +42,7 @@ func (c *Exec) NewSession(ctx context.Context, session, dir string, env, argv []
 // KillSession ends the session named exactly session; one already gone
 // (or a server gone with it) is no error.
 func (c *Exec) KillSession(ctx context.Context, session string) error {
-	_, err := c.run(ctx, nil, "kill-session", "-t", "="+session)
+	_, err := c.do(ctx, true, nil, "kill-session", "-t", "="+session)
 	if errors.Is(err, ErrSessionNotFound) || errors.Is(err, ErrNoServer) {
 		return nil
 	}
@@ -51,7 +51,7 @@ func (c *Exec) KillSession(ctx context.Context, session string) error {
 
 // HasSession reports whether a session named exactly session exists.
 func (c *Exec) HasSession(ctx context.Context, session string) (bool, error) {
-	_, err := c.run(ctx, nil, "has-session", "-t", "="+session)
+	_, err := c.run(ctx, "has-session", "-t", "="+session)
 	switch {
 	case err == nil:
 		return true, nil
@@ -64,7 +64,7 @@ func (c *Exec) HasSession(ctx context.Context, session string) (bool, error) {
 // Activity is the last output time of every session's active window, by
 // session name (#{window_activity}); empty when no server runs.
 func (c *Exec) Activity(ctx context.Context) (map[string]time.Time, error) {
-	out, err := c.run(ctx, nil, "list-windows", "-a", "-F", "#{window_active}"+sep+"#{window_activity}"+sep+"#{session_name}")
+	out, err := c.run(ctx, "list-windows", "-a", "-F", "#{window_active}"+sep+"#{window_activity}"+sep+"#{session_name}")
 	if errors.Is(err, ErrNoServer) {
 		return map[string]time.Time{}, nil
 	}

@@ -16,9 +16,7 @@ import (
 // removes it when the test ends.
 func testServer(t *testing.T) (*Exec, func(args ...string) string) {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Fatal("tmux is not installed: scripts/test installs it")
-	}
+	bin := testBin(t)
 	dir, err := os.MkdirTemp("", "amt")
 	if err != nil {
 		t.Fatal(err)
@@ -26,24 +24,39 @@ func testServer(t *testing.T) (*Exec, func(args ...string) string) {
 	sock := filepath.Join(dir, "s")
 	raw := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command("tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+		out, err := exec.Command(bin, append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("tmux %v: %v: %s", args, err, out)
 		}
 		return string(out)
 	}
 	t.Cleanup(func() {
-		_ = exec.Command("tmux", "-S", sock, "kill-server").Run()
+		_ = exec.Command(bin, "-S", sock, "kill-server").Run()
 		os.RemoveAll(dir)
 	})
 	raw("new-session", "-d", "-s", "agent-alpha-ana-2", "-x", "120", "-y", "30", "cat")
-	raw("new-session", "-d", "-s", "odd\tname", "cat")
+	// Names that could shift fields: a tab (tmux 3.7 refuses it), the
+	// octal escape that tmux 3.4 prints for a control character, a space.
+	if _, err := exec.Command(bin, "-S", sock, "new-session", "-d", "-s", "odd\tname", "cat").CombinedOutput(); err != nil {
+		raw("new-session", "-d", "-s", `odd\037 %9 1 0 0 1 1 1 1 $0 name`, "cat")
+	}
 	raw("select-pane", "-t", "=agent-alpha-ana-2:", "-T", "title -:- with the separator gotmux splits on")
-	e, err := NewExec(Server{Socket: sock})
+	e, err := NewExec(Server{Socket: sock}, bin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return e, raw
+}
+
+// testBin is the tmux under test: $AGENTMSG_TMUX (the version matrix of
+// scripts/test) or the one on $PATH.
+func testBin(t *testing.T) string {
+	t.Helper()
+	bin, err := FindBinary(os.Getenv("AGENTMSG_TMUX"))
+	if err != nil {
+		t.Fatalf("%v: scripts/test installs tmux", err)
+	}
+	return bin
 }
 
 type clientCase struct {
@@ -53,22 +66,6 @@ type clientCase struct {
 
 var clients = []clientCase{
 	{"exec", func(t *testing.T, e *Exec) Client { return e }},
-	{"control", func(t *testing.T, e *Exec) Client {
-		c, err := DialControl(context.Background(), e, "agent-alpha-ana-2")
-		if err != nil {
-			t.Fatalf("DialControl: %v", err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}},
-	{"attached", func(t *testing.T, e *Exec) Client {
-		a, err := Attach(context.Background(), e, "agent-alpha-ana-2")
-		if err != nil || !a.Control() {
-			t.Fatalf("Attach: %v (control %v)", err, err == nil && a.Control())
-		}
-		t.Cleanup(func() { a.Close() })
-		return a
-	}},
 }
 
 func TestClient(t *testing.T) {
@@ -142,62 +139,12 @@ func TestClient(t *testing.T) {
 
 func TestNoServer(t *testing.T) {
 	dir := t.TempDir()
-	e, err := NewExec(Server{Socket: filepath.Join(dir, "none")})
+	e, err := NewExec(Server{Socket: filepath.Join(dir, "none")}, testBin(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.ListPanes(context.Background()); !errors.Is(err, ErrNoServer) {
 		t.Errorf("ListPanes without a server: %v, want ErrNoServer", err)
-	}
-	if _, err := DialControl(context.Background(), e, "agent-a-b"); !errors.Is(err, ErrNoServer) {
-		t.Errorf("DialControl without a server: %v, want ErrNoServer", err)
-	}
-}
-
-func TestControlDialMissingSession(t *testing.T) {
-	e, _ := testServer(t)
-	if _, err := DialControl(context.Background(), e, "agent-alpha-ana"); !errors.Is(err, ErrSessionNotFound) {
-		t.Fatalf("DialControl to a prefix of a session: %v, want ErrSessionNotFound", err)
-	}
-}
-
-func TestControlServerGone(t *testing.T) {
-	e, raw := testServer(t)
-	c, err := DialControl(context.Background(), e, "agent-alpha-ana-2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	raw("kill-server")
-	_, err = c.ListPanes(context.Background())
-	if err == nil {
-		t.Fatal("ListPanes after kill-server succeeded")
-	}
-}
-
-// A broadcast shares one client attached to one agent's session; when that
-// session goes away, the others must still be reachable.
-func TestAttachedOutlivesItsSession(t *testing.T) {
-	e, raw := testServer(t)
-	a, err := Attach(context.Background(), e, "agent-alpha-ana-2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	raw("kill-session", "-t", "=agent-alpha-ana-2")
-	panes, err := a.ListPanes(context.Background())
-	if err != nil || len(panes) != 1 || !strings.HasPrefix(panes[0].Session, "odd") {
-		t.Fatalf("ListPanes after the attached session went: %+v, %v", panes, err)
-	}
-	if a.Control() {
-		t.Error("still claims a live control client")
-	}
-}
-
-func TestAttachMissing(t *testing.T) {
-	e, _ := testServer(t)
-	if _, err := Attach(context.Background(), e, "agent-alpha-ana"); !errors.Is(err, ErrSessionNotFound) {
-		t.Fatalf("Attach to a prefix of a session: %v, want ErrSessionNotFound", err)
 	}
 }
 
@@ -228,8 +175,9 @@ func TestResolveServer(t *testing.T) {
 }
 
 func TestCommandNames(t *testing.T) {
-	if got := commandNames([]string{"load-buffer", "-b", "x", "-", ";", "paste-buffer", "-t", "%1"}); got != "load-buffer+paste-buffer" {
-		t.Errorf("commandNames = %q", got)
+	cl := &call{cmds: splitCommands([]string{"load-buffer", "-b", "x", "secret text", ";", "paste-buffer", "-t", "%1"})}
+	if got := callNames(cl); got != "load-buffer+paste-buffer" {
+		t.Errorf("callNames = %q", got)
 	}
 }
 
@@ -261,5 +209,152 @@ func TestSessions(t *testing.T) {
 	}
 	if ok, _ := e.HasSession(ctx, "agent-alpha-ana"); ok {
 		t.Error("still there after KillSession")
+	}
+}
+
+// Calls made at once share tmux processes, and each gets its own answer,
+// including the failures in the middle of a shared command list.
+func TestBatchedCalls(t *testing.T) {
+	e, raw := testServer(t)
+	ctx := context.Background()
+	const n = 40
+	panes := make([]string, n)
+	for i := range panes {
+		name := fmt.Sprintf("agent-batch-a%02d", i)
+		raw("new-session", "-d", "-s", name, "-x", "80", "-y", "10", fmt.Sprintf("printf 'pane %d here\\n'; exec cat", i))
+		p, err := e.SessionPane(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		panes[i] = p.ID
+	}
+	for i, p := range panes {
+		waitFor(t, func() bool {
+			lines, err := e.Capture(ctx, p, 0)
+			return err == nil && strings.Contains(strings.Join(lines, "\n"), fmt.Sprintf("pane %d here", i))
+		})
+	}
+	before := e.procs.Load()
+	errs := make(chan error, 3*n)
+	for i, p := range panes {
+		go func() {
+			lines, err := e.Capture(ctx, p, 0)
+			if err == nil && !strings.Contains(strings.Join(lines, "\n"), fmt.Sprintf("pane %d here", i)) {
+				err = fmt.Errorf("capture of %s got another pane's screen: %q", p, lines)
+			}
+			errs <- err
+		}()
+		go func() {
+			_, err := e.Capture(ctx, "%9999", 0)
+			if !errors.Is(err, ErrPaneNotFound) {
+				errs <- fmt.Errorf("capture of a missing pane: %v", err)
+				return
+			}
+			errs <- nil
+		}()
+		go func() {
+			_, err := e.SessionPane(ctx, fmt.Sprintf("agent-batch-a%02d", i))
+			errs <- err
+		}()
+	}
+	for range 3 * n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if procs := e.procs.Load() - before; procs >= 3*n {
+		t.Errorf("%d calls took %d tmux processes: nothing was batched", 3*n, procs)
+	} else {
+		t.Logf("%d calls in %d tmux processes", 3*n, procs)
+	}
+}
+
+// An argument ending in ";" is data, not tmux's command separator.
+func TestArgumentEndingInSemicolon(t *testing.T) {
+	e, _ := testServer(t)
+	for _, s := range []string{"x;", `w\;`, "a b ;"} {
+		out, err := e.run(context.Background(), "display-message", "-p", s)
+		if err != nil || strings.TrimSuffix(string(out), "\n") != s {
+			t.Errorf("display-message -p %q = %q, %v", s, out, err)
+		}
+	}
+}
+
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, tt := range []struct {
+		v            Version
+		atLeast37    bool
+		crashHazard  bool
+		unknownFirst bool
+	}{
+		{"3.2a", false, true, false},
+		{"3.3a", false, true, false},
+		{"3.6a", false, true, false},
+		{"3.7", true, false, false},
+		{"3.7c", true, false, false},
+		{"3.10", true, false, false},
+		{"next-3.8", true, false, false},
+		{"master", true, false, false},
+		{"openbsd-7.6", false, true, true},
+	} {
+		if got := tt.v.AtLeast(3, 7); got != tt.atLeast37 {
+			t.Errorf("%s.AtLeast(3, 7) = %v", tt.v, got)
+		}
+		hs := tt.v.Hazards()
+		crash := false
+		for _, h := range hs {
+			crash = crash || strings.Contains(h.Summary, "segfaults")
+		}
+		if crash != tt.crashHazard && !tt.unknownFirst {
+			t.Errorf("%s: hazards %+v, crash hazard %v want %v", tt.v, hs, crash, tt.crashHazard)
+		}
+		if tt.unknownFirst && (len(hs) == 0 || !strings.Contains(hs[0].Summary, "unknown tmux version")) {
+			t.Errorf("%s: hazards %+v, want an unknown-version warning", tt.v, hs)
+		}
+	}
+}
+
+// Inside a tmux pane with no tmux configured, agentmsg runs the binary its
+// own server runs: an agent's $PATH may hold another release, whose client
+// cannot talk to that server.
+func TestBinaryOfTheServerYouRunIn(t *testing.T) {
+	e, _ := testServer(t)
+	info, err := e.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", info.PID))
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	inside := env(map[string]string{"TMUX": fmt.Sprintf("%s,%d,0", e.Server().Socket, info.PID), "TMUX_PANE": "%0", "PATH": ""})
+	if c := CallerFrom(inside); c.Socket != e.Server().Socket || c.ServerPID != info.PID || c.Pane != "%0" || !c.In(e.Server()) {
+		t.Errorf("CallerFrom = %+v", c)
+	}
+	if got, why, err := Binary("", e.Server(), inside); err != nil || got != exe || !strings.Contains(why, "server you run in") {
+		t.Errorf("Binary inside the server = %q (%s), %v; want %q", got, why, err, exe)
+	}
+	if got, why, err := Binary(exe, Server{Socket: "/elsewhere"}, inside); err != nil || got != exe || why != "configured" {
+		t.Errorf("Binary configured = %q (%s), %v", got, why, err)
+	}
+	if got, _, _ := Binary("", Server{Socket: "/another/server"}, inside); got == exe && !strings.HasPrefix(exe, "/usr/bin") {
+		t.Errorf("Binary for another server took this server's binary %q", got)
+	}
+	if c := CallerFrom(env(nil)); c != (Caller{}) {
+		t.Errorf("CallerFrom outside tmux = %+v", c)
 	}
 }

@@ -52,7 +52,7 @@ func benchClaude(n int) (row, error) {
 	sock := filepath.Join(dir, "s")
 	agent, err := claudeharness.Start(claudeharness.Options{Claude: claude, Socket: sock, Root: dir, APIURL: api.URL()})
 	if err != nil {
-		_ = exec.Command("tmux", "-S", sock, "kill-server").Run()
+		_ = exec.Command(harness.TmuxBin(), "-S", sock, "kill-server").Run()
 		return row{}, err
 	}
 	defer func() {

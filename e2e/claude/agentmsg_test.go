@@ -76,7 +76,7 @@ func newLiveShell(t *testing.T, hooks, keepShell bool) *live {
 	}
 	l.agent, err = Start(Options{Claude: claude, Socket: l.sock, Root: dir, APIURL: l.api.URL(), KeepShell: keepShell})
 	if err != nil {
-		_ = exec.Command("tmux", "-S", l.sock, "kill-server").Run()
+		_ = exec.Command(harness.TmuxBin(), "-S", l.sock, "kill-server").Run()
 		t.Fatal(err)
 	}
 	return l

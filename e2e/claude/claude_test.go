@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/e2e/fakeapi"
+	"github.com/agentmsg/agentmsg/e2e/harness"
 )
 
 // claudeFor returns the claude executable, or skips: the live test runs
@@ -23,7 +24,7 @@ func claudeFor(t *testing.T) string {
 	if os.Getenv("AGENTMSG_E2E_CLAUDE") != "1" && os.Getenv("AGENTMSG_CLAUDE") == "" {
 		t.Skip("set AGENTMSG_E2E_CLAUDE=1 to run against the real Claude Code")
 	}
-	if _, err := exec.LookPath("tmux"); err != nil {
+	if _, err := exec.LookPath(harness.TmuxBin()); err != nil {
 		t.Skip("tmux not installed")
 	}
 	p, err := Find()
@@ -81,7 +82,7 @@ func newRig(t *testing.T) *rig {
 	})
 	if err != nil {
 		// Start killed its session; make sure the server goes too.
-		_ = exec.Command("tmux", "-S", sock, "kill-server").Run()
+		_ = exec.Command(harness.TmuxBin(), "-S", sock, "kill-server").Run()
 		t.Fatal(err)
 	}
 	t.Logf("start to ready input box: %v", r.agent.Ready.Sub(r.agent.Started).Round(time.Millisecond))

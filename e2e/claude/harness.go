@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentmsg/agentmsg/e2e/harness"
 )
 
 // FakeAPIKey is the key the agent gets. Only its last 20 characters matter:
@@ -149,7 +151,7 @@ func (a *Agent) tmuxIn(stdin []byte, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	full := append([]string{"-S", a.Opts.Socket, "-f", "/dev/null"}, args...)
-	cmd := exec.CommandContext(ctx, "tmux", full...)
+	cmd := exec.CommandContext(ctx, harness.TmuxBin(), full...)
 	cmd.Env = withoutTMUX(os.Environ())
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -25,12 +26,21 @@ type Record struct {
 	Queued bool   `json:"queued,omitempty"`
 }
 
-// AgentOption sets one of the stand-in's flags.
-type AgentOption func(*[]string)
+// AgentOption sets one of the stand-in's flags, or how it is started.
+type AgentOption func(*agentStart)
+
+type agentStart struct {
+	args  []string
+	shell bool // run under a shell, not as the pane's own process
+}
 
 func flagOption(name, value string) AgentOption {
-	return func(args *[]string) { *args = append(*args, "-"+name, value) }
+	return func(st *agentStart) { st.args = append(st.args, "-"+name, value) }
 }
+
+// Stoppable runs the stand-in under a shell, so that Stop can freeze it:
+// tmux sends SIGCONT at once to a pane's own process that stops.
+func Stoppable() AgentOption { return func(st *agentStart) { st.shell = true } }
 
 // Style is "claude" (the default) or "plain".
 func Style(style string) AgentOption { return flagOption("style", style) }
@@ -42,11 +52,13 @@ func InitialState(state string) AgentOption { return flagOption("state", state) 
 func BusyAfterSubmit(d time.Duration) AgentOption { return flagOption("busy-after-submit", d.String()) }
 
 // Queue makes Enter while busy queue the draft.
-func Queue() AgentOption { return func(args *[]string) { *args = append(*args, "-queue") } }
+func Queue() AgentOption { return func(st *agentStart) { st.args = append(st.args, "-queue") } }
 
 // NoQueue makes Enter while busy do nothing (the default queues, as
 // Claude Code does).
-func NoQueue() AgentOption { return func(args *[]string) { *args = append(*args, "-queue=false") } }
+func NoQueue() AgentOption {
+	return func(st *agentStart) { st.args = append(st.args, "-queue=false") }
+}
 
 // FoldBytes folds pastes longer than n bytes into a label (<= 0: never).
 func FoldBytes(n int) AgentOption { return flagOption("fold-bytes", strconv.Itoa(n)) }
@@ -60,6 +72,12 @@ func DropEnter(n int) AgentOption { return flagOption("drop-enter", strconv.Itoa
 // EnterGuard turns an Enter within d of typing into a newline.
 func EnterGuard(d time.Duration) AgentOption { return flagOption("enter-guard", d.String()) }
 
+// EchoDelay shows each submitted prompt in the transcript d late.
+func EchoDelay(d time.Duration) AgentOption { return flagOption("echo-delay", d.String()) }
+
+// OutputLines prints n lines of output under each submitted prompt.
+func OutputLines(n int) AgentOption { return flagOption("output-lines", strconv.Itoa(n)) }
+
 // Agent is one stand-in running in its own session.
 type Agent struct {
 	Server  *Server
@@ -67,6 +85,8 @@ type Agent struct {
 	Pane    string // "%N", used for every command after start
 	LogPath string
 	CuePath string
+	shell   bool // started under a shell (Stoppable)
+	stopped int  // the pid Stop froze
 }
 
 // StartAgent starts the stand-in in a new 200x50 session and waits for it
@@ -83,14 +103,20 @@ func (s *Server) StartAgent(session string, opts ...AgentOption) (*Agent, error)
 	}
 	// -queue: like Claude Code, whose screen the stand-in draws, it queues
 	// what is submitted while it is busy (NoQueue turns that off).
-	args := []string{"-log", a.LogPath, "-cue", a.CuePath, "-queue"}
+	st := agentStart{args: []string{"-log", a.LogPath, "-cue", a.CuePath, "-queue"}}
 	for _, o := range opts {
-		o(&args)
+		o(&st)
 	}
 	// More than one argument after the options: tmux runs the program
-	// itself, no shell in between to reinterpret anything.
-	out, err := s.Tmux(append([]string{"new-session", "-d", "-P", "-F", "#{pane_id}",
-		"-s", session, "-x", "200", "-y", "50", "--", s.Bins.Standin}, args...)...)
+	// itself, no shell in between to reinterpret anything. Under a shell,
+	// the arguments go as "$@", not through its parser.
+	command := []string{s.Bins.Standin}
+	if st.shell {
+		a.shell = true
+		command = []string{"/bin/sh", "-c", `"$0" "$@"; exit $?`, s.Bins.Standin}
+	}
+	out, err := s.Tmux(append(append([]string{"new-session", "-d", "-P", "-F", "#{pane_id}",
+		"-s", session, "-x", "200", "-y", "50", "--"}, command...), st.args...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +249,55 @@ func (a *Agent) PID() (int, error) {
 		return 0, err
 	}
 	return strconv.Atoi(strings.TrimSpace(out))
+}
+
+// Stop freezes the stand-in (SIGSTOP), as a hung agent is: it reads no
+// input and draws nothing until Continue. It needs Stoppable.
+func (a *Agent) Stop() error {
+	if !a.shell {
+		return errors.New("Stop needs a stand-in started with Stoppable")
+	}
+	pid, err := a.PID()
+	if err != nil {
+		return err
+	}
+	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return err
+	}
+	fields := strings.Fields(string(children))
+	if len(fields) != 1 {
+		return fmt.Errorf("the shell in %s has children %q, want the stand-in alone", a.Session, fields)
+	}
+	if a.stopped, err = strconv.Atoi(fields[0]); err != nil {
+		return err
+	}
+	if err := syscall.Kill(a.stopped, syscall.SIGSTOP); err != nil {
+		return err
+	}
+	// The signal takes effect asynchronously: wait for state T.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", a.stopped))
+		if err != nil {
+			return err
+		}
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'T' {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the stand-in in %s did not stop: %s", a.Session, stat)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Continue thaws a stand-in that Stop froze.
+func (a *Agent) Continue() error {
+	if a.stopped == 0 {
+		return nil
+	}
+	return syscall.Kill(a.stopped, syscall.SIGCONT)
 }
 
 // Kill ends the agent's session.

@@ -82,6 +82,7 @@ func (s *Server) Env() []string {
 		"XDG_CONFIG_HOME", "XDG_RUNTIME_DIR", "XDG_STATE_HOME")
 	return append(env,
 		"AGENTMSG_FROM=tester",
+		"AGENTMSG_TMUX="+TmuxBin(), // the matrix's tmux, or $PATH's
 		"XDG_CONFIG_HOME="+filepath.Join(s.Dir, "config"),
 		"XDG_RUNTIME_DIR="+filepath.Join(s.Dir, "runtime"),
 		"XDG_STATE_HOME="+filepath.Join(s.Dir, "state"),

@@ -30,7 +30,7 @@ type Server struct {
 // NewServer builds the binaries if needed and starts a server that holds
 // one placeholder session (_keep), so that it outlives every agent.
 func NewServer() (*Server, error) {
-	if _, err := exec.LookPath("tmux"); err != nil {
+	if _, err := exec.LookPath(TmuxBin()); err != nil {
 		return nil, fmt.Errorf("tmux is not installed: %w", err)
 	}
 	bins, err := Build()
@@ -66,8 +66,8 @@ func (s *Server) watchdog() string {
 	// The shell ignores the hangup that kill-server sends its own pane, so
 	// that it lives on to remove the dir (the socket must stay until then:
 	// without it kill-server cannot reach the server).
-	return fmt.Sprintf("trap '' HUP TERM; while kill -0 %d 2>/dev/null; do sleep 1; done; tmux -S '%s' kill-server; rm -rf '%s'",
-		os.Getpid(), s.Socket, s.Dir)
+	return fmt.Sprintf("trap '' HUP TERM; while kill -0 %d 2>/dev/null; do sleep 1; done; '%s' -S '%s' kill-server; rm -rf '%s'",
+		os.Getpid(), TmuxBin(), s.Socket, s.Dir)
 }
 
 // Close kills the server and removes its dir, socket included (kill-server
@@ -91,7 +91,7 @@ func (s *Server) Tmux(args ...string) (string, error) {
 func (s *Server) tmuxStdin(stdin []byte, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), TmuxTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "tmux", append([]string{"-S", s.Socket}, args...)...)
+	cmd := exec.CommandContext(ctx, TmuxBin(), append([]string{"-S", s.Socket}, args...)...)
 	cmd.Env = tmuxEnv()
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
@@ -162,4 +162,26 @@ func (s *Server) Sessions() ([]string, error) {
 		return nil, err
 	}
 	return strings.Split(strings.TrimSpace(out), "\n"), nil
+}
+
+// TmuxBin is the tmux the tests run: $AGENTMSG_TMUX (a build of the version
+// matrix, see scripts/test) or the first tmux on $PATH. The agentmsg under
+// test inherits AGENTMSG_TMUX, so both sides use the same tmux.
+func TmuxBin() string {
+	if v := os.Getenv("AGENTMSG_TMUX"); v != "" {
+		return v
+	}
+	if p, err := exec.LookPath("tmux"); err == nil {
+		return p
+	}
+	return "tmux"
+}
+
+// TmuxVersion is what the tmux under test says of itself ("tmux 3.3a").
+func TmuxVersion() string {
+	out, err := exec.Command(TmuxBin(), "-V").Output()
+	if err != nil {
+		return "tmux (version unknown: " + err.Error() + ")"
+	}
+	return strings.TrimSpace(string(out))
 }

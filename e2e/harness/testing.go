@@ -20,7 +20,7 @@ type TestServer struct {
 // is not installed.
 func NewTestServer(tb testing.TB) *TestServer {
 	tb.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
+	if _, err := exec.LookPath(TmuxBin()); err != nil {
 		tb.Skip("tmux is not installed; the end-to-end tests need it (e.g. apt-get install tmux)")
 	}
 	s, err := NewServer()

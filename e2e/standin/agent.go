@@ -25,6 +25,8 @@ type config struct {
 	foldBytes       int // <= 0: never fold by size
 	foldLines       int // <= 0: never fold by line count
 	dropEnter       int
+	echoDelay       time.Duration // a submitted prompt shows in the transcript this late
+	outputLines     int           // lines of output the agent prints under each prompt
 }
 
 // record is one line of the log file.
@@ -48,9 +50,15 @@ type agent struct {
 	dropsLeft int
 	lastInput time.Time // last typed rune or paste, for the enter guard
 
-	records  []record
-	echoes   []string
-	exitCode int // non-zero: the program must stop with this status
+	records    []record
+	echoes     []string
+	lateEchoes []lateEcho // submitted, not yet shown (echoDelay)
+	exitCode   int        // non-zero: the program must stop with this status
+}
+
+type lateEcho struct {
+	at   time.Time
+	text string
 }
 
 func newAgent(cfg config, initial agentState) *agent {
@@ -121,7 +129,11 @@ func (a *agent) enter(now time.Time) {
 
 func (a *agent) submit(text string, queued bool, now time.Time) {
 	a.log(now, "prompt", text, queued)
-	a.echoes = append(a.echoes, text)
+	if a.cfg.echoDelay > 0 {
+		a.lateEchoes = append(a.lateEchoes, lateEcho{now.Add(a.cfg.echoDelay), text})
+	} else {
+		a.echoes = append(a.echoes, text)
+	}
 	if a.cfg.busyAfterSubmit > 0 {
 		a.state = stateBusy
 		a.busyUntil = now.Add(a.cfg.busyAfterSubmit)
@@ -177,17 +189,27 @@ func (a *agent) cue(word string, now time.Time) {
 	}
 }
 
-// deadline is when busy-after-submit ends, or zero.
+// deadline is when busy-after-submit ends or a late echo is due, whichever
+// comes first, or zero.
 func (a *agent) deadline() time.Time {
-	if a.state != stateBusy {
-		return time.Time{}
+	var d time.Time
+	if a.state == stateBusy {
+		d = a.busyUntil
 	}
-	return a.busyUntil
+	if len(a.lateEchoes) > 0 && (d.IsZero() || a.lateEchoes[0].at.Before(d)) {
+		d = a.lateEchoes[0].at
+	}
+	return d
 }
 
-// tick ends a timed busy period once its deadline has passed.
+// tick shows the late echoes that are due, and ends a timed busy period
+// once its deadline has passed.
 func (a *agent) tick(now time.Time) {
-	if d := a.deadline(); !d.IsZero() && !now.Before(d) {
+	for len(a.lateEchoes) > 0 && !now.Before(a.lateEchoes[0].at) {
+		a.echoes = append(a.echoes, a.lateEchoes[0].text)
+		a.lateEchoes = a.lateEchoes[1:]
+	}
+	if a.state == stateBusy && !a.busyUntil.IsZero() && !now.Before(a.busyUntil) {
 		a.becomeReady(now)
 	}
 }

@@ -198,3 +198,25 @@ func TestEnterGuard(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+func TestEchoDelay(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.echoDelay = time.Second
+	a := newAgent(cfg, stateReady)
+	pasteText(a, "m", t0)
+	press(a, evEnter, t0)
+	if got := drain(a); !reflect.DeepEqual(got, []logged{{"prompt", "m", false}}) {
+		t.Fatalf("got %v: the prompt is logged at once", got)
+	}
+	if a.echoes != nil || !a.deadline().Equal(t0.Add(time.Second)) {
+		t.Fatalf("echoes %q deadline %v: want the echo due in a second", a.echoes, a.deadline())
+	}
+	a.tick(t0.Add(999 * time.Millisecond))
+	if a.echoes != nil {
+		t.Fatal("echoed early")
+	}
+	a.tick(t0.Add(time.Second))
+	if !reflect.DeepEqual(a.echoes, []string{"m"}) || !a.deadline().IsZero() {
+		t.Fatalf("echoes %q deadline %v", a.echoes, a.deadline())
+	}
+}

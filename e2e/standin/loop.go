@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -121,6 +122,9 @@ func (s *session) redraw() error {
 	var transcript []string
 	for _, text := range echoes {
 		transcript = append(transcript, echoRows(text, s.scr.width)...)
+		for i := range s.a.cfg.outputLines {
+			transcript = append(transcript, fmt.Sprintf("output line %d of %d", i+1, s.a.cfg.outputLines))
+		}
 	}
 	return s.scr.draw(transcript, regionRows(s.a, s.scr.width))
 }

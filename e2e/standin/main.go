@@ -43,6 +43,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.cfg.foldLines, "fold-lines", 3, "a paste with more lines than this is shown folded (<=0: never)")
 	fs.IntVar(&o.cfg.dropEnter, "drop-enter", 0, "ignore the first N Enters that would submit")
 	fs.DurationVar(&o.cfg.enterGuard, "enter-guard", 0, "an Enter this soon after typing or pasting inserts a newline")
+	fs.DurationVar(&o.cfg.echoDelay, "echo-delay", 0, "a submitted prompt shows in the transcript this late (a slow redraw)")
+	fs.IntVar(&o.cfg.outputLines, "output-lines", 0, "print this many lines of output under each submitted prompt")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -18,8 +18,6 @@ import (
 type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*pane // by session name
-	attached []string
-	closed   int
 }
 
 type pane struct {
@@ -57,32 +55,6 @@ func (s *Server) Received(session string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.sessions[session].submitted...)
-}
-
-// Attach records an attach to session (for tests of client sharing) and
-// returns the server itself; tmux.ErrSessionNotFound when there is none.
-func (s *Server) Attach(ctx context.Context, session string) (*Server, error) {
-	if _, err := s.SessionPane(ctx, session); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.attached = append(s.attached, session)
-	return s, nil
-}
-
-// Attached lists the sessions attached to, and how often Close was called.
-func (s *Server) Attached() ([]string, int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.attached...), s.closed
-}
-
-func (s *Server) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed++
-	return nil
 }
 
 func (s *Server) pane(id string) (*pane, error) {

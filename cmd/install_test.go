@@ -1,0 +1,109 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// mcp install and hooks install behave alike (issue 10, item 20): by
+// default each writes its settings file, keeping a backup of the old one
+// and showing the change as a diff; --print only prints the file as it
+// would be, writing nothing; a second run changes nothing.
+func TestInstallCommandsWriteAlike(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string // after the directory flag
+		file string   // under the directory
+		want string   // in the written file
+	}{
+		{"mcp install claude", []string{"mcp", "install", "claude", "--command", "/opt/bin/agentmsg"}, ".mcp.json", `"/opt/bin/agentmsg"`},
+		{"hooks install claude", []string{"hooks", "install", "claude"}, filepath.Join(".claude", "settings.json"), "hook prompt-submit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, tc.file)
+			old := "{\n  \"zeta\": 1\n}\n"
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(old), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			home := t.TempDir()
+			run := func(extra ...string) (string, string, int) {
+				f, out, errOut := testFactory(map[string]string{"AGENTMSG_HOME": home})
+				code := Run(context.Background(), f, append(append(append([]string{}, tc.args...), "--dir", dir), extra...))
+				return out.String(), errOut.String(), code
+			}
+			backups := func() []string {
+				m, _ := filepath.Glob(path + ".bak-*")
+				return m
+			}
+
+			// --print: the merged file on stdout, nothing written.
+			out, errOut, code := run("--print")
+			if code != 0 || !strings.Contains(out, tc.want) || !strings.Contains(out, `"zeta"`) {
+				t.Fatalf("--print: exit %d\n%s\n%s", code, out, errOut)
+			}
+			if data, _ := os.ReadFile(path); string(data) != old || len(backups()) != 0 {
+				t.Fatalf("--print changed the file or made a backup: %s %v", data, backups())
+			}
+
+			// The default writes, with a backup and a diff.
+			out, errOut, code = run()
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+			}
+			data, _ := os.ReadFile(path)
+			if !strings.Contains(string(data), tc.want) || !strings.Contains(string(data), `"zeta"`) {
+				t.Fatalf("written file:\n%s", data)
+			}
+			if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+				t.Errorf("mode %v, want the old file's 0600", fi.Mode().Perm())
+			}
+			b := backups()
+			if len(b) != 1 {
+				t.Fatalf("backups: %v\n%s", b, out)
+			}
+			if bd, _ := os.ReadFile(b[0]); string(bd) != old {
+				t.Errorf("backup holds %q", bd)
+			}
+			if !strings.Contains(out, "--- "+path) || !strings.Contains(out, "+++ "+path) || !strings.Contains(out, "+") ||
+				!strings.Contains(out, b[0]) {
+				t.Errorf("no diff or backup shown:\n%s", out)
+			}
+
+			// Again: nothing to change, nothing written, no new backup.
+			out, _, code = run()
+			if code != 0 || len(backups()) != 1 || !strings.Contains(out, "nothing written") {
+				t.Errorf("second run: exit %d, backups %v\n%s", code, backups(), out)
+			}
+			if again, _ := os.ReadFile(path); string(again) != string(data) {
+				t.Errorf("second run changed the file")
+			}
+
+			// --json: one document that says what was done.
+			if err := os.WriteFile(path, []byte(old), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, _, code = run("--json")
+			var rep struct {
+				Path    string `json:"path"`
+				Changed bool   `json:"changed"`
+				Written bool   `json:"written"`
+				Backup  string `json:"backup"`
+				Diff    string `json:"diff"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+				t.Fatalf("--json: exit %d, %v\n%s", code, err, out)
+			}
+			if rep.Path != path || !rep.Changed || !rep.Written || rep.Backup == "" || !strings.Contains(rep.Diff, "+++ ") {
+				t.Errorf("--json: %+v", rep)
+			}
+		})
+	}
+}

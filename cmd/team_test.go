@@ -1,0 +1,46 @@
+package cmd
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/internal/faketmux"
+	"github.com/agentmsg/agentmsg/lock"
+	"github.com/agentmsg/agentmsg/mailbox"
+)
+
+// A team that has never existed (nothing stored, no agent session) is
+// exit 3 naming the teams that do, in every command that reads a team;
+// one that exists only as sessions on the server is no error.
+func TestUnknownTeamIsNotFound(t *testing.T) {
+	m := newMBHome(t)
+	m.send("lead", "ana", mailbox.TypeText, "hi") // team alpha has an inbox
+	srv := faketmux.New("agent-beta-bob")         // team beta only a session
+	run := func(args ...string) mbResult {
+		f, out, errOut := testFactory(map[string]string{"AGENTMSG_HOME": m.home, "AGENTMSG_TEAM": "alpha", "AGENTMSG_FROM": "ana"})
+		f.Dispatcher = func() (*dispatch.Dispatcher, error) {
+			return &dispatch.Dispatcher{Tmux: srv, Locks: lock.Dir{Path: t.TempDir()}, Clock: faketmux.Clock{},
+				Opts: delivery.DefaultOptions(), Concurrency: 1}, nil
+		}
+		code := Run(context.Background(), f, args)
+		return mbResult{code, out.String(), errOut.String()}
+	}
+	for _, args := range [][]string{
+		{"inbox", "alpah", "ana"}, {"log", "alpah"}, {"log", "alpah", "ana"}, {"--team", "alpah", "requests"},
+		{"requests", "alpah"}, {"board", "alpah"}, {"--team", "alpah", "inbox"}, {"claim", "alpah", "REQ_00000000"},
+		{"request", "alpah", "review PR 12"}, {"deliver", "alpah"}, {"list", "alpah"}, {"--json", "log", "alpah"},
+	} {
+		r := run(args...)
+		if r.code != ExitNotFound || !strings.Contains(r.stderr, `"alpah"`) || !strings.Contains(r.stderr, "alpha, beta") {
+			t.Errorf("%v: want exit 3 naming alpha and beta, got %s", args, r)
+		}
+	}
+	for _, args := range [][]string{{"inbox", "alpha", "ana"}, {"log", "alpha"}, {"requests", "beta"}, {"board", "beta"}, {"inbox", "beta", "bob"}, {"list", "beta"}} {
+		if r := run(args...); r.code != ExitOK {
+			t.Errorf("%v: want exit 0, got %s", args, r)
+		}
+	}
+}

@@ -1,0 +1,89 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/internal/faketmux"
+	"github.com/agentmsg/agentmsg/lock"
+)
+
+// Every usage error exits 2, as the README and --help say, and with --json
+// prints {error, exit_code} on stdout, wherever --json stands.
+func TestUsageErrorsExit2(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // in the error
+	}{
+		{[]string{"sned", "alpha", "ana", "hi"}, `unknown command "sned"`},
+		{[]string{"--json", "sned", "alpha", "ana", "hi"}, `unknown command "sned"`},
+		{[]string{"sned", "--json"}, "Did you mean"},
+		{[]string{"status", "bogus"}, `unknown command "bogus" for "agentmsg status"`},
+		{[]string{"team", "bogus"}, `unknown command "bogus"`},
+		{[]string{"hooks", "bogus"}, `unknown command "bogus"`},
+		{[]string{"help", "sned"}, `unknown help topic "sned"`},
+		{[]string{"send", "alpha", "ana", "--bogus", "--json", "hi"}, "unknown flag: --bogus"},
+		{[]string{"--bogus", "--json", "list"}, "unknown flag: --bogus"},
+		{[]string{"wait", "--timeout", "soon", "--json"}, "invalid argument"},
+		{[]string{"inbox", "alpha", "--json"}, "give both TEAM and NAME"},
+		{[]string{"config", "extra", "--json"}, "no arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			f, out, errOut := testFactory(map[string]string{"AGENTMSG_HOME": t.TempDir(), "AGENTMSG_FROM": "ana", "AGENTMSG_TEAM": "alpha"})
+			code := Run(context.Background(), f, tt.args)
+			if code != ExitUsage {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitUsage, out, errOut)
+			}
+			if !strings.Contains(errOut.String(), tt.want) {
+				t.Errorf("stderr %q lacks %q", errOut, tt.want)
+			}
+			if !strings.Contains(strings.Join(tt.args, " "), "--json") {
+				if out.Len() != 0 {
+					t.Errorf("stdout %q: want nothing", out)
+				}
+				return
+			}
+			var doc struct {
+				Error    string `json:"error"`
+				ExitCode int    `json:"exit_code"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.ExitCode != ExitUsage || !strings.Contains(doc.Error, tt.want) {
+				t.Errorf("--json error document %q: %v", out, err)
+			}
+		})
+	}
+}
+
+// Help, asked for, is no error.
+func TestHelpIsNoError(t *testing.T) {
+	for _, args := range [][]string{{}, {"help"}, {"help", "send"}, {"status"}, {"team"}, {"hooks"}, {"--help"}, {"status", "--help"}} {
+		f, out, errOut := testFactory(nil)
+		if code := Run(context.Background(), f, args); code != ExitOK || out.Len() == 0 {
+			t.Errorf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, out, errOut)
+		}
+	}
+}
+
+// A command that prints its own JSON document on failure says the error
+// and the exit code in it, like every other error.
+func TestJSONFailuresCarryExitCode(t *testing.T) {
+	f, out, errOut := testFactory(map[string]string{"AGENTMSG_HOME": t.TempDir()})
+	srv := faketmux.New("agent-alpha-ana")
+	f.Dispatcher = func() (*dispatch.Dispatcher, error) {
+		return &dispatch.Dispatcher{Tmux: srv, Locks: lock.Dir{Path: t.TempDir()}, Clock: faketmux.Clock{},
+			Opts: delivery.DefaultOptions(), Concurrency: 1}, nil
+	}
+	code := Run(context.Background(), f, []string{"--json", "doctor", "alpha", "bob"})
+	var doc struct {
+		Error    string `json:"error"`
+		ExitCode *int   `json:"exit_code"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || code != ExitNotFound || doc.ExitCode == nil || *doc.ExitCode != ExitNotFound || doc.Error == "" {
+		t.Errorf("doctor of a missing agent: exit %d, %v\nstdout:\n%s\nstderr:\n%s", code, err, out, errOut)
+	}
+}

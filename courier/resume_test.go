@@ -1,0 +1,226 @@
+package courier
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/internal/faketmux"
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/tmux"
+)
+
+// spyTmux is the fake server with a look at the inbox before every paste
+// and press, and pastes that can be held back (a frozen agent).
+type spyTmux struct {
+	tmux.Client
+	fake   *faketmux.Server
+	before func(what string)
+
+	mu   sync.Mutex
+	hold bool
+	held []string // pane, text
+}
+
+func (s *spyTmux) Paste(ctx context.Context, pane, buffer, text string) error {
+	s.before("paste")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hold {
+		s.held = append(s.held, pane, text)
+		return nil
+	}
+	return s.fake.Paste(ctx, pane, buffer, text)
+}
+
+func (s *spyTmux) SendBytes(ctx context.Context, pane string, b ...byte) error {
+	s.before("press")
+	return s.fake.SendBytes(ctx, pane, b...)
+}
+
+// thaw lets the held pastes land.
+func (s *spyTmux) thaw() {
+	s.mu.Lock()
+	held := s.held
+	s.hold, s.held = false, nil
+	s.mu.Unlock()
+	for i := 0; i < len(held); i += 2 {
+		_ = s.fake.Paste(context.Background(), held[i], "b", held[i+1])
+	}
+}
+
+func newSpyCourier(t *testing.T) (*Courier, *spyTmux) {
+	t.Helper()
+	c, tm := newCourier(t, "agent-alpha-ana")
+	spy := &spyTmux{Client: tm, fake: tm, before: func(string) {}}
+	c.Dispatch.Tmux = spy
+	return c, spy
+}
+
+func delivery1(t *testing.T, c *Courier, id message.ID) mailbox.Delivery {
+	t.Helper()
+	b, err := c.Store.Read("alpha", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range b.Envelopes {
+		if e.ID == id && e.Delivery != nil {
+			return *e.Delivery
+		}
+	}
+	t.Fatalf("%s not in the inbox", id)
+	return mailbox.Delivery{}
+}
+
+// The inbox says a message may be in the pane before it can be: a crash
+// right after a paste or a press leaves a record a deliverer trusts.
+func TestStepsAreRecordedBeforeTheyAreTaken(t *testing.T) {
+	c, spy := newSpyCourier(t)
+	env := envelope(t, "hello")
+	var seen []string
+	spy.before = func(what string) {
+		d := delivery1(t, c, env.ID)
+		seen = append(seen, what+" "+string(d.State)+" "+d.Reached)
+	}
+	res := c.Send(context.Background(), ana(t), env, Mode{Queue: true})
+	if res.Verdict != delivery.Submitted {
+		t.Fatalf("result %+v", res)
+	}
+	if want := []string{"paste typing pasted", "press typing pressed"}; !slices.Equal(seen, want) {
+		t.Errorf("the inbox said %q at the paste and the press, want %q", seen, want)
+	}
+	if d := delivery1(t, c, env.ID); d.State != mailbox.StateSubmitted || d.Reached != string(delivery.Pressed) {
+		t.Errorf("final record %+v, want submitted and pressed", d)
+	}
+}
+
+// A deliverer that finds a message marked typing, and no trace of it on
+// screen, types it only if nothing of it reached the pane before; else it
+// reports unknown and never types it.
+func TestDeliverTypesAgainOnlyWhatNeverReachedThePane(t *testing.T) {
+	for _, tt := range []struct {
+		reached string
+		want    delivery.Verdict
+		state   mailbox.DeliveryState
+		typed   int
+	}{
+		{"", delivery.Submitted, mailbox.StateSubmitted, 1},
+		{"pasted", delivery.Submitted, mailbox.StateSubmitted, 1},   // never pressed: cannot have been submitted
+		{"unseen", delivery.VerdictUnknown, mailbox.StateFailed, 0}, // may still arrive
+		{"pressed", delivery.VerdictUnknown, mailbox.StateFailed, 0},
+	} {
+		t.Run("reached "+tt.reached, func(t *testing.T) {
+			c, tm := newCourier(t, "agent-alpha-ana")
+			env := envelope(t, "once")
+			env.To = "ana"
+			// What a sender killed at that step leaves behind.
+			env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Reached: tt.reached}
+			box, err := c.Store.Box("alpha", "ana")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := box.Append(env); err != nil {
+				t.Fatal(err)
+			}
+			done, err := c.Deliver(context.Background(), "")
+			if err != nil || len(done) != 1 || done[0].Verdict != tt.want {
+				t.Fatalf("deliver: %+v, %v; want verdict %s", done, err, tt.want)
+			}
+			if got := tm.Received("agent-alpha-ana"); len(got) != tt.typed {
+				t.Errorf("typed %d times, want %d", len(got), tt.typed)
+			}
+			d := delivery1(t, c, env.ID)
+			if d.State != tt.state || (tt.reached != "" && !(tt.typed == 0 && d.Reached == tt.reached || tt.typed == 1 && d.Reached == "pressed")) {
+				t.Errorf("record %+v, want state %s, reached kept or further", d, tt.state)
+			}
+			// A second pass types nothing.
+			if done, _ := c.Deliver(context.Background(), ""); len(done) != 0 {
+				t.Errorf("a second pass: %+v", done)
+			}
+		})
+	}
+}
+
+// A paste to a frozen agent is never repeated: send reports unknown and
+// keeps it typed; once the agent thaws, a deliver only submits it.
+func TestUnansweredPasteIsSubmittedLaterNeverPastedAgain(t *testing.T) {
+	c, spy := newSpyCourier(t)
+	spy.hold = true
+	env := envelope(t, "are you there")
+	res := c.Send(context.Background(), ana(t), env, Mode{Queue: true})
+	if res.Verdict != delivery.VerdictUnknown || res.OK() || res.State != mailbox.StateTyped || res.Typings != 1 {
+		t.Fatalf("result %+v (err %v), want unknown after one paste, kept as typed", res, res.Err)
+	}
+	spy.thaw()
+	done, err := c.Deliver(context.Background(), "")
+	if err != nil || len(done) != 1 || done[0].Verdict != delivery.Submitted || done[0].Typings != 0 {
+		t.Fatalf("deliver: %+v, %v; want submitted without typing", done, err)
+	}
+	if got := spy.fake.Received("agent-alpha-ana"); !slices.Equal(got, []string{string(env.ID) + ": are you there"}) {
+		t.Errorf("received %q, want the message once", got)
+	}
+}
+
+// A broadcast records the steps in each target's own inbox.
+func TestBroadcastRecordsStepsPerTarget(t *testing.T) {
+	c, _ := newCourier(t, "agent-alpha-ana", "agent-alpha-bob")
+	env := envelope(t, "all hands")
+	results, err := c.Broadcast(context.Background(), "alpha", env, Mode{Queue: true})
+	if err != nil || len(results) != 2 {
+		t.Fatalf("%+v, %v", results, err)
+	}
+	for _, name := range []string{"ana", "bob"} {
+		b, err := c.Store.Read("alpha", name)
+		if err != nil || len(b.Envelopes) != 1 {
+			t.Fatalf("%s: %+v, %v", name, b.Envelopes, err)
+		}
+		if d := b.Envelopes[0].Delivery; d == nil || d.State != mailbox.StateSubmitted || d.Reached != string(delivery.Pressed) {
+			t.Errorf("%s's record %+v, want submitted and pressed", name, d)
+		}
+	}
+}
+
+// A message recorded as typing by a sender that is still at work (waiting
+// for the pane, say) is that sender's to finish: deliver leaves it, and the
+// messages behind it, alone while the sender holds its typing lock, and
+// resumes it only once the lock is free (the sender died).
+func TestDeliverLeavesAMessageItsLiveSenderIsTyping(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	box, err := c.Store.Box("alpha", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := envelope(t, "being typed by a live sender")
+	busy.To = "ana"
+	busy.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1}
+	behind := envelope(t, "deferred behind it")
+	behind.To = "ana"
+	behind.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred}
+	for _, e := range []mailbox.Envelope{busy, behind} {
+		if err := box.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unlock, err := c.holdTyping(context.Background(), "alpha", "ana", busy.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := c.Deliver(context.Background(), "")
+	if err != nil || len(done) != 0 {
+		t.Fatalf("deliver while the sender types: %+v, %v; want nothing done", done, err)
+	}
+	if got := tm.Received("agent-alpha-ana"); len(got) != 0 {
+		t.Fatalf("typed %q while its sender was still at work", got)
+	}
+	unlock() // the sender died: the kernel released its lock
+	done, err = c.Deliver(context.Background(), "")
+	if err != nil || len(done) != 2 {
+		t.Fatalf("deliver after the sender died: %+v, %v; want both typed", done, err)
+	}
+	if got := tm.Received("agent-alpha-ana"); len(got) != 2 {
+		t.Fatalf("typed %q, want both messages once", got)
+	}
+}

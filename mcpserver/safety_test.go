@@ -1,0 +1,44 @@
+package mcpserver
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// send_message's metadata is typed with the message, so it is cleaned like
+// the message: nothing in it can end the paste or submit a second prompt.
+func TestSendMetadataIsCleaned(t *testing.T) {
+	t.Parallel()
+	tm := newTeam(t, "ana")
+	lead, ana := tm.as("lead", false), tm.as("ana", false)
+	var sent SendOutput
+	lead.call("send_message", map[string]any{"to": "ana", "content": "body",
+		"metadata": map[string]string{"k\x1b[31m": "v1\x1b[201~\rINJECTED\r"}}, &sent)
+	want := []string{sent.MessageID + ": k=v1INJECTED body"}
+	if got := tm.tmux.Received("agent-t-ana"); !slices.Equal(got, want) {
+		t.Fatalf("ana's pane got %q, want %q", got, want)
+	}
+	var got CheckOutput
+	ana.call("check_messages", map[string]any{}, &got)
+	if got.Count != 1 || len(got.Messages[0].Metadata) != 1 || got.Messages[0].Metadata["k"] != "v1INJECTED" {
+		t.Fatalf("stored metadata: %+v", got)
+	}
+}
+
+// wait_for_message's from takes a sender in the spellings --from does, and
+// refuses what no sender can be.
+func TestWaitFromIsCanonical(t *testing.T) {
+	t.Parallel()
+	tm := newTeam(t, "ana")
+	lead, ana := tm.as("lead", false), tm.as("ana", false)
+	lead.call("send_message", map[string]any{"to": "ana", "content": "hello"}, nil)
+	var w WaitOutput
+	ana.call("wait_for_message", map[string]any{"from": "LEAD", "timeout_seconds": 1}, &w)
+	if w.TimedOut || w.Message == nil || w.Message.From != "lead" {
+		t.Fatalf("wait from LEAD: %+v", w)
+	}
+	if got := ana.callErr("wait_for_message", map[string]any{"from": "Bad Name", "timeout_seconds": 1}); !strings.Contains(got, "Bad Name") {
+		t.Errorf("wait from \"Bad Name\": %q", got)
+	}
+}

@@ -1,0 +1,258 @@
+package tmux
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Calls that arrive while a tmux process is running wait for it to end and
+// then go together, as one command list in one process (group commit): a
+// lone send pays for one process per call, as before, but a broadcast to a
+// hundred agents pays for a handful, not for hundreds.
+//
+// tmux runs a command list in order and stops at the first command that
+// fails, so each call's commands are followed by a marker line
+// (display-message -p with a random nonce): the markers printed say which
+// calls ran, which one failed (tmux's stderr is its error) and which never
+// ran (they go again in the next list).
+
+// call is one or more tmux commands that must run together and in order (a
+// load-buffer and its paste), with the data they read.
+type call struct {
+	ctx      context.Context
+	cmds     [][]string // placeholders payloadArg(i) stand for payloads[i]
+	payloads []string
+	write    bool // changes a pane: wait for the truth even after ctx ends
+	done     chan callResult
+}
+
+type callResult struct {
+	out []byte
+	err error
+}
+
+// Limits of one command list. tmux packs a client's arguments into one
+// message of at most 16 KB; extra files are kept well under any fd limit.
+const (
+	maxListBytes    = 12 << 10
+	maxListPayloads = 32
+)
+
+// payloadArg stands for the file of payload i in a call's commands; a NUL
+// cannot occur in a real argument.
+func payloadArg(i int) string { return "\x00payload" + strconv.Itoa(i) }
+
+// do runs one call, its commands separated by ";" arguments, and returns
+// its output.
+func (c *Exec) do(ctx context.Context, write bool, payloads []string, args ...string) ([]byte, error) {
+	return c.doCommands(ctx, write, payloads, splitCommands(args))
+}
+
+// doCommands runs one call of the given commands (whose arguments may be
+// anything, ";" included) and returns its output.
+func (c *Exec) doCommands(ctx context.Context, write bool, payloads []string, cmds [][]string) ([]byte, error) {
+	cl := &call{ctx: ctx, cmds: cmds, payloads: payloads, write: write, done: make(chan callResult, 1)}
+	start := time.Now()
+	c.mu.Lock()
+	c.queue = append(c.queue, cl)
+	if !c.draining {
+		c.draining = true
+		go c.drain()
+	}
+	c.mu.Unlock()
+	var r callResult
+	if write {
+		r = <-cl.done // bounded by the command timeout
+	} else {
+		select {
+		case r = <-cl.done:
+		case <-ctx.Done():
+			r.err = ctx.Err() // a read may still run; its answer is dropped
+		}
+	}
+	if c.Trace != nil {
+		c.Trace(callNames(cl), time.Since(start), r.err)
+	}
+	return r.out, r.err
+}
+
+// splitCommands cuts args at the ";" separators into commands.
+func splitCommands(args []string) [][]string {
+	var cmds [][]string
+	cur := []string{}
+	for _, a := range args {
+		if a == ";" {
+			cmds = append(cmds, cur)
+			cur = []string{}
+			continue
+		}
+		cur = append(cur, a)
+	}
+	return append(cmds, cur)
+}
+
+// drain runs command lists until no call is waiting.
+func (c *Exec) drain() {
+	for {
+		c.mu.Lock()
+		list := c.takeList()
+		if len(list) == 0 {
+			c.draining = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		if again := c.runList(list); len(again) > 0 {
+			c.mu.Lock()
+			c.queue = append(again, c.queue...)
+			c.mu.Unlock()
+		}
+	}
+}
+
+// takeList takes the calls for the next command list off the queue, within
+// its limits; a call whose caller has given up is answered, never run.
+// c.mu is held.
+func (c *Exec) takeList() []*call {
+	var list []*call
+	size, files := 0, 0
+	for len(c.queue) > 0 {
+		cl := c.queue[0]
+		if err := cl.ctx.Err(); err != nil {
+			cl.done <- callResult{err: err}
+			c.queue = c.queue[1:]
+			continue
+		}
+		n := 0
+		for _, cmd := range cl.cmds {
+			for _, a := range cmd {
+				n += len(a) + 1
+			}
+		}
+		n += 64 // its marker
+		if len(list) > 0 && (size+n > maxListBytes || files+len(cl.payloads) > maxListPayloads) {
+			break
+		}
+		list = append(list, cl)
+		size += n
+		files += len(cl.payloads)
+		c.queue = c.queue[1:]
+	}
+	return list
+}
+
+// runList runs calls as one command list in one tmux process, answers the
+// calls that ran or failed, and returns those that never ran.
+func (c *Exec) runList(list []*call) (again []*call) {
+	nonce := newNonce()
+	args := []string{"-S", c.server.Socket}
+	var payloads []string
+	write := false
+	for i, cl := range list {
+		base := len(payloads)
+		payloads = append(payloads, cl.payloads...)
+		write = write || cl.write
+		for _, cmd := range cl.cmds {
+			for _, a := range cmd {
+				args = append(args, listArg(a, base))
+			}
+			args = append(args, ";")
+		}
+		args = append(args, "display-message", "-p", marker(nonce, i))
+		if i < len(list)-1 {
+			args = append(args, ";")
+		}
+	}
+	c.procs.Add(1)
+	res := runProc(context.Background(), c.bin, args, payloads, c.timeout, true)
+	if res.err != nil {
+		msg := res.err.Error()
+		if res.err == errAbandoned {
+			msg = abandonedMessage(c.timeout, write)
+		}
+		for _, cl := range list {
+			cl.done <- callResult{err: &Error{Command: callNames(cl), Socket: c.server.Socket, Stderr: msg, ExitCode: -1, Kind: classify(msg)}}
+		}
+		return nil
+	}
+	outs := splitMarkers(res.stdout, nonce, len(list))
+	for i, cl := range list {
+		switch {
+		case i < len(outs):
+			cl.done <- callResult{out: outs[i]}
+		case i == len(outs) || classify(res.stderr) == ErrNoServer:
+			// The call that failed, or one the server never got to because
+			// it went away.
+			stderr := res.stderr
+			if stderr == "" {
+				stderr = fmt.Sprintf("exit status %d", res.exitCode)
+			}
+			cl.done <- callResult{err: &Error{Command: callNames(cl), Socket: c.server.Socket, Stderr: stderr, ExitCode: res.exitCode, Kind: classify(stderr)}}
+		default:
+			again = append(again, cl) // after the failure: never ran
+		}
+	}
+	return again
+}
+
+// listArg makes one argument safe in a command list: payload placeholders
+// become the files' paths, and an argument ending in ";" (which tmux would
+// take for a separator) gets the backslash that tmux removes again.
+func listArg(a string, payloadBase int) string {
+	if rest, ok := strings.CutPrefix(a, "\x00payload"); ok {
+		i, _ := strconv.Atoi(rest)
+		return "/dev/fd/" + strconv.Itoa(3+payloadBase+i)
+	}
+	if strings.HasSuffix(a, ";") { // ";" alone too
+		return a[:len(a)-1] + `\;`
+	}
+	return a
+}
+
+func marker(nonce string, i int) string { return "agentmsg-end-" + nonce + "-" + strconv.Itoa(i) }
+
+func newNonce() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// splitMarkers cuts a command list's output at its markers, in order: one
+// output per call that ran to its end.
+func splitMarkers(stdout []byte, nonce string, n int) [][]byte {
+	var outs [][]byte
+	var cur []string
+	s := strings.TrimSuffix(string(stdout), "\n")
+	if s == "" {
+		return nil
+	}
+	for line := range strings.SplitSeq(s, "\n") {
+		if len(outs) < n && line == marker(nonce, len(outs)) {
+			out := ""
+			if len(cur) > 0 {
+				out = strings.Join(cur, "\n") + "\n"
+			}
+			outs = append(outs, []byte(out))
+			cur = nil
+			continue
+		}
+		cur = append(cur, line)
+	}
+	return outs
+}
+
+// callNames names a call's commands for errors, never its arguments.
+func callNames(cl *call) string {
+	names := make([]string, 0, len(cl.cmds))
+	for _, cmd := range cl.cmds {
+		if len(cmd) > 0 {
+			names = append(names, cmd[0])
+		}
+	}
+	return strings.Join(names, "+")
+}
