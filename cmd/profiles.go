@@ -11,6 +11,7 @@ import (
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/profile"
+	"github.com/agentmsg/agentmsg/tmux"
 )
 
 // agentProfiles are the built-in profiles changed, or added to, by the
@@ -40,19 +41,21 @@ func agentProfiles(cfg *config.Loaded) ([]profile.Profile, error) {
 }
 
 // profilePicker chooses the profile of each pane: kind when --agent gave
-// one, else detected from the foreground command and the screen.
-func profilePicker(profiles []profile.Profile, kind string) (func(string, []string) (dispatch.AgentProfile, string), error) {
+// one, else detected from the foreground command, the foreground processes
+// (read from /proc) and the screen.
+func profilePicker(profiles []profile.Profile, kind string) (func(tmux.Pane, []string) (dispatch.AgentProfile, string), error) {
 	if kind != "" {
 		p, ok := profile.LookupIn(profiles, kind)
 		if !ok {
 			return nil, usagef("--agent %q: want one of %s", kind, strings.Join(profileNames(profiles), ", "))
 		}
-		return func(string, []string) (dispatch.AgentProfile, string) {
+		return func(tmux.Pane, []string) (dispatch.AgentProfile, string) {
 			return toAgentProfile(p), "--agent " + kind
 		}, nil
 	}
-	return func(command string, screen []string) (dispatch.AgentProfile, string) {
-		p, why := profile.DetectIn(profiles, command, screen)
+	return func(pane tmux.Pane, screen []string) (dispatch.AgentProfile, string) {
+		procs := func() [][]string { return profile.Procs{}.Foreground(pane.PID) }
+		p, why := profile.DetectPane(profiles, profile.Pane{Command: pane.Command, Procs: procs}, screen)
 		return toAgentProfile(p), why
 	}, nil
 }

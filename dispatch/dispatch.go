@@ -36,9 +36,10 @@ type Dispatcher struct {
 	Locks delivery.Locker
 	Clock delivery.Clock
 	Opts  delivery.Options
-	// Profile, when set, says how the agent in a pane behaves, from its
-	// foreground command and screen; why says how it was chosen.
-	Profile func(command string, screen []string) (p AgentProfile, why string)
+	// Profile, when set, says how the agent in a pane behaves, from the
+	// pane (its foreground command, its first process) and its screen; why
+	// says how it was chosen.
+	Profile func(pane tmux.Pane, screen []string) (p AgentProfile, why string)
 	// WaitIdle: never type into a busy agent, even one that queues.
 	WaitIdle bool
 	// Self is the pane the caller runs in ("" when outside this server).
@@ -228,7 +229,7 @@ func (d *Dispatcher) Agents(ctx context.Context, team string) ([]Agent, error) {
 		reader := d.Opts.Reader
 		if d.Profile != nil {
 			// Read as a send would: with the agent's own profile.
-			if p, _ := d.Profile(a.pane.Command, lines); p.Reader != nil {
+			if p, _ := d.Profile(a.pane, lines); p.Reader != nil {
 				reader = p.Reader
 			}
 		}
@@ -314,7 +315,7 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 				return out
 			}
 		}
-		p, why := d.Profile(pane.Command, screen)
+		p, why := d.Profile(pane, screen)
 		out.Profile, out.ProfileWhy = p.Name, why
 		if p.Reader != nil {
 			opts.Reader = p.Reader

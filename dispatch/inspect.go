@@ -62,7 +62,7 @@ func (d *Dispatcher) Inspect(ctx context.Context, t target.Target, probe int) (I
 	}
 	in.Profile, in.Why = AgentProfile{Name: "generic"}, "no profiles configured"
 	if d.Profile != nil {
-		in.Profile, in.Why = d.Profile(in.Pane.Command, in.Screen)
+		in.Profile, in.Why = d.Profile(in.Pane, in.Screen)
 	}
 	reader := d.Opts.Reader
 	if in.Profile.Reader != nil {

@@ -260,7 +260,7 @@ func (m *Manager) liveAgents(ctx context.Context, team string) ([]dispatch.Agent
 		if err != nil {
 			return a
 		}
-		p, _ := m.Dispatch.Profile(a.Pane.Command, screen)
+		p, _ := m.Dispatch.Profile(a.Pane, screen)
 		if p.Reader == nil {
 			return a
 		}

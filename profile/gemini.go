@@ -1,26 +1,38 @@
 package profile
 
 import (
+	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentmsg/agentmsg/delivery"
 )
 
-// Gemini reads Gemini CLI and its fork Qwen Code (Ink TUIs; reconstructed
-// from their sources, snapshot tests and published screen captures). The
-// input is a bordered box at the bottom, a footer under it:
+// Gemini reads Gemini CLI and its fork Qwen Code (Ink TUIs). Gemini CLI
+// 0.61.0 was captured live (testdata/gemini/0.61.0); the input box sits
+// under a rule, an optional hint row, and comes in two shapes by colour
+// support. With COLORTERM=truecolor it is drawn between a row of ▄ above
+// and a row of ▀ below:
 //
-//	╭──────────────────────────────────────╮     (2025 releases)
-//	│ >   Type your message or @path/to/file │
-//	╰──────────────────────────────────────╯
-//	~/project (main*)   no sandbox   gemini-2.5-pro (97% context left)
+//	 ⠸ Thinking... (esc to cancel, 11s)                      ? for shortcuts
+//	──────────────────────────────────────────────────────────────────────
+//	 Shift+Tab to accept edits
+//	▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄▄
+//	 >   Type your message or @path/to/file
+//	▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀
+//	 workspace (/directory)              sandbox                   /model
+//	 ~/project                           no sandbox                  Auto
 //
-// or, in later releases, between rows of half blocks ▀▀▀ and ▄▄▄. The
-// prompt is ">" ("*" in YOLO mode, "!" in shell mode, "(r:)" while
-// searching). Past prompts in the transcript are boxed too; only the
-// bottom-most box counts. A tool confirmation hides the input box and shows
-// "● 1. Allow once" choices.
+// and with 256 colours it has no border rows at all. Past prompts in the
+// transcript look the same (" > text", between ▄ and ▀ rows in truecolor),
+// so the live box is the bottom-most prompt with nothing under it but its
+// own text and the footer (or a completion list): no rule, no border, no
+// dialog box. Releases of 2025 drew a rounded box (╭ │ > … │ ╰) instead;
+// that shape still reads. The prompt is ">" ("*" in YOLO mode, "!" in
+// shell mode, "(r:)" while searching). A tool confirmation hides the input
+// box and shows "● 1. Allow once" choices in a rounded box. "? for
+// shortcuts" is a hint over the rule, never a question.
 type Gemini struct {
 	Product string // "Gemini CLI", "Qwen Code": for details
 }
@@ -38,6 +50,22 @@ var geminiDialogs = []string{
 	"do you trust this folder", "how would you like to authenticate", "(y/n)", "[y/n]",
 }
 
+// geminiPromptRe is the first row of an input box: the prompt, after a
+// rounded border or one space, then a space or the end of the row. (A
+// prompt at column 0 is aider's, or a shell's continuation.)
+var geminiPromptRe = regexp.MustCompile(`^(│\s{1,2}| )(>|\*|!|\(r:\))(\s|$)`)
+
+// geminiRuledPromptRe is the first row of Qwen Code's box: the prompt at
+// column 0, right under a rule (the box is closed by another rule).
+var geminiRuledPromptRe = regexp.MustCompile(`^(>|\*|!|\(r:\))(\s|$)`)
+
+// geminiQueuedRe is Qwen Code's footer count of queued prompts: "⏳ 1 queued".
+var geminiQueuedRe = regexp.MustCompile(`\b\d+ queued\b`)
+
+// geminiTail is how many rows may follow the box: the footer (two rows,
+// more when narrow) and a completion list.
+const geminiTail = 12
+
 func (g Gemini) Read(screen []string) delivery.Reading {
 	lines := trimScreen(screen)
 	if len(lines) == 0 {
@@ -46,9 +74,9 @@ func (g Gemini) Read(screen []string) delivery.Reading {
 	if lastIsShellPrompt(lines) {
 		return shellReading()
 	}
-	from := bottom(lines, bottomRows+10)
-	top, prompt, text, ok := geminiBox(lines)
+	b, ok := geminiBox(lines)
 	if !ok {
+		from := bottom(lines, bottomRows+10)
 		if d, ok := menuDialog(lines[from:]); ok {
 			return dialog(d)
 		}
@@ -60,21 +88,33 @@ func (g Gemini) Read(screen []string) delivery.Reading {
 		}
 		return unknown("no " + g.product() + " input box at the bottom of the screen")
 	}
-	switch prompt {
+	switch b.prompt {
 	case "!":
 		return unknown(g.product() + " is in shell mode (!): typed text would run as a shell command")
 	case "(r:)":
 		return dialog("dialog: " + g.product() + " is searching history (r:)")
 	}
-	r := delivery.Reading{BoxRow: top, Box: text}
-	if !strings.Contains(text, "\n") && slices.Contains(geminiPlaceholders, strings.TrimSpace(text)) {
+	if d, ok := menuDialog(b.tail); ok {
+		return dialog(d)
+	}
+	r := delivery.Reading{BoxRow: b.top, Box: b.text}
+	if !strings.Contains(b.text, "\n") && slices.Contains(geminiPlaceholders, strings.TrimSpace(b.text)) {
 		r.Box = ""
 	}
-	above := lines[max(0, top-4):top]
-	if l, ok := containsFold(above, "waiting for user confirmation"); ok {
+	// The status rows (spinner, queue) stand over the rule above the box.
+	status := lines[max(0, b.top-6):b.top]
+	if l, ok := containsFold(status, "waiting for user confirmation"); ok {
 		return dialog("dialog: " + l)
 	}
-	_, busy := containsFold(above, "esc to cancel")
+	if _, ok := containsFold(lines[max(0, b.top-30):b.top], "Queued (press", "to edit queued messages"); ok {
+		r.Queued = true
+	}
+	for _, l := range b.tail {
+		if geminiQueuedRe.MatchString(l) {
+			r.Queued = true
+		}
+	}
+	_, busy := containsFold(status, "esc to cancel")
 	switch {
 	case busy:
 		r.State, r.Detail = delivery.Busy, "the agent is working"
@@ -86,6 +126,9 @@ func (g Gemini) Read(screen []string) delivery.Reading {
 	default:
 		r.State = delivery.Ready
 	}
+	if r.Queued {
+		r.Detail = strings.TrimPrefix(r.Detail+"; messages are queued", "; ")
+	}
 	return r
 }
 
@@ -96,67 +139,141 @@ func (g Gemini) product() string {
 	return g.Product
 }
 
-// geminiBox finds the bottom-most box in the last rows and reads it as the
-// input box if its first row starts with a prompt. top is the index of the
-// box's first text row.
-func geminiBox(lines []string) (top int, prompt, text string, ok bool) {
-	from := bottom(lines, 8)
-	for bot := len(lines) - 1; bot >= from; bot-- {
-		var isTop func(string) bool
-		switch l := strings.TrimSpace(lines[bot]); {
-		case strings.HasPrefix(l, "╰") && strings.HasSuffix(l, "╯") && strings.Contains(l, "──"):
-			isTop = func(s string) bool {
-				s = strings.TrimSpace(s)
-				return strings.HasPrefix(s, "╭") && strings.HasSuffix(s, "╮")
-			}
-		case len(l) >= 30 && strings.Trim(l, "▄") == "":
-			isTop = func(s string) bool { s = strings.TrimSpace(s); return len(s) >= 30 && strings.Trim(s, "▀") == "" }
-		default:
-			continue
-		}
-		t := bot - 1
-		for t >= 0 && bot-t < 60 && !isTop(lines[t]) {
-			t--
-		}
-		if t < 0 || bot-t >= 60 || t+1 == bot {
-			return 0, "", "", false
-		}
-		return readGeminiBox(lines[t+1:bot], t+1)
-	}
-	return 0, "", "", false
+// geminiInput is the live input box found on a screen.
+type geminiInput struct {
+	top    int // the prompt row
+	prompt string
+	text   string
+	tail   []string // the rows under the box: footer, completions
 }
 
-func readGeminiBox(rows []string, at int) (top int, prompt, text string, ok bool) {
-	inner := make([]string, len(rows))
-	for i, r := range rows {
-		r = strings.TrimLeft(r, " ")
-		r = strings.TrimPrefix(r, "│")
-		r = strings.TrimRight(r, " ")
-		r = strings.TrimSuffix(r, "│")
-		inner[i] = strings.TrimRight(r, " ")
+// isBlockRow is a row of one half-block glyph (▄ or ▀), at least 10 wide.
+func isBlockRow(l, glyph string) bool {
+	l = strings.TrimSpace(l)
+	return utf8.RuneCountInString(l) >= 10 && strings.Trim(l, glyph) == ""
+}
+
+func isRoundedEdge(l string) bool {
+	l = strings.TrimSpace(l)
+	return strings.HasPrefix(l, "╭") || strings.HasPrefix(l, "╰")
+}
+
+// geminiBox finds the live input box: the bottom-most prompt row whose box
+// is followed only by a short tail with no rule, border or box in it.
+func geminiBox(lines []string) (geminiInput, bool) {
+	p := len(lines) - 1
+	ruled := func(p int) bool { return p > 0 && geminiRuledPromptRe.MatchString(lines[p]) && isRule(lines[p-1]) }
+	for p >= 0 && !geminiPromptRe.MatchString(lines[p]) && !ruled(p) {
+		p--
 	}
-	first := strings.TrimLeft(inner[0], " ")
-	for _, p := range []string{">", "*", "!", "(r:)"} {
-		if rest, ok := strings.CutPrefix(first, p); ok && (rest == "" || rest[0] == ' ') {
-			// Continuation rows are indented to where the text starts.
-			indent := len(inner[0]) - len(first) + len(p) + 1
-			out := []string{strings.TrimPrefix(rest, " ")}
-			for _, r := range inner[1:] {
-				n := 0
-				for n < indent && n < len(r) && r[n] == ' ' {
-					n++
-				}
-				out = append(out, r[n:])
+	if p < 0 {
+		return geminiInput{}, false
+	}
+	row := lines[p]
+	rounded := strings.HasPrefix(row, "│")
+	// Qwen Code 0.24 draws its box between two rules, the prompt at
+	// column 0, and a zero-width space where the cursor is.
+	between := ruled(p)
+	inner := func(l string) string {
+		l = strings.ReplaceAll(l, "\u200b", "")
+		if rounded {
+			l = strings.TrimPrefix(l, "│")
+			l = strings.TrimSuffix(strings.TrimRight(l, " "), "│")
+		}
+		return strings.TrimRight(l, " ")
+	}
+	first := inner(row)
+	var prompt string
+	if between {
+		prompt = geminiRuledPromptRe.FindStringSubmatch(first)[1]
+	} else {
+		prompt = geminiPromptRe.FindStringSubmatch(first)[2]
+	}
+	at := strings.Index(first, prompt) + len(prompt)
+	indent := at + 1 // continuation rows are indented to where the text starts
+	text := []string{strings.TrimPrefix(first[at:], " ")}
+
+	// The box's own rows: continuation rows, up to its bottom border.
+	j := p + 1
+	closed := false
+	for ; j < len(lines); j++ {
+		l := lines[j]
+		if between {
+			if isRule(l) {
+				j, closed = j+1, true
+				break
 			}
-			return at, p, joinBox(out), true
+		} else if rounded {
+			if isRoundedEdge(l) {
+				j++
+				break
+			}
+			if !strings.HasPrefix(l, "│") {
+				return geminiInput{}, false
+			}
+		} else if isBlockRow(l, "▀") {
+			j++
+			break
+		}
+		c := inner(l)
+		if !rounded && (c == "" || !strings.HasPrefix(c, strings.Repeat(" ", indent))) {
+			break
+		}
+		text = append(text, trimIndent(c, indent))
+	}
+	if between && !closed {
+		return geminiInput{}, false
+	}
+	tail := lines[j:]
+	if len(tail) > geminiTail || (!rounded && !between && !isBlockRow(lines[j-1], "▀") && len(tail) == 0) {
+		// Without a border, only the footer under it tells the box from
+		// any "> " prompt.
+		return geminiInput{}, false
+	}
+	for _, l := range tail {
+		if geminiPromptRe.MatchString(l) || isRule(l) || isBlockRow(l, "▀") || isBlockRow(l, "▄") ||
+			isRoundedEdge(l) || strings.HasPrefix(strings.TrimSpace(l), "│") {
+			return geminiInput{}, false
 		}
 	}
-	return 0, "", "", false
+	// Over the box: its top border (if any), then hint rows and the rule.
+	// The rounded shape of 2025 had no rule above it.
+	if !rounded && !between {
+		i := p - 1
+		if i >= 0 && isBlockRow(lines[i], "▄") {
+			i--
+		}
+		ruled := false
+		for k := i; k >= 0 && k >= i-3; k-- {
+			if isRule(lines[k]) {
+				ruled = true
+				break
+			}
+		}
+		if !ruled {
+			return geminiInput{}, false
+		}
+	}
+	return geminiInput{top: p, prompt: prompt, text: joinBox(text), tail: tail}, true
+}
+
+// trimIndent cuts up to n leading spaces.
+func trimIndent(s string, n int) string {
+	k := 0
+	for k < n && k < len(s) && s[k] == ' ' {
+		k++
+	}
+	return s[k:]
 }
 
 func (g Gemini) recognize(lines []string) (string, bool) {
-	r := g.Read(lines)
-	if r.Shell || r.BoxRow < 0 {
+	b, ok := geminiBox(lines)
+	if !ok || lastIsShellPrompt(lines) {
+		return "", false
+	}
+	// Its footer, hints or banner, beside the box.
+	if _, ok := containsFold(lines, "workspace (/directory)", "no sandbox", "? for shortcuts",
+		"Type your message or @path/to/file", "Gemini CLI", "Qwen Code", "context left"); !ok && len(b.tail) == 0 {
 		return "", false
 	}
 	_, qwen := containsFold(lines, "qwen")

@@ -78,27 +78,38 @@ func Builtin() []Profile {
 			// openai/codex tui: LARGE_PASTE_CHAR_THRESHOLD 1000 chars
 			// ("[Pasted Content N chars]"), no fold by lines; the paste-burst
 			// guard swallows an Enter within ~120 ms of fast input. Codex
-			// accepts input while busy, but that is not verified here, so
-			// Queues stays false (wait for idle).
+			// 0.169 takes text submitted while busy at once, steering the
+			// running turn (measured: it reaches the model once), so it may
+			// be typed into while busy.
+			//
+			// FoldLines: Codex does not fold by lines, but a submitted text
+			// taller than the pane pushes its id off the screen and out of
+			// reach (measured with 0.169 at 24 rows: 24 lines, at 50 rows:
+			// 45 lines were never confirmed, and retyped), so a text of
+			// more than 15 lines goes as a pointer.
 			Name: "codex", Commands: []string{"codex"},
-			Settle: 200 * time.Millisecond, SubmitKey: cr,
-			FoldBytes: 1000,
-			Reader:    Codex{},
+			Settle: 200 * time.Millisecond, SubmitKey: cr, Queues: true,
+			FoldBytes: 1000, FoldLines: 15,
+			Reader: Codex{},
 		},
 		{
-			// gemini-cli text buffer: "[Pasted Text: N lines]" above 5 lines,
-			// "[Pasted Text: N chars]" above 500 characters (read in source,
-			// not seen in a terminal).
+			// gemini-cli text buffer: "[Pasted Text: N lines]" above 5 lines
+			// (seen in 0.61.0), "[Pasted Text: N chars]" above 500
+			// characters (read in source). Text submitted while busy waits
+			// under "Queued (press ↑ to edit):" and runs after the turn
+			// (measured: once).
 			Name: "gemini", Commands: []string{"gemini"},
-			Settle: 100 * time.Millisecond, SubmitKey: cr,
+			Settle: 100 * time.Millisecond, SubmitKey: cr, Queues: true,
 			FoldBytes: 500, FoldLines: 5,
 			Reader: Gemini{Product: "Gemini CLI"},
 		},
 		{
 			// QwenLM/qwen-code InputPrompt: "[Pasted Content N chars]" above
-			// 1000 characters or 10 lines (read in source).
+			// 1000 characters or 10 lines (0.24.4 folds 12 lines of 168
+			// characters). Enter while busy queues the text ("⏳ 1 queued"),
+			// run after the turn (measured: once).
 			Name: "qwen", Commands: []string{"qwen"},
-			Settle: 100 * time.Millisecond, SubmitKey: cr,
+			Settle: 100 * time.Millisecond, SubmitKey: cr, Queues: true,
 			FoldBytes: 1000, FoldLines: 10,
 			Reader: Gemini{Product: "Qwen Code"},
 		},
@@ -145,14 +156,31 @@ func Detect(command string, screen []string) (Profile, string) {
 }
 
 // DetectIn picks a profile from profiles (builtins changed or extended by
-// Apply). The foreground command decides first, by exact match; a profile
-// later in the list wins a command claimed twice, so a profile the config
-// adds beats a builtin. A shell as foreground command still yields to an
-// agent whose live screen is recognised (an agent started by a wrapper
-// script shows the script's shell as the command). Otherwise the screen
-// decides; failing both, the profile named "generic".
+// Apply) by the foreground command and the screen; see DetectPane.
 func DetectIn(profiles []Profile, command string, screen []string) (Profile, string) {
-	cmd := strings.TrimSpace(command)
+	return DetectPane(profiles, Pane{Command: command}, screen)
+}
+
+// Pane is what detection knows of a pane besides its screen.
+type Pane struct {
+	Command string // pane_current_command: "claude", "node", "bash", ...
+	// Procs, when set, returns the arguments of the pane's foreground
+	// processes (Procs.Foreground); called only when the command alone does
+	// not decide.
+	Procs func() [][]string
+}
+
+// DetectPane picks a profile from profiles. The foreground command decides
+// first, by exact match; a profile later in the list wins a command claimed
+// twice, so a profile the config adds beats a builtin. Next the foreground
+// processes: a Node launcher ("node …/bin/codex.js") or a wrapper shell
+// running the CLI is known by the CLI's arguments, and trusted as its
+// command would be. A shell as foreground command still yields to an agent
+// whose live screen is recognised. Otherwise the screen decides; failing
+// all, the profile named "generic".
+func DetectPane(profiles []Profile, pane Pane, screen []string) (Profile, string) {
+	cmd := strings.TrimSpace(pane.Command)
+	var shell *Profile
 	if cmd != "" {
 		for i := len(profiles) - 1; i >= 0; i-- {
 			p := profiles[i]
@@ -162,12 +190,23 @@ func DetectIn(profiles []Profile, command string, screen []string) (Profile, str
 			if !isShellProfile(p) {
 				return p, "foreground command " + cmd
 			}
-			if q, why, ok := recognize(profiles, screen); ok {
-				q, why = screenOnly(q, why)
-				return q, fmt.Sprintf("foreground command %s, but the %s", cmd, why)
-			}
-			return p, fmt.Sprintf("foreground command %s: a shell", cmd)
+			shell = &p
+			break
 		}
+	}
+	if pane.Procs != nil {
+		if name, argv := IdentifyAll(pane.Procs()); name != "" {
+			if p, ok := byCLI(profiles, name); ok {
+				return p, fmt.Sprintf("foreground process %s (%s)", name, clipArgs(argv))
+			}
+		}
+	}
+	if shell != nil {
+		if q, why, ok := recognize(profiles, screen); ok {
+			q, why = screenOnly(q, why)
+			return q, fmt.Sprintf("foreground command %s, but the %s", cmd, why)
+		}
+		return *shell, fmt.Sprintf("foreground command %s: a shell", cmd)
 	}
 	if p, why, ok := recognize(profiles, screen); ok {
 		return screenOnly(p, why)
@@ -180,6 +219,27 @@ func DetectIn(profiles []Profile, command string, screen []string) (Profile, str
 		return g, "foreground command unknown: generic"
 	}
 	return g, "unknown program " + cmd + ": generic"
+}
+
+// byCLI is the profile for a CLI a process was identified as: the last one
+// that claims its name as a command (a profile the config adds for it wins),
+// else the builtin of that name.
+func byCLI(profiles []Profile, name string) (Profile, bool) {
+	for i := len(profiles) - 1; i >= 0; i-- {
+		if slices.Contains(profiles[i].Commands, name) {
+			return profiles[i], true
+		}
+	}
+	return LookupIn(profiles, name)
+}
+
+// clipArgs shows a process's arguments in a detail, shortened.
+func clipArgs(argv []string) string {
+	s := strings.Join(argv, " ")
+	if r := []rune(s); len(r) > 100 {
+		s = string(r[:100]) + "…"
+	}
+	return s
 }
 
 // screenOnly adjusts a profile recognised by its screen alone: a program

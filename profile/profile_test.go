@@ -38,6 +38,10 @@ func TestBuiltin(t *testing.T) {
 	if p, _ := Lookup("codex"); p.Settle < 150*time.Millisecond {
 		t.Errorf("codex settle %s is inside its paste-burst window", p.Settle)
 	}
+	// A Codex text taller than a 24-row pane is never confirmed (measured).
+	if p, _ := Lookup("codex"); p.FoldLines == 0 || p.FoldLines > 16 || !p.Queues {
+		t.Errorf("codex: %+v", p)
+	}
 	if p, _ := Lookup("claude"); !p.Queues || p.FoldBytes != 800 || p.FoldLines != 3 {
 		t.Errorf("claude: %+v", p)
 	}
@@ -69,11 +73,13 @@ func TestDetect(t *testing.T) {
 		{"bash", "claude:16-person-draft.txt", "claude", "foreground command bash, but the screen shows Claude Code's input box (not its command, so it is not trusted to queue while busy)"},
 		{"zsh", "shell/zsh.txt", "shell", "foreground command zsh: a shell"},
 		{"codex", "codex/approval.txt", "codex", "foreground command codex"},
-		{"node", "codex/idle.txt", "codex", "screen shows the OpenAI Codex banner"},
-		{"node", "codex/old-composer.txt", "codex", "screen shows Codex's composer"},
-		{"node", "gemini/idle-boxed.txt", "gemini", "screen shows Gemini CLI's input box"},
-		{"node", "gemini/idle-halfblock.txt", "gemini", "screen shows Gemini CLI's input box"},
-		{"node", "qwen/idle.txt", "qwen", "screen shows Qwen Code's input box"},
+		{"node", "codex/idle.txt", "codex", "screen shows the OpenAI Codex banner (not its command, so it is not trusted to queue while busy)"},
+		{"node", "codex/old-composer.txt", "codex", "screen shows Codex's composer (not its command, so it is not trusted to queue while busy)"},
+		{"node", "gemini/idle-boxed.txt", "gemini", "screen shows Gemini CLI's input box (not its command, so it is not trusted to queue while busy)"},
+		{"node", "gemini/0.61.0/120x40-truecolor/idle.txt", "gemini", "screen shows Gemini CLI's input box (not its command, so it is not trusted to queue while busy)"},
+		{"node", "gemini/0.61.0/80x24-256/busy.txt", "gemini", "screen shows Gemini CLI's input box (not its command, so it is not trusted to queue while busy)"},
+		{"node", "codex/0.169.0/80x24-256/tall-12.txt", "codex", "screen shows Codex's composer (not its command, so it is not trusted to queue while busy)"},
+		{"node", "qwen/idle.txt", "qwen", "screen shows Qwen Code's input box (not its command, so it is not trusted to queue while busy)"},
 		{"qwen", "qwen/draft.txt", "qwen", "foreground command qwen"},
 		{"python3", "aider/idle.txt", "aider", "screen shows aider's banner"},
 		{"vim", "shell/running.txt", "generic", "unknown program vim: generic"},

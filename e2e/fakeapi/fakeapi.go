@@ -1,23 +1,34 @@
-// Package fakeapi is a loopback stand-in for the Anthropic Messages API, good
-// enough to run the real Claude Code CLI offline. It answers POST
-// /v1/messages with a streamed (SSE) reply, answers any other path with
-// something harmless, and appends one JSON line per request to a log file:
-// the log is the ground truth of which prompts the agent really submitted.
+// Package fakeapi is a loopback stand-in for the model APIs of the agent
+// CLIs, good enough to run them offline:
+//
+//   - Anthropic Messages, POST /v1/messages (Claude Code);
+//   - OpenAI Responses, POST /v1/responses (Codex; openai.go);
+//   - OpenAI Chat Completions, POST /v1/chat/completions (Qwen Code);
+//   - Gemini generateContent and streamGenerateContent?alt=sse, POST
+//     /v1beta/models/MODEL:ACTION (Gemini CLI; gemini.go).
+//
+// It answers each with a reply in that API's own (streamed) format, answers
+// any other path with something harmless, and appends one JSON line per
+// request to a log file: the log is the ground truth of which prompts the
+// agent really submitted.
 //
 // Its mode is switchable at run time, by POST /_control or by a mode file:
 //
 //   - instant: reply "ok" at once.
 //   - slow: stream the reply over a few seconds, so that the agent is busy.
-//   - bash: answer a prompt with a tool_use of the Bash tool (a command that
-//     the agent must ask permission for under --permission-mode default);
-//     once the tool result comes back, answer with plain text.
+//   - bash: answer a prompt with a call of the agent's shell tool (Bash,
+//     run_shell_command, shell, ...: a command that the agent must ask
+//     permission for); once the tool result comes back, answer with plain
+//     text.
 //
-// Only the requests that Claude Code makes for a person's prompt count as
-// prompts (Kind "prompt"); its internal calls (title or topic generation, quota
-// check, ...) are logged as "internal" and always answered at once.
+// Only the requests that an agent makes for a person's prompt count as
+// prompts (Kind "prompt"); its internal calls (title or topic generation,
+// quota check, Gemini's routing classifier, ...) are logged as "internal"
+// and always answered at once.
 package fakeapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +36,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +63,14 @@ const (
 	KindControl    = "control"     // a mode change through /_control
 )
 
+// The APIs, as logged in Record.API.
+const (
+	APIAnthropic = "anthropic" // Messages
+	APIResponses = "responses" // OpenAI Responses
+	APIChat      = "chat"      // OpenAI Chat Completions
+	APIGemini    = "gemini"    // Gemini generateContent
+)
+
 // Defaults for Config's zero values.
 const (
 	DefaultReply       = "ok"
@@ -67,6 +87,9 @@ type Config struct {
 	ModeFile string
 	// Control is the initial setting; empty fields take the defaults.
 	Control Control
+	// DumpDir, if set, gets every request body as a file of its own
+	// (NANOS-PATH.json): what a new CLI version sends, to read.
+	DumpDir string
 }
 
 // Control is the run-time setting, the body of POST /_control. Empty or
@@ -84,6 +107,7 @@ type Record struct {
 	Method string    `json:"method"`
 	Path   string    `json:"path"`
 	Kind   string    `json:"kind"`
+	API    string    `json:"api,omitempty"`
 	Mode   Mode      `json:"mode,omitempty"`
 	Model  string    `json:"model,omitempty"`
 	Stream bool      `json:"stream,omitempty"`
@@ -291,13 +315,28 @@ func (s *Server) newID(prefix string) string {
 	return fmt.Sprintf("%s_fake%06d", prefix, s.nextID)
 }
 
-// ServeHTTP routes: POST /v1/messages, /_control, anything else.
+// ServeHTTP routes: POST /v1/messages, /v1/responses,
+// /v1/chat/completions, /v1beta/models/M:generateContent (and its stream),
+// /_control, anything else.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.DumpDir != "" && r.Body != nil {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+		name := strings.NewReplacer("/", "_", ":", "_").Replace(r.URL.Path)
+		_ = os.WriteFile(filepath.Join(s.cfg.DumpDir, fmt.Sprintf("%d%s.json", time.Now().UnixNano(), name)), b, 0o644)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	post := r.Method == http.MethodPost
 	switch {
 	case r.URL.Path == "/_control":
 		s.serveControl(w, r)
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
+	case post && r.URL.Path == "/v1/messages":
 		s.serveMessages(w, r)
+	case post && strings.HasSuffix(r.URL.Path, "/responses"):
+		s.serveResponses(w, r)
+	case post && strings.HasSuffix(r.URL.Path, "/chat/completions"):
+		s.serveChat(w, r)
+	case post && isGeminiPath(r.URL.Path):
+		s.serveGemini(w, r)
 	default:
 		s.serveOther(w, r)
 	}
@@ -327,8 +366,15 @@ func (s *Server) serveOther(w http.ResponseWriter, r *http.Request) {
 	rec := Record{Method: r.Method, Path: r.URL.Path, Kind: KindOther, Query: r.URL.RawQuery, Body: clip(string(b), 300)}
 	s.log(rec)
 	w.Header().Set("Content-Type", "application/json")
-	if r.URL.Path == "/v1/messages/count_tokens" {
+	switch {
+	case r.URL.Path == "/v1/messages/count_tokens":
 		_, _ = io.WriteString(w, `{"input_tokens":10}`)
+		return
+	case strings.HasSuffix(r.URL.Path, ":countTokens"):
+		_, _ = io.WriteString(w, `{"totalTokens":10}`)
+		return
+	case strings.HasSuffix(r.URL.Path, "/models"):
+		_, _ = io.WriteString(w, `{"object":"list","data":[],"models":[]}`)
 		return
 	}
 	_, _ = io.WriteString(w, `{}`)
@@ -423,7 +469,7 @@ func classify(req request, toolResult bool) string {
 
 func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
-	rec := Record{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery}
+	rec := Record{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, API: APIAnthropic}
 	var req request
 	if err == nil {
 		err = json.Unmarshal(body, &req)

@@ -1,6 +1,8 @@
-// Command fakeapi runs the loopback stand-in for the Anthropic Messages API
-// until interrupted. It prints its base URL on the first line of stdout
-// (and writes it to -url-file, if given), for ANTHROPIC_BASE_URL.
+// Command fakeapi runs the loopback stand-in for the agents' model APIs
+// (Anthropic Messages, OpenAI Responses and Chat Completions, Gemini) until
+// interrupted. It prints its base URL on the first line of stdout (and
+// writes it to -url-file, if given), for ANTHROPIC_BASE_URL,
+// GOOGLE_GEMINI_BASE_URL, Codex's base_url (URL/v1) or OPENAI_BASE_URL.
 //
 //	fakeapi -log /tmp/x/api.jsonl -mode slow -slow 8s
 //	curl -d '{"mode":"bash"}' "$URL/_control"
@@ -23,10 +25,11 @@ func main() {
 	slow := flag.Duration("slow", fakeapi.DefaultSlowFor, "how long slow mode streams a reply")
 	bash := flag.String("bash", fakeapi.DefaultBashCommand, "the command bash mode asks to run")
 	reply := flag.String("reply", fakeapi.DefaultReply, "the text of a reply")
+	dump := flag.String("dump", "", "write every request body to a file in this dir")
 	urlFile := flag.String("url-file", "", "write the base URL to this file once listening")
 	flag.Parse()
 
-	srv, err := fakeapi.New(fakeapi.Config{LogPath: *logPath, ModeFile: *modeFile, Control: fakeapi.Control{
+	srv, err := fakeapi.New(fakeapi.Config{LogPath: *logPath, ModeFile: *modeFile, DumpDir: *dump, Control: fakeapi.Control{
 		Mode: fakeapi.Mode(*mode), SlowSeconds: slow.Seconds(), BashCommand: *bash, Reply: *reply,
 	}})
 	if err == nil {

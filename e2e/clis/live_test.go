@@ -1,0 +1,528 @@
+package clisharness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/e2e/fakeapi"
+	"github.com/agentmsg/agentmsg/e2e/harness"
+)
+
+// These tests run the built agentmsg against the real Codex and Gemini CLI,
+// offline. The fake API's log of prompts decides pass or fail, never the
+// screen. They run one CLI at a time (Node CLIs are heavy).
+
+// exeFor returns the CLI's executable, or skips: the live tests run only
+// with AGENTMSG_E2E_CLIS=1 (installing through scripts/clis.sh if needed)
+// or AGENTMSG_<CLI> set to an executable; then only a missing npm skips.
+func exeFor(t *testing.T, cli string) string {
+	t.Helper()
+	if os.Getenv("AGENTMSG_E2E_CLIS") != "1" && os.Getenv(envName(cli)) == "" {
+		t.Skipf("set AGENTMSG_E2E_CLIS=1 to run against the real %s", cli)
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed")
+	}
+	p, err := Find(cli)
+	if err != nil {
+		if _, lerr := exec.LookPath("npm"); lerr != nil {
+			t.Skipf("npm is missing, so %s cannot be installed: %v", cli, err)
+		}
+		p, err = Ensure(cli)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// live is a private tmux server with one real CLI in session
+// agent-e2e-CLI (team e2e, agent CLI), the fake API and the agentmsg under
+// test.
+type live struct {
+	t     *testing.T
+	cli   string
+	dir   string
+	api   *fakeapi.Server
+	agent *Agent
+	bin   string
+	state string
+	sock  string
+}
+
+func newLive(t *testing.T, cli string, set func(*Options)) *live {
+	t.Helper()
+	exe := exeFor(t, cli)
+	bins, err := harness.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := Version(exe)
+	if err != nil {
+		t.Fatalf("%s --version: %v", cli, err)
+	}
+	t.Logf("%s %s", cli, v)
+	dir, err := os.MkdirTemp("", "amn") // short: socket paths are limited
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &live{t: t, cli: cli, dir: dir, bin: bins.Agentmsg, state: filepath.Join(dir, "state"), sock: filepath.Join(dir, "s")}
+	t.Cleanup(func() {
+		if l.agent != nil {
+			if t.Failed() {
+				s, _ := l.agent.Capture()
+				t.Logf("screen at the end:\n%s", s)
+			}
+			_ = l.agent.Close()
+		}
+		_ = exec.Command("tmux", "-S", l.sock, "kill-server").Run()
+		if l.api != nil {
+			_ = l.api.Close()
+		}
+		_ = os.RemoveAll(dir)
+	})
+	if l.api, err = fakeapi.New(fakeapi.Config{LogPath: filepath.Join(dir, "api.jsonl")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.api.Start(); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{CLI: cli, Exe: exe, Socket: l.sock, Root: dir, APIURL: l.api.URL()}
+	if set != nil {
+		set(&o)
+	}
+	if l.agent, err = Start(o); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("start to ready: %v", l.agent.Ready.Sub(l.agent.Started).Round(time.Millisecond))
+	return l
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+	took           time.Duration
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d after %v\nstdout:\n%s\nstderr:\n%s", r.code, r.took.Round(time.Millisecond), r.stdout, r.stderr)
+}
+
+func (l *live) run(args ...string) result { l.t.Helper(); return l.runStdin("", args...) }
+
+// runStdin runs agentmsg -S SOCK args with its state in the test's dir.
+func (l *live) runStdin(stdin string, args ...string) result {
+	l.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, l.bin, append([]string{"-S", l.sock}, args...)...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TMUX") && !strings.HasPrefix(kv, "AGENTMSG_") && !strings.HasPrefix(kv, "XDG_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "AGENTMSG_FROM=tester", "XDG_STATE_HOME="+l.state,
+		"XDG_CONFIG_HOME="+filepath.Join(l.dir, "config"), "XDG_RUNTIME_DIR="+filepath.Join(l.dir, "run"))
+	var out, errOut bytes.Buffer
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	start := time.Now()
+	err := cmd.Run()
+	res := result{stdout: out.String(), stderr: errOut.String(), took: time.Since(start)}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		res.code = ee.ExitCode()
+	default:
+		l.t.Fatalf("agentmsg %v: %v", args, err)
+	}
+	return res
+}
+
+// sendReport is `send --json`, with the profile and pointer fields.
+type sendReport struct {
+	harness.SendReport
+	Profile string `json:"profile"`
+	Pointer bool   `json:"pointer"`
+}
+
+// send runs `--json send FLAGS... e2e CLI` with the text on stdin.
+func (l *live) send(text string, flags ...string) (sendReport, result) {
+	l.t.Helper()
+	args := append(append([]string{"--json", "send"}, flags...), "e2e", l.cli)
+	res := l.runStdin(text, args...)
+	rep, err := harness.Decode[sendReport](res.stdout)
+	if err != nil {
+		l.t.Fatalf("%v\n%s", err, res)
+	}
+	return rep, res
+}
+
+// prompts are the logged prompts.
+func (l *live) prompts() []fakeapi.Record {
+	var out []fakeapi.Record
+	for _, r := range l.api.Records() {
+		if r.Kind == fakeapi.KindPrompt {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// with returns the prompts that hold id.
+func (l *live) with(id string) []fakeapi.Record {
+	var out []fakeapi.Record
+	for _, r := range l.prompts() {
+		if strings.Contains(r.Text, id) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// waitArrived waits until a prompt holding id reached the API, then until
+// the agent is idle again, and checks that it arrived exactly once.
+func (l *live) waitArrived(id string) fakeapi.Record {
+	l.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for len(l.with(id)) == 0 {
+		if time.Now().After(deadline) {
+			s, _ := l.agent.Capture()
+			l.t.Fatalf("%s never reached the API; prompts %q\nscreen:\n%s", id, l.api.Prompts(), s)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	l.waitState("idle again", delivery.Ready)
+	got := l.with(id)
+	if len(got) != 1 {
+		l.t.Errorf("%s reached the API %d times: %+v", id, len(got), got)
+	}
+	return got[0]
+}
+
+func (l *live) waitState(what string, st delivery.State) string {
+	l.t.Helper()
+	s, err := l.agent.WaitState(60*time.Second, st)
+	if err != nil {
+		l.t.Fatalf("waiting for %s (%s): %v\nscreen:\n%s", what, st, err, s)
+	}
+	return s
+}
+
+func (l *live) set(c fakeapi.Control) {
+	l.t.Helper()
+	if err := l.api.Set(c); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// text makes a message of n lines.
+func text(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "line %d of %d: keep the id short and early", i, n)
+	}
+	return b.String()
+}
+
+// short makes a message of n short lines (about 10 bytes each).
+func short(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "short %d", i)
+	}
+	return b.String()
+}
+
+func fiveKB() string {
+	var b strings.Builder
+	for i := 0; b.Len() < 5000; i++ {
+		fmt.Fprintf(&b, "line %d of the design notes: keep the id short and early\n", i)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// checkArrived checks what reached the API for one send: the whole text
+// after the id, or the pointer line and `agentmsg read` giving it whole.
+func (l *live) checkArrived(rep sendReport, msg string, got fakeapi.Record) {
+	l.t.Helper()
+	if rep.Pointer {
+		want := rep.ID + ": " + strings.SplitN(msg, "\n", 2)[0]
+		if !strings.HasPrefix(got.Text, want) || !strings.Contains(got.Text, "agentmsg read "+rep.ID) {
+			l.t.Errorf("pointer arrived as %q", got.Text)
+		}
+		res := l.run("read", rep.ID)
+		if res.code != 0 || strings.TrimRight(res.stdout, "\n") != msg {
+			l.t.Errorf("agentmsg read %s gave %d bytes (exit %d), want the %d-byte text", rep.ID, len(res.stdout), res.code, len(msg))
+		}
+		return
+	}
+	if want := rep.ID + ": " + msg; got.Text != want {
+		l.t.Errorf("the API got %q, want %q", got.Text, want)
+	}
+}
+
+var clis = []string{Codex, Gemini, Qwen}
+
+// Messages of 1, 2, 12, 30 and 60 lines and of 5 KB each arrive exactly
+// once, whole or as a pointer, at heights 24 (256 colours) and 50
+// (truecolor), with the CLI started directly (its command is node) and
+// known by its process. At the end a person's draft is kept.
+func TestLiveMessages(t *testing.T) {
+	for _, cli := range clis {
+		for _, h := range []int{24, 50} {
+			t.Run(fmt.Sprintf("%s/%d", cli, h), func(t *testing.T) {
+				l := newLive(t, cli, func(o *Options) { o.Width, o.Height, o.Truecolor = 100, h, h == 50 })
+				if cmd, _ := l.agent.Command(); cmd != "node" {
+					t.Logf("pane command %q", cmd)
+				}
+				doc := l.run("doctor", "e2e", cli)
+				if !strings.Contains(doc.stdout, "profile   "+cli+" (foreground process "+cli) {
+					t.Errorf("doctor does not know %s by its process:\n%s", cli, doc.stdout)
+				}
+				list, err := harness.Decode[harness.ListReport](l.run("--json", "list").stdout)
+				if err != nil || len(list.Agents) != 1 || list.Agents[0].State != "ready" {
+					t.Errorf("list reads the idle %s as %+v (%v)", cli, list, err)
+				}
+				for _, m := range []struct {
+					name, text string
+				}{
+					{"1 line", "review PR 12"},
+					{"2 lines", text(2)},
+					{"12 lines", text(12)},
+					{"30 lines", text(30)},
+					{"60 lines", text(60)},
+					{"5 KB", fiveKB()},
+					// Under Codex's 1,000-byte fold: typed whole, its
+					// composer grows past 14 rows, then scrolls.
+					{"24 short lines", short(24)},
+					{"45 short lines", short(45)},
+				} {
+					rep, res := l.send(m.text)
+					// Queued: Gemini takes prompts while it initialises
+					// ("Prompts will be queued") and runs them after.
+					if res.code != 0 || (rep.Verdict != "submitted" && rep.Verdict != "queued") {
+						t.Errorf("%s: want submitted, got %q: %s", m.name, rep.Verdict, res)
+						continue
+					}
+					got := l.waitArrived(rep.ID)
+					l.checkArrived(rep, m.text, got)
+					t.Logf("%s: %s, pointer %v, profile %s, %d presses, %v", m.name, rep.Verdict, rep.Pointer, rep.Profile, rep.Presses, res.took.Round(time.Millisecond))
+				}
+				// A person's draft: never touched, nothing sent.
+				n := len(l.prompts())
+				if err := l.agent.Type("I was typing this by hand"); err != nil {
+					t.Fatal(err)
+				}
+				l.waitState("the draft", delivery.Draft)
+				_, res := l.send("do not touch the draft", "--no-queue", "--ready-timeout", "1s")
+				if res.code != 4 {
+					t.Errorf("draft: want exit 4: %s", res)
+				}
+				rd, screen, _ := l.agent.Read()
+				if rd.Box != "I was typing this by hand" {
+					t.Errorf("the draft changed to %q:\n%s", rd.Box, screen)
+				}
+				if got := len(l.prompts()); got != n {
+					t.Errorf("a prompt reached the API over the draft: %q", l.api.Prompts())
+				}
+			})
+		}
+	}
+}
+
+// Busy: a message sent during a turn is typed and taken (Gemini queues it,
+// Codex steers the running turn with it) and arrives once; --wait-idle
+// waits for the turn instead.
+func TestLiveBusy(t *testing.T) {
+	for _, cli := range clis {
+		t.Run(cli, func(t *testing.T) {
+			l := newLive(t, cli, nil)
+			l.set(fakeapi.Control{Mode: fakeapi.ModeSlow, SlowSeconds: 8})
+			first, res := l.send("a long task")
+			if res.code != 0 || (first.Verdict != "submitted" && first.Verdict != "queued") {
+				t.Fatalf("first: %s", res)
+			}
+			l.waitState("busy", delivery.Busy)
+			rep, res := l.send("next, when you are done")
+			if res.code != 0 || (rep.Verdict != "queued" && rep.Verdict != "submitted") {
+				t.Fatalf("want queued or submitted while busy: %s", res)
+			}
+			t.Logf("while busy: verdict %s after %v (%s)", rep.Verdict, res.took.Round(time.Millisecond), rep.Profile)
+			l.set(fakeapi.Control{Mode: fakeapi.ModeInstant})
+			got := l.waitArrived(rep.ID)
+			if !strings.Contains(got.Text, rep.ID+": next, when you are done") {
+				t.Errorf("the message arrived as %q", got.Text)
+			}
+			if len(l.with(first.ID)) != 1 {
+				t.Errorf("the first message arrived %d times", len(l.with(first.ID)))
+			}
+
+			l.set(fakeapi.Control{Mode: fakeapi.ModeSlow, SlowSeconds: 4})
+			third, res := l.send("another long one")
+			if res.code != 0 {
+				t.Fatalf("%s", res)
+			}
+			l.waitState("busy", delivery.Busy)
+			rep, res = l.send("after the turn", "--wait-idle")
+			// Qwen Code runs its memory subagent after each turn, with no
+			// sign on screen, and queues what comes meanwhile.
+			if res.code != 0 || (rep.Verdict != "submitted" && !(cli == Qwen && rep.Verdict == "queued")) {
+				t.Fatalf("--wait-idle: want submitted after the turn, got %q: %s", rep.Verdict, res)
+			}
+			l.set(fakeapi.Control{Mode: fakeapi.ModeInstant})
+			l.waitArrived(rep.ID)
+			if got := l.with(third.ID); len(got) != 1 {
+				t.Errorf("the third message arrived %d times", len(got))
+			}
+		})
+	}
+}
+
+// A dialog or startup menu is never answered: the message is deferred,
+// nothing is pressed, and deliver types it once the person has closed it.
+func TestLiveDialogDeferred(t *testing.T) {
+	for _, cli := range clis {
+		t.Run(cli, func(t *testing.T) {
+			dialogReady := func(lines []string) bool { return Reader(cli).Read(lines).State == delivery.Dialog }
+			var l *live
+			ran := ""
+			if cli == Codex {
+				// An older model: Codex opens its "Try new model" menu,
+				// where Enter and Esc both answer.
+				l = newLive(t, cli, func(o *Options) { o.Model = "gpt-5.6-sol"; o.Ready = dialogReady })
+			} else {
+				l = newLive(t, cli, nil)
+				ran = filepath.Join(l.dir, "ran")
+				l.set(fakeapi.Control{Mode: fakeapi.ModeBash, BashCommand: "touch " + ran})
+				if _, res := l.send("please run the script"); res.code != 0 {
+					t.Fatalf("%s", res)
+				}
+				l.waitState("the confirmation", delivery.Dialog)
+				l.set(fakeapi.Control{Mode: fakeapi.ModeInstant})
+			}
+			before, _ := l.agent.Capture()
+			n := len(l.prompts())
+			rep, res := l.send("are you there?", "--ready-timeout", "2s")
+			if res.code != 0 || rep.Verdict != "deferred" {
+				t.Fatalf("want deferred: %s", res)
+			}
+			rd, screen, _ := l.agent.Read()
+			if rd.State != delivery.Dialog {
+				t.Fatalf("the dialog is gone (%+v):\nbefore:\n%s\nnow:\n%s", rd, before, screen)
+			}
+			if ran != "" {
+				if _, err := os.Stat(ran); err == nil {
+					t.Fatal("the command the agent asked permission for has run")
+				}
+			}
+			if len(l.prompts()) != n {
+				t.Fatalf("a prompt reached the API through the dialog: %q", l.api.Prompts())
+			}
+			// Still a dialog: a deliver pass presses nothing.
+			if res := l.run("deliver", "--ready-timeout", "500ms"); res.code != 0 {
+				t.Fatalf("deliver: %s", res)
+			}
+			if rd, _, _ := l.agent.Read(); rd.State != delivery.Dialog || len(l.prompts()) != n {
+				t.Fatalf("deliver touched the dialog: %+v, prompts %q", rd, l.api.Prompts())
+			}
+			// The person closes it; deliver then types the message once.
+			if cli == Codex {
+				err := l.agent.Keys("Down")
+				if err == nil {
+					_, err = l.agent.WaitFor(10*time.Second, func(s string) bool { return strings.Contains(s, "› 2. Use existing model") })
+				}
+				if err == nil {
+					err = l.agent.Enter()
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else if err := l.agent.Keys("Escape"); err != nil {
+				t.Fatal(err)
+			}
+			l.waitState("ready after the dialog", delivery.Ready)
+			if res := l.run("deliver"); res.code != 0 {
+				t.Fatalf("deliver: %s", res)
+			}
+			got := l.waitArrived(rep.ID)
+			if !strings.Contains(got.Text, rep.ID+": are you there?") {
+				t.Errorf("delivered as %q", got.Text)
+			}
+			if res := l.run("deliver"); res.code != 0 {
+				t.Fatalf("deliver: %s", res)
+			}
+			if got := l.with(rep.ID); len(got) != 1 {
+				t.Errorf("delivered %d times", len(got))
+			}
+		})
+	}
+}
+
+// Started through a shell wrapper (the pane's command is bash) the CLI is
+// still known by its process; after it quits, the pane shows a shell
+// prompt and a message is refused.
+func TestLiveWrapperThenExited(t *testing.T) {
+	for _, cli := range clis {
+		t.Run(cli, func(t *testing.T) {
+			l := newLive(t, cli, func(o *Options) { o.Wrapper = true; o.Width, o.Height = 80, 24 })
+			if cmd, _ := l.agent.Command(); cmd != "bash" {
+				t.Logf("pane command %q", cmd)
+			}
+			doc := l.run("doctor", "e2e", cli)
+			if !strings.Contains(doc.stdout, "profile   "+cli+" (foreground process "+cli) {
+				t.Errorf("doctor does not know %s by its process:\n%s", cli, doc.stdout)
+			}
+			rep, res := l.send("through the wrapper")
+			if res.code != 0 || (rep.Verdict != "submitted" && rep.Verdict != "queued") {
+				t.Fatalf("want submitted (or queued while Gemini initialises): %s", res)
+			}
+			l.waitArrived(rep.ID)
+
+			if err := l.agent.Type("/quit"); err != nil {
+				t.Fatal(err)
+			}
+			l.waitState("/quit in the box", delivery.Draft)
+			if _, err := l.agent.WaitFor(5*time.Second, func(s string) bool { return strings.Contains(s, "/quit") }); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond) // past the paste-burst guard: a person's pace
+			if err := l.agent.Enter(); err != nil {
+				t.Fatal(err)
+			}
+			if s, err := l.agent.WaitFor(30*time.Second, func(s string) bool {
+				return strings.Contains(s, "["+cli+" exited") && Reader(cli).Read(strings.Split(s, "\n")).Shell
+			}); err != nil {
+				t.Fatalf("no shell prompt after /quit: %v\n%s", err, s)
+			}
+			n := len(l.prompts())
+			ran := filepath.Join(l.dir, "ran")
+			_, res = l.send("; touch "+ran, "--no-queue", "--ready-timeout", "2s")
+			if res.code != 4 || !strings.Contains(res.stdout+res.stderr, "shell prompt") {
+				t.Fatalf("want exit 4 naming the shell prompt: %s", res)
+			}
+			if _, err := os.Stat(ran); err == nil {
+				t.Fatal("the message ran as a shell command")
+			}
+			if len(l.prompts()) != n {
+				t.Errorf("prompts after exit: %q", l.api.Prompts())
+			}
+		})
+	}
+}

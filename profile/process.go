@@ -1,0 +1,172 @@
+package profile
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Process-based detection. npm installs Codex, Gemini CLI and Qwen Code as
+// Node launchers, so tmux names the pane's command "node" (or the shell of
+// a wrapper script); what runs is in the foreground processes' arguments:
+// "node /…/node_modules/.bin/gemini", "node /…/@openai/codex/bin/codex.js".
+
+// Procs reads the processes of a pane from a /proc file system.
+type Procs struct {
+	// Root is the proc file system; "" means /proc.
+	Root string
+}
+
+func (p Procs) root() string {
+	if p.Root == "" {
+		return "/proc"
+	}
+	return p.Root
+}
+
+// stat reads a process's parent, process group and its terminal's
+// foreground process group (fields 4, 5 and 8 of /proc/PID/stat).
+func (p Procs) stat(pid int) (ppid, pgrp, tpgid int, ok bool) {
+	b, err := os.ReadFile(filepath.Join(p.root(), strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // comm may hold spaces and parens
+	if i < 0 {
+		return 0, 0, 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 6 {
+		return 0, 0, 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	pgrp, _ = strconv.Atoi(f[2])
+	tpgid, _ = strconv.Atoi(f[5])
+	return ppid, pgrp, tpgid, true
+}
+
+// Argv returns a process's arguments (nil when it is gone or a zombie).
+func (p Procs) Argv(pid int) []string {
+	b, err := os.ReadFile(filepath.Join(p.root(), strconv.Itoa(pid), "cmdline"))
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+}
+
+// Foreground returns the arguments of the processes in the foreground of
+// the pane whose first process is pid: the pane's foreground process
+// group, found from pid's terminal (tpgid), and those of its members that
+// descend from pid, parents before children. A wrapper that runs the agent
+// without job control (bash -c 'codex; …') keeps it in its own group, so
+// the agent is among them. Nil when nothing can be read (no /proc).
+func (p Procs) Foreground(pid int) [][]string {
+	if pid <= 0 {
+		return nil
+	}
+	_, _, tpgid, ok := p.stat(pid)
+	if !ok {
+		return nil
+	}
+	children := map[int][]int{}
+	pgrps := map[int]int{}
+	entries, _ := os.ReadDir(p.root())
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, pgrp, _, ok := p.stat(child); ok {
+			children[ppid] = append(children[ppid], child)
+			pgrps[child] = pgrp
+		}
+	}
+	var out [][]string
+	queue := []int{pid}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		kids := children[cur]
+		slices.Sort(kids)
+		queue = append(queue, kids...)
+		if tpgid > 0 && pgrps[cur] != tpgid {
+			continue
+		}
+		if argv := p.Argv(cur); argv != nil {
+			out = append(out, argv)
+		}
+	}
+	return out
+}
+
+// interpreters run a script named in their arguments.
+var interpreters = []string{"node", "nodejs", "bun", "deno", "python", "python3"}
+
+// cliMarks identify a CLI from one argument: an executable's or script's
+// base name, or a package directory in its path.
+var cliMarks = []struct {
+	name   string
+	bases  []string
+	inPath []string
+}{
+	{"claude", []string{"claude", "claude.exe", "cli.js"}, []string{"/@anthropic-ai/claude-code/"}},
+	{"codex", []string{"codex", "codex.js"}, []string{"/@openai/codex/"}},
+	{"gemini", []string{"gemini", "gemini.js"}, []string{"/@google/gemini-cli/"}},
+	{"qwen", []string{"qwen", "qwen.js"}, []string{"/@qwen-code/qwen-code/"}},
+	{"aider", []string{"aider"}, []string{"/aider/"}},
+}
+
+// Identify names the agent CLI a process runs, from its arguments: the
+// executable, or the script an interpreter (node, …) runs. "" when it is
+// none of them.
+func Identify(argv []string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	args := argv[:1]
+	if slices.Contains(interpreters, filepath.Base(argv[0])) {
+		// The script: the first argument that is no option.
+		for _, a := range argv[1:] {
+			if !strings.HasPrefix(a, "-") {
+				args = []string{a}
+				break
+			}
+		}
+	}
+	for _, a := range args {
+		base := filepath.Base(a)
+		for _, m := range cliMarks {
+			if slices.Contains(m.bases, base) && (base != "cli.js" || pathHas(a, m.inPath)) {
+				return m.name
+			}
+			if pathHas(a, m.inPath) {
+				return m.name
+			}
+		}
+	}
+	return ""
+}
+
+func pathHas(a string, parts []string) bool {
+	for _, p := range parts {
+		if strings.Contains(a, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// IdentifyAll names the agent CLI among a pane's foreground processes (as
+// Foreground returns them), and the process's arguments that told it; the
+// deepest match wins (a wrapper's child over the wrapper).
+func IdentifyAll(procs [][]string) (name string, argv []string) {
+	for i := len(procs) - 1; i >= 0; i-- {
+		if n := Identify(procs[i]); n != "" {
+			return n, procs[i]
+		}
+	}
+	return "", nil
+}

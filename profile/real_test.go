@@ -1,0 +1,185 @@
+package profile
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentmsg/agentmsg/delivery"
+)
+
+// realWant is what a reader must make of a captured screen; the box row is
+// not pinned (it moves with the size), only whether there is a box.
+type realWant struct {
+	state  delivery.State
+	box    string
+	noBox  bool
+	queued bool
+	shell  bool
+}
+
+func lines(prefix string, n int) string {
+	out := []string{fmt.Sprintf("MSG_%04d: line 1 of %d", n, n)}
+	for i := 2; i <= n; i++ {
+		out = append(out, fmt.Sprintf("line %d of %d", i, n))
+	}
+	_ = prefix
+	return strings.Join(out, "\n")
+}
+
+// from is the text's lines k..n, as a scrolled composer shows them.
+func from(n, k int) string {
+	return strings.Join(strings.Split(lines("", n), "\n")[k-1:], "\n")
+}
+
+// Screens captured from the real CLIs (testdata/README.md says how): every
+// state at 120x40 and 80x24, with COLORTERM=truecolor and without.
+func TestRealScreens(t *testing.T) {
+	gemini := map[string]realWant{
+		"idle":             {state: delivery.Ready},
+		"typed":            {state: delivery.Draft, box: "MSG_0001: hello there"},
+		"after-submit":     {state: delivery.Ready},
+		"busy":             {state: delivery.Busy},
+		"busy-typed":       {state: delivery.Busy, box: "MSG_0003: while busy"},
+		"busy-queued":      {state: delivery.Busy, queued: true},
+		"idle-after-queue": {state: delivery.Ready},
+		"tall-2":           {state: delivery.Draft, box: lines("", 2)},
+		"tall-12":          {state: delivery.Draft, box: "[Pasted Text: 12 lines]"},
+		"tall-30":          {state: delivery.Draft, box: "[Pasted Text: 30 lines]"},
+		"tall-60":          {state: delivery.Draft, box: "[Pasted Text: 60 lines]"},
+		"after-tall":       {state: delivery.Ready},
+		"draft":            {state: delivery.Draft, box: "I was typing this by hand"},
+		"dialog-tool":      {state: delivery.Dialog, noBox: true},
+		"after-dialog":     {state: delivery.Ready},
+		"slash-picker":     {state: delivery.Draft, box: "/quit"},
+		"exited":           {state: delivery.Unknown, noBox: true, shell: true},
+	}
+	codex := map[string]realWant{
+		"idle":             {state: delivery.Ready},
+		"typed":            {state: delivery.Draft, box: "MSG_0001: hello there"},
+		"after-submit":     {state: delivery.Ready},
+		"busy":             {state: delivery.Busy},
+		"busy-typed":       {state: delivery.Busy, box: "MSG_0003: while busy"},
+		"busy-steer":       {state: delivery.Busy},
+		"idle-after-steer": {state: delivery.Ready},
+		"tall-2":           {state: delivery.Draft, box: lines("", 2)},
+		"tall-12":          {state: delivery.Draft, box: lines("", 12)},
+		// Taller than its room: the composer scrolls (↑), its start hidden.
+		"tall-30":                 {state: delivery.Draft, box: "…\n" + from(30, 7)},
+		"tall-60":                 {state: delivery.Draft, box: "…\n" + from(60, 37)},
+		"80x24-truecolor/tall-30": {state: delivery.Draft, box: "…\n" + from(30, 17)},
+		"80x24-256/tall-30":       {state: delivery.Draft, box: "…\n" + from(30, 17)},
+		"80x24-truecolor/tall-60": {state: delivery.Draft, box: "…\n" + from(60, 47)},
+		"80x24-256/tall-60":       {state: delivery.Draft, box: "…\n" + from(60, 47)},
+		"tall-2-after-enter":      {state: delivery.Ready},
+		"tall-12-after-enter":     {state: delivery.Ready},
+		"tall-30-after-enter":     {state: delivery.Ready},
+		"tall-60-after-enter":     {state: delivery.Ready},
+		"draft":                   {state: delivery.Draft, box: "I was typing this by hand"},
+		"warnings-overlay":        {state: delivery.Dialog, noBox: true},
+		"after-ctrl-c":            {state: delivery.Ready},
+		"slash-picker":            {state: delivery.Draft, box: "/quit"},
+		"exited":                  {state: delivery.Unknown, noBox: true, shell: true},
+		"startup-menu":            {state: delivery.Dialog, noBox: true},
+		// A reply streaming: no "Working" line, only the missing "Worked for".
+		"busy-streaming":       {state: delivery.Busy},
+		"busy-streaming-typed": {state: delivery.Busy, box: "MSG_0003: typed while it streams"},
+		"streamed-then-typed":  {state: delivery.Draft, box: "MSG_0003: typed while it streams"},
+	}
+	qwen := map[string]realWant{
+		"idle":         {state: delivery.Ready},
+		"typed":        {state: delivery.Draft, box: "MSG_0001: hello there"},
+		"after-submit": {state: delivery.Ready},
+		"busy":         {state: delivery.Busy},
+		"busy-typed":   {state: delivery.Busy, box: "MSG_0003: while busy"},
+		"busy-queued":  {state: delivery.Busy, queued: true},
+		// After a turn Qwen Code shows a suggested next prompt, dimmed, in
+		// the box (here "ok", from the fake model). Without colours it is
+		// text: read as a draft, never typed over (see e2e/clis/NOTES.md).
+		"idle-after-queue":                     {state: delivery.Draft, box: "ok"},
+		"80x24-256/after-tall":                 {state: delivery.Draft, box: "ok"},
+		"120x40-truecolor/after-approval-mode": {state: delivery.Draft, box: "ok"},
+		"tall-2":                               {state: delivery.Draft, box: lines("", 2)},
+		"tall-12":                              {state: delivery.Draft, box: "[Pasted Content 168 chars]"},
+		"tall-30":                              {state: delivery.Draft, box: "[Pasted Content 420 chars]"},
+		"tall-60":                              {state: delivery.Draft, box: "[Pasted Content 840 chars]"},
+		"after-tall":                           {state: delivery.Ready},
+		"draft":                                {state: delivery.Draft, box: "I was typing this by hand"},
+		"after-approval-mode":                  {state: delivery.Ready},
+		"dialog-tool":                          {state: delivery.Dialog, noBox: true},
+		"after-dialog":                         {state: delivery.Ready},
+		"slash-picker":                         {state: delivery.Draft, box: "/quit"},
+		"exited":                               {state: delivery.Unknown, noBox: true, shell: true},
+	}
+	for _, c := range []struct {
+		dir    string
+		reader delivery.ScreenReader
+		want   map[string]realWant
+	}{
+		{"testdata/qwen/0.24.4", Gemini{Product: "Qwen Code"}, qwen},
+		{"testdata/gemini/0.61.0", Gemini{Product: "Gemini CLI"}, gemini},
+		{"testdata/codex/0.169.0", Codex{}, codex},
+	} {
+		files, _ := filepath.Glob(filepath.Join(c.dir, "*", "*.txt"))
+		if len(files) < 30 {
+			t.Fatalf("%s: only %d screens", c.dir, len(files))
+		}
+		for _, f := range files {
+			rel, _ := filepath.Rel(c.dir, f)
+			rel = strings.TrimSuffix(rel, ".txt")
+			state := filepath.Base(rel)
+			t.Run(strings.TrimPrefix(c.dir, "testdata/")+"/"+rel, func(t *testing.T) {
+				w, ok := c.want[rel]
+				if !ok {
+					w, ok = c.want[state]
+				}
+				if !ok {
+					t.Fatalf("no expectation for %s", state)
+				}
+				got := c.reader.Read(readScreen(t, f))
+				if got.State != w.state || got.Box != w.box || (got.BoxRow < 0) != w.noBox || got.Queued != w.queued || got.Shell != w.shell {
+					t.Errorf("Read = %+v\nwant %+v", got, w)
+				}
+				if got.State != delivery.Ready && got.Detail == "" {
+					t.Errorf("state %s without a detail", got.State)
+				}
+			})
+		}
+	}
+}
+
+// Once the banner has scrolled away, a live box is still known by its
+// footer: every captured screen with a box is recognised with the banner's
+// lines blanked.
+func TestRecognizedWithoutBanner(t *testing.T) {
+	for _, c := range []struct {
+		glob   string
+		reader recognizer
+		banner []string
+	}{
+		{"testdata/codex/0.169.0/*/*.txt", Codex{}, []string{"OpenAI Codex", "Codex"}},
+		{"testdata/gemini/0.61.0/*/*.txt", Gemini{Product: "Gemini CLI"}, []string{"Gemini CLI", "Tips for getting started"}},
+	} {
+		files, _ := filepath.Glob(c.glob)
+		for _, f := range files {
+			screen := readScreen(t, f)
+			for i, l := range screen {
+				for _, b := range c.banner {
+					if strings.Contains(l, b) {
+						screen[i] = ""
+					}
+				}
+			}
+			rd := c.reader.(delivery.ScreenReader).Read(screen)
+			if rd.BoxRow < 0 {
+				continue
+			}
+			if why, ok := c.reader.recognize(trimScreen(screen)); !ok {
+				t.Errorf("%s: not recognised without its banner (%+v)", f, rd)
+			} else if why == "" {
+				t.Errorf("%s: no reason", f)
+			}
+		}
+	}
+}

@@ -1,0 +1,79 @@
+# shellcheck shell=bash
+# ensure_cli installs one of the Node agent CLIs that e2e/clis runs live
+# (Codex, Gemini CLI, Qwen Code) from npm into a cache dir, once, and prints
+# the path of its executable. Source this file and call the function, or run
+# it directly:
+#
+#   source scripts/clis.sh && CODEX=$(ensure_cli codex) || exit 1
+#   bash scripts/clis.sh                 # installs all three, prints NAME=PATH lines
+#   bash scripts/clis.sh gemini          # one of them, prints its path
+#
+# The cache dir is ${AGENTMSG_CACHE:-$HOME/.cache/agentmsg}/NAME. The versions
+# are pinned (the ones the recorded screens in profile/testdata are from);
+# AGENTMSG_CODEX_VERSION, AGENTMSG_GEMINI_VERSION and AGENTMSG_QWEN_VERSION
+# choose others ("latest" for the newest). Progress and errors go to stderr;
+# stdout holds only paths.
+
+# cli_package NAME prints the npm package, the pinned version and the
+# executable's name, separated by spaces.
+cli_package() {
+	case $1 in
+	codex) printf '%s %s %s\n' @openai/codex "${AGENTMSG_CODEX_VERSION:-0.169.0}" codex ;;
+	gemini) printf '%s %s %s\n' @google/gemini-cli "${AGENTMSG_GEMINI_VERSION:-0.61.0}" gemini ;;
+	qwen) printf '%s %s %s\n' @qwen-code/qwen-code "${AGENTMSG_QWEN_VERSION:-0.24.4}" qwen ;;
+	*)
+		printf 'ensure_cli: unknown CLI %q (want codex, gemini or qwen)\n' "$1" >&2
+		return 1
+		;;
+	esac
+}
+
+ensure_cli() {
+	local name=$1 pkg version exe
+	read -r pkg version exe < <(cli_package "$name") || return 1
+	[[ -n $pkg ]] || return 1
+	local dir="${AGENTMSG_CACHE:-$HOME/.cache/agentmsg}/$name"
+	local bin="$dir/node_modules/.bin/$exe"
+	if [[ -x $bin ]] && { [[ $version == latest ]] || "$bin" --version 2>/dev/null | grep -qF "$version"; }; then
+		printf '%s\n' "$bin"
+		return 0
+	fi
+	if ! command -v npm >/dev/null 2>&1; then
+		printf 'ensure_cli: npm not found on PATH; install Node.js 20+ with npm (Debian: apt-get install nodejs npm), then retry\n' >&2
+		return 1
+	fi
+	mkdir -p "$dir" || {
+		printf 'ensure_cli: cannot create %s\n' "$dir" >&2
+		return 1
+	}
+	printf 'ensure_cli: installing %s@%s into %s\n' "$pkg" "$version" "$dir" >&2
+	# --no-fund/--no-audit keep npm quiet and off the network beyond the install.
+	if ! timeout 900 npm install --prefix "$dir" --no-fund --no-audit --loglevel=error "$pkg@$version" >&2; then
+		printf 'ensure_cli: npm install --prefix %s %s@%s failed (is the npm registry reachable?)\n' "$dir" "$pkg" "$version" >&2
+		return 1
+	fi
+	if ! [[ -x $bin ]]; then
+		printf 'ensure_cli: npm install succeeded but %s is missing\n' "$bin" >&2
+		return 1
+	fi
+	if ! "$bin" --version >/dev/null 2>&1; then
+		printf 'ensure_cli: %s does not run (%s --version failed); does this Node.js (%s) suit it?\n' "$bin" "$bin" "$(node --version 2>/dev/null)" >&2
+		return 1
+	fi
+	printf '%s\n' "$bin"
+}
+
+# Run directly: install the CLIs named (default: all three) and print paths.
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+	set -euo pipefail
+	if [[ $# -eq 1 ]]; then
+		ensure_cli "$1"
+		exit
+	fi
+	for n in "${@:-codex gemini qwen}"; do
+		for m in $n; do
+			p=$(ensure_cli "$m")
+			printf '%s=%s\n' "$m" "$p"
+		done
+	done
+fi
