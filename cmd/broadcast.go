@@ -83,9 +83,9 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 	if err != nil {
 		return err
 	}
-	id, d, c, env := m.id, m.d, m.c, m.env
+	id, c, env := m.id, m.c, m.env
 	if !opts.JSON() {
-		d.OnWait = newWaitPrinter(opts.IO.ErrOut, false).wait
+		opts.Mode.Call.OnWait = newWaitPrinter(opts.IO.ErrOut, false).wait
 	}
 	results, err := c.Broadcast(ctx, opts.Team, env, opts.Mode)
 	if err != nil {

@@ -47,7 +47,7 @@ func (cm *composer) compose(ctx context.Context, text string) (composed, error) 
 	if out.d, err = cm.Dispatcher(); err != nil {
 		return out, err
 	}
-	if err := cm.Agent.apply(cm.Factory, out.d); err != nil {
+	if cm.Mode.Call, err = cm.Agent.call(cm.Factory); err != nil {
 		return out, err
 	}
 	msg, err := out.d.NewMessage(out.id.Sender, text)

@@ -98,7 +98,7 @@ func sendRun(ctx context.Context, opts *SendOptions) error {
 		// A person sees one line kept up to date; an agent running us as a
 		// tool (no terminal) sees a line each time the reason changes.
 		progress = newWaitPrinter(opts.IO.ErrOut, opts.IO.ErrTTY)
-		d.OnWait = progress.wait
+		opts.Mode.Call.OnWait = progress.wait
 	}
 	out := c.Send(ctx, opts.Target, env, opts.Mode)
 	if progress != nil {

@@ -51,6 +51,9 @@ type Mode struct {
 	Queue bool
 	// MailboxOnly records the message without typing it.
 	MailboxOnly bool
+	// Call is how the message is typed: the profile chosen by hand, wait
+	// for idle, force, who hears about waits.
+	Call dispatch.Call
 }
 
 // Result is one recipient's outcome and what the mailbox now says.
@@ -171,7 +174,7 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 	defer unlock()
 	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
 		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, 1)}
-	out := c.Dispatch.SendMessage(ctx, t, msg, record)
+	out := c.Dispatch.SendMessage(ctx, t, msg, mode.Call, record)
 	if !recorded {
 		return Result{Outcome: out}
 	}
@@ -273,7 +276,7 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		}
 		return out, nil
 	}
-	rep, err := c.Dispatch.BroadcastMessage(ctx, team, msg, record)
+	rep, err := c.Dispatch.BroadcastMessage(ctx, team, msg, mode.Call, record)
 	if err != nil {
 		return nil, err
 	}
@@ -328,11 +331,11 @@ func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target
 		// Nothing typed; the inbox still says what it said.
 		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}, State: was}
 	}
-	d := *c.Dispatch
-	d.Opts.Resume, d.Opts.Earlier = resume, earlier
+	call := mode.Call
+	call.Resume, call.Earlier = resume, earlier
 	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
 		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, attempt)}
-	out := d.SendMessage(ctx, t, msg, nil)
+	out := c.Dispatch.SendMessage(ctx, t, msg, call, nil)
 	return c.settle(ctx, box, env.ID, out, mode, attempt, prior{state: was, reached: earlier, resumed: resume})
 }
 

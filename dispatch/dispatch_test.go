@@ -31,7 +31,7 @@ func send(d *Dispatcher, t target.Target, sender, text string) Outcome {
 	if err != nil {
 		return Outcome{Target: t, Verdict: delivery.Failed, Err: err}
 	}
-	return d.SendMessage(context.Background(), t, msg, nil)
+	return d.SendMessage(context.Background(), t, msg, Call{}, nil)
 }
 
 func broadcastText(d *Dispatcher, team, sender, text string) (Report, error) {
@@ -39,7 +39,7 @@ func broadcastText(d *Dispatcher, team, sender, text string) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	return d.BroadcastMessage(context.Background(), team, msg, nil)
+	return d.BroadcastMessage(context.Background(), team, msg, Call{}, nil)
 }
 
 func mustTarget(t *testing.T, team, name string) target.Target {
@@ -144,7 +144,7 @@ func TestBroadcastWithoutTargets(t *testing.T) {
 func TestAgentsReadsStates(t *testing.T) {
 	s := faketmux.New("agent-alpha-ana", "agent-alpha-bob", "scratch")
 	s.SetDialog("agent-alpha-bob", true)
-	agents, err := newDispatcher(s).Agents(context.Background(), "alpha")
+	agents, err := newDispatcher(s).Agents(context.Background(), "alpha", Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
