@@ -140,14 +140,20 @@ type Message struct {
 }
 
 // NewMessage cleans text and gives it a fresh id from sender (already
-// normalised by message.Sender). It fails with ErrEmptyMessage when
-// nothing but whitespace is left.
+// normalised by message.Sender), with d's source of randomness. It fails
+// with ErrEmptyMessage when nothing but whitespace is left.
 func (d *Dispatcher) NewMessage(sender, text string) (Message, error) {
+	return NewMessage(sender, text, d.Random)
+}
+
+// NewMessage is a message made without a tmux server (random nil is
+// crypto/rand): recording one in an inbox needs no tmux at all.
+func NewMessage(sender, text string, random io.Reader) (Message, error) {
 	text = message.Clean(text)
 	if strings.TrimSpace(text) == "" {
 		return Message{}, ErrEmptyMessage
 	}
-	id, err := message.NewID(sender, d.Random)
+	id, err := message.NewID(sender, random)
 	return Message{ID: id, Text: text}, err
 }
 
