@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -139,11 +140,8 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 	// Older messages still waiting for this agent go first: oldest first
 	// is the order an agent reads in. If they still cannot go, neither can
 	// this one; it waits behind them.
-	if mode.Queue && c.waiting(team, agent) {
-		// Should that fail (interrupted, another deliverer busy with the
-		// inbox), this one still waits behind them: kept, not lost.
-		_, err := c.deliverInbox(ctx, team, agent, false)
-		if err != nil || c.waiting(team, agent) {
+	if mode.Queue {
+		if wait, err := c.olderFirst(ctx, team, agent); wait {
 			why := "behind older messages to the same agent"
 			if err != nil {
 				why += " (" + err.Error() + ")"
@@ -195,6 +193,25 @@ func (c *Courier) onStep(boxOf func(target.Target) *mailbox.Box, id message.ID, 
 	}
 }
 
+// olderFirst is the one enqueue rule, for a send and a broadcast alike:
+// older messages waiting for team/agent go first. It types them if it can,
+// and reports whether some still wait; the new message then waits behind
+// them. Should typing them fail (interrupted, another deliverer busy with
+// the inbox), the new one waits too: kept, not lost (err says why).
+func (c *Courier) olderFirst(ctx context.Context, team, agent string) (wait bool, err error) {
+	if !c.waiting(team, agent) {
+		return false, nil
+	}
+	_, err = c.deliverInbox(ctx, team, agent, false)
+	return err != nil || c.waiting(team, agent), err
+}
+
+// mustWait is olderFirst's answer alone.
+func (c *Courier) mustWait(ctx context.Context, team, agent string) bool {
+	wait, _ := c.olderFirst(ctx, team, agent)
+	return wait
+}
+
 // waiting reports whether team/agent's inbox holds messages that wait for
 // a deliverer. One being typed right now by another sender does not: that
 // sender holds the pane and finishes it.
@@ -232,11 +249,26 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 			unlock()
 		}
 	}()
-	record := func(targets []target.Target) error {
+	var behind []Result // targets with older messages waiting: this one waits too
+	record := func(targets []target.Target) ([]target.Target, error) {
 		var errs []error
+		var now []target.Target
 		for _, t := range targets {
 			tm, agent := Inbox(t)
 			box, err := c.Store.Box(tm, agent)
+			if err == nil && !mode.MailboxOnly && mode.Queue && c.mustWait(ctx, tm, agent) {
+				// The same rule as Send's: oldest first, so a broadcast
+				// never overtakes a message deferred to the same agent.
+				e := env
+				e.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent"}
+				res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred}
+				if err := box.Append(e); err != nil {
+					errs = append(errs, fmt.Errorf("%s/%s: %w", tm, agent, err))
+					continue
+				}
+				behind = append(behind, res)
+				continue
+			}
 			if err == nil && !mode.MailboxOnly {
 				var unlock func()
 				if unlock, err = c.holdTyping(ctx, tm, agent, env.ID); err == nil {
@@ -251,11 +283,12 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 				continue
 			}
 			boxes[t.Session] = box
+			now = append(now, t)
 		}
 		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("recording the broadcast: %w", err)
+			return nil, fmt.Errorf("recording the broadcast: %w", err)
 		}
-		return nil
+		return now, nil
 	}
 	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
 		OnStep: c.onStep(func(t target.Target) *mailbox.Box { return boxes[t.Session] }, env.ID, 1)}
@@ -267,7 +300,7 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		if len(targets) == 0 {
 			return nil, fmt.Errorf("%w: no agent sessions to record for", dispatch.ErrNoTargets)
 		}
-		if err := record(targets); err != nil {
+		if _, err := record(targets); err != nil {
 			return nil, err
 		}
 		out := make([]Result, len(targets))
@@ -280,10 +313,12 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Result, len(rep.Outcomes))
-	for i, o := range rep.Outcomes {
-		out[i] = c.settle(ctx, boxes[o.Target.Session], env.ID, o, mode, 1, prior{})
+	out := make([]Result, 0, len(rep.Outcomes)+len(behind))
+	for _, o := range rep.Outcomes {
+		out = append(out, c.settle(ctx, boxes[o.Target.Session], env.ID, o, mode, 1, prior{}))
 	}
+	out = append(out, behind...)
+	slices.SortFunc(out, func(a, b Result) int { return strings.Compare(a.Target.Session, b.Target.Session) })
 	return out, nil
 }
 

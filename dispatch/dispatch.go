@@ -121,10 +121,8 @@ type AgentProfile struct {
 
 // Report is the outcome of a broadcast.
 type Report struct {
-	ID        message.ID
-	Outcomes  []Outcome
-	Delivered int
-	Failed    int
+	ID       message.ID
+	Outcomes []Outcome
 }
 
 // Message is a cleaned text with its id, ready to type.
@@ -201,10 +199,11 @@ func (d *Dispatcher) sessionPane(ctx context.Context, session string) (tmux.Pane
 
 // BroadcastMessage delivers msg to every agent of team ("" for all), in
 // parallel; one target's failure never stops the others. (Programs send
-// through courier, which records each message first.) When
-// set, before hears the targets first and can stop the broadcast by
-// failing (a mailbox records the message for each of them there).
-func (d *Dispatcher) BroadcastMessage(ctx context.Context, team string, msg Message, call Call, before func([]target.Target) error) (Report, error) {
+// through courier, which records each message first.) When set, before
+// hears the targets first and says which of them to type into now (a
+// mailbox records the message for each of them there, and keeps it back
+// for one with older messages waiting); its error stops the broadcast.
+func (d *Dispatcher) BroadcastMessage(ctx context.Context, team string, msg Message, call Call, before func([]target.Target) ([]target.Target, error)) (Report, error) {
 	agents, err := d.find(ctx, team)
 	if err != nil {
 		return Report{}, err
@@ -218,9 +217,11 @@ func (d *Dispatcher) BroadcastMessage(ctx context.Context, team string, msg Mess
 		for i, a := range agents {
 			targets[i] = a.Target
 		}
-		if err := before(targets); err != nil {
+		now, err := before(targets)
+		if err != nil {
 			return Report{}, err
 		}
+		agents = slices.DeleteFunc(agents, func(a found) bool { return !slices.Contains(now, a.Target) })
 	}
 	rep := Report{ID: msg.ID}
 	rep.Outcomes = broadcast.Each(ctx, agents, d.Concurrency, func(ctx context.Context, a found) Outcome {
@@ -229,13 +230,6 @@ func (d *Dispatcher) BroadcastMessage(ctx context.Context, team string, msg Mess
 		out.Elapsed = d.Clock.Now().Sub(start)
 		return out
 	})
-	for _, o := range rep.Outcomes {
-		if o.OK() {
-			rep.Delivered++
-		} else {
-			rep.Failed++
-		}
-	}
 	return rep, nil
 }
 
