@@ -53,15 +53,15 @@ submits (a queued one when it is sent): send confirms by this receipt, which
 no folding or scrolling of the screen hides. The turn-end hook types the
 messages kept for agents that were busy (agentmsg deliver), in the background.
 
-Gemini CLI reads a project's hooks only in a trusted folder. Codex, Qwen
-Code and aider have no prompt-submit hook that agentmsg uses yet; their
-deliveries are confirmed from the screen.
+Codex runs new hooks only after a person trusts them (at its next start,
+"Trust all and continue", or /hooks); Codex, Gemini CLI and Qwen Code read a
+project's hooks only in a trusted folder.
 
 ` + installHelp + `
 
 agentmsg mcp install behaves the same way.`,
 		Example: `  agentmsg hooks install claude
-  agentmsg hooks install gemini --dir ~/src/project --print`,
+  agentmsg hooks install codex --dir ~/src/project --print`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 1 || !slices.Contains(names, args[0]) {
 				return usagef("hooks install: want the agent CLI: %s (the ones with a prompt-submit hook)", orList(names))

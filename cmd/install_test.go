@@ -22,6 +22,8 @@ func TestInstallCommandsWriteAlike(t *testing.T) {
 	}{
 		{"mcp install claude", []string{"mcp", "install", "claude", "--command", "/opt/bin/agentmsg"}, ".mcp.json", `"/opt/bin/agentmsg"`},
 		{"hooks install claude", []string{"hooks", "install", "claude"}, filepath.Join(".claude", "settings.json"), "hook prompt-submit"},
+		{"hooks install codex", []string{"hooks", "install", "codex"}, filepath.Join(".codex", "hooks.json"), "hook prompt-submit"},
+		{"hooks install qwen", []string{"hooks", "install", "qwen"}, filepath.Join(".qwen", "settings.json"), "hook prompt-submit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -165,5 +167,23 @@ func TestInstallKeepsOrderAndFormatting(t *testing.T) {
 				t.Errorf("added text does not follow the file's indentation; want it to start %q:\n%s", tc.want, added)
 			}
 		})
+	}
+}
+
+// Codex runs a hook only once a person has trusted it: the install says so.
+func TestHooksInstallSaysWhatIsLeft(t *testing.T) {
+	dir := t.TempDir()
+	f, out, _ := testFactory(map[string]string{"AGENTMSG_HOME": t.TempDir()})
+	if code := Run(context.Background(), f, []string{"hooks", "install", "codex", "--dir", dir}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if !strings.Contains(out.String(), `"Trust all and continue"`) || !strings.Contains(out.String(), "UserPromptSubmit and Stop") {
+		t.Errorf("output:\n%s", out)
+	}
+	for _, args := range [][]string{{"hooks", "install", "aider"}, {"hooks", "install"}, {"mcp", "install", "aider"}} {
+		f, _, errOut := testFactory(nil)
+		if code := Run(context.Background(), f, args); code != ExitUsage || !strings.Contains(errOut.String(), "claude, codex, gemini or qwen") {
+			t.Errorf("%v: exit %d, %s", args, code, errOut)
+		}
 	}
 }

@@ -99,6 +99,9 @@ func TestInstallHooksEveryCLI(t *testing.T) {
 			if want := filepath.Join(dir, filepath.FromSlash(cli.Hooks.File.Path)); rep.Path != want {
 				t.Errorf("path %s, want %s", rep.Path, want)
 			}
+			if name == "codex" && !strings.Contains(rep.Note, `"Trust all and continue"`) {
+				t.Errorf("Codex runs hooks only once trusted; the note says %q", rep.Note)
+			}
 			data, _ := os.ReadFile(rep.Path)
 			var got struct {
 				Hooks map[string][]struct {

@@ -81,6 +81,15 @@ var registry = []CLI{
 	},
 	{
 		Name: "codex", Title: "Codex CLI",
+		// hooks.json beside the project's config layer; seen live in
+		// 0.169.0: Claude Code's format, the prompt in "prompt".
+		Hooks: &Hooks{
+			File:   File{Base: Project, Path: ".codex/hooks.json", Format: JSON},
+			Submit: "UserPromptSubmit", TurnEnd: "Stop",
+			Note: `Codex runs a new or changed hook only once a person has trusted it: at Codex's next start ` +
+				`choose "Trust all and continue" (or review them with /hooks). It reads a project's hooks ` +
+				`only when the project is trusted.`,
+		},
 		MCP: &File{Base: Home, Path: ".codex/config.toml", Format: TOML, EnvDir: "CODEX_HOME"},
 	},
 	{
@@ -91,6 +100,16 @@ var registry = []CLI{
 			Note: "Gemini CLI runs a project's hooks only in a trusted folder, and warns once when it first sees them.",
 		},
 		MCP: &File{Base: Home, Path: ".gemini/settings.json", Format: JSON},
+	},
+	{
+		Name: "qwen", Title: "Qwen Code",
+		// Claude Code's events and format (0.24.4's hook registry).
+		Hooks: &Hooks{
+			File:   File{Base: Project, Path: ".qwen/settings.json", Format: JSON},
+			Submit: "UserPromptSubmit", TurnEnd: "Stop",
+			Note: "Qwen Code runs a project's hooks only in a trusted folder.",
+		},
+		MCP: &File{Base: Home, Path: ".qwen/settings.json", Format: JSON},
 	},
 }
 
