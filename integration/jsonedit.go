@@ -200,31 +200,20 @@ func (d *jsonDoc) set(obj *jsonNode, key string, v any) error {
 	if obj.kind != '{' {
 		return errNotObject
 	}
-	multi, spaced := d.multiLine(obj), d.spaced(obj)
 	for i := len(obj.members) - 1; i >= 0; i-- {
-		m := obj.members[i]
-		if m.key != key {
-			continue
+		if m := obj.members[i]; m.key == key {
+			text, err := d.render(v, d.baseIndent(m.keyStart), d.multiLine(obj), d.spaced(obj))
+			if err != nil {
+				return err
+			}
+			return d.splice(m.val.start, m.val.end, text)
 		}
-		text, err := d.render(v, d.baseIndent(m.keyStart), multi, spaced)
-		if err != nil {
-			return err
-		}
-		return d.splice(m.val.start, m.val.end, text)
 	}
 	k, err := json.Marshal(key)
 	if err != nil {
 		return err
 	}
-	var pos []int
-	for _, m := range obj.members {
-		pos = append(pos, m.keyStart)
-	}
-	var last *jsonNode
-	if n := len(obj.members); n > 0 {
-		last = obj.members[n-1].val
-	}
-	return d.insert(obj, pos, last, func(indent string) ([]byte, error) {
+	return d.insert(obj, func(indent string, multi, spaced bool) ([]byte, error) {
 		val, err := d.render(v, indent, multi, spaced)
 		if err != nil {
 			return nil, err
@@ -242,35 +231,40 @@ func (d *jsonDoc) add(arr *jsonNode, v any) error {
 	if arr.kind != '[' {
 		return errors.New("not a JSON array")
 	}
-	multi, spaced := d.multiLine(arr), d.spaced(arr)
-	var pos []int
-	for _, e := range arr.elems {
-		pos = append(pos, e.start)
-	}
-	var last *jsonNode
-	if n := len(arr.elems); n > 0 {
-		last = arr.elems[n-1]
-	}
-	return d.insert(arr, pos, last, func(indent string) ([]byte, error) {
+	return d.insert(arr, func(indent string, multi, spaced bool) ([]byte, error) {
 		return d.render(v, indent, multi, spaced)
 	})
 }
 
-// insert adds one item (a member or an element, made by item at the
-// indentation it will have) after last, or into the empty container c.
-// starts are where the existing items begin.
-func (d *jsonDoc) insert(c *jsonNode, starts []int, last *jsonNode, item func(indent string) ([]byte, error)) error {
+// lastItem is where c's last member (from its key) or element starts and
+// ends; ok is false when c is empty.
+func (c *jsonNode) lastItem() (start, end int, ok bool) {
+	switch {
+	case len(c.members) > 0:
+		m := c.members[len(c.members)-1]
+		return m.keyStart, m.val.end, true
+	case len(c.elems) > 0:
+		e := c.elems[len(c.elems)-1]
+		return e.start, e.end, true
+	}
+	return 0, 0, false
+}
+
+// insert adds one item (a member or an element, made by item for the
+// indentation and style it will have) after the last one of container c.
+func (d *jsonDoc) insert(c *jsonNode, item func(indent string, multi, spaced bool) ([]byte, error)) error {
 	multi, spaced := d.multiLine(c), d.spaced(c)
-	if last == nil {
-		base := d.baseIndent(c.start)
+	base := d.baseIndent(c.start)
+	start, end, ok := c.lastItem()
+	if !ok {
 		if !multi {
-			text, err := item(base)
+			text, err := item(base, multi, spaced)
 			if err != nil {
 				return err
 			}
 			return d.splice(c.start+1, c.end-1, text)
 		}
-		text, err := item(base + d.unit)
+		text, err := item(base+d.unit, multi, spaced)
 		if err != nil {
 			return err
 		}
@@ -279,23 +273,23 @@ func (d *jsonDoc) insert(c *jsonNode, starts []int, last *jsonNode, item func(in
 		return d.splice(c.start+1, c.end-1, with)
 	}
 	sep := ","
-	indent := d.baseIndent(c.start) + d.unit
+	indent := base + d.unit
 	switch {
 	case multi:
 		// Where the items stand on lines of their own, line up with the
 		// last of them; else one level in from the container's line.
-		if ind, ok := d.lineIndent(starts[len(starts)-1]); ok {
+		if ind, ok := d.lineIndent(start); ok {
 			indent = ind
 		}
 		sep += d.newline() + indent
 	case spaced:
 		sep += " "
 	}
-	text, err := item(indent)
+	text, err := item(indent, multi, spaced)
 	if err != nil {
 		return err
 	}
-	return d.splice(last.end, last.end, append([]byte(sep), text...))
+	return d.splice(end, end, append([]byte(sep), text...))
 }
 
 // newline is the file's line end.
