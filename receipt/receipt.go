@@ -1,11 +1,12 @@
 // Package receipt keeps the ids an agent itself reports having received.
 //
-// Claude Code runs a UserPromptSubmit hook with the exact text of every
-// prompt it really submits (a queued one when it is sent, not when it is
-// queued). agentmsg's hook appends the message id at the start of that text
-// to a log, and a delivery that finds its id there knows the agent took the
-// message: proof that no folding, scrolling or redrawing of the screen can
-// hide.
+// An agent CLI runs its prompt-submit hook (UserPromptSubmit in Claude
+// Code, Codex and Qwen Code, BeforeAgent in Gemini CLI) with the exact text
+// of every prompt it really submits (a queued one when it is sent, not when
+// it is queued). agentmsg's hook appends the message id at the start of that
+// text to a log, and a delivery that finds its id there knows the agent took
+// the message: proof that no folding, scrolling or redrawing of the screen
+// can hide.
 package receipt
 
 import (
