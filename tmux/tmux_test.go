@@ -79,9 +79,16 @@ func TestClient(t *testing.T) {
 			if _, err := c.SessionPane(ctx, "agent-alpha-ana"); !errors.Is(err, ErrSessionNotFound) {
 				t.Fatalf("SessionPane(agent-alpha-ana) = %v, want ErrSessionNotFound", err)
 			}
-			p, err := c.SessionPane(ctx, "agent-alpha-ana-2")
-			if err != nil || !strings.HasPrefix(p.ID, "%") || p.Command != "cat" || p.Width != 120 {
-				t.Fatalf("SessionPane = %+v, %v", p, err)
+			// The pane's command is tmux's own until the child has exec'd
+			// cat: on a loaded machine that takes a moment.
+			var p Pane
+			waitFor(t, func() bool {
+				var err error
+				p, err = c.SessionPane(ctx, "agent-alpha-ana-2")
+				return err == nil && p.Command == "cat"
+			})
+			if !strings.HasPrefix(p.ID, "%") || p.Width != 120 {
+				t.Fatalf("SessionPane = %+v", p)
 			}
 			panes, err := c.ListPanes(ctx)
 			if err != nil || len(panes) != 2 {
