@@ -2,8 +2,6 @@ package cmd
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -122,15 +120,6 @@ func teamOrOwn(ctx context.Context, d MailboxDeps, args []string, i int) (team s
 	}
 	team, err = id.NeedTeam()
 	return team, id.TeamNamed, err
-}
-
-// newRequestID is REQ_<8 hex>.
-func newRequestID() (string, error) {
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("making a request id: %w", err)
-	}
-	return "REQ_" + hex.EncodeToString(b[:]), nil
 }
 
 // newEnvelope is a message from the caller, with a fresh id.
