@@ -120,7 +120,8 @@ type Wait struct {
 	Waited time.Duration
 }
 
-// DefaultOptions are the seed's DeliveryConfig values, with a fast poll.
+// DefaultOptions are the seed's DeliveryConfig values, with a fast poll: the
+// one definition of a delivery's default timing (config.Defaults reads it).
 func DefaultOptions() Options {
 	return Options{
 		ReadyTimeout:   30 * time.Second,
