@@ -23,18 +23,8 @@ const (
 // box border or not.
 var menuRe = regexp.MustCompile(`^\s*│?\s*[❯›>●]\s*\d+\.\s`)
 
-// trimScreen drops trailing spaces on each line (not no-break spaces: Claude
-// marks its box with one) and blank lines at the end.
-func trimScreen(lines []string) []string {
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		out[i] = strings.TrimRight(l, " ")
-	}
-	for len(out) > 0 && out[len(out)-1] == "" {
-		out = out[:len(out)-1]
-	}
-	return out
-}
+// trimScreen is delivery.TrimScreen, which every reader starts with.
+func trimScreen(lines []string) []string { return delivery.TrimScreen(lines) }
 
 // bottom returns the index of the first of the last n lines.
 func bottom(lines []string, n int) int {
