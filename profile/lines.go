@@ -26,6 +26,33 @@ var menuRe = regexp.MustCompile(`^\s*│?\s*[❯›>●]\s*\d+\.\s`)
 // trimScreen is delivery.TrimScreen, which every reader starts with.
 func trimScreen(lines []string) []string { return delivery.TrimScreen(lines) }
 
+// boxState sets the state of an agent whose input box is on screen: busy
+// while it works (noting text in the box), else a draft when the box holds
+// text, else ready. box is what the agent calls its box ("input box",
+// "composer").
+func boxState(r delivery.Reading, busy bool, box string) delivery.Reading {
+	switch {
+	case busy:
+		r.State, r.Detail = delivery.Busy, "the agent is working"
+		if r.Box != "" {
+			r.Detail += "; the " + box + " holds text"
+		}
+	case r.Box != "":
+		r.State, r.Detail = delivery.Draft, "the "+box+" holds text"
+	default:
+		r.State = delivery.Ready
+	}
+	return r
+}
+
+// noteQueued adds to r's detail that messages are queued, when they are.
+func noteQueued(r delivery.Reading) delivery.Reading {
+	if r.Queued {
+		r.Detail = strings.TrimPrefix(r.Detail+"; messages are queued", "; ")
+	}
+	return r
+}
+
 // bottom returns the index of the first of the last n lines.
 func bottom(lines []string, n int) int {
 	return max(0, len(lines)-n)
