@@ -76,9 +76,19 @@ func (r Result) OK() bool {
 // agents live in team "ralph".
 func Inbox(t target.Target) (team, agent string) {
 	if t.IsRalph() {
-		return "ralph", t.Agent()
+		return target.RalphTeam, t.Agent()
 	}
 	return t.Team, t.Agent()
+}
+
+// InboxOwner is the agent whose inbox (or registry entry) team/agent is:
+// the inverse of Inbox. ok is false when no agent's inbox has that name.
+func InboxOwner(team, agent string) (t target.Target, ok bool) {
+	if team == target.RalphTeam {
+		team = "" // only a team-less ralph-<id> lives there
+	}
+	t, err := target.New(team, agent)
+	return t, err == nil
 }
 
 // Typed is what goes into the agent's box for env: the content, marked with

@@ -44,6 +44,9 @@ const killWait = 3 * time.Second
 var (
 	ErrExists    = errors.New("agent session already exists")
 	ErrNoCommand = errors.New("no command to run")
+	// ErrNoTeam: an agent that has a team (every one but a team-less
+	// ralph-<id>) was named without it.
+	ErrNoTeam = errors.New("which team? only a team-less ralph-<id> agent has none")
 	// ErrSurvived: processes of a killed agent were still there at the end.
 	ErrSurvived = errors.New("processes survived the kill")
 )
@@ -255,15 +258,16 @@ func (m *Manager) Shutdown(ctx context.Context, from string, t target.Target, re
 // Spawn gets an entry of its own. Team "" with a name "ralph-<id>" is a
 // team-less agent.
 func (m *Manager) Heartbeat(team, name string) error {
-	inboxTeam := team
-	if strings.HasPrefix(name, target.RalphTeam+"-") {
-		inboxTeam = target.RalphTeam
+	t, err := target.New(team, name)
+	switch {
+	case err != nil && team == "":
+		return fmt.Errorf("heartbeat of %s: %w", name, ErrNoTeam)
+	case err != nil:
+		return fmt.Errorf("heartbeat of %s: %w", name, err)
 	}
-	if inboxTeam == "" {
-		return fmt.Errorf("heartbeat of %s: which team? set AGENTMSG_TEAM or give --team", name)
-	}
+	inboxTeam, agent := courier.Inbox(t)
 	now := m.now()
-	return m.Store.UpdateAgent(inboxTeam, name, func(r *mailbox.AgentRecord) error {
+	return m.Store.UpdateAgent(inboxTeam, agent, func(r *mailbox.AgentRecord) error {
 		r.Heartbeat = now
 		return nil
 	})
