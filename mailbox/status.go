@@ -18,7 +18,7 @@ type Status struct {
 	WorkingOn string    `json:"working_on,omitempty"`
 	Done      []string  `json:"done,omitempty"`
 	Next      []string  `json:"next,omitempty"`
-	State     string    `json:"state,omitempty"` // e.g. "working", "idle", "blocked"
+	State     string    `json:"state,omitempty"` // one of StatusStates
 	Updated   time.Time `json:"updated"`         // set by SetStatus when zero
 }
 
