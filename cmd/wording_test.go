@@ -1,10 +1,17 @@
 package cmd
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/internal/faketmux"
+	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/profile"
+	"github.com/agentmsg/agentmsg/tmux"
 )
 
 // The types help is made from mailbox.Protocol, so it names every type and
@@ -28,5 +35,37 @@ func TestTypesHelpFollowsTheProtocol(t *testing.T) {
 	}
 	if got := strings.Join(statusStates, "|"); !strings.Contains(typesHelp, "state="+got+"\n") {
 		t.Errorf("status set's states %s are not the protocol's", got)
+	}
+}
+
+// shellTmux shows a shell prompt in every pane.
+type shellTmux struct{ tmux.Client }
+
+func (shellTmux) Capture(context.Context, string, int) ([]string, error) {
+	return []string{"user@host:~$ ", ""}, nil
+}
+
+// Doctor says what a send would do by the rules a send follows: with
+// --force, a shell prompt's empty command line is typed into (it used to
+// say it would wait for an input box).
+func TestDoctorFollowsTheDeliveryRules(t *testing.T) {
+	srv := shellTmux{faketmux.New("agent-alpha-ana")}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"doctor", "alpha", "ana"}, "a send would: refuse: the pane shows a shell prompt, so a message would run as a command (--force types it anyway)\n"},
+		{[]string{"doctor", "--force", "alpha", "ana"}, "a send would: type the message now, submit it after 0s and confirm it\n"},
+	} {
+		f, out, errOut := testFactory(map[string]string{"AGENTMSG_HOME": t.TempDir()})
+		f.Dispatcher = func() (*dispatch.Dispatcher, error) {
+			opts := delivery.DefaultOptions()
+			opts.Reader = profile.Shell{}
+			return &dispatch.Dispatcher{Tmux: srv, Locks: lock.Dir{Path: t.TempDir()}, Clock: faketmux.Clock{},
+				Opts: opts, Concurrency: 1}, nil
+		}
+		if code := Run(context.Background(), f, tt.args); code != ExitOK || !strings.Contains(out.String(), tt.want) {
+			t.Errorf("%v: exit %d, want %q in\n%s%s", tt.args, code, tt.want, out, errOut)
+		}
 	}
 }

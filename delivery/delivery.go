@@ -113,6 +113,31 @@ type Options struct {
 	OnWait func(Wait)
 }
 
+// Action is what a delivery does on a screen it reads before typing.
+type Action string
+
+const (
+	ActType   Action = "type"   // the box is empty and on screen (with Force, a shell's command line)
+	ActQueue  Action = "queue"  // busy, but the agent queues what is submitted now, and its box is empty
+	ActRefuse Action = "refuse" // a shell prompt without Force: the text would run as a command
+	ActWait   Action = "wait"   // anything else: look again, until ReadyTimeout
+)
+
+// Decide is the readiness rule, the one place it is written: what a
+// delivery with these options does on reading rd. It types only into an
+// empty box that is on screen, never into a dialog or a person's draft.
+func (o Options) Decide(rd Reading) Action {
+	switch {
+	case rd.State == Ready || (rd.Shell && o.Force && rd.Box == ""):
+		return ActType
+	case rd.State == Busy && o.QueueWhileBusy && rd.BoxRow >= 0 && rd.Box == "":
+		return ActQueue // it queues what is submitted now
+	case rd.Shell && !o.Force:
+		return ActRefuse
+	}
+	return ActWait
+}
+
 // Wait describes a delivery that cannot type yet.
 type Wait struct {
 	State  State
@@ -516,13 +541,10 @@ func (r *run) waitReady(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if rd.State == Ready || (rd.Shell && r.d.Opts.Force && rd.Box == "") {
+		switch r.d.Opts.Decide(rd) {
+		case ActType, ActQueue:
 			return nil
-		}
-		if rd.State == Busy && r.d.Opts.QueueWhileBusy && rd.BoxRow >= 0 && rd.Box == "" {
-			return nil // it queues what is submitted now
-		}
-		if rd.Shell && !r.d.Opts.Force {
+		case ActRefuse:
 			return &NotReadyError{State: rd.State, Shell: true, Detail: "the pane shows a shell prompt: the agent has exited, and a message would run as a command (--force types it anyway)"}
 		}
 		if r.d.Opts.Resume && r.holds(rd) == holdsOurs {

@@ -317,11 +317,7 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 		}
 		p, why := d.Profile(pane, screen)
 		out.Profile, out.ProfileWhy = p.Name, why
-		if p.Reader != nil {
-			opts.Reader = p.Reader
-		}
-		opts.Settle = max(opts.Settle, p.Settle)
-		opts.QueueWhileBusy = p.Queues && !d.WaitIdle
+		opts = d.options(p, opts)
 		if msg.Stored && tooLong(text, p) {
 			text, out.Pointer = Pointer(msg.ID, text), true
 		}
@@ -334,6 +330,17 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 	out.Verdict, out.State, out.Presses, out.Typings, out.Err = res.Verdict, res.LastSeen, res.Presses, res.Typings, res.Err
 	out.Phases, out.Reached = res.Phases, res.Reached
 	return out
+}
+
+// options are base, a delivery's options, for an agent of profile p: its
+// screen reader, its settle, and whether it queues while busy.
+func (d *Dispatcher) options(p AgentProfile, base delivery.Options) delivery.Options {
+	if p.Reader != nil {
+		base.Reader = p.Reader
+	}
+	base.Settle = max(base.Settle, p.Settle)
+	base.QueueWhileBusy = p.Queues && !d.WaitIdle
+	return base
 }
 
 // tooLong reports whether text would be folded in p's box, or is past the

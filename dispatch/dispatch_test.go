@@ -10,6 +10,7 @@ import (
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/tmux"
 )
 
 type noLocks struct{}
@@ -171,5 +172,52 @@ func TestBroadcastLeavesOutTheCaller(t *testing.T) {
 	out := send(d, mustTarget(t, "alpha", "bob"), "BOB", "note to self")
 	if !errors.Is(out.Err, ErrSelf) || len(s.Received("agent-alpha-bob")) != 0 {
 		t.Fatalf("send to oneself: %+v, want ErrSelf and nothing typed", out)
+	}
+}
+
+// busyBox reads every screen as a busy agent whose box is empty.
+type busyBox struct{}
+
+func (busyBox) Read([]string) delivery.Reading {
+	return delivery.Reading{State: delivery.Busy, BoxRow: 0}
+}
+
+// Inspect plans what a send would do by the rules a send follows: the
+// profile's reader, settle and queueing, --wait-idle, the caller's pane.
+func TestInspectPlansAsASendDoes(t *testing.T) {
+	s := faketmux.New("agent-alpha-ana", "agent-alpha-bob")
+	s.SetDialog("agent-alpha-bob", true)
+	d := newDispatcher(s)
+	ctx := context.Background()
+	plan := func(name string) Plan {
+		t.Helper()
+		in, err := d.Inspect(ctx, mustTarget(t, "alpha", name), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in.Would
+	}
+	if p := plan("ana"); p.Action != delivery.ActType || p.Settle != d.Opts.Settle {
+		t.Errorf("ready: %+v", p)
+	}
+	if p := plan("bob"); p.Action != delivery.ActWait || p.State != delivery.Dialog || p.ReadyTimeout != d.Opts.ReadyTimeout {
+		t.Errorf("dialog: %+v", p)
+	}
+	if p := plan("cy"); p.Stop != StopNotFound {
+		t.Errorf("missing: %+v", p)
+	}
+	d.Profile = func(tmuxPane tmux.Pane, _ []string) (AgentProfile, string) {
+		return AgentProfile{Name: "q", Reader: busyBox{}, Queues: true, Settle: time.Second}, "test"
+	}
+	if p := plan("ana"); p.Action != delivery.ActQueue || p.Settle != time.Second {
+		t.Errorf("busy, queues: %+v", p)
+	}
+	d.WaitIdle = true
+	if p := plan("ana"); p.Action != delivery.ActWait || p.State != delivery.Busy {
+		t.Errorf("busy, --wait-idle: %+v", p)
+	}
+	d.Self = s.PaneID("agent-alpha-ana")
+	if p := plan("ana"); p.Stop != StopSelf {
+		t.Errorf("own pane: %+v", p)
 	}
 }
