@@ -123,13 +123,13 @@ func describeResult(r courier.Result) string {
 	switch r.Verdict {
 	case courier.Deferred:
 		if r.Err != nil { // interrupted, or another sender held the pane
-			return fmt.Sprintf("deferred for %s as %s: %v; kept in its inbox (agentmsg deliver types it)", r.Target, r.ID, r.Err)
+			return fmt.Sprintf("deferred for %s as %s: %s; kept in its inbox (agentmsg deliver types it)", r.Target, r.ID, errText(r.Err))
 		}
 		return fmt.Sprintf("deferred for %s as %s: kept in its inbox until it is ready (agentmsg deliver types it then)", r.Target, r.ID)
 	case courier.Recorded:
 		return fmt.Sprintf("recorded in %s's inbox as %s (not typed)", r.Target, r.ID)
 	case courier.Skipped:
-		return fmt.Sprintf("skipped %s for %s, not typed: %v (it stays in the inbox)", r.ID, r.Target, r.Err)
+		return fmt.Sprintf("skipped %s for %s, not typed: %s (it stays in the inbox)", r.ID, r.Target, errText(r.Err))
 	}
 	return describe(r.Outcome)
 }

@@ -27,7 +27,7 @@ const (
 	// Deferred: recorded; the agent was not ready, and a deliver run will
 	// type it when it is.
 	Deferred delivery.Verdict = "deferred"
-	// Recorded: put in the inbox only (--mailbox-only).
+	// Recorded: put in the inbox only (Mode.MailboxOnly).
 	Recorded delivery.Verdict = "recorded"
 	// Skipped: not typed, as it no longer applies: a request that was
 	// claimed or expired before its turn came. Err says why.
@@ -47,7 +47,7 @@ type Courier struct {
 // Mode says how far a send goes.
 type Mode struct {
 	// Queue: an agent that is not ready gets the message later (verdict
-	// Deferred, a success); without it, that is a failure (exit 4).
+	// Deferred, a success); without it, that is a failure (NotReady).
 	Queue bool
 	// MailboxOnly records the message without typing it.
 	MailboxOnly bool
@@ -125,7 +125,7 @@ func Typed(env mailbox.Envelope) string {
 // Send records env (its ID, From, Type, Content set) in t's inbox and
 // types it, unless mode says only to record it; then it records the
 // outcome. The record is made once t's pane is found and before anything
-// is typed: a message to an agent that does not exist is refused (exit 3)
+// is typed: a message to an agent that does not exist is refused (NotFound)
 // and leaves no inbox behind, unless mode.MailboxOnly.
 func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelope, mode Mode) Result {
 	team, agent := Inbox(t)

@@ -232,6 +232,9 @@ var (
 	// ErrNotAgent: the pane shows a shell prompt (the agent has exited);
 	// it wraps ErrNotReady.
 	ErrNotAgent = errors.New("not an agent")
+	// ErrTextOffBox: the pasted text shows on screen, but not in a box
+	// the screen reader knows; it comes with ErrUnconfirmed.
+	ErrTextOffBox = errors.New("the pasted text is on screen but not in an input box the agent's profile recognises")
 	// ErrUnknown: the message may have reached the agent and nothing
 	// shows whether it did (VerdictUnknown); it comes with ErrUnconfirmed.
 	ErrUnknown = errors.New("not known whether the agent got it")
@@ -368,7 +371,7 @@ type run struct {
 	label     string
 	leftInBox bool     // we gave up with our text still in the box
 	queued    bool     // confirmed while the agent showed it queued
-	shell     bool     // --force into a shell prompt: its command line is the box
+	shell     bool     // forced into a shell prompt: its command line is the box
 	lastLines []string // the screen as last read
 	// mayBeInBox: our text was pasted (or found in the box) and may still
 	// be there; an interrupted delivery reports it typed.
@@ -545,7 +548,7 @@ func (r *run) waitReady(ctx context.Context) error {
 		case ActType, ActQueue:
 			return nil
 		case ActRefuse:
-			return &NotReadyError{State: rd.State, Shell: true, Detail: "the pane shows a shell prompt: the agent has exited, and a message would run as a command (--force types it anyway)"}
+			return &NotReadyError{State: rd.State, Shell: true, Detail: "the pane shows a shell prompt: the agent has exited, and a message would run as a command"}
 		}
 		if r.d.Opts.Resume && r.holds(rd) == holdsOurs {
 			// An earlier attempt's paste showed up late: it is ours.
@@ -627,7 +630,7 @@ func (r *run) typeText(ctx context.Context) error {
 				// On screen, but not where the reader sees the box: typing
 				// again would double it. Leave it to a person.
 				r.leftInBox = true
-				return fmt.Errorf("%w: the pasted text is on screen but not in an input box the agent's profile recognises; not typing it again (see agentmsg doctor)", ErrUnconfirmed)
+				return fmt.Errorf("%w: %w; not typing it again", ErrUnconfirmed, ErrTextOffBox)
 			}
 			return unknown("the pasted text never appeared in the input box within %s (the agent may be frozen or slow, or its box taller than the screen); not pasting it again, since it may still arrive", r.d.Opts.ConfirmTimeout)
 		}

@@ -238,7 +238,7 @@ func TestDeliver(t *testing.T) {
 		{name: "a reader blind to the box never retypes what is on screen", opts: func(o *Options) {
 			o.ConfirmTimeout = 200 * time.Millisecond
 			o.Reader = readerFunc(func([]string) Reading { return Reading{State: Ready, BoxRow: -1} })
-		}, verdict: Typed, errIs: ErrUnconfirmed, errHas: "not typing it again", wantSubmitted: []string{}, presses: 0, typings: 1},
+		}, verdict: Typed, errIs: ErrTextOffBox, errHas: "not typing it again", wantSubmitted: []string{}, presses: 0, typings: 1},
 		{name: "a press taken but shown late is not reported as a failure", setup: func(a *fakeAgent) { a.slowRedraw = 510 * time.Millisecond }, opts: func(o *Options) { o.Settle = 30 * time.Millisecond },
 			verdict: Submitted, presses: 1, typings: 1},
 		{name: "a shell prompt is refused at once", opts: func(o *Options) {

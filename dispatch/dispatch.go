@@ -383,7 +383,7 @@ func (d *Dispatcher) notFound(ctx context.Context, t target.Target) error {
 		case len(names) > 0:
 			msg += fmt.Sprintf(" (agents there: %s)", strings.Join(names, ", "))
 		case !t.IsRalph():
-			msg += fmt.Sprintf(" (team %s has no agents there; see agentmsg list)", t.Team)
+			msg += fmt.Sprintf(" (team %s has no agents there)", t.Team)
 		}
 	}
 	return fmt.Errorf("%w: %s", ErrTargetNotFound, msg)

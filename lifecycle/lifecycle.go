@@ -40,7 +40,8 @@ const (
 const killWait = 3 * time.Second
 
 // Errors. Missing agents and calls on oneself wrap dispatch's errors, so
-// callers map them as they map a send's (exit 3 and 2 in the CLI).
+// callers map them as they map a send's. None names a flag or a command:
+// each front end words its own hints.
 var (
 	ErrExists    = errors.New("agent session already exists")
 	ErrNoCommand = errors.New("no command to run")
@@ -103,7 +104,7 @@ func (m *Manager) Spawn(ctx context.Context, r SpawnRequest) (target.Target, err
 		return target.Target{}, err
 	}
 	if len(r.Command) == 0 || r.Command[0] == "" {
-		return t, fmt.Errorf("%w for %s: give the agent's command after --", ErrNoCommand, t)
+		return t, fmt.Errorf("%w for %s", ErrNoCommand, t)
 	}
 	for _, kv := range r.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
@@ -127,7 +128,7 @@ func (m *Manager) Spawn(ctx context.Context, r SpawnRequest) (target.Target, err
 	if exists, err := m.Tmux.HasSession(ctx, t.Session); err != nil {
 		return t, err
 	} else if exists {
-		return t, fmt.Errorf("%w: %s is already on %s (stop it with agentmsg kill, or pick another --instance)", ErrExists, t.Session, socket)
+		return t, fmt.Errorf("%w: %s is already on %s", ErrExists, t.Session, socket)
 	}
 	team, agent := courier.Inbox(t)
 	env := append([]string{}, r.Env...)
@@ -142,7 +143,7 @@ func (m *Manager) Spawn(ctx context.Context, r SpawnRequest) (target.Target, err
 	}
 	pane, pid, err := m.Tmux.NewSession(ctx, t.Session, dir, env, argv)
 	if errors.Is(err, tmux.ErrDuplicateSession) {
-		return t, fmt.Errorf("%w: %s is already on %s (stop it with agentmsg kill, or pick another --instance)", ErrExists, t.Session, socket)
+		return t, fmt.Errorf("%w: %s is already on %s", ErrExists, t.Session, socket)
 	}
 	if err != nil {
 		return t, fmt.Errorf("starting %s: %w", t, err)

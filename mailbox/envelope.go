@@ -58,7 +58,7 @@ const (
 	StateDeferred  DeliveryState = "deferred"  // agent busy or in a dialog; retry later
 	StateFailed    DeliveryState = "failed"    // gave up; LastVerdict says why
 	StateRead      DeliveryState = "read"      // the agent pulled it from its inbox
-	StateInbox     DeliveryState = "inbox"     // only for the agent to read (--mailbox-only); never typed
+	StateInbox     DeliveryState = "inbox"     // only for the agent to read (a mailbox-only send); never typed
 	StateSkipped   DeliveryState = "skipped"   // no longer to be typed (a request claimed or expired); LastVerdict says why
 )
 

@@ -23,7 +23,7 @@ var (
 )
 
 // ErrEmptySender is returned when no usable sender name is left.
-var ErrEmptySender = errors.New("sender name is empty: pass --from NAME or set AGENTMSG_FROM")
+var ErrEmptySender = errors.New("sender name is empty")
 
 // Sender turns a name ("ana", "ana-2", "j.doe") into the id's sender part:
 // upper case, runs of anything but letters, digits and _ become _.
