@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -206,14 +205,7 @@ func msgLabel(e mailbox.Envelope) string {
 		parts = append(parts, "to all")
 	}
 	// The metadata a receiver dispatches on (state=blocked, accept=false).
-	keys := make([]string, 0, len(e.Metadata))
-	for k := range e.Metadata {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		parts = append(parts, k+"="+e.Metadata[k])
-	}
+	parts = append(parts, e.MetaPairs()...)
 	return show(strings.Join(parts, ", "))
 }
 

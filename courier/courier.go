@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -108,14 +107,7 @@ func Typed(env mailbox.Envelope) string {
 	if env.ReplyTo != "" {
 		prefix = append(prefix, "re "+string(env.ReplyTo)+":")
 	}
-	keys := make([]string, 0, len(env.Metadata))
-	for k := range env.Metadata {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		prefix = append(prefix, k+"="+env.Metadata[k])
-	}
+	prefix = append(prefix, env.MetaPairs()...)
 	if len(prefix) == 0 {
 		return env.Content
 	}

@@ -1,6 +1,8 @@
 package mailbox
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/agentmsg/agentmsg/message"
@@ -43,6 +45,16 @@ type Envelope struct {
 	// Delivery is the latest delivery record: the one appended with the
 	// message, replaced by each later update for its id.
 	Delivery *Delivery `json:"delivery,omitempty"`
+}
+
+// MetaPairs is the metadata as "key=value" words, sorted by key: the way
+// it is shown, to the receiver and to a person.
+func (e Envelope) MetaPairs() []string {
+	out := make([]string, 0, len(e.Metadata))
+	for _, k := range slices.Sorted(maps.Keys(e.Metadata)) {
+		out = append(out, k+"="+e.Metadata[k])
+	}
+	return out
 }
 
 // DeliveryState is how far a message has got into the agent's pane.
