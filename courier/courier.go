@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,6 +51,9 @@ type Mode struct {
 	Queue bool
 	// MailboxOnly records the message without typing it.
 	MailboxOnly bool
+	// Call is how the message is typed: the profile chosen by hand, wait
+	// for idle, force, who hears about waits.
+	Call dispatch.Call
 }
 
 // Result is one recipient's outcome and what the mailbox now says.
@@ -138,11 +142,8 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 	// Older messages still waiting for this agent go first: oldest first
 	// is the order an agent reads in. If they still cannot go, neither can
 	// this one; it waits behind them.
-	if mode.Queue && c.waiting(team, agent) {
-		// Should that fail (interrupted, another deliverer busy with the
-		// inbox), this one still waits behind them: kept, not lost.
-		_, err := c.deliverInbox(ctx, team, agent, false)
-		if err != nil || c.waiting(team, agent) {
+	if mode.Queue {
+		if wait, err := c.olderFirst(ctx, team, agent); wait {
 			why := "behind older messages to the same agent"
 			if err != nil {
 				why += " (" + err.Error() + ")"
@@ -173,7 +174,7 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 	defer unlock()
 	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
 		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, 1)}
-	out := c.Dispatch.SendMessage(ctx, t, msg, record)
+	out := c.Dispatch.SendMessage(ctx, t, msg, mode.Call, record)
 	if !recorded {
 		return Result{Outcome: out}
 	}
@@ -192,6 +193,25 @@ func (c *Courier) onStep(boxOf func(target.Target) *mailbox.Box, id message.ID, 
 		}
 		return box.SetDelivery(id, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Reached: string(s), Updated: c.now()})
 	}
+}
+
+// olderFirst is the one enqueue rule, for a send and a broadcast alike:
+// older messages waiting for team/agent go first. It types them if it can,
+// and reports whether some still wait; the new message then waits behind
+// them. Should typing them fail (interrupted, another deliverer busy with
+// the inbox), the new one waits too: kept, not lost (err says why).
+func (c *Courier) olderFirst(ctx context.Context, team, agent string) (wait bool, err error) {
+	if !c.waiting(team, agent) {
+		return false, nil
+	}
+	_, err = c.deliverInbox(ctx, team, agent, false)
+	return err != nil || c.waiting(team, agent), err
+}
+
+// mustWait is olderFirst's answer alone.
+func (c *Courier) mustWait(ctx context.Context, team, agent string) bool {
+	wait, _ := c.olderFirst(ctx, team, agent)
+	return wait
 }
 
 // waiting reports whether team/agent's inbox holds messages that wait for
@@ -231,11 +251,26 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 			unlock()
 		}
 	}()
-	record := func(targets []target.Target) error {
+	var behind []Result // targets with older messages waiting: this one waits too
+	record := func(targets []target.Target) ([]target.Target, error) {
 		var errs []error
+		var now []target.Target
 		for _, t := range targets {
 			tm, agent := Inbox(t)
 			box, err := c.Store.Box(tm, agent)
+			if err == nil && !mode.MailboxOnly && mode.Queue && c.mustWait(ctx, tm, agent) {
+				// The same rule as Send's: oldest first, so a broadcast
+				// never overtakes a message deferred to the same agent.
+				e := env
+				e.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent"}
+				res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred}
+				if err := box.Append(e); err != nil {
+					errs = append(errs, fmt.Errorf("%s/%s: %w", tm, agent, err))
+					continue
+				}
+				behind = append(behind, res)
+				continue
+			}
 			if err == nil && !mode.MailboxOnly {
 				var unlock func()
 				if unlock, err = c.holdTyping(ctx, tm, agent, env.ID); err == nil {
@@ -250,11 +285,12 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 				continue
 			}
 			boxes[t.Session] = box
+			now = append(now, t)
 		}
 		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("recording the broadcast: %w", err)
+			return nil, fmt.Errorf("recording the broadcast: %w", err)
 		}
-		return nil
+		return now, nil
 	}
 	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
 		OnStep: c.onStep(func(t target.Target) *mailbox.Box { return boxes[t.Session] }, env.ID, 1)}
@@ -266,7 +302,7 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		if len(targets) == 0 {
 			return nil, fmt.Errorf("%w: no agent sessions to record for", dispatch.ErrNoTargets)
 		}
-		if err := record(targets); err != nil {
+		if _, err := record(targets); err != nil {
 			return nil, err
 		}
 		out := make([]Result, len(targets))
@@ -275,14 +311,16 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		}
 		return out, nil
 	}
-	rep, err := c.Dispatch.BroadcastMessage(ctx, team, msg, record)
+	rep, err := c.Dispatch.BroadcastMessage(ctx, team, msg, mode.Call, record)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Result, len(rep.Outcomes))
-	for i, o := range rep.Outcomes {
-		out[i] = c.settle(ctx, boxes[o.Target.Session], env.ID, o, mode, 1, prior{})
+	out := make([]Result, 0, len(rep.Outcomes)+len(behind))
+	for _, o := range rep.Outcomes {
+		out = append(out, c.settle(ctx, boxes[o.Target.Session], env.ID, o, mode, 1, prior{}))
 	}
+	out = append(out, behind...)
+	slices.SortFunc(out, func(a, b Result) int { return strings.Compare(a.Target.Session, b.Target.Session) })
 	return out, nil
 }
 
@@ -330,11 +368,11 @@ func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target
 		// Nothing typed; the inbox still says what it said.
 		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}, State: was}
 	}
-	d := *c.Dispatch
-	d.Opts.Resume, d.Opts.Earlier = resume, earlier
+	call := mode.Call
+	call.Resume, call.Earlier = resume, earlier
 	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
 		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, attempt)}
-	out := d.SendMessage(ctx, t, msg, nil)
+	out := c.Dispatch.SendMessage(ctx, t, msg, call, nil)
 	return c.settle(ctx, box, env.ID, out, mode, attempt, prior{state: was, reached: earlier, resumed: resume})
 }
 

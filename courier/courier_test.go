@@ -573,3 +573,60 @@ func TestInboxOwner(t *testing.T) {
 		}
 	}
 }
+
+// A broadcast follows the same enqueue rule as a send: it never overtakes
+// a message deferred to one of its targets. A target whose older messages
+// can go now gets them first; one whose older messages still cannot go
+// keeps the broadcast behind them.
+func TestBroadcastNeverOvertakesADeferredMessage(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana", "agent-alpha-bob", "agent-alpha-cy")
+	bob := mustTarget(t, "alpha", "bob")
+	cy := mustTarget(t, "alpha", "cy")
+	tm.SetDialog("agent-alpha-bob", true)
+	tm.SetDialog("agent-alpha-cy", true)
+	older := envelope(t, "older to bob")
+	if r := c.Send(context.Background(), bob, older, Mode{Queue: true}); r.Verdict != Deferred {
+		t.Fatalf("older: %+v", r)
+	}
+	olderCy := envelope(t, "older to cy")
+	if r := c.Send(context.Background(), cy, olderCy, Mode{Queue: true}); r.Verdict != Deferred {
+		t.Fatalf("older to cy: %+v", r)
+	}
+	tm.SetDialog("agent-alpha-bob", false) // bob is ready now; cy is not
+	all := envelope(t, "to everyone")
+	results, err := c.Broadcast(context.Background(), "alpha", all, Mode{Queue: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdicts := map[string]delivery.Verdict{}
+	for _, r := range results {
+		verdicts[r.Target.Agent()] = r.Verdict
+	}
+	if verdicts["ana"] != delivery.Submitted || verdicts["bob"] != delivery.Submitted || verdicts["cy"] != Deferred {
+		t.Fatalf("verdicts %v: want ana and bob submitted, cy deferred behind its older message", verdicts)
+	}
+	want := []string{string(older.ID) + ": older to bob", string(all.ID) + ": to everyone"}
+	if got := tm.Received("agent-alpha-bob"); !slices.Equal(got, want) {
+		t.Errorf("bob received %q, want %q (the older message first)", got, want)
+	}
+	if got := tm.Received("agent-alpha-cy"); len(got) != 0 {
+		t.Errorf("cy received %q while its dialog was open", got)
+	}
+	tm.SetDialog("agent-alpha-cy", false)
+	if _, err := c.Deliver(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{string(olderCy.ID) + ": older to cy", string(all.ID) + ": to everyone"}
+	if got := tm.Received("agent-alpha-cy"); !slices.Equal(got, want) {
+		t.Errorf("cy received %q, want %q (in order, once)", got, want)
+	}
+}
+
+func mustTarget(t *testing.T, team, name string) target.Target {
+	t.Helper()
+	tg, err := target.New(team, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}

@@ -39,7 +39,7 @@ import (
 type Terminal interface {
 	LeaveMode(ctx context.Context, pane string) error
 	Capture(ctx context.Context, pane string, history int) ([]string, error)
-	Paste(ctx context.Context, pane, buffer, text string) error
+	Paste(ctx context.Context, pane, text string) error
 	SendBytes(ctx context.Context, pane string, b ...byte) error
 }
 
@@ -579,14 +579,11 @@ func (r *run) typeText(ctx context.Context) error {
 		return err
 	}
 	r.res.Typings++
-	// A broadcast types the same id into many panes at once: the pane keeps
-	// the buffer names (and the control client's spool files) apart.
-	buffer := fmt.Sprintf("agentmsg-%s-p%s-%d", r.id, strings.TrimPrefix(r.pane, "%"), r.res.Typings)
 	// From here on the text may be in the box. The paste itself is never
 	// cut short by the caller: half of it (a loaded buffer, a paste
 	// without its end) would leave a state nobody can tell apart.
 	r.mayBeInBox = true
-	if err := r.term(r.d.Term.Paste(context.WithoutCancel(ctx), r.pane, buffer, r.typed)); err != nil {
+	if err := r.term(r.d.Term.Paste(context.WithoutCancel(ctx), r.pane, r.typed)); err != nil {
 		return err
 	}
 	deadline := r.d.Clock.Now().Add(r.d.Opts.ConfirmTimeout)

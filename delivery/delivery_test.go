@@ -203,7 +203,7 @@ func TestDeliver(t *testing.T) {
 		{name: "resume: pasted earlier and still on its way: unknown, never pasted again",
 			setup: func(a *fakeAgent) {
 				a.pasteDelay = 10 * time.Second // a frozen agent
-				_ = a.Paste(context.Background(), "%1", "b", string(testID)+": hello")
+				_ = a.Paste(context.Background(), "%1", string(testID)+": hello")
 			},
 			opts:    func(o *Options) { o.Resume, o.Earlier = true, Unseen },
 			verdict: VerdictUnknown, errIs: ErrUnknown, wantSubmitted: []string{}, presses: 0, typings: 0,

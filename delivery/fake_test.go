@@ -196,7 +196,7 @@ func (a *fakeAgent) screen() []string {
 	return append(lines, rule, status, "", "")
 }
 
-func (a *fakeAgent) Paste(ctx context.Context, pane, buffer, text string) error {
+func (a *fakeAgent) Paste(ctx context.Context, pane, text string) error {
 	if err := a.call(ctx, "paste"); err != nil {
 		return err
 	}

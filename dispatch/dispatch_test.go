@@ -10,7 +10,6 @@ import (
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/target"
-	"github.com/agentmsg/agentmsg/tmux"
 )
 
 type noLocks struct{}
@@ -32,7 +31,7 @@ func send(d *Dispatcher, t target.Target, sender, text string) Outcome {
 	if err != nil {
 		return Outcome{Target: t, Verdict: delivery.Failed, Err: err}
 	}
-	return d.SendMessage(context.Background(), t, msg, nil)
+	return d.SendMessage(context.Background(), t, msg, Call{}, nil)
 }
 
 func broadcastText(d *Dispatcher, team, sender, text string) (Report, error) {
@@ -40,7 +39,7 @@ func broadcastText(d *Dispatcher, team, sender, text string) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	return d.BroadcastMessage(context.Background(), team, msg, nil)
+	return d.BroadcastMessage(context.Background(), team, msg, Call{}, nil)
 }
 
 func mustTarget(t *testing.T, team, name string) target.Target {
@@ -98,7 +97,7 @@ func TestBroadcastTeamReportsEachTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Delivered != 2 || rep.Failed != 1 || len(rep.Outcomes) != 3 {
+	if ok, failed := counts(rep); ok != 2 || failed != 1 || len(rep.Outcomes) != 3 {
 		t.Fatalf("report %+v, want 2 delivered, 1 failed", rep)
 	}
 	wantOrder := []string{"agent-alpha-ana", "agent-alpha-bob", "agent-alpha-cy"}
@@ -124,7 +123,7 @@ func TestBroadcastAllSkipsNonAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Delivered != 2 || rep.Failed != 0 {
+	if ok, failed := counts(rep); ok != 2 || failed != 0 {
 		t.Fatalf("report %+v, want the 2 agents", rep)
 	}
 	for _, other := range []string{"scratch", "agent-", "agent-Bad-Name", "agentish"} {
@@ -145,7 +144,7 @@ func TestBroadcastWithoutTargets(t *testing.T) {
 func TestAgentsReadsStates(t *testing.T) {
 	s := faketmux.New("agent-alpha-ana", "agent-alpha-bob", "scratch")
 	s.SetDialog("agent-alpha-bob", true)
-	agents, err := newDispatcher(s).Agents(context.Background(), "alpha")
+	agents, err := newDispatcher(s).Agents(context.Background(), "alpha", Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +165,7 @@ func TestBroadcastLeavesOutTheCaller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Delivered != 1 || len(rep.Outcomes) != 1 || rep.Outcomes[0].Target.Name != "ana" {
+	if ok, _ := counts(rep); ok != 1 || len(rep.Outcomes) != 1 || rep.Outcomes[0].Target.Name != "ana" {
 		t.Fatalf("report %+v, want ana only", rep)
 	}
 	out := send(d, mustTarget(t, "alpha", "bob"), "BOB", "note to self")
@@ -189,35 +188,45 @@ func TestInspectPlansAsASendDoes(t *testing.T) {
 	s.SetDialog("agent-alpha-bob", true)
 	d := newDispatcher(s)
 	ctx := context.Background()
-	plan := func(name string) Plan {
+	plan := func(name string, call Call) Plan {
 		t.Helper()
-		in, err := d.Inspect(ctx, mustTarget(t, "alpha", name), 0)
+		in, err := d.Inspect(ctx, mustTarget(t, "alpha", name), 0, call)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return in.Would
 	}
-	if p := plan("ana"); p.Action != delivery.ActType || p.Settle != d.Opts.Settle {
+	if p := plan("ana", Call{}); p.Action != delivery.ActType || p.Settle != d.Opts.Settle {
 		t.Errorf("ready: %+v", p)
 	}
-	if p := plan("bob"); p.Action != delivery.ActWait || p.State != delivery.Dialog || p.ReadyTimeout != d.Opts.ReadyTimeout {
+	if p := plan("bob", Call{}); p.Action != delivery.ActWait || p.State != delivery.Dialog || p.ReadyTimeout != d.Opts.ReadyTimeout {
 		t.Errorf("dialog: %+v", p)
 	}
-	if p := plan("cy"); p.Stop != StopNotFound {
+	if p := plan("cy", Call{}); p.Stop != StopNotFound {
 		t.Errorf("missing: %+v", p)
 	}
-	d.Profile = func(tmuxPane tmux.Pane, _ []string) (AgentProfile, string) {
-		return AgentProfile{Name: "q", Reader: busyBox{}, Queues: true, Settle: time.Second}, "test"
-	}
-	if p := plan("ana"); p.Action != delivery.ActQueue || p.Settle != time.Second {
+	queues := &AgentProfile{Name: "q", Reader: busyBox{}, Queues: true, Settle: time.Second}
+	if p := plan("ana", Call{Agent: queues}); p.Action != delivery.ActQueue || p.Settle != time.Second {
 		t.Errorf("busy, queues: %+v", p)
 	}
-	d.WaitIdle = true
-	if p := plan("ana"); p.Action != delivery.ActWait || p.State != delivery.Busy {
+	if p := plan("ana", Call{Agent: queues, WaitIdle: true}); p.Action != delivery.ActWait || p.State != delivery.Busy {
 		t.Errorf("busy, --wait-idle: %+v", p)
 	}
 	d.Self = s.PaneID("agent-alpha-ana")
-	if p := plan("ana"); p.Stop != StopSelf {
+	if p := plan("ana", Call{}); p.Stop != StopSelf {
 		t.Errorf("own pane: %+v", p)
 	}
+}
+
+// counts is how many targets of a broadcast took the message, and how many
+// did not.
+func counts(rep Report) (ok, failed int) {
+	for _, o := range rep.Outcomes {
+		if o.OK() {
+			ok++
+		} else {
+			failed++
+		}
+	}
+	return ok, failed
 }

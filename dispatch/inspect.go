@@ -31,7 +31,7 @@ type Inspection struct {
 
 // Inspect looks at t without typing anything. probe > 0 also times that
 // many harmless captures.
-func (d *Dispatcher) Inspect(ctx context.Context, t target.Target, probe int) (Inspection, error) {
+func (d *Dispatcher) Inspect(ctx context.Context, t target.Target, probe int, call Call) (Inspection, error) {
 	in := Inspection{Target: t}
 	info, err := d.Tmux.Info(ctx)
 	if err != nil {
@@ -62,9 +62,10 @@ func (d *Dispatcher) Inspect(ctx context.Context, t target.Target, probe int) (I
 	}
 	in.Profile, in.Why = AgentProfile{Name: "generic"}, "no profiles configured"
 	opts := d.Opts
-	if d.Profile != nil {
-		in.Profile, in.Why = d.Profile(in.Pane, in.Screen)
-		opts = d.options(in.Profile, opts)
+	opts.Force = call.Force
+	if p, why, ok := d.profile(call, in.Pane, in.Screen); ok {
+		in.Profile, in.Why = p, why
+		opts = d.options(opts, p, call)
 	}
 	in.Reading = opts.Reader.Read(in.Screen)
 	in.Would = d.plan(in, opts)
