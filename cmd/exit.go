@@ -86,12 +86,12 @@ func reportError(f *Factory, err error) int {
 	if err == nil || errors.Is(err, errSilent) {
 		return code
 	}
-	fmt.Fprintf(f.IO.ErrOut, "agentmsg: %s\n", showText(err.Error()))
+	fmt.Fprintf(f.IO.ErrOut, "agentmsg: %s\n", showText(errText(err)))
 	if f.JSON {
 		writeJSON(f, struct {
 			Error    string `json:"error"`
 			ExitCode int    `json:"exit_code"`
-		}{err.Error(), code})
+		}{errText(err), code})
 	}
 	return code
 }

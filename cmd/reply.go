@@ -8,7 +8,6 @@ import (
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
-	"github.com/agentmsg/agentmsg/target"
 )
 
 func NewCmdReply(f *Factory) *cobra.Command {
@@ -73,7 +72,7 @@ it is "-".
 			if err != nil {
 				return err
 			}
-			t, ok := inboxOwner(team, orig.From)
+			t, ok := courier.InboxOwner(team, orig.From)
 			if !ok {
 				return fmt.Errorf("the sender of %s, %q, has no inbox name agentmsg can reply to", replyTo, orig.From)
 			}
@@ -106,15 +105,6 @@ func findMessage(f *Factory, team, name string, id message.ID) (mailbox.Envelope
 		}
 	}
 	return mailbox.Envelope{}, fmt.Errorf("%w: %s is not in %s/%s's inbox (see agentmsg inbox --all)", mailbox.ErrNoMessage, id, team, name)
-}
-
-// inboxOwner is the target whose inbox is team/name.
-func inboxOwner(team, name string) (target.Target, bool) {
-	if t, ok := target.FromSession("agent-" + name); ok && t.IsRalph() {
-		return t, true
-	}
-	t, err := target.New(team, name)
-	return t, err == nil
 }
 
 // reportResult prints one courier result as send does and returns its
