@@ -12,6 +12,7 @@ import (
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/frontend"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/receipt"
@@ -57,6 +58,8 @@ type Factory struct {
 	Mailbox func() (*mailbox.Store, error)
 	// JSON is set by --json.
 	JSON bool
+	// ServeMCP is the MCP server `agentmsg mcp` runs (main sets it).
+	ServeMCP frontend.MCPServer
 	// Command is the command running ("agentmsg send"), set once the
 	// command line is parsed; lock files name their holder with it.
 	Command string

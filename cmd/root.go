@@ -18,17 +18,21 @@ import (
 
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/frontend"
 	"github.com/agentmsg/agentmsg/mailbox"
 )
 
 // version is set at build time with -ldflags "-X github.com/agentmsg/agentmsg/cmd.version=...".
 var version = "dev"
 
-// Main runs agentmsg with the process's arguments and returns its exit code.
-func Main() int {
+// Main runs agentmsg with the process's arguments and returns its exit
+// code. serveMCP is the MCP server that `agentmsg mcp` runs (main hands in
+// mcpserver.Serve: the CLI does not import another front end).
+func Main(serveMCP frontend.MCPServer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	f := NewFactory(SystemIO(), os.LookupEnv)
+	f.ServeMCP = serveMCP
 	return Run(ctx, f, os.Args[1:])
 }
 
