@@ -155,7 +155,7 @@ func (c *Exec) takeList() []*call {
 			}
 		}
 		n += 64 // its marker
-		if len(list) > 0 && (size+n > maxListBytes || files+len(cl.payloads) > c.maxPayloads()) {
+		if len(list) > 0 && (size+n > maxListBytes || len(cl.payloads) > 0 && files+len(cl.payloads) > c.maxPayloads()) {
 			break
 		}
 		list = append(list, cl)
@@ -179,7 +179,7 @@ func (c *Exec) runList(list []*call) (again []*call) {
 		write = write || cl.write
 		for _, cmd := range cl.cmds {
 			for _, a := range cmd {
-				if c.payloadsOnStdin() && strings.HasPrefix(a, "\x00payload") {
+				if strings.HasPrefix(a, "\x00payload") && c.payloadsOnStdin() {
 					a = "-" // the one payload of this list, on stdin
 				} else {
 					a = listArg(a, base)
@@ -194,7 +194,7 @@ func (c *Exec) runList(list []*call) (again []*call) {
 		}
 	}
 	c.procs.Add(1)
-	res := runProc(context.Background(), c.bin, args, payloads, c.payloadsOnStdin(), c.timeout, true)
+	res := runProc(context.Background(), c.bin, args, payloads, len(payloads) > 0 && c.payloadsOnStdin(), c.timeout, true)
 	if res.err != nil {
 		msg := res.err.Error()
 		if res.err == errAbandoned {
