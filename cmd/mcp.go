@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmsg/agentmsg/frontend"
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/service"
 )
 
 // MCPOptions are mcp's inputs.
@@ -74,26 +74,19 @@ func mcpRun(ctx context.Context, opts *MCPOptions) error {
 	if err != nil {
 		return err
 	}
-	store, err := f.Mailbox()
+	svc, err := f.Service(ctx)
 	if err != nil {
 		return err
 	}
-	if err := announce(store, team, id.Name); err != nil {
+	if err := announce(svc.Store, team, id.Name); err != nil {
 		f.Log.Warn("could not put you on the team's status board", "err", err)
 	}
 	if f.ServeMCP == nil {
 		return errors.New("this agentmsg was built without its MCP server")
 	}
-	deps := frontend.Deps{
-		Team: team, Name: id.Name, Sender: id.Sender,
-		Dispatcher: f.Dispatcher,
-		Courier:    f.courier,
-		Store:      store,
-		Lifecycle:  onceLifecycle(f),
-		Version:    version,
-	}
+	svc.Team = team
 	f.Log.Debug("serving MCP on stdio", "team", team, "name", id.Name, "orchestrator", opts.Orchestrator)
-	return f.ServeMCP(ctx, deps, opts.Orchestrator, opts.IO.In, opts.IO.Out)
+	return f.ServeMCP(ctx, svc, opts.Orchestrator, opts.IO.In, opts.IO.Out)
 }
 
 // announce puts the caller on its team's status board when it is not
@@ -111,12 +104,12 @@ func announce(store *mailbox.Store, team, name string) error {
 }
 
 // onceLifecycle builds the lifecycle manager on first use.
-func onceLifecycle(f *Factory) func() (frontend.Lifecycle, error) {
+func onceLifecycle(f *Factory) func() (service.Lifecycle, error) {
 	var (
 		mu sync.Mutex
 		m  *lifecycle.Manager
 	)
-	return func() (frontend.Lifecycle, error) {
+	return func() (service.Lifecycle, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if m != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 
-	"github.com/agentmsg/agentmsg/frontend"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/integration"
 	"github.com/agentmsg/agentmsg/mailbox"
 )
@@ -48,10 +48,10 @@ func TestMCPArgs(t *testing.T) {
 func TestMCPServesTheCaller(t *testing.T) {
 	home := t.TempDir()
 	f, _, errOut := testFactory(map[string]string{"AGENTMSG_HOME": home, "AGENTMSG_TEAM": "alpha", "AGENTMSG_FROM": "ana"})
-	var got frontend.Deps
+	var got service.Service
 	var orchestrator bool
-	f.ServeMCP = func(_ context.Context, deps frontend.Deps, orch bool, _ io.Reader, _ io.Writer) error {
-		got, orchestrator = deps, orch
+	f.ServeMCP = func(_ context.Context, svc *service.Service, orch bool, _ io.Reader, _ io.Writer) error {
+		got, orchestrator = *svc, orch
 		return nil
 	}
 	if code := Run(context.Background(), f, []string{"mcp", "--orchestrator"}); code != ExitOK {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/frontend"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/mailbox"
 )
 
@@ -28,7 +28,7 @@ var version = "dev"
 // Main runs agentmsg with the process's arguments and returns its exit
 // code. serveMCP is the MCP server that `agentmsg mcp` runs (main hands in
 // mcpserver.Serve: the CLI does not import another front end).
-func Main(serveMCP frontend.MCPServer) int {
+func Main(serveMCP service.MCPServer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	f := NewFactory(SystemIO(), os.LookupEnv)

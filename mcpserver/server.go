@@ -18,17 +18,18 @@ import (
 
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/frontend"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/target"
 )
 
-// Deps are what the tools need: the caller and the parts that serve it.
-type Deps = frontend.Deps
+// Deps are what the tools need: the caller and the parts that serve it
+// (the service the tools call).
+type Deps = service.Service
 
 // Lifecycle is what the orchestrator's shutdown_agent, kill_agent and
 // get_agent_status need from package lifecycle.
-type Lifecycle = frontend.Lifecycle
+type Lifecycle = service.Lifecycle
 
 // The lifecycle's results, as the tools report them.
 type (
@@ -199,9 +200,9 @@ func seconds(v float64, def, limit time.Duration) (time.Duration, error) {
 
 // Serve serves the tools to one caller on in and out, one JSON-RPC message
 // a line, until in ends (the requests read by then are answered) or ctx
-// does; either is the normal end. It is a frontend.MCPServer.
-func Serve(ctx context.Context, deps Deps, orchestrator bool, in io.Reader, out io.Writer) error {
-	err := New(deps, orchestrator).Run(ctx, &Stdio{In: in, Out: out})
+// does; either is the normal end. It is a service.MCPServer.
+func Serve(ctx context.Context, svc *service.Service, orchestrator bool, in io.Reader, out io.Writer) error {
+	err := New(*svc, orchestrator).Run(ctx, &Stdio{In: in, Out: out})
 	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
 		return nil
 	}

@@ -1,7 +1,13 @@
-// Package frontend is what a front end of agentmsg is given to serve one
-// caller. The CLI (cmd) builds it and the MCP server (mcpserver) serves
-// from it; neither front end imports the other, and main joins them.
-package frontend
+// Package service is every operation a user can ask of agentmsg, once, for
+// one caller: the front ends (the CLI in cmd, the MCP server in mcpserver)
+// translate their input into a call here and its result into their output,
+// so that they can differ only in wording. Neither front end imports the
+// other; main joins them.
+//
+// A Service is built once per process; what varies per call is an argument.
+// Operations return domain results and typed errors, never text for a
+// person: the front ends word them.
+package service
 
 import (
 	"context"
@@ -15,10 +21,10 @@ import (
 	"github.com/agentmsg/agentmsg/target"
 )
 
-// Deps are one caller and the parts that serve it. Team, Name and Sender
+// Service is one caller and the parts that serve it. Team, Name and Sender
 // are the caller: its team, its inbox name ("lead", "ana-2") and the
 // upper-case name in its message ids ("LEAD").
-type Deps struct {
+type Service struct {
 	Team, Name, Sender string
 	// Dispatcher talks to the tmux server the agents run on. A front end
 	// calls it once, on first use, and again only after it failed.
@@ -44,4 +50,4 @@ type Lifecycle interface {
 // MCPServer serves the MCP tools to one caller over in and out until in
 // ends or ctx does; orchestrator adds the lead's tools. mcpserver.Serve is
 // one; main hands it to the CLI.
-type MCPServer func(ctx context.Context, deps Deps, orchestrator bool, in io.Reader, out io.Writer) error
+type MCPServer func(ctx context.Context, svc *Service, orchestrator bool, in io.Reader, out io.Writer) error
