@@ -12,9 +12,9 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 
-	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/integration"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/service"
 )
 
 func TestMCPArgs(t *testing.T) {
