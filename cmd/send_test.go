@@ -192,3 +192,32 @@ func TestReplyRunTmuxErrorIsAnError(t *testing.T) {
 		t.Errorf("the reply was recorded anyway: %+v", b.Envelopes)
 	}
 }
+
+// deliver types a message send deferred (its agent showed a dialog) once
+// the agent is ready, exactly once.
+func TestDeliverRun(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	fx.srv.SetDialog("agent-alpha-ana", true)
+	if err := sendRun(context.Background(), options(t, fx, NewCmdSend, "alpha", "ana", "later")); err != nil {
+		t.Fatalf("sendRun: %v", err)
+	}
+	fx.srv.SetDialog("agent-alpha-ana", false)
+	var opts *DeliverOptions
+	c := NewCmdDeliver(fx.f, func(_ context.Context, o *DeliverOptions) error { opts = o; return nil })
+	c.SetArgs([]string{"alpha"})
+	if err := c.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second pass finds nothing left to type
+		if err := deliverRun(context.Background(), c, opts); err != nil {
+			t.Fatalf("deliverRun: %v\n%s", err, fx.errOut)
+		}
+	}
+	got := fx.srv.Received("agent-alpha-ana")
+	if len(got) != 1 || !strings.HasSuffix(got[0], ": later") {
+		t.Fatalf("ana received %q; want the deferred message once", got)
+	}
+	if !strings.Contains(fx.out.String(), "nothing to deliver") {
+		t.Errorf("the second pass did not say it had nothing to do:\n%s", fx.out)
+	}
+}
