@@ -12,6 +12,7 @@ import (
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
 )
 
 // envelopeFlags are the typed-message flags of send and broadcast.
@@ -53,28 +54,21 @@ var typesHelp = func() string {
 	return b.String()
 }()
 
-// build checks the flags against the protocol (mailbox.Protocol) and
-// returns an envelope without id, sender or content. Metadata is typed
-// with the message, so its keys and values are cleaned like it, each to
-// one line (message.CleanLine), before they are checked and stored.
-func (e *envelopeFlags) build() (mailbox.Envelope, error) {
+// metadata is --meta as a map (a key given twice: the last one). The
+// service cleans and checks it with the type (service.Envelope).
+func (e *envelopeFlags) metadata() (map[string]string, error) {
 	var meta map[string]string
 	for _, kv := range e.meta {
 		k, v, ok := strings.Cut(kv, "=")
-		k, v = message.CleanLine(k), message.CleanLine(v)
-		if !ok || k == "" {
-			return mailbox.Envelope{}, usagef("--meta %q: want KEY=VALUE", kv)
+		if !ok || message.CleanLine(k) == "" {
+			return nil, usagef("--meta %q: want KEY=VALUE", kv)
 		}
 		if meta == nil {
 			meta = map[string]string{}
 		}
 		meta[k] = v
 	}
-	env, err := mailbox.Check(e.typ, meta)
-	if err != nil {
-		return env, usageError{err}
-	}
-	return env, nil
+	return meta, nil
 }
 
 // courier joins the mailbox to a dispatcher.
@@ -132,4 +126,31 @@ func describeResult(r courier.Result) string {
 		return fmt.Sprintf("skipped %s for %s, not typed: %s (it stays in the inbox)", r.ID, r.Target, errText(r.Err))
 	}
 	return describe(r.Outcome)
+}
+
+// reportSent prints what one message became (send, reply) and returns its
+// exit: --json's document or a line on stdout; a failure also on stderr,
+// with what to try next.
+func reportSent(f *Factory, res service.SendResult) error {
+	out := res.Result
+	if f.JSON {
+		writeJSON(f, struct {
+			ID   string `json:"id,omitempty"`
+			From string `json:"from"`
+			resultJSON
+		}{string(out.ID), res.From, toResultJSON(out)})
+	}
+	if out.OK() {
+		if !f.JSON {
+			fmt.Fprintln(f.IO.Out, describeResult(out))
+		}
+		return nil
+	}
+	fmt.Fprintf(f.IO.ErrOut, "agentmsg: %s\n", describeResult(out))
+	if res.Socket != "" {
+		if h := hint(out.Outcome, res.Socket, serverFlag(f.LookupEnv, res.Socket)); h != "" {
+			fmt.Fprintf(f.IO.ErrOut, "  %s\n", h)
+		}
+	}
+	return exitError{resultCode(out)}
 }

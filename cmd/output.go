@@ -10,6 +10,7 @@ import (
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )
@@ -37,6 +38,8 @@ func errText(err error) string {
 		s += " (--force types it anyway)"
 	case errors.Is(err, delivery.ErrTextOffBox):
 		s += " (see agentmsg doctor)"
+	case errors.Is(err, service.ErrNoCallerTeam):
+		s += ": give --team TEAM or set AGENTMSG_TEAM (inside an agent-<team>-<name> session it is found by itself)"
 	}
 	return s
 }

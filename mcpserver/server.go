@@ -57,6 +57,9 @@ type server struct {
 
 	mu sync.Mutex
 	d  *dispatch.Dispatcher
+	// newDispatcher is the deps' own; deps.Dispatcher is s.dispatcher, so
+	// that the service's operations share the one made.
+	newDispatcher func() (*dispatch.Dispatcher, error)
 }
 
 // New builds the MCP server: the agent tools, and with orchestrator the
@@ -69,7 +72,8 @@ func New(deps Deps, orchestrator bool) *mcp.Server {
 	if version == "" {
 		version = "dev"
 	}
-	s := &server{deps: deps}
+	s := &server{deps: deps, newDispatcher: deps.Dispatcher}
+	s.deps.Dispatcher = s.dispatcher
 	instructions := agentInstructions
 	if orchestrator {
 		instructions += orchestratorInstructions
@@ -126,10 +130,10 @@ func (s *server) dispatcher() (*dispatch.Dispatcher, error) {
 	if s.d != nil {
 		return s.d, nil
 	}
-	if s.deps.Dispatcher == nil {
+	if s.newDispatcher == nil {
 		return nil, errors.New("no tmux server configured")
 	}
-	d, err := s.deps.Dispatcher()
+	d, err := s.newDispatcher()
 	if err != nil {
 		return nil, err
 	}
