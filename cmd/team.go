@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/service"
 )
 
 func NewCmdTeam(f *Factory, runF func(context.Context, *TeamCleanOptions) error) *cobra.Command {
@@ -131,7 +131,7 @@ type teamCleanJSON struct {
 }
 
 // errNoTeam is a team that has never existed: exit 3.
-var errNoTeam = errors.New("no such team")
+var errNoTeam = service.ErrNoTeam
 
 // knownTeam is nil when team exists: something is stored for it (an inbox,
 // a status, a request, a registry entry) or an agent session on the server
@@ -150,12 +150,7 @@ func knownTeam(ctx context.Context, store *mailbox.Store, live func(context.Cont
 	if slices.Contains(running, team) {
 		return nil
 	}
-	teams := slices.Compact(slices.Sorted(slices.Values(append(stored, running...))))
-	there := "there are none yet"
-	if len(teams) > 0 {
-		there = "teams: " + strings.Join(teams, ", ")
-	}
-	return fmt.Errorf("%w %q: nothing is stored for it and no agent session on the tmux server is in it (%s)", errNoTeam, team, there)
+	return &service.TeamNotFoundError{Team: team, Teams: slices.Compact(slices.Sorted(slices.Values(append(stored, running...))))}
 }
 
 // liveTeams lists the teams of the agent sessions d's server runs.
