@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
 )
 
 // mbHome is a mailbox in a temp dir that commands run against as team
@@ -510,9 +511,11 @@ func TestBoardWatch(t *testing.T) {
 	m.want(m.run("ana", "status", "set", "--state", "working"), ExitOK)
 	sw := &syncWriter{w: new(bytes.Buffer)}
 	opts := &BoardOptions{
-		MailboxDeps: MailboxDeps{
-			IO:       &IOStreams{Out: sw, ErrOut: new(bytes.Buffer)},
-			Mailbox:  func() (*mailbox.Store, error) { return m.store, nil },
+		teamDeps: teamDeps{
+			IO: &IOStreams{Out: sw, ErrOut: new(bytes.Buffer)},
+			Service: func(context.Context) (*service.Service, error) {
+				return &service.Service{Team: "alpha", Name: "lead", Sender: "LEAD", Store: m.store}, nil
+			},
 			Identity: func(context.Context) (Identity, error) { return Identity{Team: "alpha", Name: "lead"}, nil },
 			JSON:     func() bool { return true },
 			Now:      time.Now,

@@ -71,7 +71,11 @@ func TestOthersTextIsPrintedHarmlessly(t *testing.T) {
 	if err := b.Append(env); err != nil {
 		t.Fatal(err)
 	}
-	m.want(m.run("bob", "request", "alpha", hostile), ExitOK)
+	// agentmsg request cleans its text (service.Request); a request file
+	// written by other means may still hold anything.
+	if err := m.store.Post("alpha", mailbox.Request{ID: "REQ_0000beef", From: "bob", Description: hostile}); err != nil {
+		t.Fatal(err)
+	}
 	reqs := decodeJSON[struct{ Requests []struct{ ID string } }](t, m.want(m.run("ana", "--json", "requests"), ExitOK).stdout)
 	if len(reqs.Requests) != 1 {
 		t.Fatalf("requests: %+v", reqs)

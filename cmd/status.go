@@ -1,19 +1,16 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/service"
 )
 
 // statusStates are the states an agent can report on the board.
@@ -34,7 +31,7 @@ agentmsg board shows. See agentmsg status set --help.`,
 // StatusOptions are status set's inputs. Only the fields whose flags were
 // given change; the rest of the entry stays.
 type StatusOptions struct {
-	MailboxDeps
+	teamDeps
 
 	Mission, WorkingOn, State string
 	Done, Next                []string
@@ -42,7 +39,7 @@ type StatusOptions struct {
 }
 
 func NewCmdStatusSet(f *Factory, runF func(context.Context, *StatusOptions) error) *cobra.Command {
-	opts := &StatusOptions{MailboxDeps: mailboxDeps(f)}
+	opts := &StatusOptions{teamDeps: newTeamDeps(f)}
 	c := &cobra.Command{
 		Use:   "set",
 		Short: "Set your entry on your team's status board",
@@ -96,194 +93,49 @@ func nonEmpty(list []string) []string {
 }
 
 func statusSetRun(ctx context.Context, opts *StatusOptions) error {
-	id, err := opts.Identity(ctx)
+	svc, err := opts.Service(ctx)
 	if err != nil {
 		return err
 	}
-	team, err := id.NeedTeam()
-	if err != nil {
-		return err
-	}
-	s, err := opts.Mailbox()
-	if err != nil {
-		return err
-	}
-	board, err := s.Board(team)
-	if err != nil && len(board) == 0 {
-		// An unreadable board still lets an agent say what it does.
-		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: reading the board of %s: %v\n", team, err)
-	}
-	var st mailbox.Status
-	for _, b := range board {
-		if b.Agent == id.Name {
-			st = b
-		}
-	}
+	var up service.StatusUpdate
 	if opts.Set["mission"] {
-		st.Mission = opts.Mission
+		up.Mission = &opts.Mission
 	}
 	if opts.Set["working-on"] {
-		st.WorkingOn = opts.WorkingOn
+		up.WorkingOn = &opts.WorkingOn
 	}
 	if opts.Set["done"] {
-		st.Done = opts.Done
+		up.Done = &opts.Done
 	}
 	if opts.Set["next"] {
-		st.Next = opts.Next
+		up.Next = &opts.Next
 	}
 	if opts.Set["state"] {
-		st.State = opts.State
+		up.State = &opts.State
 	}
-	st.Updated = opts.Now().UTC()
-	if err := s.SetStatus(team, id.Name, st); err != nil {
-		return err
+	r, err := svc.SetStatus(ctx, up)
+	if r.BoardErr != nil {
+		// An unreadable board still lets an agent say what it does.
+		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: reading the board of %s: %v\n", r.Team, r.BoardErr)
 	}
-	st.Agent = id.Name
+	if errors.Is(err, service.ErrBadState) {
+		return usageError{err}
+	}
+	if err != nil {
+		return teamError(err)
+	}
+	st := r.Status
 	if opts.JSON() {
 		writeJSON(opts.jsonOut(), struct {
 			Team string `json:"team"`
 			mailbox.Status
-		}{team, st})
+		}{r.Team, st})
 		return nil
 	}
-	fmt.Fprintf(opts.IO.Out, "%s/%s: %s", team, id.Name, show(orDash(st.State)))
+	fmt.Fprintf(opts.IO.Out, "%s/%s: %s", r.Team, st.Agent, show(orDash(st.State)))
 	if st.WorkingOn != "" {
 		fmt.Fprintf(opts.IO.Out, ", working on %s", show(st.WorkingOn))
 	}
 	fmt.Fprintln(opts.IO.Out)
 	return nil
-}
-
-// BoardOptions are board's inputs.
-type BoardOptions struct {
-	MailboxDeps
-
-	Team     string // "" for the caller's
-	Watch    bool
-	Interval time.Duration // how often --watch looks; 500ms
-}
-
-func NewCmdBoard(f *Factory, runF func(context.Context, *BoardOptions) error) *cobra.Command {
-	opts := &BoardOptions{MailboxDeps: mailboxDeps(f), Interval: 500 * time.Millisecond}
-	c := &cobra.Command{
-		Use:   "board [TEAM]",
-		Short: "Show what everyone on a team says they are doing",
-		Long: `Board shows the status board of your team (or of TEAM): each agent's state,
-what it works on, what is next, how much is done, and when it said so.
-Agents fill it in with agentmsg status set.
-
---watch redraws the board whenever an entry changes, until interrupted
-(with --json: one JSON document per line, each time).`,
-		Example: `  agentmsg board
-  agentmsg board alpha --watch
-  agentmsg --json board alpha | jq '.agents[] | select(.state == "blocked") | .agent'`,
-		Args:              argsBetween(0, 1, "at most a TEAM"),
-		ValidArgsFunction: completeMailboxTeam(f),
-		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				team, err := teamArg(args[0])
-				if err != nil {
-					return err
-				}
-				opts.Team = team
-			}
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
-			return boardRun(c.Context(), opts)
-		},
-	}
-	c.Flags().BoolVarP(&opts.Watch, "watch", "w", false, "redraw on every change until interrupted")
-	return c
-}
-
-type boardJSON struct {
-	Team   string           `json:"team"`
-	Agents []mailbox.Status `json:"agents"`
-}
-
-func boardRun(ctx context.Context, opts *BoardOptions) error {
-	team, named, err := teamOrOwn(ctx, opts.MailboxDeps, optional(opts.Team), 0)
-	if err != nil {
-		return err
-	}
-	s, err := opts.Mailbox()
-	if err != nil {
-		return err
-	}
-	if err := opts.knownTeam(ctx, s, team, named); err != nil {
-		return err
-	}
-	redraw := opts.Watch && !opts.JSON() && isTerminal(opts.IO.Out)
-	var last []byte
-	tick := time.NewTicker(max(opts.Interval, 10*time.Millisecond))
-	defer tick.Stop()
-	for {
-		board, err := s.Board(team)
-		if err != nil && len(board) == 0 && !opts.Watch {
-			return err
-		}
-		if err != nil && !opts.Watch {
-			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %v\n", err) // and show the rest
-		}
-		if board == nil {
-			board = []mailbox.Status{}
-		}
-		doc, _ := json.Marshal(boardJSON{team, board})
-		if !bytes.Equal(doc, last) {
-			last = doc
-			switch {
-			case opts.JSON() && opts.Watch:
-				fmt.Fprintf(opts.IO.Out, "%s\n", jsonSafe(doc))
-			case opts.JSON():
-				writeJSON(opts.jsonOut(), boardJSON{team, board})
-			default:
-				if redraw {
-					fmt.Fprint(opts.IO.Out, "\033[H\033[2J")
-				} else if opts.Watch {
-					fmt.Fprintf(opts.IO.Out, "-- %s %s --\n", team, opts.Now().Format(time.TimeOnly))
-				}
-				if err := writeBoard(opts.IO.Out, opts.IO.ErrOut, team, board, opts.Now()); err != nil {
-					return err
-				}
-			}
-		}
-		if !opts.Watch {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil // interrupted: the normal end of --watch
-		case <-tick.C:
-		}
-	}
-}
-
-// optional is the arguments list teamOrOwn takes: team, if given.
-func optional(team string) []string {
-	if team == "" {
-		return nil
-	}
-	return []string{team}
-}
-
-func writeBoard(out, errOut io.Writer, team string, board []mailbox.Status, now time.Time) error {
-	if len(board) == 0 {
-		fmt.Fprintf(errOut, "nobody on team %s has set a status yet (agentmsg status set)\n", team)
-		return nil
-	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tSTATE\tWORKING ON\tNEXT\tDONE\tUPDATED\tMISSION")
-	for _, st := range board {
-		next := "-"
-		if len(st.Next) > 0 {
-			next = cell(st.Next[0], 30)
-			if len(st.Next) > 1 {
-				next += fmt.Sprintf(" (+%d)", len(st.Next)-1)
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", show(st.Agent), cell(orDash(st.State), 20), orDash(cell(st.WorkingOn, 40)),
-			next, len(st.Done), sinceText(now, st.Updated), orDash(cell(st.Mission, 40)))
-	}
-	return tw.Flush()
 }

@@ -2,9 +2,7 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -12,6 +10,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/service"
 )
 
 func NewCmdTeam(f *Factory, runF func(context.Context, *TeamCleanOptions) error) *cobra.Command {
@@ -26,14 +25,14 @@ func NewCmdTeam(f *Factory, runF func(context.Context, *TeamCleanOptions) error)
 
 // TeamCleanOptions are team clean's inputs.
 type TeamCleanOptions struct {
-	MailboxDeps
+	teamDeps
 
 	Team string
 	Yes  bool
 }
 
 func NewCmdTeamClean(f *Factory, runF func(context.Context, *TeamCleanOptions) error) *cobra.Command {
-	opts := &TeamCleanOptions{MailboxDeps: mailboxDeps(f)}
+	opts := &TeamCleanOptions{teamDeps: newTeamDeps(f)}
 	c := &cobra.Command{
 		Use:   "clean TEAM",
 		Short: "Remove a team's mailboxes, requests and status board",
@@ -64,60 +63,41 @@ team's agents first: one still running recreates its own inbox.`,
 }
 
 func teamCleanRun(ctx context.Context, opts *TeamCleanOptions) error {
-	s, err := opts.Mailbox()
+	svc, err := opts.Service(ctx)
 	if err != nil {
 		return err
 	}
-	agents, err := s.Agents(opts.Team)
+	r, err := svc.CleanTeam(ctx, service.CleanTeam{Team: opts.Team, DryRun: !opts.Yes})
 	if err != nil {
 		return err
-	}
-	reqs, _ := s.Requests(opts.Team)
-	board, _ := s.Board(opts.Team)
-	teams, err := s.Teams()
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(s.Root, "teams", opts.Team)
-	stored := false
-	for _, t := range teams {
-		stored = stored || t == opts.Team
 	}
 	var parts []string
-	if len(agents) > 0 {
-		parts = append(parts, fmt.Sprintf("%d inbox(es) (%s)", len(agents), show(strings.Join(agents, ", "))))
+	if len(r.Inboxes) > 0 {
+		parts = append(parts, fmt.Sprintf("%d inbox(es) (%s)", len(r.Inboxes), show(strings.Join(r.Inboxes, ", "))))
 	}
-	if len(reqs) > 0 {
-		parts = append(parts, fmt.Sprintf("%d request(s)", len(reqs)))
+	if r.Requests > 0 {
+		parts = append(parts, fmt.Sprintf("%d request(s)", r.Requests))
 	}
-	if len(board) > 0 {
-		parts = append(parts, fmt.Sprintf("%d status(es)", len(board)))
+	if r.Statuses > 0 {
+		parts = append(parts, fmt.Sprintf("%d status(es)", r.Statuses))
 	}
 	what := strings.Join(parts, ", ")
 	if what == "" {
 		what = "nothing but empty directories"
 	}
-
-	if !stored {
-		if opts.JSON() {
-			writeJSON(opts.jsonOut(), teamCleanJSON{Team: opts.Team, Path: path})
-		} else {
-			fmt.Fprintf(opts.IO.ErrOut, "nothing is stored for team %s\n", opts.Team)
-		}
-		return nil
+	switch {
+	case !r.Stored && opts.JSON():
+		writeJSON(opts.jsonOut(), teamCleanJSON{Team: r.Team, Path: r.Path})
+	case !r.Stored:
+		fmt.Fprintf(opts.IO.ErrOut, "nothing is stored for team %s\n", r.Team)
+	case !r.Removed:
+		return usagef("team clean %s would remove %s: %s; run it again with --yes to remove them", r.Team, r.Path, what)
+	case opts.JSON():
+		writeJSON(opts.jsonOut(), teamCleanJSON{Team: r.Team, Path: r.Path, Removed: true,
+			Inboxes: r.Inboxes, Requests: r.Requests, Statuses: r.Statuses})
+	default:
+		fmt.Fprintf(opts.IO.Out, "removed %s: %s\n", r.Path, what)
 	}
-	if !opts.Yes {
-		return usagef("team clean %s would remove %s: %s; run it again with --yes to remove them", opts.Team, path, what)
-	}
-	if err := s.CleanTeam(opts.Team); err != nil {
-		return err
-	}
-	if opts.JSON() {
-		writeJSON(opts.jsonOut(), teamCleanJSON{Team: opts.Team, Path: path, Removed: true,
-			Inboxes: append([]string{}, agents...), Requests: len(reqs), Statuses: len(board)})
-		return nil
-	}
-	fmt.Fprintf(opts.IO.Out, "removed %s: %s\n", path, what)
 	return nil
 }
 
@@ -131,7 +111,7 @@ type teamCleanJSON struct {
 }
 
 // errNoTeam is a team that has never existed: exit 3.
-var errNoTeam = errors.New("no such team")
+var errNoTeam = service.ErrNoTeam
 
 // knownTeam is nil when team exists: something is stored for it (an inbox,
 // a status, a request, a registry entry) or an agent session on the server
@@ -150,12 +130,7 @@ func knownTeam(ctx context.Context, store *mailbox.Store, live func(context.Cont
 	if slices.Contains(running, team) {
 		return nil
 	}
-	teams := slices.Compact(slices.Sorted(slices.Values(append(stored, running...))))
-	there := "there are none yet"
-	if len(teams) > 0 {
-		there = "teams: " + strings.Join(teams, ", ")
-	}
-	return fmt.Errorf("%w %q: nothing is stored for it and no agent session on the tmux server is in it (%s)", errNoTeam, team, there)
+	return &service.TeamNotFoundError{Team: team, Teams: slices.Compact(slices.Sorted(slices.Values(append(stored, running...))))}
 }
 
 // liveTeams lists the teams of the agent sessions d's server runs.
