@@ -11,6 +11,7 @@ import (
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )
@@ -28,7 +29,9 @@ func lifecycleCommands(f *Factory) []*cobra.Command {
 
 // LifecycleDeps are what every lifecycle command needs.
 type LifecycleDeps struct {
-	IO       *IOStreams
+	IO *IOStreams
+	// Service is the caller's service (Factory.Service): the operations.
+	Service  func(ctx context.Context) (*service.Service, error)
 	Manager  func() (*lifecycle.Manager, error)
 	Mailbox  func() (*mailbox.Store, error)
 	Identity func(ctx context.Context) (Identity, error)
@@ -39,6 +42,7 @@ type LifecycleDeps struct {
 func lifecycleDeps(f *Factory) LifecycleDeps {
 	return LifecycleDeps{
 		IO:       f.IO,
+		Service:  f.Service,
 		Manager:  func() (*lifecycle.Manager, error) { return newLifecycleManager(f) },
 		Mailbox:  func() (*mailbox.Store, error) { return f.Mailbox() },
 		Identity: func(ctx context.Context) (Identity, error) { return f.Identity(ctx) },

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/tmux"
 )
 
@@ -178,11 +179,7 @@ func (s *server) shutdownAgent(ctx context.Context, in ShutdownInput) (ShutdownO
 	if err != nil {
 		return ShutdownOutput{}, fmt.Errorf("wait_seconds: %w", err)
 	}
-	lc, err := s.lifecycle()
-	if err != nil {
-		return ShutdownOutput{}, err
-	}
-	r, err := lc.Shutdown(ctx, s.deps.Name, t, in.Reason, wait)
+	r, err := s.deps.Shutdown(ctx, service.ShutdownRequest{Target: t, Reason: in.Reason, Wait: wait})
 	if err != nil {
 		return ShutdownOutput{}, fmt.Errorf("shutting down %s: %w", t, err)
 	}
@@ -217,18 +214,11 @@ func (s *server) killAgent(ctx context.Context, in KillInput) (KillOutput, error
 	if err != nil {
 		return KillOutput{}, err
 	}
-	if t.Agent() == s.deps.Name {
-		return KillOutput{}, fmt.Errorf("agent %q is you; kill another agent", in.Agent)
-	}
 	grace, err := seconds(in.GraceSeconds, defaultGrace, time.Minute)
 	if err != nil {
 		return KillOutput{}, fmt.Errorf("grace_seconds: %w", err)
 	}
-	lc, err := s.lifecycle()
-	if err != nil {
-		return KillOutput{}, err
-	}
-	r, err := lc.Kill(ctx, t, grace)
+	r, err := s.deps.Kill(ctx, service.KillRequest{Target: t, Grace: grace})
 	if err != nil {
 		return KillOutput{}, fmt.Errorf("killing %s: %w", t, err)
 	}
