@@ -150,7 +150,11 @@ func knownTeam(ctx context.Context, store *mailbox.Store, live func(context.Cont
 	if slices.Contains(running, team) {
 		return nil
 	}
-	teams := slices.Compact(slices.Sorted(slices.Values(append(stored, running...))))
+	return unknownTeam(team, slices.Compact(slices.Sorted(slices.Values(append(stored, running...)))))
+}
+
+// unknownTeam words a team nobody knows, with the teams there are.
+func unknownTeam(team string, teams []string) error {
 	there := "there are none yet"
 	if len(teams) > 0 {
 		there = "teams: " + strings.Join(teams, ", ")

@@ -12,10 +12,10 @@ import (
 )
 
 // The CLI and the MCP server run the same lifecycle operations
-// (service.Shutdown, Kill) and agree on what came of them: a shutdown
+// (service.Shutdown, Kill, Agents) and agree on what came of them: a shutdown
 // request submitted and not answered within its wait, a kill of another
 // agent that ends it, and a kill of the caller itself, which both refuse
-// (the MCP server used to, the CLI did not).
+// (the MCP server used to, the CLI did not); then the agents that are left.
 func TestCLIAndMCPAgreeOnLifecycle(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
@@ -59,6 +59,38 @@ func TestCLIAndMCPAgreeOnLifecycle(t *testing.T) {
 	}
 	if !hasSession(t, s, "agent-t-lead") {
 		t.Error("the caller's session is gone")
+	}
+
+	// Agents: the CLI's agents and MCP's get_agent_status and list_agents
+	// name the same agents; the two status reports give them one state.
+	res = runAs(t, s, "t", "lead", "--json", "agents", "t")
+	var cliAgents struct {
+		Agents []struct{ Agent, State string } `json:"agents"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &cliAgents); err != nil {
+		t.Fatalf("%v\n%s", err, res)
+	}
+	var status mcpserver.StatusOutput
+	lead.call(t, "get_agent_status", nil, &status)
+	var list mcpserver.ListOutput
+	lead.call(t, "list_agents", nil, &list)
+	var fromCLI, fromStatus, listed []string
+	for _, a := range cliAgents.Agents {
+		fromCLI = append(fromCLI, a.Agent+" "+a.State)
+	}
+	for _, a := range status.Agents {
+		fromStatus = append(fromStatus, a.Agent+" "+a.State)
+	}
+	for _, a := range list.Agents {
+		if a.Session != "" {
+			listed = append(listed, a.Agent)
+		}
+	}
+	if want := []string{"a1 idle", "a2 idle", "lead idle"}; !slices.Equal(fromCLI, want) || !slices.Equal(fromStatus, want) {
+		t.Errorf("agents: CLI %q, MCP %q; want %q", fromCLI, fromStatus, want)
+	}
+	if want := []string{"a1", "a2", "lead"}; !slices.Equal(listed, want) {
+		t.Errorf("list_agents: %q, want %q", listed, want)
 	}
 }
 

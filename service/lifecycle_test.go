@@ -139,8 +139,9 @@ func TestShutdownNotSent(t *testing.T) {
 
 // fakeLifecycle records the calls that reach it.
 type fakeLifecycle struct {
-	mu    sync.Mutex
-	calls []string
+	mu     sync.Mutex
+	calls  []string
+	status []lifecycle.AgentStatus
 }
 
 func (f *fakeLifecycle) record(s string) {
@@ -161,7 +162,7 @@ func (f *fakeLifecycle) Kill(_ context.Context, t target.Target, grace time.Dura
 
 func (f *fakeLifecycle) Status(context.Context, string) ([]lifecycle.AgentStatus, error) {
 	f.record("status")
-	return nil, nil
+	return f.status, nil
 }
 
 // The MCP server refused to kill its caller, the CLI did not: both refuse
