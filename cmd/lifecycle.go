@@ -32,7 +32,6 @@ type LifecycleDeps struct {
 	IO *IOStreams
 	// Service is the caller's service (Factory.Service): the operations.
 	Service  func(ctx context.Context) (*service.Service, error)
-	Manager  func() (*lifecycle.Manager, error)
 	Mailbox  func() (*mailbox.Store, error)
 	Identity func(ctx context.Context) (Identity, error)
 	JSON     func() bool
@@ -43,7 +42,6 @@ func lifecycleDeps(f *Factory) LifecycleDeps {
 	return LifecycleDeps{
 		IO:       f.IO,
 		Service:  f.Service,
-		Manager:  func() (*lifecycle.Manager, error) { return newLifecycleManager(f) },
 		Mailbox:  func() (*mailbox.Store, error) { return f.Mailbox() },
 		Identity: func(ctx context.Context) (Identity, error) { return f.Identity(ctx) },
 		JSON:     func() bool { return f.JSON },

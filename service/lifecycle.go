@@ -91,3 +91,44 @@ func (s *Service) Kill(ctx context.Context, req KillRequest) (lifecycle.KillResu
 	}
 	return lc.Kill(ctx, req.Target, grace)
 }
+
+// spawner is what Spawn needs of a lifecycle beyond Lifecycle:
+// *lifecycle.Manager has it.
+type spawner interface {
+	Spawn(ctx context.Context, r lifecycle.SpawnRequest) (target.Target, error)
+}
+
+// ErrNoSpawn: the lifecycle cannot start agents.
+var ErrNoSpawn = errors.New("this agent lifecycle cannot start agents")
+
+// SpawnResult is the agent started: its target, the server it runs on,
+// and its pane and first process as registered.
+type SpawnResult struct {
+	Target target.Target
+	Socket string
+	Pane   string
+	PID    int
+}
+
+// Spawn starts req's agent in a session of its own and registers it with
+// its team (lifecycle.ErrExists when that session is there already,
+// lifecycle.ErrNoCommand without a command).
+func (s *Service) Spawn(ctx context.Context, req lifecycle.SpawnRequest) (SpawnResult, error) {
+	lc, err := s.lifecycle()
+	if err != nil {
+		return SpawnResult{}, err
+	}
+	sp, ok := lc.(spawner)
+	if !ok {
+		return SpawnResult{}, ErrNoSpawn
+	}
+	t, err := sp.Spawn(ctx, req)
+	if err != nil {
+		return SpawnResult{Target: t}, err
+	}
+	out := SpawnResult{Target: t}
+	if rec, err := s.Store.RegisteredAgent(courier.Inbox(t)); err == nil {
+		out.Socket, out.Pane, out.PID = rec.Socket, rec.Pane, rec.PID
+	}
+	return out, nil
+}

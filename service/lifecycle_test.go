@@ -194,3 +194,32 @@ func TestNoLifecycle(t *testing.T) {
 		t.Errorf("shutdown: %v", err)
 	}
 }
+
+// spawningLifecycle starts nothing: it registers the agent as
+// lifecycle.Manager does once its session is up.
+type spawningLifecycle struct {
+	fakeLifecycle
+	store *mailbox.Store
+}
+
+func (f *spawningLifecycle) Spawn(_ context.Context, r lifecycle.SpawnRequest) (target.Target, error) {
+	t, err := target.New(r.Team, r.Name)
+	if err != nil {
+		return t, err
+	}
+	return t, f.store.Register(r.Team, mailbox.AgentRecord{Agent: r.Name, Session: t.Session, Socket: "/fake/sock", Pane: "%7", PID: 42})
+}
+
+func TestSpawn(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	svc := w.service(t, "lead", &spawningLifecycle{store: w.store})
+	res, err := svc.Spawn(context.Background(), lifecycle.SpawnRequest{Team: "t", Name: "ana", Command: []string{"claude"}})
+	if err != nil || res.Target.Session != "agent-t-ana" || res.Socket != "/fake/sock" || res.Pane != "%7" || res.PID != 42 {
+		t.Errorf("%+v, %v", res, err)
+	}
+	svc = w.service(t, "lead", &fakeLifecycle{})
+	if _, err := svc.Spawn(context.Background(), lifecycle.SpawnRequest{Team: "t", Name: "ana"}); !errors.Is(err, ErrNoSpawn) {
+		t.Errorf("a lifecycle that cannot spawn: %v", err)
+	}
+}
