@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/lifecycle"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -120,31 +121,21 @@ func timePtr(t time.Time) *time.Time {
 }
 
 func agentsRun(ctx context.Context, opts *AgentsOptions) error {
-	m, err := opts.Manager()
+	svc, err := opts.Service(ctx)
 	if err != nil {
 		return err
 	}
-	m.HeartbeatTimeout = opts.HeartbeatTimeout
-	var list, reaped []lifecycle.AgentStatus
-	if opts.Reap {
-		if reaped, err = m.Reap(ctx, opts.Team); err != nil {
-			return err
-		}
-	}
-	if list, err = m.Status(ctx, opts.Team); err != nil {
+	res, err := svc.Agents(ctx, service.AgentsRequest{Team: opts.Team, Reap: opts.Reap, HeartbeatTimeout: opts.HeartbeatTimeout})
+	if err != nil {
 		return err
 	}
-	if len(list) == 0 && len(reaped) == 0 && opts.Team != "" && opts.Team != target.RalphTeam {
-		if err := knownTeam(ctx, m.Store, func(ctx context.Context) ([]string, error) { return liveTeams(ctx, m.Dispatch) }, opts.Team); err != nil {
-			return err
-		}
-	}
+	list, reaped := res.Agents, res.Reaped
 	if opts.JSON() {
 		doc := struct {
 			Socket string            `json:"socket"`
 			Agents []agentStatusJSON `json:"agents"`
 			Reaped []agentStatusJSON `json:"reaped,omitempty"`
-		}{Socket: m.Tmux.Server().Socket, Agents: []agentStatusJSON{}}
+		}{Socket: res.Socket, Agents: []agentStatusJSON{}}
 		for _, s := range list {
 			doc.Agents = append(doc.Agents, toAgentStatusJSON(s))
 		}
@@ -165,7 +156,7 @@ func agentsRun(ctx context.Context, opts *AgentsOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "reaped %s (%s): %s\n", s.Target, what, show(s.Reason))
 	}
 	if len(list) == 0 {
-		where := "on " + m.Tmux.Server().Socket + " or in the registry"
+		where := "on " + res.Socket + " or in the registry"
 		if opts.Team != "" {
 			where = "in team " + opts.Team + " " + where
 		}

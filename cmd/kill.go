@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/lifecycle"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -62,11 +63,11 @@ To ask an agent to stop on its own first, use agentmsg shutdown.
 }
 
 func killRun(ctx context.Context, opts *KillOptions) error {
-	m, err := opts.Manager()
+	svc, err := opts.Service(ctx)
 	if err != nil {
 		return err
 	}
-	res, err := m.Kill(ctx, opts.Target, opts.Grace)
+	res, err := svc.Kill(ctx, service.KillRequest{Target: opts.Target, Grace: opts.Grace})
 	if err != nil && !errors.Is(err, lifecycle.ErrSurvived) {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )
@@ -28,8 +29,9 @@ func lifecycleCommands(f *Factory) []*cobra.Command {
 
 // LifecycleDeps are what every lifecycle command needs.
 type LifecycleDeps struct {
-	IO       *IOStreams
-	Manager  func() (*lifecycle.Manager, error)
+	IO *IOStreams
+	// Service is the caller's service (Factory.Service): the operations.
+	Service  func(ctx context.Context) (*service.Service, error)
 	Mailbox  func() (*mailbox.Store, error)
 	Identity func(ctx context.Context) (Identity, error)
 	JSON     func() bool
@@ -39,7 +41,7 @@ type LifecycleDeps struct {
 func lifecycleDeps(f *Factory) LifecycleDeps {
 	return LifecycleDeps{
 		IO:       f.IO,
-		Manager:  func() (*lifecycle.Manager, error) { return newLifecycleManager(f) },
+		Service:  f.Service,
 		Mailbox:  func() (*mailbox.Store, error) { return f.Mailbox() },
 		Identity: func(ctx context.Context) (Identity, error) { return f.Identity(ctx) },
 		JSON:     func() bool { return f.JSON },

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/lifecycle"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -74,38 +75,33 @@ use agentmsg kill.
 }
 
 func shutdownRun(ctx context.Context, opts *ShutdownOptions) error {
-	id, err := opts.Identity(ctx)
+	svc, err := opts.Service(ctx)
 	if err != nil {
 		return err
 	}
-	m, err := opts.Manager()
-	if err != nil {
-		return err
-	}
-	var wait time.Duration
+	req := service.ShutdownRequest{Target: opts.Target, Reason: opts.Reason}
 	if opts.Wait {
-		wait = opts.Timeout
+		req.Wait = opts.Timeout
 		fmt.Fprintf(opts.IO.ErrOut, "waiting up to %s for %s's shutdown-response in the inbox of %s\n",
-			wait, opts.Target, displayName(opts.Target.Team, id.Name))
+			req.Wait, opts.Target, displayName(opts.Target.Team, svc.Name))
 	}
-	res, err := m.Shutdown(ctx, id.Name, opts.Target, opts.Reason, wait)
-	sendFailed := err != nil && res.Sent.Verdict != "" && !res.Sent.OK()
-	if err != nil && !sendFailed {
+	res, err := svc.Shutdown(ctx, req)
+	if err != nil && !res.NotSent() {
 		return err
 	}
 	code := ExitOK
 	switch {
-	case sendFailed:
+	case res.NotSent():
 		code = resultCode(res.Sent)
-	case opts.Wait && !res.Answered:
+	case res.TimedOut():
 		code = ExitTimeout
-	case opts.Wait && !res.Accepted:
+	case res.Waited && !res.Accepted:
 		code = ExitDeferred
 	}
 	if opts.JSON() {
-		writeJSON(opts.jsonOut(), shutdownJSON(opts, id.Name, res, code))
+		writeJSON(opts.jsonOut(), shutdownJSON(res, code))
 	}
-	if sendFailed {
+	if res.NotSent() {
 		if !opts.JSON() {
 			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: shutdown-request %s: %s\n", res.RequestID, describeResult(res.Sent))
 		}
@@ -115,7 +111,7 @@ func shutdownRun(ctx context.Context, opts *ShutdownOptions) error {
 		fmt.Fprintf(opts.IO.Out, "shutdown-request %s: %s\n", res.RequestID, describeResult(res.Sent))
 	}
 	switch {
-	case !opts.Wait:
+	case !res.Waited:
 		return nil
 	case !res.Answered:
 		if !opts.JSON() {
@@ -149,15 +145,15 @@ type shutdownDoc struct {
 	TimedOut   bool   `json:"timed_out"`
 }
 
-func shutdownJSON(opts *ShutdownOptions, from string, res lifecycle.ShutdownResult, code int) shutdownDoc {
+func shutdownJSON(res service.ShutdownResult, code int) shutdownDoc {
 	doc := shutdownDoc{
-		RequestID: string(res.RequestID), From: from, Session: opts.Target.Session,
+		RequestID: string(res.RequestID), From: res.From, Session: res.Target.Session,
 		resultJSON: toResultJSON(res.Sent),
-		Waited:     opts.Wait, Answered: res.Answered, Accepted: res.Accepted, Reason: res.Reason,
-		TimedOut: opts.Wait && res.Sent.OK() && !res.Answered,
+		Waited:     res.Waited, Answered: res.Answered, Accepted: res.Accepted, Reason: res.Reason,
+		TimedOut: res.TimedOut(),
 	}
 	if doc.Team == "" && doc.Agent == "" {
-		doc.Team, doc.Agent = opts.Target.Team, opts.Target.Agent()
+		doc.Team, doc.Agent = res.Target.Team, res.Target.Agent()
 	}
 	if res.Response != nil {
 		doc.ResponseID = string(res.Response.ID)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
@@ -106,11 +105,11 @@ func spawnRun(ctx context.Context, opts *SpawnOptions) error {
 			return usageError{err}
 		}
 	}
-	m, err := opts.Manager()
+	svc, err := opts.Service(ctx)
 	if err != nil {
 		return err
 	}
-	t, err := m.Spawn(ctx, opts.Request)
+	res, err := svc.Spawn(ctx, opts.Request)
 	switch {
 	case errors.Is(err, lifecycle.ErrNoCommand):
 		return usageError{fmt.Errorf("%w: give the agent's command after --", err)}
@@ -119,12 +118,11 @@ func spawnRun(ctx context.Context, opts *SpawnOptions) error {
 	case err != nil:
 		return err
 	}
-	socket := m.Tmux.Server().Socket
-	rec, _ := m.Store.RegisteredAgent(courier.Inbox(t))
+	t, socket := res.Target, res.Socket
 	pane := struct {
 		ID  string
 		PID int
-	}{rec.Pane, rec.PID}
+	}{res.Pane, res.PID}
 	if opts.JSON() {
 		writeJSON(opts.jsonOut(), struct {
 			Team    string   `json:"team"`

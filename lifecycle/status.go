@@ -59,6 +59,12 @@ type entry struct {
 // has a Profile hook): idle when ready, waiting for a dialog or a draft,
 // running otherwise.
 func (m *Manager) Status(ctx context.Context, team string) ([]AgentStatus, error) {
+	return m.StatusWithin(ctx, team, m.HeartbeatTimeout)
+}
+
+// StatusWithin is Status with this call's heartbeat timeout (0:
+// DefaultHeartbeatTimeout) in place of the Manager's.
+func (m *Manager) StatusWithin(ctx context.Context, team string, timeout time.Duration) ([]AgentStatus, error) {
 	entries, err := m.gather(ctx, team)
 	if err != nil {
 		return nil, err
@@ -68,7 +74,6 @@ func (m *Manager) Status(ctx context.Context, team string) ([]AgentStatus, error
 		acts = map[string]time.Time{} // activity is a nicety; the rest stands
 	}
 	now := m.now()
-	timeout := m.HeartbeatTimeout
 	if timeout <= 0 {
 		timeout = DefaultHeartbeatTimeout
 	}
@@ -269,7 +274,13 @@ func (m *Manager) liveAgents(ctx context.Context, team string) ([]dispatch.Agent
 // an unregistered agent, with its screen's state. Inboxes and statuses
 // stay: they are the team's history.
 func (m *Manager) Reap(ctx context.Context, team string) ([]AgentStatus, error) {
-	all, err := m.Status(ctx, team)
+	return m.ReapWithin(ctx, team, m.HeartbeatTimeout)
+}
+
+// ReapWithin is Reap with this call's heartbeat timeout (0:
+// DefaultHeartbeatTimeout) in place of the Manager's.
+func (m *Manager) ReapWithin(ctx context.Context, team string, timeout time.Duration) ([]AgentStatus, error) {
+	all, err := m.StatusWithin(ctx, team, timeout)
 	if err != nil {
 		return nil, err
 	}

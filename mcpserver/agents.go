@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
-	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/service"
 )
 
 // ListInput is list_agents' input.
@@ -37,53 +35,23 @@ type ListOutput struct {
 }
 
 func (s *server) listAgents(ctx context.Context, _ ListInput) (ListOutput, error) {
-	team, err := s.team()
-	if err != nil {
+	if _, err := s.team(); err != nil {
 		return ListOutput{}, err
 	}
-	out := ListOutput{Team: team, Agents: []ListedAgent{}}
-	byName := map[string]*ListedAgent{}
-	get := func(name string) *ListedAgent {
-		if a, ok := byName[name]; ok {
-			return a
-		}
-		a := &ListedAgent{Agent: name, State: "no-session", You: name == s.deps.Name}
-		byName[name] = a
-		return a
+	res, err := s.deps.ListAgents(ctx)
+	out := ListOutput{Team: res.Team, Agents: []ListedAgent{}}
+	if err != nil {
+		return out, err
 	}
-	d, err := s.dispatcher()
-	if err == nil {
-		found, lerr := d.Agents(ctx, team, dispatch.Call{})
-		switch {
-		case errors.Is(lerr, tmux.ErrNoServer):
-			out.Note = "no tmux server is running, so no agent has a session"
-		case lerr != nil:
-			return out, fmt.Errorf("listing the agents' tmux sessions: %w", lerr)
-		}
-		for _, f := range found {
-			a := get(f.Target.Agent())
-			a.Session, a.Pane, a.Command = f.Target.Session, f.Pane.ID, f.Pane.Command
-			a.State, a.Detail = string(f.State), f.Detail
-		}
-	} else {
-		out.Note = "tmux is not reachable: " + err.Error()
+	switch {
+	case res.NoServer:
+		out.Note = "no tmux server is running, so no agent has a session"
+	case res.TmuxErr != nil:
+		out.Note = "tmux is not reachable: " + res.TmuxErr.Error()
 	}
-	inboxes, _ := s.deps.Store.Agents(team)
-	for _, name := range inboxes {
-		get(name)
-	}
-	board, _ := s.deps.Store.Board(team)
-	for _, st := range board {
-		a := get(st.Agent)
-		a.Board, a.WorkingOn = st.State, st.WorkingOn
-	}
-	names := make([]string, 0, len(byName))
-	for n := range byName {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		out.Agents = append(out.Agents, *byName[n])
+	for _, a := range res.Agents {
+		out.Agents = append(out.Agents, ListedAgent{Agent: a.Agent, Session: a.Session, Pane: a.Pane, Command: a.Command,
+			State: a.State, Detail: a.Detail, Board: a.Board, WorkingOn: a.WorkingOn, You: a.You})
 	}
 	return out, nil
 }
@@ -120,32 +88,22 @@ func (s *server) agentStatus(ctx context.Context, in StatusInput) (StatusOutput,
 	if err != nil {
 		return StatusOutput{}, err
 	}
-	lc, err := s.lifecycle()
-	if err != nil {
-		return StatusOutput{}, err
-	}
-	all, err := lc.Status(ctx, team)
-	if err != nil {
-		return StatusOutput{}, fmt.Errorf("reading the status of team %s: %w", team, err)
-	}
+	res, err := s.deps.Agents(ctx, service.AgentsRequest{Team: team, Agent: in.Agent})
 	out := StatusOutput{Team: team, Agents: []AgentStatusOut{}}
-	for _, a := range all {
-		if in.Agent != "" && a.Target.Agent() != in.Agent {
-			continue
-		}
+	var none *service.NoAgentError
+	if errors.As(err, &none) {
+		return out, fmt.Errorf("no agent %q in team %s (agents: %s)", none.Agent, team, orNone(none.Agents))
+	}
+	if err != nil {
+		return out, fmt.Errorf("reading the status of team %s: %w", team, err)
+	}
+	for _, a := range res.Agents {
 		o := AgentStatusOut{Agent: a.Target.Agent(), Session: a.Target.Session, State: a.State, Reason: a.Reason,
 			LastActivity: a.LastActivity, Pending: a.Pending, OpenRequests: a.OpenRequests, Pane: a.Pane, Command: a.Command}
 		if st := a.Status; st != nil {
 			o.Mission, o.WorkingOn, o.BoardState = st.Mission, st.WorkingOn, st.State
 		}
 		out.Agents = append(out.Agents, o)
-	}
-	if in.Agent != "" && len(out.Agents) == 0 {
-		names := make([]string, len(all))
-		for i, a := range all {
-			names[i] = a.Target.Agent()
-		}
-		return out, fmt.Errorf("no agent %q in team %s (agents: %s)", in.Agent, team, orNone(names))
 	}
 	return out, nil
 }
@@ -178,11 +136,7 @@ func (s *server) shutdownAgent(ctx context.Context, in ShutdownInput) (ShutdownO
 	if err != nil {
 		return ShutdownOutput{}, fmt.Errorf("wait_seconds: %w", err)
 	}
-	lc, err := s.lifecycle()
-	if err != nil {
-		return ShutdownOutput{}, err
-	}
-	r, err := lc.Shutdown(ctx, s.deps.Name, t, in.Reason, wait)
+	r, err := s.deps.Shutdown(ctx, service.ShutdownRequest{Target: t, Reason: in.Reason, Wait: wait})
 	if err != nil {
 		return ShutdownOutput{}, fmt.Errorf("shutting down %s: %w", t, err)
 	}
@@ -217,18 +171,11 @@ func (s *server) killAgent(ctx context.Context, in KillInput) (KillOutput, error
 	if err != nil {
 		return KillOutput{}, err
 	}
-	if t.Agent() == s.deps.Name {
-		return KillOutput{}, fmt.Errorf("agent %q is you; kill another agent", in.Agent)
-	}
 	grace, err := seconds(in.GraceSeconds, defaultGrace, time.Minute)
 	if err != nil {
 		return KillOutput{}, fmt.Errorf("grace_seconds: %w", err)
 	}
-	lc, err := s.lifecycle()
-	if err != nil {
-		return KillOutput{}, err
-	}
-	r, err := lc.Kill(ctx, t, grace)
+	r, err := s.deps.Kill(ctx, service.KillRequest{Target: t, Grace: grace})
 	if err != nil {
 		return KillOutput{}, fmt.Errorf("killing %s: %w", t, err)
 	}

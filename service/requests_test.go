@@ -16,9 +16,9 @@ import (
 	"github.com/agentmsg/agentmsg/message"
 )
 
-// testService is name of team alpha over a temp mailbox and a fake tmux
+// requestService is name of team alpha over a temp mailbox and a fake tmux
 // server running sessions (nil: no tmux at all).
-func testService(t *testing.T, store *mailbox.Store, name string, sessions ...string) *Service {
+func requestService(t *testing.T, store *mailbox.Store, name string, sessions ...string) *Service {
 	t.Helper()
 	sender, err := message.Sender(name)
 	if err != nil {
@@ -56,7 +56,7 @@ func TestRequestTellsTheWholeTeam(t *testing.T) {
 	if err := store.SetStatus("alpha", "bob", mailbox.Status{State: "working"}); err != nil {
 		t.Fatal(err)
 	}
-	s := testService(t, store, "lead", "agent-alpha-cy", "agent-alpha-lead", "agent-beta-dan")
+	s := requestService(t, store, "lead", "agent-alpha-cy", "agent-alpha-lead", "agent-beta-dan")
 	p, err := s.Request(context.Background(), PostRequest{Description: "  review\x1b[31m PR\x00 12 \n", Timeout: 1e6 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestRequestTellsTheWholeTeam(t *testing.T) {
 // Without tmux the mailbox alone says who is there.
 func TestRequestWithoutTmux(t *testing.T) {
 	store := mailbox.New(t.TempDir())
-	s := testService(t, store, "lead")
+	s := requestService(t, store, "lead")
 	p, err := s.Request(context.Background(), PostRequest{Description: "x"})
 	if err != nil || p.Notified == nil || len(p.Notified) != 0 {
 		t.Fatalf("%+v %v", p, err)
@@ -104,7 +104,7 @@ func TestRequestWithoutTmux(t *testing.T) {
 func TestClaimExactlyOneWinsAndTheRequesterIsTold(t *testing.T) {
 	store := mailbox.New(t.TempDir())
 	seed(t, store, "alpha", "lead")
-	p, err := testService(t, store, "lead").Request(context.Background(), PostRequest{Description: "one job"})
+	p, err := requestService(t, store, "lead").Request(context.Background(), PostRequest{Description: "one job"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestClaimExactlyOneWinsAndTheRequesterIsTold(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, n := range names {
 		wg.Go(func() {
-			res[i], errs[i] = testService(t, store, n).Claim(context.Background(), ClaimRequest{RequestID: " " + p.Request.ID})
+			res[i], errs[i] = requestService(t, store, n).Claim(context.Background(), ClaimRequest{RequestID: " " + p.Request.ID})
 		})
 	}
 	wg.Wait()
@@ -137,7 +137,7 @@ func TestClaimExactlyOneWinsAndTheRequesterIsTold(t *testing.T) {
 	if e.Type != mailbox.TypeClaim || e.From != winner || e.RequestID != p.Request.ID || !strings.Contains(e.Content, "claimed by "+winner) {
 		t.Fatalf("the requester got %+v", e)
 	}
-	if _, err := testService(t, store, "ana").Claim(context.Background(), ClaimRequest{RequestID: "REQ_00000000"}); !errors.Is(err, mailbox.ErrNoRequest) {
+	if _, err := requestService(t, store, "ana").Claim(context.Background(), ClaimRequest{RequestID: "REQ_00000000"}); !errors.Is(err, mailbox.ErrNoRequest) {
 		t.Errorf("no such request: %v", err)
 	}
 }
@@ -149,11 +149,11 @@ func TestClaimExpiredAndNudgeOnce(t *testing.T) {
 		Timeout: time.Minute, Posted: time.Now().Add(-time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := testService(t, store, "ana").Claim(context.Background(), ClaimRequest{RequestID: "REQ_0000aaaa"})
+	c, err := requestService(t, store, "ana").Claim(context.Background(), ClaimRequest{RequestID: "REQ_0000aaaa"})
 	if !errors.Is(err, mailbox.ErrExpired) || c.Claimed || c.Expires.IsZero() || c.Request.From != "lead" {
 		t.Fatalf("expired claim: %+v %v", c, err)
 	}
-	lead := testService(t, store, "lead")
+	lead := requestService(t, store, "lead")
 	l, err := lead.Requests(context.Background(), ListRequests{Nudge: true})
 	if err != nil || len(l.Nudged) != 1 || len(l.Requests) != 1 || !l.Requests[0].Nudged || l.Requests[0].State != mailbox.RequestExpired {
 		t.Fatalf("nudge: %+v %v", l, err)
@@ -171,7 +171,7 @@ func TestClaimExpiredAndNudgeOnce(t *testing.T) {
 
 func TestSetStatusKeepsWhatIsNotGiven(t *testing.T) {
 	store := mailbox.New(t.TempDir())
-	s := testService(t, store, "ana")
+	s := requestService(t, store, "ana")
 	str := func(v string) *string { return &v }
 	list := func(v ...string) *[]string { return &v }
 	if _, err := s.SetStatus(context.Background(), StatusUpdate{Mission: str("ship"), State: str("working"), Next: list("a", "b")}); err != nil {
@@ -184,7 +184,7 @@ func TestSetStatusKeepsWhatIsNotGiven(t *testing.T) {
 	if _, err := s.SetStatus(context.Background(), StatusUpdate{State: str("sleeping")}); !errors.Is(err, ErrBadState) {
 		t.Errorf("bad state: %v", err)
 	}
-	b, err := testService(t, store, "lead").Board(context.Background(), "alpha")
+	b, err := requestService(t, store, "lead").Board(context.Background(), "alpha")
 	if err != nil || len(b.Agents) != 1 || b.Agents[0].State != "blocked" {
 		t.Fatalf("board %+v %v", b, err)
 	}
@@ -195,7 +195,7 @@ func TestSetStatusKeepsWhatIsNotGiven(t *testing.T) {
 
 func TestCleanTeam(t *testing.T) {
 	store := mailbox.New(t.TempDir())
-	s := testService(t, store, "ana")
+	s := requestService(t, store, "ana")
 	if r, err := s.CleanTeam(context.Background(), CleanTeam{Team: "alpha"}); err != nil || r.Stored || r.Removed {
 		t.Fatalf("empty: %+v %v", r, err)
 	}
