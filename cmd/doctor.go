@@ -147,7 +147,7 @@ func wouldSay(p dispatch.Plan, session string) string {
 	case p.Action == delivery.ActType:
 		return "type the message now, submit it after " + p.Settle.String() + " and confirm it"
 	case p.Action == delivery.ActQueue:
-		return "type it now: the agent is busy but queues messages (verdict queued; --wait-idle waits instead)"
+		return "type it now: the agent is busy but queues messages (verdict queued; without --while-busy a send waits for the turn to end)"
 	case p.State == delivery.Dialog:
 		return wait + " for the dialog to close, typing and pressing nothing" + keep
 	case p.State == delivery.Draft:

@@ -77,21 +77,23 @@ func profileNames(ps []profile.Profile) []string {
 // agentFlags are the per-command flags about how the target agent behaves.
 type agentFlags struct {
 	kind     string
-	waitIdle bool
+	waitIdle  bool // the default now; kept so that scripts that pass it still run
+	whileBusy bool
 	force    bool
 }
 
 func (a *agentFlags) register(c *cobra.Command, delivers bool) {
 	c.Flags().StringVar(&a.kind, "agent", "", "the agent CLI's profile (claude, codex, gemini, qwen, aider, shell, generic, or one from the config file) instead of detecting it")
 	if delivers {
-		c.Flags().BoolVar(&a.waitIdle, "wait-idle", false, "wait for a busy agent to finish its turn, even one that queues messages (Claude Code)")
+		c.Flags().BoolVar(&a.whileBusy, "while-busy", false, "type into a busy agent that queues messages (Claude Code, Codex, Gemini, Qwen) instead of waiting for its turn to end: sooner, but a permission dialog that opens between agentmsg's last look and its keys would take them")
+		c.Flags().BoolVar(&a.waitIdle, "wait-idle", false, "wait for a busy agent's turn to end (the default; overrides --while-busy)")
 		c.Flags().BoolVar(&a.force, "force", false, "type even into a pane that shows a shell prompt (the text runs as a command there)")
 	}
 }
 
 // call turns them into the per-call choices of a send or a look.
 func (a *agentFlags) call(f *Factory) (dispatch.Call, error) {
-	call := dispatch.Call{WaitIdle: a.waitIdle, Force: a.force}
+	call := dispatch.Call{WhileBusy: a.whileBusy && !a.waitIdle, Force: a.force}
 	if a.kind == "" {
 		return call, nil
 	}

@@ -539,14 +539,28 @@ func (r *run) waitReady(ctx context.Context) error {
 	start := r.start
 	var last State
 	var lastTold time.Time
+	var steady *Reading // the previous look, when it said the box could be typed into
+	var steadyAt time.Time
 	for {
 		rd, _, err := r.read(ctx)
 		if err != nil {
 			return err
 		}
-		switch r.d.Opts.Decide(rd) {
+		switch act := r.d.Opts.Decide(rd); act {
 		case ActType, ActQueue:
-			return nil
+			// Two looks in a row must agree before anything is typed: a
+			// frame the agent is still drawing (a dialog half over the old
+			// box) can look like an empty box for a moment.
+			if steady != nil && r.d.Opts.Decide(*steady) == act && sameBox(*steady, rd) {
+				return nil
+			}
+			steady, steadyAt = &rd, r.d.Clock.Now()
+			if wait := steadyGap - r.d.Clock.Now().Sub(steadyAt); wait > 0 {
+				if err := r.sleep(ctx, wait); err != nil {
+					return err
+				}
+			}
+			continue
 		case ActRefuse:
 			return &NotReadyError{State: rd.State, Shell: true, Detail: "the pane shows a shell prompt: the agent has exited, and a message would run as a command"}
 		}
@@ -565,10 +579,20 @@ func (r *run) waitReady(ctx context.Context) error {
 			lastTold = now
 		}
 		last = rd.State
+		steady = nil
 		if err := r.sleep(ctx, r.d.Opts.Poll); err != nil {
 			return err
 		}
 	}
+}
+
+// steadyGap is the least time between the two looks that must agree before
+// typing (one tmux round trip usually takes longer).
+const steadyGap = 2 * time.Millisecond
+
+// sameBox reports whether two looks show the same box in the same state.
+func sameBox(a, b Reading) bool {
+	return a.State == b.State && a.Box == b.Box && a.BoxRow == b.BoxRow && a.Shell == b.Shell
 }
 
 // typeText pastes our text, once, and waits until the box holds exactly

@@ -158,7 +158,7 @@ func TestDeliver(t *testing.T) {
 					t.Errorf("confirmed after %s: the scrollback should be read as soon as the box empties", res.Elapsed)
 				}
 			}},
-		{name: "pane goes away mid-delivery", setup: func(a *fakeAgent) { a.goneAfter = 2 },
+		{name: "pane goes away mid-delivery", setup: func(a *fakeAgent) { a.goneAfter = 3 },
 			verdict: Failed, errIs: ErrPaneGone, wantSubmitted: []string{}, typings: 1},
 		{name: "resume: already submitted earlier, nothing typed again",
 			setup: func(a *fakeAgent) { a.transcript = append(a.transcript, "> "+string(testID)+": hello") },
@@ -555,5 +555,49 @@ func TestDecide(t *testing.T) {
 		if got := o.Decide(tt.rd); got != tt.want {
 			t.Errorf("Decide(%+v) with force=%v queue=%v = %s, want %s", tt.rd, tt.force, tt.queue, got, tt.want)
 		}
+	}
+}
+
+// torn is a terminal whose screens come from a script: one string a look,
+// the last one repeating. It records every paste and key.
+type torn struct {
+	screens []string
+	looks   int
+	typed   []string
+}
+
+func (t *torn) LeaveMode(context.Context, string) error { return nil }
+func (t *torn) Capture(context.Context, string, int) ([]string, error) {
+	s := t.screens[min(t.looks, len(t.screens)-1)]
+	t.looks++
+	return []string{s}, nil
+}
+func (t *torn) Paste(_ context.Context, _ string, text string) error {
+	t.typed = append(t.typed, "paste")
+	return nil
+}
+func (t *torn) SendBytes(context.Context, string, ...byte) error {
+	t.typed = append(t.typed, "key")
+	return nil
+}
+
+// A frame the agent is still drawing can show an empty box for one look
+// (a permission dialog half drawn over the old box): nothing is typed
+// until two looks in a row agree, so a dialog that shows on the second
+// look is never typed into.
+func TestTornFrameIsNeverTypedInto(t *testing.T) {
+	term := &torn{screens: []string{"ready", "dialog"}}
+	opts := DefaultOptions()
+	opts.ReadyTimeout = 200 * time.Millisecond
+	opts.Reader = readerFunc(func(lines []string) Reading {
+		if lines[0] == "ready" {
+			return Reading{State: Ready, BoxRow: 0}
+		}
+		return Reading{State: Dialog, BoxRow: -1, Detail: "Do you want to proceed?"}
+	})
+	d := &Deliverer{Term: term, Locks: &noLocks{}, Clock: &fakeClock{now: time.Unix(0, 0)}, Opts: opts}
+	res := d.Deliver(context.Background(), "%1", testID, "hello")
+	if len(term.typed) != 0 || res.Verdict != NotReady {
+		t.Fatalf("typed %v, verdict %s (%v); want nothing typed, not ready", term.typed, res.Verdict, res.Err)
 	}
 }

@@ -57,8 +57,12 @@ type Call struct {
 	// instead of detecting it; AgentWhy says how it was chosen.
 	Agent    *AgentProfile
 	AgentWhy string
-	// WaitIdle: never type into a busy agent, even one that queues.
-	WaitIdle bool
+	// WhileBusy types into a busy agent that queues what is submitted
+	// while it works (its profile says Queues), instead of waiting for its
+	// turn to end. Off by default: a busy agent can open a permission
+	// dialog at any moment, and one that opens between our last look and
+	// our keys would take them (a digit in the text can choose "1. Yes").
+	WhileBusy bool
 	// Force types into a pane that shows a shell prompt.
 	Force bool
 	// OnWait, when set, hears about every delivery that waits for its agent.
@@ -367,7 +371,7 @@ func (d *Dispatcher) options(base delivery.Options, p AgentProfile, call Call) d
 		base.Reader = p.Reader
 	}
 	base.Settle = max(base.Settle, p.Settle)
-	base.QueueWhileBusy = p.Queues && !call.WaitIdle
+	base.QueueWhileBusy = p.Queues && call.WhileBusy
 	return base
 }
 

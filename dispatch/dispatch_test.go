@@ -182,7 +182,7 @@ func (busyBox) Read([]string) delivery.Reading {
 }
 
 // Inspect plans what a send would do by the rules a send follows: the
-// profile's reader, settle and queueing, --wait-idle, the caller's pane.
+// profile's reader, settle and queueing, --while-busy, the caller's pane.
 func TestInspectPlansAsASendDoes(t *testing.T) {
 	s := faketmux.New("agent-alpha-ana", "agent-alpha-bob")
 	s.SetDialog("agent-alpha-bob", true)
@@ -206,11 +206,11 @@ func TestInspectPlansAsASendDoes(t *testing.T) {
 		t.Errorf("missing: %+v", p)
 	}
 	queues := &AgentProfile{Name: "q", Reader: busyBox{}, Queues: true, Settle: time.Second}
-	if p := plan("ana", Call{Agent: queues}); p.Action != delivery.ActQueue || p.Settle != time.Second {
-		t.Errorf("busy, queues: %+v", p)
+	if p := plan("ana", Call{Agent: queues, WhileBusy: true}); p.Action != delivery.ActQueue || p.Settle != time.Second {
+		t.Errorf("busy, queues, --while-busy: %+v", p)
 	}
-	if p := plan("ana", Call{Agent: queues, WaitIdle: true}); p.Action != delivery.ActWait || p.State != delivery.Busy {
-		t.Errorf("busy, --wait-idle: %+v", p)
+	if p := plan("ana", Call{Agent: queues}); p.Action != delivery.ActWait || p.State != delivery.Busy {
+		t.Errorf("busy, queues, by default: %+v", p)
 	}
 	d.Self = s.PaneID("agent-alpha-ana")
 	if p := plan("ana", Call{}); p.Stop != StopSelf {

@@ -62,8 +62,8 @@ func TestSendKeepsPersonsDraft(t *testing.T) {
 	wantReceived(t, ana, "half written")
 }
 
-// With --wait-idle a send waits while the agent works and types once it is
-// ready, even to an agent that would queue it.
+// A send waits while the agent works and types once it is ready, even to
+// an agent that would queue it (--wait-idle says so, and is the default).
 func TestSendWaitsForBusyAgent(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
@@ -141,15 +141,16 @@ func TestSendFoldedPaste(t *testing.T) {
 	}
 }
 
-// A busy agent that queues (Claude Code, named by --agent here as its
-// command would name it) gets the message at once: verdict queued, and it
-// runs the message when its turn ends. One that only looks like it is
-// waited for, as is one that does not queue.
+// With --while-busy, a busy agent that queues (Claude Code, named by
+// --agent here as its command would name it) gets the message at once:
+// verdict queued, and it runs the message when its turn ends. One that only
+// looks like it is waited for, as is one that does not queue. Without
+// --while-busy every busy agent is waited for (TestSendWaitsForBusyAgent).
 func TestSendQueuesIntoBusyAgent(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
 	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("busy"))
-	rep, res := sendJSON(t, s, nil, "--agent", "claude", "alpha", "ana", "next, please")
+	rep, res := sendJSON(t, s, nil, "--while-busy", "--agent", "claude", "alpha", "ana", "next, please")
 	wantCode(t, res, 0)
 	if rep.Verdict != "queued" || rep.Presses != 1 {
 		t.Fatalf("verdict %q after %d presses, want queued after 1\n%s", rep.Verdict, rep.Presses, res)
@@ -168,7 +169,7 @@ func TestSendQueuesIntoBusyAgent(t *testing.T) {
 	// typed once ready (it used to be typed into while busy and left there).
 	cy := s.StartAgent("agent-alpha-cy", harness.InitialState("busy"), harness.NoQueue())
 	go func() { time.Sleep(500 * time.Millisecond); cy.SetState("ready") }()
-	rep, res = sendJSON(t, s, nil, "alpha", "cy", "after your turn")
+	rep, res = sendJSON(t, s, nil, "--while-busy", "alpha", "cy", "after your turn")
 	wantCode(t, res, 0)
 	if rep.Verdict != "submitted" {
 		t.Errorf("verdict %q for a look-alike that does not queue, want submitted after waiting", rep.Verdict)
@@ -176,7 +177,7 @@ func TestSendQueuesIntoBusyAgent(t *testing.T) {
 	wantReceived(t, cy, harness.Submitted(rep.ID, "after your turn"))
 
 	bob := s.StartAgent("agent-alpha-bob", harness.InitialState("busy"), harness.NoQueue(), harness.Style("plain"))
-	rep, res = sendJSON(t, s, nil, "--ready-timeout", "300ms", "alpha", "bob", "not while busy")
+	rep, res = sendJSON(t, s, nil, "--while-busy", "--ready-timeout", "300ms", "alpha", "bob", "not while busy")
 	wantCode(t, res, 0)
 	if rep.Verdict != "deferred" {
 		t.Errorf("verdict %q for a busy agent that does not queue, want deferred", rep.Verdict)

@@ -39,6 +39,12 @@ var (
 	}
 )
 
+// claudeTornRows: how far above the box a half-drawn dialog is looked for,
+// by its selected choice ("❯ 1. Yes"; an assistant's "● 1." list is not one).
+const claudeTornRows = 12
+
+var claudeChoiceRe = regexp.MustCompile(`^\s*│?\s*❯\s*\d+\.\s`)
+
 func (Claude) Read(screen []string) delivery.Reading {
 	lines := trimScreen(screen)
 	if len(lines) == 0 {
@@ -78,6 +84,13 @@ func (Claude) Read(screen []string) delivery.Reading {
 	}
 	if d, ok := menuDialog(near); ok {
 		return dialog(d)
+	}
+	// A dialog drawn over the box replaces it from the top down: a frame
+	// caught half drawn shows the dialog's choices above the old box.
+	for _, l := range lines[max(0, top-claudeTornRows):top] {
+		if claudeChoiceRe.MatchString(l) {
+			return dialog("dialog (half drawn over the box): " + strings.TrimSpace(l))
+		}
 	}
 
 	first := strings.TrimPrefix(lines[top+1], "❯")

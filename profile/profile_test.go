@@ -194,3 +194,32 @@ func TestApplyErrors(t *testing.T) {
 		t.Errorf("Apply(nil) = %d profiles, %v", len(got), err)
 	}
 }
+
+// A permission dialog caught half drawn over Claude Code's old box shows
+// its choices above the box: that is a dialog, never an empty box.
+func TestClaudeHalfDrawnDialogIsADialog(t *testing.T) {
+	rule := strings.Repeat("─", 60)
+	screen := []string{
+		"● Bash(touch /tmp/x/ran)",
+		"  ⎿  Waiting…",
+		"",
+		rule,
+		" Bash command",
+		"   touch /tmp/x/ran",
+		" Do you want to proceed?",
+		" ❯ 1. Yes",
+		"   2. No",
+		rule,
+		"❯\u00a0",
+		rule,
+		"  ? for shortcuts",
+	}
+	if rd := (Claude{}).Read(screen); rd.State != delivery.Dialog {
+		t.Fatalf("read as %s (%s), want a dialog", rd.State, rd.Detail)
+	}
+	// An assistant's numbered list above an idle box is no dialog.
+	screen[4], screen[5], screen[6], screen[7], screen[8] = "● 1. First, the tests", "  2. Then the docs", "", "", ""
+	if rd := (Claude{}).Read(screen); rd.State == delivery.Dialog {
+		t.Fatalf("an answer's numbered list read as a dialog: %s", rd.Detail)
+	}
+}

@@ -169,9 +169,9 @@ func TestLiveBusyIsQueuedThenRun(t *testing.T) {
 	}
 	l.waitPrompt(1)
 	l.wait("busy", IsBusy)
-	rep, res := l.send("next, when you are done")
+	rep, res := l.send("--while-busy", "next, when you are done")
 	if res.code != 0 || rep.Verdict != "queued" {
-		t.Fatalf("want queued while busy: %s", res)
+		t.Fatalf("want queued while busy (--while-busy): %s", res)
 	}
 	if n := len(l.prompts()); n != 1 {
 		t.Errorf("the queued message reached the API before the turn ended (%d prompts)", n)
@@ -180,16 +180,16 @@ func TestLiveBusyIsQueuedThenRun(t *testing.T) {
 	if !strings.Contains(got.Text, rep.ID+": next, when you are done") {
 		t.Errorf("second prompt %q, want the queued message", got.Text)
 	}
-	// --wait-idle waits for the turn to end instead of queueing.
+	// By default (and with --wait-idle) a send waits for the turn to end.
 	l.set(fakeapi.Control{Mode: fakeapi.ModeSlow, SlowSeconds: 2})
 	if _, res := l.send("another long one"); res.code != 0 {
 		t.Fatalf("%s", res)
 	}
 	l.waitPrompt(3)
 	l.wait("busy", IsBusy)
-	rep, res = l.send("--wait-idle", "after the turn")
+	rep, res = l.send("after the turn")
 	if res.code != 0 || rep.Verdict != "submitted" {
-		t.Fatalf("--wait-idle: want submitted after the turn: %s", res)
+		t.Fatalf("want submitted after the turn: %s", res)
 	}
 }
 
@@ -207,7 +207,10 @@ func TestLivePermissionDialogIsNeverAnswered(t *testing.T) {
 
 	_, res := l.send("--no-queue", "--ready-timeout", "2s", "are you there?")
 	if res.code != 4 {
-		t.Fatalf("want exit 4 (not ready: a dialog): %s", res)
+		_, statErr := os.Stat(ran)
+		screen, _ := l.agent.Capture()
+		t.Fatalf("want exit 4 (not ready: a dialog): %s\nthe command ran: %v; prompts the API saw: %q\nscreen now:\n%s",
+			res, statErr == nil, l.prompts(), screen)
 	}
 	// The default keeps it for later instead, and still presses nothing.
 	rep, res := l.send("--ready-timeout", "1s", "are you there?")
