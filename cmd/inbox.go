@@ -140,7 +140,7 @@ func inboxRun(ctx context.Context, opts *InboxOptions) error {
 	var shown []mailbox.Envelope
 	for _, e := range batch.Envelopes {
 		seen[e.ID] = true
-		if opts.Filter.match(e) {
+		if opts.Filter.filter().Match(e) {
 			shown = append(shown, e)
 		}
 	}
@@ -167,7 +167,7 @@ func inboxRun(ctx context.Context, opts *InboxOptions) error {
 			return err
 		}
 		seen[e.ID] = true
-		if !opts.Filter.match(e) {
+		if !opts.Filter.filter().Match(e) {
 			continue
 		}
 		if err := opts.print(team, agent, reader, []mailbox.Envelope{e}, false); err != nil {

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -39,8 +41,10 @@ type MailboxDeps struct {
 	IO       *IOStreams
 	Mailbox  func() (*mailbox.Store, error)
 	Identity func(ctx context.Context) (Identity, error)
-	JSON     func() bool
-	Now      func() time.Time
+	// Service is the caller's service (Factory.Service): the operations.
+	Service func(ctx context.Context) (*service.Service, error)
+	JSON    func() bool
+	Now     func() time.Time
 	// LiveAgents lists the agents of a team that run on the tmux server
 	// now (nil, or an error: only inboxes count).
 	LiveAgents func(ctx context.Context, team string) ([]string, error)
@@ -56,6 +60,7 @@ func mailboxDeps(f *Factory) MailboxDeps {
 		IO:       f.IO,
 		Mailbox:  func() (*mailbox.Store, error) { return f.Mailbox() },
 		Identity: func(ctx context.Context) (Identity, error) { return f.Identity(ctx) },
+		Service:  f.Service,
 		JSON:     func() bool { return f.JSON },
 		Now:      time.Now,
 		LiveAgents: func(ctx context.Context, team string) ([]string, error) {
@@ -133,18 +138,16 @@ func newEnvelope(id Identity, to string, typ mailbox.Type, content string) (mail
 		Delivery: &mailbox.Delivery{State: mailbox.StatePending}}, nil
 }
 
-// msgFilter selects messages by sender, type and the message they answer;
-// an empty field matches anything.
+// msgFilter holds the filter flags (--sender, --type, --reply-to) as
+// given; service.Filter is what they select.
 type msgFilter struct {
 	Sender  string
 	Type    string
 	ReplyTo string
 }
 
-func (fl msgFilter) match(e mailbox.Envelope) bool {
-	return (fl.Sender == "" || e.From == fl.Sender) &&
-		(fl.Type == "" || string(e.Type) == fl.Type) &&
-		(fl.ReplyTo == "" || string(e.ReplyTo) == fl.ReplyTo)
+func (fl msgFilter) filter() service.Filter {
+	return service.Filter{Sender: fl.Sender, Type: mailbox.Type(fl.Type), ReplyTo: message.ID(fl.ReplyTo)}
 }
 
 func (fl msgFilter) empty() bool { return fl == (msgFilter{}) }
@@ -172,23 +175,29 @@ func (fl msgFilter) suffix() string {
 	return " " + fl.String()
 }
 
-// check rejects values no message can have, and spells the sender the
-// one way senders are stored (target.ParseName).
+// check reports a filter no message can match as a usage error naming the
+// flag (service.Filter.Check decides), and spells the sender the one way
+// senders are stored.
 func (fl *msgFilter) check() error {
-	if fl.Sender != "" {
-		name, err := target.ParseName(fl.Sender)
-		if err != nil {
-			return usagef("--sender: %v", err)
-		}
-		fl.Sender = name
+	c, err := fl.filter().Check()
+	if err != nil {
+		return mailboxErr(err)
 	}
-	if fl.ReplyTo != "" && !message.Valid(fl.ReplyTo) {
-		return usagef("--reply-to %q is not a message id (MSG_<SENDER>_<8 hex>)", fl.ReplyTo)
-	}
-	if fl.Type != "" && strings.TrimLeft(fl.Type, "abcdefghijklmnopqrstuvwxyz-") != "" {
-		return usagef("--type %q: types are lower-case words such as text, status, request, claim, task", fl.Type)
-	}
+	fl.Sender = c.Sender
 	return nil
+}
+
+// filterFlags are the flags that set each service.Filter field.
+var filterFlags = map[string]string{"sender": "--sender", "type": "--type", "reply_to": "--reply-to"}
+
+// mailboxErr words the mailbox operations' errors for the command line:
+// a bad filter or a missing team is bad usage (exit 2).
+func mailboxErr(err error) error {
+	var fe *service.FilterError
+	if errors.As(err, &fe) {
+		return usagef("%s %q: %v", filterFlags[fe.Field], fe.Value, fe.Err)
+	}
+	return teamError(err)
 }
 
 // msgLabel is what a message is, in brackets after its sender: "text",

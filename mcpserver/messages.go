@@ -14,7 +14,6 @@ import (
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
-	"github.com/agentmsg/agentmsg/target"
 )
 
 // Message is one message as the tools show it.
@@ -116,20 +115,6 @@ func (s *server) sendMessage(ctx context.Context, in SendInput) (SendOutput, err
 	return s.send(ctx, in.To, mailbox.Envelope{Type: mailbox.Type(in.Type), Content: in.Content, Metadata: in.Metadata, ReplyTo: message.ID(in.ReplyTo)})
 }
 
-// canonicalFrom spells a sender filter the one way senders are stored
-// (target.ParseName: "LEAD" is lead); an invalid name is an error.
-func canonicalFrom(from *string) error {
-	if *from == "" {
-		return nil
-	}
-	name, err := target.ParseName(*from)
-	if err != nil {
-		return fmt.Errorf("from: %w", err)
-	}
-	*from = name
-	return nil
-}
-
 // send sends env (Type, Content, Metadata, ReplyTo set) to the agent to
 // of the caller's team (service.Send): typed into its tmux session when it
 // has one, else recorded in its inbox provided agentmsg knows the name.
@@ -181,57 +166,40 @@ type WaitOutput struct {
 }
 
 func (s *server) waitForMessage(ctx context.Context, in WaitInput) (WaitOutput, error) {
-	if err := canonicalFrom(&in.From); err != nil {
-		return WaitOutput{}, err
-	}
-	team, err := s.team()
-	if err != nil {
-		return WaitOutput{}, err
-	}
 	limit, err := seconds(in.TimeoutSeconds, DefaultWait, MaxWait)
 	if err != nil {
 		return WaitOutput{}, fmt.Errorf("timeout_seconds: %w", err)
 	}
-	if in.ReplyTo != "" && !message.Valid(in.ReplyTo) {
-		return WaitOutput{}, fmt.Errorf("reply_to %q is not a message id (MSG_<SENDER>_<8 hex>)", in.ReplyTo)
-	}
-	match := func(e mailbox.Envelope) bool {
-		return (in.From == "" || e.From == in.From) && (in.Type == "" || string(e.Type) == in.Type) &&
-			(in.ReplyTo == "" || string(e.ReplyTo) == in.ReplyTo)
-	}
-	start := s.deps.Now()
-	store, me := s.deps.Store, s.deps.Name
-	batch, err := store.Unread(team, me, me)
+	fl := service.Filter{Sender: in.From, Type: mailbox.Type(in.Type), ReplyTo: message.ID(in.ReplyTo)}
+	res, err := (&s.deps).Wait(ctx, service.WaitRequest{Filter: fl, Timeout: limit})
 	if err != nil {
-		return WaitOutput{}, fmt.Errorf("reading your inbox: %w", err)
+		return WaitOutput{}, s.toolErr("wait_for_message", err)
 	}
-	var got *mailbox.Envelope
-	for _, e := range batch.Envelopes {
-		if match(e) {
-			got = &e
-			break
+	out := WaitOutput{TimedOut: res.TimedOut, Waited: res.Waited.Seconds()}
+	if !res.TimedOut {
+		m := toMessage(res.Message)
+		out.Message = &m
+	}
+	return out, nil
+}
+
+// filterFields are the tool fields that set each service.Filter field.
+var filterFields = map[string]string{"sender": "from", "type": "type", "reply_to": "reply_to"}
+
+// toolErr words the service's errors for the caller of tool.
+func (s *server) toolErr(tool string, err error) error {
+	var fe *service.FilterError
+	switch {
+	case errors.As(err, &fe):
+		return fmt.Errorf("%s %q: %w", filterFields[fe.Field], fe.Value, fe.Err)
+	case errors.Is(err, service.ErrTeamNeeded):
+		if _, terr := s.team(); terr != nil {
+			return terr // says how to give a team
 		}
+	case errors.Is(err, service.ErrInterrupted):
+		return fmt.Errorf("%s was cancelled: %w", tool, errors.Unwrap(err))
 	}
-	if got == nil {
-		wctx, cancel := context.WithTimeout(ctx, limit)
-		defer cancel()
-		e, err := store.Wait(wctx, team, me, match, batch.End)
-		switch {
-		case err == nil:
-			got = &e
-		case ctx.Err() != nil:
-			return WaitOutput{}, fmt.Errorf("wait_for_message was cancelled: %w", ctx.Err())
-		case errors.Is(err, context.DeadlineExceeded):
-			return WaitOutput{TimedOut: true, Waited: s.deps.Now().Sub(start).Seconds()}, nil
-		default:
-			return WaitOutput{}, err
-		}
-	}
-	if _, err := store.AdvanceShown(team, me, me, map[message.ID]bool{got.ID: true}); err != nil {
-		return WaitOutput{}, fmt.Errorf("marking the message read: %w", err)
-	}
-	m := toMessage(*got)
-	return WaitOutput{Message: &m, Waited: s.deps.Now().Sub(start).Seconds()}, nil
+	return err
 }
 
 func orNone(names []string) string {

@@ -1,0 +1,167 @@
+package service
+
+// The mailbox reading operations: Wait, Inbox (and Follow), Read, Log and
+// History. They read the durable inboxes only; none needs tmux.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/target"
+)
+
+var (
+	// ErrInterrupted: the caller's context ended a wait before its
+	// own timeout did; it wraps the context's error.
+	ErrInterrupted = errors.New("interrupted")
+	// ErrNotMessageID: a value given as a message id is not one
+	// (MSG_<SENDER>_<8 hex>).
+	ErrNotMessageID = errors.New("not a message id (MSG_<SENDER>_<8 hex>)")
+	// ErrBadType: a message type that no message can have.
+	ErrBadType = errors.New("types are lower-case words such as text, status, request, claim, task")
+)
+
+// FilterError is a filter field no message can match: Field is "sender",
+// "type" or "reply_to"; Err says why (target.ErrInvalid, ErrBadType or
+// ErrNotMessageID, wrapped).
+type FilterError struct {
+	Field, Value string
+	Err          error
+}
+
+func (e *FilterError) Error() string { return fmt.Sprintf("%s %q: %v", e.Field, e.Value, e.Err) }
+func (e *FilterError) Unwrap() error { return e.Err }
+
+// Filter selects messages by sender, type and the message they answer; a
+// zero field matches anything.
+type Filter struct {
+	Sender  string
+	Type    mailbox.Type
+	ReplyTo message.ID
+}
+
+// Check returns the filter with its sender spelled the one way senders
+// are stored (target.ParseName: "LEAD" is lead), or a *FilterError for a
+// value no message can have. Every operation that takes a Filter checks
+// it; a front end may call Check early to report a bad flag at once.
+func (fl Filter) Check() (Filter, error) {
+	if fl.Sender != "" {
+		name, err := target.ParseName(fl.Sender)
+		if err != nil {
+			return fl, &FilterError{"sender", fl.Sender, err}
+		}
+		fl.Sender = name
+	}
+	if fl.Type != "" && strings.TrimLeft(string(fl.Type), "abcdefghijklmnopqrstuvwxyz-") != "" {
+		return fl, &FilterError{"type", string(fl.Type), ErrBadType}
+	}
+	if fl.ReplyTo != "" && !message.Valid(string(fl.ReplyTo)) {
+		return fl, &FilterError{"reply_to", string(fl.ReplyTo), ErrNotMessageID}
+	}
+	return fl, nil
+}
+
+// Match reports whether e passes the filter.
+func (fl Filter) Match(e mailbox.Envelope) bool {
+	return (fl.Sender == "" || e.From == fl.Sender) &&
+		(fl.Type == "" || e.Type == fl.Type) &&
+		(fl.ReplyTo == "" || e.ReplyTo == fl.ReplyTo)
+}
+
+// Empty reports whether the filter matches every message.
+func (fl Filter) Empty() bool { return fl == Filter{} }
+
+// ownInbox is the caller's team and inbox name.
+func (s *Service) ownInbox() (team, agent string, err error) {
+	if s.Team == "" {
+		return "", "", ErrTeamNeeded
+	}
+	return s.Team, s.Name, nil
+}
+
+// mailboxNow is the service's clock (wall time when none is wired).
+func (s *Service) mailboxNow() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// WaitRequest is what Wait waits for.
+type WaitRequest struct {
+	Filter Filter
+	// Timeout bounds the wait; 0 waits until ctx ends.
+	Timeout time.Duration
+}
+
+// WaitResult is the message waited for, or TimedOut.
+type WaitResult struct {
+	Team, Agent string // the inbox waited on: the caller's
+	Message     mailbox.Envelope
+	TimedOut    bool
+	Waited      time.Duration
+	// Left is how many other unread messages wait in the inbox.
+	Left int
+}
+
+// Wait blocks until a message that matches req.Filter is in the caller's
+// inbox after its read cursor (an unread one already there counts), and
+// moves the cursor past it, never past an earlier unread message that did
+// not match. No message within req.Timeout is a result (TimedOut), not an
+// error; ctx ending first is ErrInterrupted.
+func (s *Service) Wait(ctx context.Context, req WaitRequest) (WaitResult, error) {
+	fl, err := req.Filter.Check()
+	if err != nil {
+		return WaitResult{}, err
+	}
+	if req.Timeout < 0 {
+		return WaitResult{}, fmt.Errorf("timeout %s is negative", req.Timeout)
+	}
+	team, me, err := s.ownInbox()
+	if err != nil {
+		return WaitResult{}, err
+	}
+	res := WaitResult{Team: team, Agent: me}
+	start := s.mailboxNow()
+	batch, err := s.Store.Unread(team, me, me)
+	if err != nil {
+		return res, fmt.Errorf("reading the inbox of %s/%s: %w", team, me, err)
+	}
+	found := false
+	for _, e := range batch.Envelopes {
+		if fl.Match(e) {
+			res.Message, found = e, true
+			break
+		}
+	}
+	if !found {
+		wctx := ctx
+		if req.Timeout > 0 {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithTimeout(ctx, req.Timeout)
+			defer cancel()
+		}
+		res.Message, err = s.Store.Wait(wctx, team, me, fl.Match, batch.End)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return res, fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
+		case errors.Is(err, context.DeadlineExceeded):
+			res.TimedOut, res.Waited = true, s.mailboxNow().Sub(start)
+			return res, nil
+		default:
+			return res, err
+		}
+	}
+	res.Left, err = s.Store.AdvanceShown(team, me, me, map[message.ID]bool{res.Message.ID: true})
+	if err != nil {
+		return res, fmt.Errorf("marking %s read: %w", res.Message.ID, err)
+	}
+	res.Waited = s.mailboxNow().Sub(start)
+	return res, nil
+}

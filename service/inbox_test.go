@@ -1,0 +1,152 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/target"
+)
+
+// mailboxSvc is a service for agent name of team alpha over a mailbox in
+// a temp dir; the mailbox operations need no tmux.
+func mailboxSvc(t *testing.T, name string) *Service {
+	t.Helper()
+	return &Service{Team: "alpha", Name: name, Store: mailbox.New(t.TempDir())}
+}
+
+// as is the same mailbox seen by another caller.
+func (s *Service) as(name string) *Service {
+	c := *s
+	c.Name = name
+	return &c
+}
+
+// put appends a message from one agent of the service's team to another's
+// inbox and returns it.
+func put(t *testing.T, s *Service, from, to string, typ mailbox.Type, content string, replyTo message.ID) mailbox.Envelope {
+	t.Helper()
+	sender, err := message.Sender(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := message.NewID(sender, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := mailbox.Envelope{ID: id, From: from, To: to, Type: typ, Content: content, ReplyTo: replyTo}
+	b, err := s.Store.Box(s.Team, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Append(env); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// unreadIDs is what reader has not read in agent's inbox.
+func unreadIDs(t *testing.T, s *Service, agent, reader string) []message.ID {
+	t.Helper()
+	batch, err := s.Store.Unread(s.Team, agent, reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []message.ID
+	for _, e := range batch.Envelopes {
+		ids = append(ids, e.ID)
+	}
+	return ids
+}
+
+func TestWaitTakesAnUnreadMatchAndPassesOnlyIt(t *testing.T) {
+	s := mailboxSvc(t, "ana")
+	early := put(t, s, "bob", "ana", mailbox.TypeText, "unrelated", "")
+	reply := put(t, s, "lead", "ana", mailbox.TypeText, "a reply", "")
+	later := put(t, s, "lead", "ana", mailbox.TypeText, "another", "")
+
+	res, err := s.Wait(context.Background(), WaitRequest{Filter: Filter{Sender: "LEAD"}, Timeout: time.Second})
+	if err != nil || res.TimedOut || res.Message.ID != reply.ID || res.Left != 2 {
+		t.Fatalf("Wait = %+v, %v; want %s with 2 left", res, err, reply.ID)
+	}
+	// The cursor never passes the unmatched earlier message.
+	if got := unreadIDs(t, s, "ana", "ana"); len(got) != 3 || got[0] != early.ID {
+		t.Fatalf("unread after a filtered wait: %v", got)
+	}
+	res, err = s.Wait(context.Background(), WaitRequest{Timeout: time.Second})
+	if err != nil || res.Message.ID != early.ID {
+		t.Fatalf("unfiltered Wait = %+v, %v", res, err)
+	}
+	// Only the message shown this time counts as shown: the cursor passed
+	// early, and stops before reply (shown by the earlier wait) until an
+	// unfiltered read shows it again.
+	if got := unreadIDs(t, s, "ana", "ana"); len(got) != 2 || got[0] != reply.ID || got[1] != later.ID {
+		t.Fatalf("unread: %v, want %s %s", got, reply.ID, later.ID)
+	}
+}
+
+func TestWaitIsWokenByAnArrival(t *testing.T) {
+	s := mailboxSvc(t, "ana")
+	question := put(t, s, "ana", "lead", mailbox.TypeText, "ready?", "")
+	done := make(chan WaitResult)
+	go func() {
+		res, err := s.Wait(context.Background(), WaitRequest{Filter: Filter{ReplyTo: question.ID}, Timeout: 10 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	put(t, s, "lead", "ana", mailbox.TypeText, "not this one", "")
+	answer := put(t, s, "lead", "ana", mailbox.TypeText, "yes", question.ID)
+	if res := <-done; res.TimedOut || res.Message.ID != answer.ID || res.Left != 1 {
+		t.Fatalf("Wait = %+v; want %s, 1 left", res, answer.ID)
+	}
+}
+
+func TestWaitTimeoutIsAResult(t *testing.T) {
+	s := mailboxSvc(t, "ana")
+	put(t, s, "bob", "ana", mailbox.TypeText, "not from lead", "")
+	res, err := s.Wait(context.Background(), WaitRequest{Filter: Filter{Sender: "lead"}, Timeout: 30 * time.Millisecond})
+	if err != nil || !res.TimedOut || res.Message.ID != "" {
+		t.Fatalf("Wait = %+v, %v; want timed out", res, err)
+	}
+	// The caller's own context ending is not a timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	_, err = s.Wait(ctx, WaitRequest{Filter: Filter{Sender: "lead"}})
+	if !errors.Is(err, ErrInterrupted) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("interrupted Wait: %v", err)
+	}
+}
+
+// The CLI refused a type no message can have while MCP waited the whole
+// timeout for it: Wait refuses it for both.
+func TestWaitRefusesImpossibleFilters(t *testing.T) {
+	s := mailboxSvc(t, "ana")
+	for _, tc := range []struct {
+		fl    Filter
+		field string
+		is    error
+	}{
+		{Filter{Type: "Claim!"}, "type", ErrBadType},
+		{Filter{ReplyTo: "nope"}, "reply_to", ErrNotMessageID},
+		{Filter{Sender: "a;b"}, "sender", target.ErrInvalid},
+	} {
+		_, err := s.Wait(context.Background(), WaitRequest{Filter: tc.fl, Timeout: time.Hour})
+		var fe *FilterError
+		if !errors.As(err, &fe) || fe.Field != tc.field || !errors.Is(err, tc.is) {
+			t.Errorf("%+v: %v; want a FilterError on %s", tc.fl, err, tc.field)
+		}
+	}
+	if _, err := s.Wait(context.Background(), WaitRequest{Timeout: -time.Second}); err == nil {
+		t.Error("a negative timeout was accepted")
+	}
+	noTeam := s.as("ana")
+	noTeam.Team = ""
+	if _, err := noTeam.Wait(context.Background(), WaitRequest{Timeout: time.Millisecond}); !errors.Is(err, ErrTeamNeeded) {
+		t.Errorf("no team: %v", err)
+	}
+}
