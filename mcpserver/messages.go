@@ -70,22 +70,13 @@ type CheckOutput struct {
 }
 
 func (s *server) checkMessages(ctx context.Context, in CheckInput) (CheckOutput, error) {
-	team, err := s.team()
+	res, err := (&s.deps).Inbox(ctx, service.InboxRequest{Peek: in.Peek})
 	if err != nil {
-		return CheckOutput{}, err
+		return CheckOutput{}, s.toolErr("check_messages", err)
 	}
-	batch, err := s.deps.Store.Unread(team, s.deps.Name, s.deps.Name)
-	if err != nil {
-		return CheckOutput{}, fmt.Errorf("reading your inbox (%s/%s): %w", team, s.deps.Name, err)
-	}
-	out := CheckOutput{Messages: []Message{}, Count: len(batch.Envelopes)}
-	for _, e := range batch.Envelopes {
+	out := CheckOutput{Messages: []Message{}, Count: len(res.Messages)}
+	for _, e := range res.Messages {
 		out.Messages = append(out.Messages, toMessage(e))
-	}
-	if !in.Peek && len(batch.Envelopes) > 0 {
-		if err := s.deps.Store.Advance(team, s.deps.Name, s.deps.Name, batch.End); err != nil {
-			return CheckOutput{}, fmt.Errorf("marking your messages read: %w", err)
-		}
 	}
 	return out, nil
 }

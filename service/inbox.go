@@ -165,3 +165,110 @@ func (s *Service) Wait(ctx context.Context, req WaitRequest) (WaitResult, error)
 	res.Waited = s.mailboxNow().Sub(start)
 	return res, nil
 }
+
+// InboxRequest is which inbox Inbox reads, and how.
+type InboxRequest struct {
+	// Team and Agent name the inbox; both "" for the caller's own.
+	Team, Agent string
+	// All returns every message kept, not only the unread ones, and
+	// leaves the cursor where it is.
+	All bool
+	// Peek leaves the messages returned unread.
+	Peek   bool
+	Filter Filter
+}
+
+// InboxResult is one read of an inbox by the caller (the Reader, whose
+// cursor it is).
+type InboxResult struct {
+	Team, Agent, Reader string
+	// Messages are those that match the filter, oldest first.
+	Messages []mailbox.Envelope
+	// Corrupt are lines of the inbox that could not be read; they were
+	// skipped.
+	Corrupt []mailbox.CorruptLine
+
+	req   InboxRequest
+	end   mailbox.Position    // where Follow goes on
+	seen  map[message.ID]bool // read, matching or not
+	shown map[message.ID]bool // returned: the cursor may pass them
+}
+
+// Inbox returns the messages of an inbox that the caller has not read
+// (req.All: every kept one) and match req.Filter, and moves the caller's
+// cursor past them: never past an unread message that did not match, so a
+// filtered read skips nothing for good (req.All and req.Peek leave the
+// cursor alone).
+func (s *Service) Inbox(ctx context.Context, req InboxRequest) (InboxResult, error) {
+	fl, err := req.Filter.Check()
+	if err != nil {
+		return InboxResult{}, err
+	}
+	req.Filter = fl
+	team, agent := req.Team, req.Agent
+	if agent == "" {
+		if team, agent, err = s.ownInbox(); err != nil {
+			return InboxResult{}, err
+		}
+	}
+	res := InboxResult{Team: team, Agent: agent, Reader: s.Name, Messages: []mailbox.Envelope{}, req: req,
+		seen: map[message.ID]bool{}, shown: map[message.ID]bool{}}
+	var batch mailbox.Batch
+	if req.All {
+		batch, err = s.Store.Read(team, agent)
+	} else {
+		batch, err = s.Store.Unread(team, agent, s.Name)
+	}
+	if err != nil {
+		return InboxResult{}, fmt.Errorf("reading the inbox of %s/%s: %w", team, agent, err)
+	}
+	res.Corrupt, res.end = batch.Corrupt, batch.End
+	for _, e := range batch.Envelopes {
+		res.seen[e.ID] = true
+		if fl.Match(e) {
+			res.Messages = append(res.Messages, e)
+		}
+	}
+	return res, s.markShown(&res, res.Messages)
+}
+
+// markShown moves the reader's cursor past what was returned, unless the
+// request leaves it alone.
+func (s *Service) markShown(res *InboxResult, shown []mailbox.Envelope) error {
+	if res.req.All || res.req.Peek || len(shown) == 0 {
+		return nil
+	}
+	for _, e := range shown {
+		res.shown[e.ID] = true
+	}
+	if _, err := s.Store.AdvanceShown(res.Team, res.Agent, res.Reader, res.shown); err != nil {
+		return fmt.Errorf("marking the messages of %s/%s read: %w", res.Team, res.Agent, err)
+	}
+	return nil
+}
+
+// Follow goes on from a read: it waits for each message that arrives in
+// the inbox after it, and passes each that matches the filter to show,
+// then moves the cursor past it as Inbox does. It ends, with nil, when
+// ctx does; or with show's error.
+func (s *Service) Follow(ctx context.Context, from InboxResult, show func(mailbox.Envelope) error) error {
+	for {
+		e, err := s.Store.Wait(ctx, from.Team, from.Agent, func(e mailbox.Envelope) bool { return !from.seen[e.ID] }, from.end)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // the normal end of following
+			}
+			return err
+		}
+		from.seen[e.ID] = true
+		if !from.req.Filter.Match(e) {
+			continue
+		}
+		if err := show(e); err != nil {
+			return err
+		}
+		if err := s.markShown(&from, []mailbox.Envelope{e}); err != nil {
+			return err
+		}
+	}
+}

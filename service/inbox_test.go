@@ -150,3 +150,85 @@ func TestWaitRefusesImpossibleFilters(t *testing.T) {
 		t.Errorf("no team: %v", err)
 	}
 }
+
+func ids(envs []mailbox.Envelope) []message.ID {
+	var out []message.ID
+	for _, e := range envs {
+		out = append(out, e.ID)
+	}
+	return out
+}
+
+func TestInboxPassesTheCursorOverWhatItReturns(t *testing.T) {
+	s := mailboxSvc(t, "ana")
+	ctx := context.Background()
+	one := put(t, s, "lead", "ana", mailbox.TypeText, "one", "")
+	two := put(t, s, "bob", "ana", mailbox.TypeStatus, "two", "")
+	three := put(t, s, "bob", "ana", mailbox.TypeText, "three", "")
+
+	// Peek and All leave the cursor alone.
+	for _, req := range []InboxRequest{{Peek: true}, {All: true}} {
+		res, err := s.Inbox(ctx, req)
+		if err != nil || len(res.Messages) != 3 || res.Team != "alpha" || res.Agent != "ana" || res.Reader != "ana" {
+			t.Fatalf("Inbox(%+v) = %+v, %v", req, res, err)
+		}
+	}
+	// A filtered read never passes a message it did not return.
+	res, err := s.Inbox(ctx, InboxRequest{Filter: Filter{Sender: "bob"}})
+	if got := ids(res.Messages); err != nil || len(got) != 2 || got[0] != two.ID || got[1] != three.ID {
+		t.Fatalf("--sender bob: %v, %v", got, err)
+	}
+	if got := unreadIDs(t, s, "ana", "ana"); len(got) != 3 {
+		t.Fatalf("the cursor passed lead's message: unread %v", got)
+	}
+	res, err = s.Inbox(ctx, InboxRequest{})
+	if got := ids(res.Messages); err != nil || len(got) != 3 || got[0] != one.ID {
+		t.Fatalf("unfiltered: %v, %v", got, err)
+	}
+	res, err = s.Inbox(ctx, InboxRequest{})
+	if err != nil || len(res.Messages) != 0 || res.Messages == nil {
+		t.Fatalf("all read: %+v, %v", res.Messages, err)
+	}
+	// Another reader of the inbox has its own cursor.
+	res, err = s.as("lead").Inbox(ctx, InboxRequest{Team: "alpha", Agent: "ana"})
+	if err != nil || len(res.Messages) != 3 || res.Reader != "lead" {
+		t.Fatalf("lead reading ana's inbox: %+v, %v", res, err)
+	}
+	if _, err := s.Inbox(ctx, InboxRequest{Filter: Filter{Type: "Text"}}); !errors.Is(err, ErrBadType) {
+		t.Errorf("bad type: %v", err)
+	}
+	noTeam := s.as("ana")
+	noTeam.Team = ""
+	if _, err := noTeam.Inbox(ctx, InboxRequest{}); !errors.Is(err, ErrTeamNeeded) {
+		t.Errorf("no team: %v", err)
+	}
+}
+
+func TestFollowShowsEachMatchingArrival(t *testing.T) {
+	s := mailboxSvc(t, "ana")
+	put(t, s, "lead", "ana", mailbox.TypeText, "before", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, err := s.Inbox(ctx, InboxRequest{Filter: Filter{Type: mailbox.TypeText}})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("Inbox: %+v, %v", res, err)
+	}
+	got := make(chan mailbox.Envelope)
+	done := make(chan error)
+	go func() {
+		done <- s.Follow(ctx, res, func(e mailbox.Envelope) error { got <- e; return nil })
+	}()
+	skipped := put(t, s, "bob", "ana", mailbox.TypeStatus, "not shown", "")
+	after := put(t, s, "bob", "ana", mailbox.TypeText, "after", "")
+	if e := <-got; e.ID != after.ID {
+		t.Fatalf("followed %+v, want %s", e, after.ID)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Follow ended with %v", err)
+	}
+	// The status message was never shown, so it is still unread.
+	if u := unreadIDs(t, s, "ana", "ana"); len(u) == 0 || u[0] != skipped.ID {
+		t.Fatalf("unread %v, want %s first", u, skipped.ID)
+	}
+}
