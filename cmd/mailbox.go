@@ -187,8 +187,9 @@ func (fl *msgFilter) check() error {
 	return nil
 }
 
-// filterFlags are the flags that set each service.Filter field.
-var filterFlags = map[string]string{"sender": "--sender", "type": "--type", "reply_to": "--reply-to"}
+// filterFlags name the argument or flag that sets each field a
+// service.FilterError names.
+var filterFlags = map[string]string{"sender": "--sender", "type": "--type", "reply_to": "--reply-to", "id": "ID"}
 
 // mailboxErr words the mailbox operations' errors for the command line:
 // a bad filter or a missing team is bad usage (exit 2).

@@ -272,3 +272,29 @@ func (s *Service) Follow(ctx context.Context, from InboxResult, show func(mailbo
 		}
 	}
 }
+
+// Read finds message id in any inbox: a message too long for an input box
+// is typed as a pointer to this. A broadcast is in many inboxes, with the
+// same content, so the first will do. No inbox holding it is
+// mailbox.ErrNoMessage.
+func (s *Service) Read(ctx context.Context, id message.ID) (mailbox.Envelope, error) {
+	if !message.Valid(string(id)) {
+		return mailbox.Envelope{}, &FilterError{"id", string(id), ErrNotMessageID}
+	}
+	inboxes, err := s.Store.Inboxes("")
+	if err != nil {
+		return mailbox.Envelope{}, err
+	}
+	for _, in := range inboxes {
+		batch, err := s.Store.Read(in.Team, in.Agent)
+		if err != nil {
+			continue
+		}
+		for _, e := range batch.Envelopes {
+			if e.ID == id {
+				return e, nil
+			}
+		}
+	}
+	return mailbox.Envelope{}, fmt.Errorf("%w: %s is in no inbox under %s", mailbox.ErrNoMessage, id, s.Store.Root)
+}

@@ -232,3 +232,19 @@ func TestFollowShowsEachMatchingArrival(t *testing.T) {
 		t.Fatalf("unread %v, want %s first", u, skipped.ID)
 	}
 }
+
+func TestReadFindsAMessageInAnyInbox(t *testing.T) {
+	s := mailboxSvc(t, "lead")
+	put(t, s, "lead", "ana", mailbox.TypeText, "short", "")
+	long := put(t, s, "ana", "bob", mailbox.TypeText, "a long text\nof two lines", "")
+	got, err := s.Read(context.Background(), long.ID)
+	if err != nil || got.Content != long.Content || got.From != "ana" {
+		t.Fatalf("Read = %+v, %v", got, err)
+	}
+	if _, err := s.Read(context.Background(), "MSG_BOB_0000abcd"); !errors.Is(err, mailbox.ErrNoMessage) {
+		t.Errorf("a missing message: %v", err)
+	}
+	if _, err := s.Read(context.Background(), "nope"); !errors.Is(err, ErrNotMessageID) {
+		t.Errorf("not an id: %v", err)
+	}
+}
