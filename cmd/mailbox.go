@@ -3,15 +3,10 @@ package cmd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
@@ -136,157 +131,6 @@ func newEnvelope(id Identity, to string, typ mailbox.Type, content string) (mail
 	// the Stop hook) types it into their panes when they are ready.
 	return mailbox.Envelope{ID: mid, From: id.Name, To: to, Type: typ, Content: content,
 		Delivery: &mailbox.Delivery{State: mailbox.StatePending}}, nil
-}
-
-// msgFilter holds the filter flags (--sender, --type, --reply-to) as
-// given; service.Filter is what they select.
-type msgFilter struct {
-	Sender  string
-	Type    string
-	ReplyTo string
-}
-
-func (fl msgFilter) filter() service.Filter {
-	return service.Filter{Sender: fl.Sender, Type: mailbox.Type(fl.Type), ReplyTo: message.ID(fl.ReplyTo)}
-}
-
-func (fl msgFilter) empty() bool { return fl == (msgFilter{}) }
-
-// String says what the filter waits for, for people.
-func (fl msgFilter) String() string {
-	var parts []string
-	if fl.Sender != "" {
-		parts = append(parts, "from "+fl.Sender)
-	}
-	if fl.Type != "" {
-		parts = append(parts, "of type "+fl.Type)
-	}
-	if fl.ReplyTo != "" {
-		parts = append(parts, "replying to "+fl.ReplyTo)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// suffix is String after a space, or "" for no filter.
-func (fl msgFilter) suffix() string {
-	if fl.empty() {
-		return ""
-	}
-	return " " + fl.String()
-}
-
-// check reports a filter no message can match as a usage error naming the
-// flag (service.Filter.Check decides), and spells the sender the one way
-// senders are stored.
-func (fl *msgFilter) check() error {
-	c, err := fl.filter().Check()
-	if err != nil {
-		return mailboxErr(err)
-	}
-	fl.Sender = c.Sender
-	return nil
-}
-
-// filterFlags name the argument or flag that sets each field a
-// service.FilterError names.
-var filterFlags = map[string]string{"sender": "--sender", "type": "--type", "reply_to": "--reply-to", "id": "ID"}
-
-// mailboxErr words the mailbox operations' errors for the command line:
-// a bad filter or a missing team is bad usage (exit 2).
-func mailboxErr(err error) error {
-	var fe *service.FilterError
-	if errors.As(err, &fe) {
-		return usagef("%s %q: %v", filterFlags[fe.Field], fe.Value, fe.Err)
-	}
-	return teamError(err)
-}
-
-// msgLabel is what a message is, in brackets after its sender: "text",
-// "request REQ_x", "reply to MSG_y".
-func msgLabel(e mailbox.Envelope) string {
-	parts := []string{string(e.Type)}
-	if e.RequestID != "" {
-		parts = append(parts, e.RequestID)
-	}
-	if e.ReplyTo != "" {
-		parts = append(parts, "reply to "+string(e.ReplyTo))
-	}
-	if e.To == mailbox.Broadcast {
-		parts = append(parts, "to all")
-	}
-	// The metadata a receiver dispatches on (state=blocked, accept=false).
-	parts = append(parts, e.MetaPairs()...)
-	return show(strings.Join(parts, ", "))
-}
-
-// indentRest indents every line of s after the first, so that a
-// multi-line message stays under its heading.
-func indentRest(s, indent string) string {
-	return strings.ReplaceAll(s, "\n", "\n"+indent)
-}
-
-// writeMessage prints one message for a person: id, time, sender, label,
-// then the content.
-func writeMessage(w io.Writer, e mailbox.Envelope) {
-	fmt.Fprintf(w, "[%s] %s from %s (%s): %s\n", show(string(e.ID)), e.Timestamp.Local().Format("2006-01-02 15:04:05"),
-		show(e.From), msgLabel(e), indentRest(showText(e.Content), "  "))
-}
-
-// writePrompt prints messages as a block for an agent's next prompt.
-func writePrompt(w io.Writer, envs []mailbox.Envelope) {
-	if len(envs) == 0 {
-		return
-	}
-	noun := "messages"
-	if len(envs) == 1 {
-		noun = "message"
-	}
-	fmt.Fprintf(w, "You have %d new %s:\n", len(envs), noun)
-	for _, e := range envs {
-		fmt.Fprintf(w, "[%s] from %s (%s): %s\n", show(string(e.ID)), show(e.From), msgLabel(e), indentRest(showText(e.Content), "  "))
-	}
-	fmt.Fprintln(w, "Answer one with: agentmsg reply <id> <message>")
-}
-
-// isTerminal reports whether w is a terminal (for redrawing a screen).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// cell shortens s to n runes for a table cell, on one line, safe to print.
-func cell(s string, n int) string {
-	s = show(strings.Join(strings.Fields(s), " "))
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
-
-// orDash is s, or "-" for an empty table cell.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// sinceText is how long before now t was, for people: "12s", "3m", "2h", "4d".
-func sinceText(now, t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := max(now.Sub(t), 0)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds ago", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
 
 // completeMailboxTeam completes a team from the teams with a mailbox.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -297,4 +298,100 @@ func (s *Service) Read(ctx context.Context, id message.ID) (mailbox.Envelope, er
 		}
 	}
 	return mailbox.Envelope{}, fmt.Errorf("%w: %s is in no inbox under %s", mailbox.ErrNoMessage, id, s.Store.Root)
+}
+
+// LogRequest names the inboxes Log and History look in.
+type LogRequest struct {
+	Team  string // "" for every team
+	Agent string // "" for every inbox of Team
+}
+
+// LogEntry is one message in one inbox, with how far its delivery got.
+type LogEntry struct {
+	Team  string `json:"team"`
+	Inbox string `json:"inbox"`
+	mailbox.Envelope
+}
+
+// DamagedLine is a line of an inbox that could not be read.
+type DamagedLine struct {
+	Team, Inbox string
+	mailbox.CorruptLine
+}
+
+// LogResult is every message kept in the inboxes, oldest first; a message
+// to a whole team is there once per inbox.
+type LogResult struct {
+	Entries []LogEntry
+	Damaged []DamagedLine
+}
+
+func (s *Service) logInboxes(req LogRequest) ([]mailbox.Inbox, error) {
+	if req.Agent != "" {
+		return []mailbox.Inbox{{Team: req.Team, Agent: req.Agent}}, nil
+	}
+	return s.Store.Inboxes(req.Team)
+}
+
+// Log lists the messages kept in the inboxes req names, oldest first.
+func (s *Service) Log(ctx context.Context, req LogRequest) (LogResult, error) {
+	boxes, err := s.logInboxes(req)
+	if err != nil {
+		return LogResult{}, err
+	}
+	res := LogResult{Entries: []LogEntry{}}
+	for _, b := range boxes {
+		batch, err := s.Store.Read(b.Team, b.Agent)
+		if err != nil {
+			return LogResult{}, err
+		}
+		for _, c := range batch.Corrupt {
+			res.Damaged = append(res.Damaged, DamagedLine{b.Team, b.Agent, c})
+		}
+		for _, e := range batch.Envelopes {
+			res.Entries = append(res.Entries, LogEntry{b.Team, b.Agent, e})
+		}
+	}
+	sort.SliceStable(res.Entries, func(i, j int) bool { return res.Entries[i].Timestamp.Before(res.Entries[j].Timestamp) })
+	return res, nil
+}
+
+// HistoryCopy is one inbox's copy of a message and its delivery records
+// in order, the first being the one it was stored with (compaction keeps
+// only the latest).
+type HistoryCopy struct {
+	Team     string             `json:"team"`
+	Inbox    string             `json:"inbox"`
+	Message  mailbox.Envelope   `json:"message"`
+	Delivery []mailbox.Delivery `json:"delivery"`
+}
+
+// History is message id's delivery history in each inbox req names that
+// holds it; none is mailbox.ErrNoMessage.
+func (s *Service) History(ctx context.Context, req LogRequest, id message.ID) ([]HistoryCopy, error) {
+	if !message.Valid(string(id)) {
+		return nil, &FilterError{"id", string(id), ErrNotMessageID}
+	}
+	boxes, err := s.logInboxes(req)
+	if err != nil {
+		return nil, err
+	}
+	copies := []HistoryCopy{}
+	for _, b := range boxes {
+		env, ds, err := s.Store.History(b.Team, b.Agent, id)
+		if errors.Is(err, mailbox.ErrNoMessage) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if ds == nil {
+			ds = []mailbox.Delivery{}
+		}
+		copies = append(copies, HistoryCopy{b.Team, b.Agent, env, ds})
+	}
+	if len(copies) == 0 {
+		return nil, fmt.Errorf("%w: %s", mailbox.ErrNoMessage, id)
+	}
+	return copies, nil
 }

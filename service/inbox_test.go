@@ -248,3 +248,25 @@ func TestReadFindsAMessageInAnyInbox(t *testing.T) {
 		t.Errorf("not an id: %v", err)
 	}
 }
+
+func TestLogAndHistory(t *testing.T) {
+	s := mailboxSvc(t, "lead")
+	ctx := context.Background()
+	a := put(t, s, "lead", "ana", mailbox.TypeText, "to ana", "")
+	b := put(t, s, "ana", "bob", mailbox.TypeText, "to bob", "")
+	all, err := s.Log(ctx, LogRequest{})
+	if err != nil || len(all.Entries) != 2 || all.Entries[0].ID != a.ID || all.Entries[0].Inbox != "ana" || all.Entries[1].ID != b.ID {
+		t.Fatalf("Log = %+v, %v", all, err)
+	}
+	one, err := s.Log(ctx, LogRequest{Team: "alpha", Agent: "bob"})
+	if err != nil || len(one.Entries) != 1 || one.Entries[0].ID != b.ID || one.Entries[0].Team != "alpha" {
+		t.Fatalf("Log alpha bob = %+v, %v", one, err)
+	}
+	h, err := s.History(ctx, LogRequest{}, a.ID)
+	if err != nil || len(h) != 1 || h[0].Inbox != "ana" || h[0].Message.ID != a.ID || h[0].Delivery == nil {
+		t.Fatalf("History = %+v, %v", h, err)
+	}
+	if _, err := s.History(ctx, LogRequest{Team: "alpha", Agent: "bob"}, a.ID); !errors.Is(err, mailbox.ErrNoMessage) {
+		t.Errorf("History in an inbox without it: %v", err)
+	}
+}
