@@ -107,23 +107,19 @@ func inboxRun(ctx context.Context, opts *InboxOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Agent == "" && svc.Team == "" {
-		return mailboxErr(service.ErrTeamNeeded)
-	}
-	// Only the CLI names a team; a mistyped one is refused, never read as
-	// an empty inbox.
-	id, err := opts.Identity(ctx)
-	if err != nil {
-		return err
-	}
+	// A team given with --team is checked like a TEAM argument; the
+	// caller's own, from the environment or its session, is not.
 	team := opts.Team
 	if team == "" {
-		team = svc.Team
+		id, err := opts.Identity(ctx)
+		if err != nil {
+			return err
+		}
+		if id.TeamNamed {
+			team = id.Team
+		}
 	}
-	if err := opts.knownTeam(ctx, svc.Store, team, opts.Team != "" || id.TeamNamed); err != nil {
-		return err
-	}
-	req := service.InboxRequest{Team: opts.Team, Agent: opts.Agent, All: opts.All, Filter: opts.Filter.filter()}
+	req := service.InboxRequest{Team: team, Agent: opts.Agent, All: opts.All, Filter: opts.Filter.filter()}
 	res, err := svc.Inbox(ctx, req)
 	if err != nil {
 		return mailboxErr(err)

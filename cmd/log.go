@@ -81,11 +81,6 @@ func logRun(ctx context.Context, opts *LogOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Team != "" {
-		if err := opts.knownTeam(ctx, svc.Store, opts.Team, true); err != nil {
-			return err
-		}
-	}
 	req := service.LogRequest{Team: opts.Team, Agent: opts.Agent}
 	if opts.ID != "" {
 		return logHistory(ctx, opts, svc, req)

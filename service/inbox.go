@@ -85,6 +85,16 @@ func (s *Service) ownInbox() (team, agent string, err error) {
 	return s.Team, s.Name, nil
 }
 
+// namedTeam is team, checked to exist (CheckTeam: a mistyped team is
+// never read as an empty one), or the caller's own for "".
+func (s *Service) namedTeam(ctx context.Context, team string) (string, error) {
+	if team == "" {
+		t, _, err := s.ownInbox()
+		return t, err
+	}
+	return team, s.CheckTeam(ctx, team)
+}
+
 // mailboxNow is the service's clock (wall time when none is wired).
 func (s *Service) mailboxNow() time.Time {
 	if s.Now != nil {
@@ -169,7 +179,8 @@ func (s *Service) Wait(ctx context.Context, req WaitRequest) (WaitResult, error)
 
 // InboxRequest is which inbox Inbox reads, and how.
 type InboxRequest struct {
-	// Team and Agent name the inbox; both "" for the caller's own.
+	// Team and Agent name the inbox: "" is the caller's own team, or
+	// name. A team named must exist (ErrNoTeam).
 	Team, Agent string
 	// All returns every message kept, not only the unread ones, and
 	// leaves the cursor where it is.
@@ -208,9 +219,10 @@ func (s *Service) Inbox(ctx context.Context, req InboxRequest) (InboxResult, err
 	req.Filter = fl
 	team, agent := req.Team, req.Agent
 	if agent == "" {
-		if team, agent, err = s.ownInbox(); err != nil {
-			return InboxResult{}, err
-		}
+		agent = s.Name
+	}
+	if team, err = s.namedTeam(ctx, team); err != nil {
+		return InboxResult{}, err
 	}
 	res := InboxResult{Team: team, Agent: agent, Reader: s.Name, Messages: []mailbox.Envelope{}, req: req,
 		seen: map[message.ID]bool{}, shown: map[message.ID]bool{}}
@@ -302,7 +314,7 @@ func (s *Service) Read(ctx context.Context, id message.ID) (mailbox.Envelope, er
 
 // LogRequest names the inboxes Log and History look in.
 type LogRequest struct {
-	Team  string // "" for every team
+	Team  string // "" for every team; a team named must exist (ErrNoTeam)
 	Agent string // "" for every inbox of Team
 }
 
@@ -326,7 +338,13 @@ type LogResult struct {
 	Damaged []DamagedLine
 }
 
-func (s *Service) logInboxes(req LogRequest) ([]mailbox.Inbox, error) {
+// logInboxes lists the inboxes req names; a team named must exist.
+func (s *Service) logInboxes(ctx context.Context, req LogRequest) ([]mailbox.Inbox, error) {
+	if req.Team != "" {
+		if err := s.CheckTeam(ctx, req.Team); err != nil {
+			return nil, err
+		}
+	}
 	if req.Agent != "" {
 		return []mailbox.Inbox{{Team: req.Team, Agent: req.Agent}}, nil
 	}
@@ -335,7 +353,7 @@ func (s *Service) logInboxes(req LogRequest) ([]mailbox.Inbox, error) {
 
 // Log lists the messages kept in the inboxes req names, oldest first.
 func (s *Service) Log(ctx context.Context, req LogRequest) (LogResult, error) {
-	boxes, err := s.logInboxes(req)
+	boxes, err := s.logInboxes(ctx, req)
 	if err != nil {
 		return LogResult{}, err
 	}
@@ -372,7 +390,7 @@ func (s *Service) History(ctx context.Context, req LogRequest, id message.ID) ([
 	if !message.Valid(string(id)) {
 		return nil, &FilterError{"id", string(id), ErrNotMessageID}
 	}
-	boxes, err := s.logInboxes(req)
+	boxes, err := s.logInboxes(ctx, req)
 	if err != nil {
 		return nil, err
 	}

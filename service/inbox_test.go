@@ -270,3 +270,22 @@ func TestLogAndHistory(t *testing.T) {
 		t.Errorf("History in an inbox without it: %v", err)
 	}
 }
+
+// A team named must exist: a mistyped one is never read as an empty inbox.
+func TestInboxAndLogRefuseAnUnknownTeam(t *testing.T) {
+	s := mailboxSvc(t, "ana")
+	put(t, s, "lead", "ana", mailbox.TypeText, "hi", "")
+	ctx := context.Background()
+	if _, err := s.Inbox(ctx, InboxRequest{Team: "alpah", Agent: "ana"}); !errors.Is(err, ErrNoTeam) {
+		t.Errorf("Inbox of alpah: %v", err)
+	}
+	if _, err := s.Log(ctx, LogRequest{Team: "alpah"}); !errors.Is(err, ErrNoTeam) {
+		t.Errorf("Log of alpah: %v", err)
+	}
+	if _, err := s.History(ctx, LogRequest{Team: "alpah"}, "MSG_LEAD_0000abcd"); !errors.Is(err, ErrNoTeam) {
+		t.Errorf("History in alpah: %v", err)
+	}
+	if res, err := s.Inbox(ctx, InboxRequest{Team: "alpha"}); err != nil || len(res.Messages) != 1 {
+		t.Errorf("Inbox of alpha, named: %+v, %v", res, err)
+	}
+}
