@@ -2,13 +2,12 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/mailbox"
-	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -104,94 +103,39 @@ func (o *InboxOptions) format() string {
 }
 
 func inboxRun(ctx context.Context, opts *InboxOptions) error {
-	id, err := opts.Identity(ctx)
+	svc, err := opts.Service(ctx)
 	if err != nil {
 		return err
 	}
-	team, agent := opts.Team, opts.Agent
-	if agent == "" {
-		if team, err = id.NeedTeam(); err != nil {
+	// A team given with --team is checked like a TEAM argument; the
+	// caller's own, from the environment or its session, is not.
+	team := opts.Team
+	if team == "" {
+		id, err := opts.Identity(ctx)
+		if err != nil {
 			return err
 		}
-		agent = id.Name
-	}
-	s, err := opts.Mailbox()
-	if err != nil {
-		return err
-	}
-	if err := opts.knownTeam(ctx, s, team, opts.Team != "" || id.TeamNamed); err != nil {
-		return err
-	}
-	reader := id.Name
-
-	var batch mailbox.Batch
-	if opts.All {
-		batch, err = s.Read(team, agent)
-	} else {
-		batch, err = s.Unread(team, agent, reader)
-	}
-	if err != nil {
-		return err
-	}
-	for _, c := range batch.Corrupt {
-		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: skipped a damaged line in the inbox of %s/%s: %s\n", team, agent, show(fmt.Sprint(c)))
-	}
-	seen := map[message.ID]bool{}
-	var shown []mailbox.Envelope
-	for _, e := range batch.Envelopes {
-		seen[e.ID] = true
-		if opts.Filter.match(e) {
-			shown = append(shown, e)
+		if id.TeamNamed {
+			team = id.Team
 		}
 	}
-	if err := opts.print(team, agent, reader, shown, true); err != nil {
-		return err
+	req := service.InboxRequest{Team: team, Agent: opts.Agent, All: opts.All, Filter: opts.Filter.filter()}
+	res, err := svc.Inbox(ctx, req)
+	if err != nil {
+		return mailboxErr(err)
 	}
-	shownIDs := map[message.ID]bool{}
-	if err := opts.markShown(s, team, agent, reader, shown, shownIDs); err != nil {
+	for _, c := range res.Corrupt {
+		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: skipped a damaged line in the inbox of %s/%s: %s\n", res.Team, res.Agent, show(fmt.Sprint(c)))
+	}
+	if err := opts.print(res.Team, res.Agent, res.Reader, res.Messages, true); err != nil {
 		return err
 	}
 	if !opts.Follow {
 		return nil
 	}
-
-	// Wait from the end of what was read for messages not seen yet:
-	// one at a time, each printed (and passed) as it comes.
-	after := batch.End
-	for {
-		e, err := s.Wait(ctx, team, agent, func(e mailbox.Envelope) bool { return !seen[e.ID] }, after)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil // interrupted: the normal end of --follow
-			}
-			return err
-		}
-		seen[e.ID] = true
-		if !opts.Filter.match(e) {
-			continue
-		}
-		if err := opts.print(team, agent, reader, []mailbox.Envelope{e}, false); err != nil {
-			return err
-		}
-		if err := opts.markShown(s, team, agent, reader, []mailbox.Envelope{e}, shownIDs); err != nil {
-			return err
-		}
-	}
-}
-
-// markShown moves the cursor past what was printed, unless --all.
-func (o *InboxOptions) markShown(s *mailbox.Store, team, agent, reader string, shown []mailbox.Envelope, ids map[message.ID]bool) error {
-	if o.All || len(shown) == 0 {
-		return nil
-	}
-	for _, e := range shown {
-		ids[e.ID] = true
-	}
-	_, err := s.AdvanceShown(team, agent, reader, ids)
-	if errors.Is(err, mailbox.ErrBadName) {
-		return usagef("cannot keep a read cursor for %q: %v", reader, err)
-	}
-	return err
+	return svc.Follow(ctx, res, func(e mailbox.Envelope) error {
+		return opts.print(res.Team, res.Agent, res.Reader, []mailbox.Envelope{e}, false)
+	})
 }
 
 // print shows one batch: first is the batch read at the start, later ones

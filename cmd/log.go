@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -76,65 +76,35 @@ keeps only the latest record of a message.`,
 	return c
 }
 
-// inboxes lists the inboxes the options name.
-func (o *LogOptions) inboxes(s *mailbox.Store) ([]mailbox.Inbox, error) {
-	if o.Agent != "" {
-		return []mailbox.Inbox{{Team: o.Team, Agent: o.Agent}}, nil
-	}
-	return s.Inboxes(o.Team)
-}
-
-// logEntry is one message in one inbox.
-type logEntry struct {
-	Team  string `json:"team"`
-	Inbox string `json:"inbox"`
-	mailbox.Envelope
-}
-
 func logRun(ctx context.Context, opts *LogOptions) error {
-	s, err := opts.Mailbox()
+	svc, err := opts.Service(ctx)
 	if err != nil {
 		return err
 	}
-	if opts.Team != "" {
-		if err := opts.knownTeam(ctx, s, opts.Team, true); err != nil {
-			return err
-		}
-	}
-	boxes, err := opts.inboxes(s)
-	if err != nil {
-		return err
-	}
+	req := service.LogRequest{Team: opts.Team, Agent: opts.Agent}
 	if opts.ID != "" {
-		return logHistory(opts, s, boxes)
+		return logHistory(ctx, opts, svc, req)
 	}
-	entries := []logEntry{}
-	for _, b := range boxes {
-		batch, err := s.Read(b.Team, b.Agent)
-		if err != nil {
-			return err
-		}
-		for _, c := range batch.Corrupt {
-			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: skipped a damaged line in the inbox of %s/%s: %s\n", b.Team, b.Agent, show(fmt.Sprint(c)))
-		}
-		for _, e := range batch.Envelopes {
-			entries = append(entries, logEntry{b.Team, b.Agent, e})
-		}
+	res, err := svc.Log(ctx, req)
+	if err != nil {
+		return err
 	}
-	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Timestamp.Before(entries[j].Timestamp) })
+	for _, d := range res.Damaged {
+		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: skipped a damaged line in the inbox of %s/%s: %s\n", d.Team, d.Inbox, show(fmt.Sprint(d.CorruptLine)))
+	}
 	if opts.JSON() {
 		writeJSON(opts.jsonOut(), struct {
-			Messages []logEntry `json:"messages"`
-		}{entries})
+			Messages []service.LogEntry `json:"messages"`
+		}{res.Entries})
 		return nil
 	}
-	if len(entries) == 0 {
+	if len(res.Entries) == 0 {
 		fmt.Fprintf(opts.IO.ErrOut, "no messages in %s\n", opts.where())
 		return nil
 	}
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tID\tFROM\tTO\tTYPE\tSTATE\tATTEMPTS\tLAST VERDICT")
-	for _, e := range entries {
+	for _, e := range res.Entries {
 		state, attempts, verdict := deliveryCells(e.Delivery)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\n", e.Timestamp.Local().Format(time.DateTime), show(string(e.ID)), show(e.From),
 			e.Team, e.Inbox, show(string(e.Type)), show(state), attempts, cell(verdict, 50))
@@ -159,36 +129,18 @@ func deliveryCells(d *mailbox.Delivery) (state, attempts, verdict string) {
 	return string(d.State), strconv.Itoa(d.Attempts), orDash(d.LastVerdict)
 }
 
-// historyJSON is one inbox's copy of a message and its delivery records.
-type historyJSON struct {
-	Team     string             `json:"team"`
-	Inbox    string             `json:"inbox"`
-	Message  mailbox.Envelope   `json:"message"`
-	Delivery []mailbox.Delivery `json:"delivery"`
-}
-
-func logHistory(opts *LogOptions, s *mailbox.Store, boxes []mailbox.Inbox) error {
-	copies := []historyJSON{}
-	for _, b := range boxes {
-		env, ds, err := s.History(b.Team, b.Agent, opts.ID)
-		if errors.Is(err, mailbox.ErrNoMessage) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if ds == nil {
-			ds = []mailbox.Delivery{}
-		}
-		copies = append(copies, historyJSON{b.Team, b.Agent, env, ds})
-	}
-	if len(copies) == 0 {
+func logHistory(ctx context.Context, opts *LogOptions, svc *service.Service, req service.LogRequest) error {
+	copies, err := svc.History(ctx, req, opts.ID)
+	if errors.Is(err, mailbox.ErrNoMessage) {
 		return fmt.Errorf("%w: %s is in no inbox of %s", mailbox.ErrNoMessage, opts.ID, opts.where())
+	}
+	if err != nil {
+		return mailboxErr(err)
 	}
 	if opts.JSON() {
 		writeJSON(opts.jsonOut(), struct {
-			ID     message.ID    `json:"id"`
-			Copies []historyJSON `json:"copies"`
+			ID     message.ID            `json:"id"`
+			Copies []service.HistoryCopy `json:"copies"`
 		}{opts.ID, copies})
 		return nil
 	}
@@ -203,7 +155,7 @@ func logHistory(opts *LogOptions, s *mailbox.Store, boxes []mailbox.Inbox) error
 
 // writeHistory prints one copy's history: the message, then one line per
 // delivery record, the first being the one it was stored with.
-func writeHistory(w io.Writer, c historyJSON) {
+func writeHistory(w io.Writer, c service.HistoryCopy) {
 	e := c.Message
 	fmt.Fprintf(w, "%s from %s to %s/%s (%s)\n", show(string(e.ID)), show(e.From), c.Team, c.Inbox, msgLabel(e))
 	fmt.Fprintf(w, "  %s\n", indentRest(cell(e.Content, 200), "  "))

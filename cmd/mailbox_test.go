@@ -596,7 +596,7 @@ func TestLog(t *testing.T) {
 		}
 	}
 	r = m.want(m.run("ana", "--json", "log", "alpha", "ana"), ExitOK)
-	doc := decodeJSON[struct{ Messages []logEntry }](t, r.stdout)
+	doc := decodeJSON[struct{ Messages []service.LogEntry }](t, r.stdout)
 	if len(doc.Messages) != 1 || doc.Messages[0].ID != a.ID || doc.Messages[0].Delivery.State != mailbox.StateSubmitted ||
 		doc.Messages[0].Delivery.Attempts != 2 {
 		t.Fatalf("log alpha ana: %+v", doc)
@@ -610,7 +610,7 @@ func TestLog(t *testing.T) {
 	}
 	r = m.want(m.run("ana", "--json", "log", "--id", string(a.ID)), ExitOK)
 	h := decodeJSON[struct {
-		Copies []historyJSON
+		Copies []service.HistoryCopy
 	}](t, r.stdout)
 	if len(h.Copies) != 1 || len(h.Copies[0].Delivery) != 3 || h.Copies[0].Delivery[0].State != mailbox.StateDeferred {
 		t.Fatalf("log --id --json: %+v", h)

@@ -1,16 +1,30 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
 )
 
-func NewCmdRead(f *Factory) *cobra.Command {
+// ReadOptions are read's inputs.
+type ReadOptions struct {
+	IO      *IOStreams
+	JSON    func() bool
+	Service func(ctx context.Context) (*service.Service, error)
+
+	ID message.ID
+}
+
+// NewCmdRead is read as the root command registers it.
+func NewCmdRead(f *Factory) *cobra.Command { return newCmdRead(f, nil) }
+
+func newCmdRead(f *Factory, runF func(context.Context, *ReadOptions) error) *cobra.Command {
+	opts := &ReadOptions{IO: f.IO, JSON: func() bool { return f.JSON }, Service: f.Service}
 	return &cobra.Command{
 		Use:   "read ID",
 		Short: "Print the whole text of one message (a long one is typed as a pointer to this)",
@@ -24,41 +38,28 @@ and this is how the agent gets the rest. With --json, the whole envelope.`,
 			if !message.Valid(args[0]) {
 				return usagef("%q is not a message id (MSG_<SENDER>_<8 hex>)", args[0])
 			}
-			store, err := f.Mailbox()
-			if err != nil {
-				return err
+			opts.ID = message.ID(args[0])
+			if runF != nil {
+				return runF(c.Context(), opts)
 			}
-			env, err := findAnywhere(store, message.ID(args[0]))
-			if err != nil {
-				return err
-			}
-			if f.JSON {
-				writeJSON(f, env)
-				return nil
-			}
-			_, err = fmt.Fprintln(f.IO.Out, showText(strings.TrimRight(env.Content, "\n")))
-			return err
+			return readRun(c.Context(), opts)
 		},
 	}
 }
 
-// findAnywhere looks id up in every inbox; a broadcast is in many, with the
-// same content, so the first will do.
-func findAnywhere(store *mailbox.Store, id message.ID) (mailbox.Envelope, error) {
-	inboxes, err := store.Inboxes("")
+func readRun(ctx context.Context, opts *ReadOptions) error {
+	svc, err := opts.Service(ctx)
 	if err != nil {
-		return mailbox.Envelope{}, err
+		return err
 	}
-	for _, in := range inboxes {
-		batch, err := store.Read(in.Team, in.Agent)
-		if err != nil {
-			continue
-		}
-		for _, e := range batch.Envelopes {
-			if e.ID == id {
-				return e, nil
-			}
-		}
+	env, err := svc.Read(ctx, opts.ID)
+	if err != nil {
+		return mailboxErr(err)
 	}
-	return mailbox.Envelope{}, fmt.Errorf("%w: %s is in no inbox under %s", mailbox.ErrNoMessage, id, store.Root)
+	if opts.JSON() {
+		writeJSON(&Factory{IO: opts.IO}, env)
+		return nil
+	}
+	_, err = fmt.Fprintln(opts.IO.Out, showText(strings.TrimRight(env.Content, "\n")))
+	return err
 }

@@ -8,8 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmsg/agentmsg/mailbox"
-	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
 )
 
 // errTimedOut ends a wait that saw no matching message: exit 7.
@@ -67,70 +66,34 @@ The sender filter is --sender, not --from: --from says who you are.
 }
 
 func waitRun(ctx context.Context, opts *WaitOptions) error {
-	id, err := opts.Identity(ctx)
+	svc, err := opts.Service(ctx)
 	if err != nil {
 		return err
 	}
-	team, err := id.NeedTeam()
-	if err != nil {
-		return err
-	}
-	s, err := opts.Mailbox()
-	if err != nil {
-		return err
-	}
-	agent, reader := id.Name, id.Name
 	what := "a message" + opts.Filter.suffix()
-	limit := "until interrupted"
-	if opts.Timeout > 0 {
-		limit = "up to " + opts.Timeout.String()
-	}
-	fmt.Fprintf(opts.IO.ErrOut, "waiting %s for %s in the inbox of %s/%s\n", limit, what, team, agent)
-
-	batch, err := s.Unread(team, agent, reader)
-	if err != nil {
-		return err
-	}
-	var (
-		got   mailbox.Envelope
-		found bool
-	)
-	for _, e := range batch.Envelopes {
-		if opts.Filter.match(e) {
-			got, found = e, true
-			break
-		}
-	}
-	if !found {
-		wctx := ctx
+	if svc.Team != "" {
+		limit := "until interrupted"
 		if opts.Timeout > 0 {
-			var cancel context.CancelFunc
-			wctx, cancel = context.WithTimeout(ctx, opts.Timeout)
-			defer cancel()
+			limit = "up to " + opts.Timeout.String()
 		}
-		got, err = s.Wait(wctx, team, agent, opts.Filter.match, batch.End)
-		switch {
-		case err == nil:
-		case ctx.Err() != nil:
-			return fmt.Errorf("interrupted while waiting for %s", what)
-		case errors.Is(err, context.DeadlineExceeded):
-			return fmt.Errorf("%w: no message%s arrived within %s", errTimedOut, opts.Filter.suffix(), opts.Timeout)
-		default:
-			return err
-		}
+		fmt.Fprintf(opts.IO.ErrOut, "waiting %s for %s in the inbox of %s/%s\n", limit, what, svc.Team, svc.Name)
 	}
-
+	res, err := svc.Wait(ctx, service.WaitRequest{Filter: opts.Filter.filter(), Timeout: opts.Timeout})
+	switch {
+	case errors.Is(err, service.ErrInterrupted):
+		return fmt.Errorf("interrupted while waiting for %s", what)
+	case err != nil:
+		return mailboxErr(err)
+	case res.TimedOut:
+		return fmt.Errorf("%w: no message%s arrived within %s", errTimedOut, opts.Filter.suffix(), opts.Timeout)
+	}
 	if opts.JSON() {
-		writeJSON(opts.jsonOut(), got)
+		writeJSON(opts.jsonOut(), res.Message)
 	} else {
-		writeMessage(opts.IO.Out, got)
+		writeMessage(opts.IO.Out, res.Message)
 	}
-	left, err := s.AdvanceShown(team, agent, reader, map[message.ID]bool{got.ID: true})
-	if err != nil {
-		return err
-	}
-	if left > 0 {
-		fmt.Fprintf(opts.IO.ErrOut, "%d other unread message(s) wait in your inbox: agentmsg inbox\n", left)
+	if res.Left > 0 {
+		fmt.Fprintf(opts.IO.ErrOut, "%d other unread message(s) wait in your inbox: agentmsg inbox\n", res.Left)
 	}
 	return nil
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
-	"github.com/agentmsg/agentmsg/target"
 )
 
 // Message is one message as the tools show it.
@@ -59,38 +58,6 @@ func (s *server) addAgentTools(srv *mcp.Server) {
 		}, s.waitForMessage)
 }
 
-// CheckInput is check_messages' input.
-type CheckInput struct {
-	Peek bool `json:"peek,omitempty" jsonschema:"leave the messages unread"`
-}
-
-// CheckOutput is check_messages' output.
-type CheckOutput struct {
-	Messages []Message `json:"messages"`
-	Count    int       `json:"count"`
-}
-
-func (s *server) checkMessages(ctx context.Context, in CheckInput) (CheckOutput, error) {
-	team, err := s.team()
-	if err != nil {
-		return CheckOutput{}, err
-	}
-	batch, err := s.deps.Store.Unread(team, s.deps.Name, s.deps.Name)
-	if err != nil {
-		return CheckOutput{}, fmt.Errorf("reading your inbox (%s/%s): %w", team, s.deps.Name, err)
-	}
-	out := CheckOutput{Messages: []Message{}, Count: len(batch.Envelopes)}
-	for _, e := range batch.Envelopes {
-		out.Messages = append(out.Messages, toMessage(e))
-	}
-	if !in.Peek && len(batch.Envelopes) > 0 {
-		if err := s.deps.Store.Advance(team, s.deps.Name, s.deps.Name, batch.End); err != nil {
-			return CheckOutput{}, fmt.Errorf("marking your messages read: %w", err)
-		}
-	}
-	return out, nil
-}
-
 // SendInput is send_message's input.
 type SendInput struct {
 	To       string            `json:"to" jsonschema:"the agent of your team to send to, such as ana or ana-2"`
@@ -114,20 +81,6 @@ func (s *server) sendMessage(ctx context.Context, in SendInput) (SendOutput, err
 		return SendOutput{}, fmt.Errorf("reply_to %q is not a message id (MSG_<SENDER>_<8 hex>)", in.ReplyTo)
 	}
 	return s.send(ctx, in.To, mailbox.Envelope{Type: mailbox.Type(in.Type), Content: in.Content, Metadata: in.Metadata, ReplyTo: message.ID(in.ReplyTo)})
-}
-
-// canonicalFrom spells a sender filter the one way senders are stored
-// (target.ParseName: "LEAD" is lead); an invalid name is an error.
-func canonicalFrom(from *string) error {
-	if *from == "" {
-		return nil
-	}
-	name, err := target.ParseName(*from)
-	if err != nil {
-		return fmt.Errorf("from: %w", err)
-	}
-	*from = name
-	return nil
 }
 
 // send sends env (Type, Content, Metadata, ReplyTo set) to the agent to
@@ -162,76 +115,6 @@ func (s *server) send(ctx context.Context, to string, env mailbox.Envelope) (Sen
 		return out, fmt.Errorf("message %s to %s was not delivered (%s): %v", res.ID, t, res.Verdict, res.Err)
 	}
 	return out, nil
-}
-
-// WaitInput is wait_for_message's input.
-type WaitInput struct {
-	From           string  `json:"from,omitempty" jsonschema:"only a message from this agent"`
-	Type           string  `json:"type,omitempty" jsonschema:"only a message of this type (text, status, task, request, claim, shutdown-request, ...)"`
-	ReplyTo        string  `json:"reply_to,omitempty" jsonschema:"only a reply to this message_id"`
-	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" jsonschema:"how long to wait: default 30, at most 120"`
-}
-
-// WaitOutput is the message waited for, or timed_out.
-type WaitOutput struct {
-	Message  *Message `json:"message,omitempty"`
-	TimedOut bool     `json:"timed_out"`
-	// Waited is how long the call waited, in seconds.
-	Waited float64 `json:"waited_seconds"`
-}
-
-func (s *server) waitForMessage(ctx context.Context, in WaitInput) (WaitOutput, error) {
-	if err := canonicalFrom(&in.From); err != nil {
-		return WaitOutput{}, err
-	}
-	team, err := s.team()
-	if err != nil {
-		return WaitOutput{}, err
-	}
-	limit, err := seconds(in.TimeoutSeconds, DefaultWait, MaxWait)
-	if err != nil {
-		return WaitOutput{}, fmt.Errorf("timeout_seconds: %w", err)
-	}
-	if in.ReplyTo != "" && !message.Valid(in.ReplyTo) {
-		return WaitOutput{}, fmt.Errorf("reply_to %q is not a message id (MSG_<SENDER>_<8 hex>)", in.ReplyTo)
-	}
-	match := func(e mailbox.Envelope) bool {
-		return (in.From == "" || e.From == in.From) && (in.Type == "" || string(e.Type) == in.Type) &&
-			(in.ReplyTo == "" || string(e.ReplyTo) == in.ReplyTo)
-	}
-	start := s.deps.Now()
-	store, me := s.deps.Store, s.deps.Name
-	batch, err := store.Unread(team, me, me)
-	if err != nil {
-		return WaitOutput{}, fmt.Errorf("reading your inbox: %w", err)
-	}
-	var got *mailbox.Envelope
-	for _, e := range batch.Envelopes {
-		if match(e) {
-			got = &e
-			break
-		}
-	}
-	if got == nil {
-		wctx, cancel := context.WithTimeout(ctx, limit)
-		defer cancel()
-		e, err := store.Wait(wctx, team, me, match, batch.End)
-		switch {
-		case err == nil:
-			got = &e
-		case ctx.Err() != nil:
-			return WaitOutput{}, fmt.Errorf("wait_for_message was cancelled: %w", ctx.Err())
-		case errors.Is(err, context.DeadlineExceeded):
-			return WaitOutput{TimedOut: true, Waited: s.deps.Now().Sub(start).Seconds()}, nil
-		default:
-			return WaitOutput{}, err
-		}
-	}
-	if _, err := store.AdvanceShown(team, me, me, map[message.ID]bool{got.ID: true}); err != nil {
-		return WaitOutput{}, fmt.Errorf("marking the message read: %w", err)
-	}
-	m := toMessage(*got)
-	return WaitOutput{Message: &m, Waited: s.deps.Now().Sub(start).Seconds()}, nil
 }
 
 func orNone(names []string) string {

@@ -287,6 +287,26 @@ func TestWaitForMessage(t *testing.T) {
 	}
 }
 
+// A filter no message can match is refused at once, as the CLI's wait
+// refuses it (MCP used to wait the whole timeout for type "Claim!").
+func TestWaitRefusesImpossibleFilters(t *testing.T) {
+	t.Parallel()
+	tm := newTeam(t)
+	ana := tm.as("ana", false)
+	for _, tc := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"type": "Claim!", "timeout_seconds": 0.2}, `type "Claim!": types are lower-case words`},
+		{map[string]any{"reply_to": "nope", "timeout_seconds": 0.2}, `reply_to "nope": not a message id`},
+		{map[string]any{"from": "a;b", "timeout_seconds": 0.2}, `from "a;b"`},
+	} {
+		if got := ana.callErr("wait_for_message", tc.args); !strings.Contains(got, tc.want) {
+			t.Errorf("%v: error %q, want it to say %q", tc.args, got, tc.want)
+		}
+	}
+}
+
 // A client that cancels its call ends the wait at once.
 func TestWaitCancelledByClient(t *testing.T) {
 	t.Parallel()
