@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -82,34 +83,23 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 	if err != nil {
 		return err
 	}
-	id, d, c, env := m.id, m.d, m.c, m.env
+	id, c, env := m.id, m.c, m.env
 	if !opts.JSON() {
-		d.OnWait = newWaitPrinter(opts.IO.ErrOut, false).wait
+		opts.Mode.Call.OnWait = newWaitPrinter(opts.IO.ErrOut, false).wait
 	}
 	results, err := c.Broadcast(ctx, opts.Team, env, opts.Mode)
 	if err != nil {
 		return err
 	}
-	delivered, failed := 0, 0
-	for _, r := range results {
-		if r.OK() {
-			delivered++
-		} else {
-			failed++
-		}
-	}
+	sum := courier.Summarize(results)
 	code := ExitOK
-	if failed > 0 {
+	if !sum.OK() {
 		code = ExitPartial
 	}
 	if opts.JSON() {
 		out := make([]resultJSON, len(results))
 		for i, r := range results {
 			out[i] = toResultJSON(r)
-		}
-		verdict := map[bool]string{true: "delivered", false: "partial"}[failed == 0]
-		if delivered == 0 {
-			verdict = "failed"
 		}
 		writeJSON(&Factory{IO: opts.IO}, struct {
 			ID        string       `json:"id"`
@@ -118,22 +108,29 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 			All       bool         `json:"all"`
 			Verdict   string       `json:"verdict"`
 			Delivered int          `json:"delivered"`
+			Deferred  int          `json:"deferred"`
 			Failed    int          `json:"failed"`
 			ExitCode  int          `json:"exit_code"`
 			Results   []resultJSON `json:"results"`
-		}{string(env.ID), id.Name, opts.Team, opts.All, verdict, delivered, failed, code, out})
+		}{string(env.ID), id.Name, opts.Team, opts.All, string(sum.Verdict), len(sum.Delivered), len(sum.Deferred), len(sum.Failed), code, out})
 		return exitError{code}
 	}
 	for _, r := range results {
 		mark := "✓"
-		if !r.OK() {
+		switch {
+		case r.Verdict == courier.Deferred && r.OK():
+			mark = "…"
+		case !r.OK():
 			mark = "✗"
 		}
 		fmt.Fprintf(opts.IO.Out, "%s %s\n", mark, describeResult(r))
 	}
-	fmt.Fprintf(opts.IO.Out, "%d of %d delivered as %s", delivered, len(results), env.ID)
-	if failed > 0 {
-		fmt.Fprintf(opts.IO.Out, "; %d failed", failed)
+	fmt.Fprintf(opts.IO.Out, "%d of %d delivered as %s", len(sum.Delivered), len(results), env.ID)
+	if n := len(sum.Deferred); n > 0 {
+		fmt.Fprintf(opts.IO.Out, "; %d deferred (agentmsg deliver types them once ready)", n)
+	}
+	if n := len(sum.Failed); n > 0 {
+		fmt.Fprintf(opts.IO.Out, "; %d failed", n)
 	}
 	fmt.Fprintln(opts.IO.Out)
 	return exitError{code}

@@ -19,6 +19,8 @@ type composer struct {
 	Mode     courier.Mode
 	Envelope envelopeFlags
 	Agent    agentFlags
+	// single: the message goes to one agent (send), not to a team.
+	single bool
 }
 
 func newComposer(f *Factory) composer {
@@ -44,13 +46,17 @@ func (cm *composer) compose(ctx context.Context, text string) (composed, error) 
 	if out.id, err = cm.Identity(ctx); err != nil {
 		return out, err
 	}
-	if out.d, err = cm.Dispatcher(); err != nil {
+	// A message only recorded in an inbox needs no tmux (nor tmux
+	// installed); a broadcast still lists the server's agents.
+	if !cm.Mode.MailboxOnly || !cm.single {
+		if out.d, err = cm.Dispatcher(); err != nil {
+			return out, err
+		}
+	}
+	if cm.Mode.Call, err = cm.Agent.call(cm.Factory); err != nil {
 		return out, err
 	}
-	if err := cm.Agent.apply(cm.Factory, out.d); err != nil {
-		return out, err
-	}
-	msg, err := out.d.NewMessage(out.id.Sender, text)
+	msg, err := dispatch.NewMessage(out.id.Sender, text, nil)
 	if err != nil {
 		return out, err
 	}

@@ -38,14 +38,15 @@ tmux client a send uses.`,
 			if err != nil {
 				return err
 			}
-			if err := agent.apply(f, d); err != nil {
+			call, err := agent.call(f)
+			if err != nil {
 				return err
 			}
 			n := 0
 			if probe {
 				n = 10
 			}
-			in, err := d.Inspect(c.Context(), t, n)
+			in, err := d.Inspect(c.Context(), t, n, call)
 			if err != nil {
 				return err
 			}

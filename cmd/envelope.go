@@ -8,7 +8,6 @@ import (
 
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 )
@@ -69,15 +68,19 @@ func (f *Factory) courier(d *dispatch.Dispatcher) (*courier.Courier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &courier.Courier{Store: store, Dispatch: d, Locks: lock.DefaultDir(f.LookupEnv),
+	return &courier.Courier{Store: store, Dispatch: d, Locks: f.locks(),
 		Keep: mailbox.Retention{MaxCount: cfg.Settings.KeepCount, MaxAge: cfg.Settings.KeepAge}}, nil
 }
 
 // resultCode is the exit code of a courier result: deferred and recorded
 // messages are safe, so 0.
 func resultCode(r courier.Result) int {
-	if r.OK() {
+	switch {
+	case r.OK():
 		return ExitOK
+	case r.RecordErr != nil && (r.Outcome.OK() || r.Verdict == courier.Deferred):
+		// The delivery went well; its record did not.
+		return ExitError
 	}
 	return outcomeCode(r.Outcome)
 }
@@ -95,8 +98,14 @@ func toResultJSON(r courier.Result) resultJSON {
 }
 
 func describeResult(r courier.Result) string {
+	if r.RecordErr != nil && r.Outcome.OK() {
+		return fmt.Sprintf("%s; but %v", describe(r.Outcome), r.RecordErr)
+	}
 	switch r.Verdict {
 	case courier.Deferred:
+		if r.Err != nil { // interrupted, or another sender held the pane
+			return fmt.Sprintf("deferred for %s as %s: %v; kept in its inbox (agentmsg deliver types it)", r.Target, r.ID, r.Err)
+		}
 		return fmt.Sprintf("deferred for %s as %s: kept in its inbox until it is ready (agentmsg deliver types it then)", r.Target, r.ID)
 	case courier.Recorded:
 		return fmt.Sprintf("recorded in %s's inbox as %s (not typed)", r.Target, r.ID)

@@ -57,6 +57,17 @@ type Factory struct {
 	Mailbox func() (*mailbox.Store, error)
 	// JSON is set by --json.
 	JSON bool
+	// Command is the command running ("agentmsg send"), set once the
+	// command line is parsed; lock files name their holder with it.
+	Command string
+}
+
+// locks is the lock directory, with this process named as the holder of
+// the locks it takes.
+func (f *Factory) locks() lock.Dir {
+	d := lock.DefaultDir(f.LookupEnv)
+	d.Owner = f.Command
+	return d
 }
 
 // realClock is wall time.
@@ -122,7 +133,7 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 		Self:        self,
 		Profile:     pick,
 		Tmux:        client,
-		Locks:       lock.DefaultDir(f.LookupEnv),
+		Locks:       f.locks(),
 		Clock:       realClock{},
 		Opts:        opts,
 		Concurrency: s.Concurrency,

@@ -22,6 +22,8 @@ func TestInstallCommandsWriteAlike(t *testing.T) {
 	}{
 		{"mcp install claude", []string{"mcp", "install", "claude", "--command", "/opt/bin/agentmsg"}, ".mcp.json", `"/opt/bin/agentmsg"`},
 		{"hooks install claude", []string{"hooks", "install", "claude"}, filepath.Join(".claude", "settings.json"), "hook prompt-submit"},
+		{"hooks install codex", []string{"hooks", "install", "codex"}, filepath.Join(".codex", "hooks.json"), "hook prompt-submit"},
+		{"hooks install qwen", []string{"hooks", "install", "qwen"}, filepath.Join(".qwen", "settings.json"), "hook prompt-submit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -105,5 +107,83 @@ func TestInstallCommandsWriteAlike(t *testing.T) {
 				t.Errorf("--json: %+v", rep)
 			}
 		})
+	}
+}
+
+// Every merge keeps the user's file as it was, byte for byte, and only adds
+// (issue 12, item 6): keys in their unsorted order, the file's own
+// indentation (four spaces here, a tab there), its spacing; the added text
+// follows that indentation.
+func TestInstallKeepsOrderAndFormatting(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string // the directory flag and DIR follow
+		file string   // under DIR
+		old  string
+		want string // in the added text
+	}{
+		{"hooks install claude", []string{"hooks", "install", "claude", "--dir"}, ".claude/settings.json",
+			"{\n    \"zeta\": {\n        \"b\": 1,\n        \"a\": [1,2]\n    },\n    \"model\":   \"opus\"\n}\n", "\n    \"hooks\": {\n        \"UserPromptSubmit\": [\n"},
+		{"hooks install gemini (tabs)", []string{"hooks", "install", "gemini", "--dir"}, ".gemini/settings.json",
+			"{\n\t\"theme\": \"dark\",\n\t\"alpha\": true\n}\n", "\n\t\"hooks\": {\n\t\t\"BeforeAgent\": [\n"},
+		{"mcp install claude", []string{"mcp", "install", "claude", "--command", "/opt/bin/agentmsg", "--dir"}, ".mcp.json",
+			"{\n    \"zeta\": 1,\n    \"mcpServers\": {\n        \"github\": {\"command\": \"gh-mcp\"}\n    },\n    \"alpha\": [ 1, 2 ]\n}\n",
+			",\n        \"agentmsg\": {\n            \"command\": \"/opt/bin/agentmsg\",\n"},
+		{"mcp install gemini", []string{"mcp", "install", "gemini", "--command", "/opt/bin/agentmsg", "--home"}, ".gemini/settings.json",
+			"{\n  \"ui\": {\"theme\": \"dark\"},\n  \"general\": {\"vimMode\": true}\n}", ",\n  \"mcpServers\": {\n    \"agentmsg\": {\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, tc.file)
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(tc.old), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, out, errOut := testFactory(map[string]string{"AGENTMSG_HOME": t.TempDir()})
+			if code := Run(context.Background(), f, append(append([]string{}, tc.args...), dir)); code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+			}
+			data, _ := os.ReadFile(path)
+			got := string(data)
+			if !json.Valid(data) {
+				t.Fatalf("not valid JSON:\n%s", got)
+			}
+			// One insertion, nothing else changed: the old file is a
+			// prefix and a suffix of the new one around the added text.
+			p := 0
+			for p < len(tc.old) && p < len(got) && tc.old[p] == got[p] {
+				p++
+			}
+			s := 0
+			for s < len(tc.old)-p && s < len(got)-p && tc.old[len(tc.old)-1-s] == got[len(got)-1-s] {
+				s++
+			}
+			if p+s != len(tc.old) {
+				t.Fatalf("the old text was changed, not only added to:\nold:\n%s\nnew:\n%s", tc.old, got)
+			}
+			if added := got[p : len(got)-s]; !strings.HasPrefix(strings.TrimPrefix(added, ","), strings.TrimPrefix(tc.want, ",")) {
+				t.Errorf("added text does not follow the file's indentation; want it to start %q:\n%s", tc.want, added)
+			}
+		})
+	}
+}
+
+// Codex runs a hook only once a person has trusted it: the install says so.
+func TestHooksInstallSaysWhatIsLeft(t *testing.T) {
+	dir := t.TempDir()
+	f, out, _ := testFactory(map[string]string{"AGENTMSG_HOME": t.TempDir()})
+	if code := Run(context.Background(), f, []string{"hooks", "install", "codex", "--dir", dir}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if !strings.Contains(out.String(), `"Trust all and continue"`) || !strings.Contains(out.String(), "UserPromptSubmit and Stop") {
+		t.Errorf("output:\n%s", out)
+	}
+	for _, args := range [][]string{{"hooks", "install", "aider"}, {"hooks", "install"}, {"mcp", "install", "aider"}} {
+		f, _, errOut := testFactory(nil)
+		if code := Run(context.Background(), f, args); code != ExitUsage || !strings.Contains(errOut.String(), "claude, codex, gemini or qwen") {
+			t.Errorf("%v: exit %d, %s", args, code, errOut)
+		}
 	}
 }

@@ -60,7 +60,7 @@ func newLifecycleManager(f *Factory) (*lifecycle.Manager, error) {
 }
 
 func lifecycleManager(f *Factory, d *dispatch.Dispatcher) (*lifecycle.Manager, error) {
-	exec, ok := d.Tmux.(*tmux.Exec)
+	exec, ok := d.Tmux.(tmux.Sessions)
 	if !ok {
 		cfg, err := f.Config()
 		if err != nil {

@@ -64,7 +64,7 @@ func listRun(ctx context.Context, opts *ListOptions) error {
 	if err != nil {
 		return err
 	}
-	agents, err := d.Agents(ctx, opts.Team)
+	agents, err := d.Agents(ctx, opts.Team, dispatch.Call{})
 	if err != nil {
 		return err
 	}

@@ -647,3 +647,17 @@ func TestMailboxExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// Recording a message in an inbox needs no tmux: send --mailbox-only works
+// where tmux is not installed (the test factory fails any use of tmux).
+func TestMailboxOnlySendNeedsNoTmux(t *testing.T) {
+	m := newMBHome(t)
+	r := m.want(m.run("lead", "--json", "send", "--mailbox-only", "alpha", "ana", "read me later"), ExitOK)
+	if !strings.Contains(r.stdout, `"verdict": "recorded"`) {
+		t.Fatalf("send --mailbox-only:\n%s", r)
+	}
+	r = m.want(m.run("ana", "inbox"), ExitOK)
+	if !strings.Contains(r.stdout, "read me later") {
+		t.Errorf("ana's inbox:\n%s", r)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/integration"
 	"github.com/agentmsg/agentmsg/mailbox"
 )
 
@@ -204,7 +205,7 @@ func TestMCPInstallPrints(t *testing.T) {
 		t.Fatal(code)
 	}
 	var doc struct {
-		MCPServers map[string]mcpServerEntry `json:"mcpServers"`
+		MCPServers map[string]integration.MCPServer `json:"mcpServers"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -265,7 +266,7 @@ func TestMCPInstallGeminiNewFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		MCPServers map[string]mcpServerEntry `json:"mcpServers"`
+		MCPServers map[string]integration.MCPServer `json:"mcpServers"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil || doc.MCPServers["agentmsg"].Args[0] != "mcp" {
 		t.Fatalf("%v\n%s", err, data)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -98,9 +97,12 @@ func hint(o dispatch.Outcome, socket, serverFlag string) string {
 		if errors.Is(o.Err, delivery.ErrNotAgent) {
 			return "the agent has exited: start it again in that pane (or use --force to type into the shell)"
 		}
-		return "wait longer with --ready-timeout, or look: tmux -S " + shellQuote(socket) + " attach -r -t '=" + o.Target.Session + "'"
+		return "wait longer with --ready-timeout, or look: " + tmux.WatchCommand(tmux.Server{Socket: socket}, o.Target.Session)
 	case ExitUnconfirmed:
-		return "look at the agent's screen: tmux -S " + shellQuote(socket) + " attach -r -t '=" + o.Target.Session + "'"
+		if errors.Is(o.Err, delivery.ErrInterrupted) {
+			return "the message is kept as typed: agentmsg " + serverFlag + "deliver submits it (once)"
+		}
+		return "look at the agent's screen: " + tmux.WatchCommand(tmux.Server{Socket: socket}, o.Target.Session)
 	}
 	return ""
 }
@@ -114,12 +116,7 @@ func serverFlag(lookupEnv func(string) (string, bool), socket string) string {
 	return "-S " + shellQuote(socket) + " "
 }
 
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+%=") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+func shellQuote(s string) string { return tmux.ShellQuote(s) }
 
 func ms(d time.Duration) string {
 	if d < time.Second {

@@ -89,20 +89,25 @@ func (a *agentFlags) register(c *cobra.Command, delivers bool) {
 	}
 }
 
-// apply sets them on d.
-func (a *agentFlags) apply(f *Factory, d *dispatch.Dispatcher) error {
-	d.WaitIdle, d.Opts.Force = a.waitIdle, a.force
+// call turns them into the per-call choices of a send or a look.
+func (a *agentFlags) call(f *Factory) (dispatch.Call, error) {
+	call := dispatch.Call{WaitIdle: a.waitIdle, Force: a.force}
 	if a.kind == "" {
-		return nil
+		return call, nil
 	}
 	cfg, err := f.Config()
 	if err != nil {
-		return err
+		return call, err
 	}
 	profiles, err := agentProfiles(cfg)
 	if err != nil {
-		return err
+		return call, err
 	}
-	d.Profile, err = profilePicker(profiles, a.kind)
-	return err
+	p, ok := profile.LookupIn(profiles, a.kind)
+	if !ok {
+		return call, usagef("--agent %q: want one of %s", a.kind, strings.Join(profileNames(profiles), ", "))
+	}
+	ap := toAgentProfile(p)
+	call.Agent, call.AgentWhy = &ap, "--agent "+a.kind
+	return call, nil
 }

@@ -118,6 +118,7 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(c *cobra.Command, args []string) error {
+			f.Command = c.CommandPath()
 			if g.verbose {
 				f.Log.SetLevel(log.DebugLevel)
 			}
@@ -163,7 +164,13 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 		f.Dispatcher = func() (*dispatch.Dispatcher, error) { return newDispatcher(f) }
 	}
 	if f.Mailbox == nil {
-		f.Mailbox = func() (*mailbox.Store, error) { return mailbox.New(mailbox.DefaultRoot(f.LookupEnv)), nil }
+		f.Mailbox = func() (*mailbox.Store, error) {
+			s := mailbox.Default(f.LookupEnv)
+			if err := s.Check(); err != nil { // a root others control is refused
+				return nil, err
+			}
+			return s, nil
+		}
 	}
 	if f.Identity == nil {
 		f.Identity = onceIdentity(f)

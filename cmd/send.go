@@ -24,7 +24,9 @@ type SendOptions struct {
 }
 
 func NewCmdSend(f *Factory, runF func(context.Context, *SendOptions) error) *cobra.Command {
-	opts := &SendOptions{composer: newComposer(f), IO: f.IO, JSON: func() bool { return f.JSON }, LookupEnv: f.LookupEnv}
+	cm := newComposer(f)
+	cm.single = true
+	opts := &SendOptions{composer: cm, IO: f.IO, JSON: func() bool { return f.JSON }, LookupEnv: f.LookupEnv}
 	c := &cobra.Command{
 		Use:   "send TEAM NAME [MESSAGE...]",
 		Short: "Type a message into one agent's input box, submit it, and confirm it arrived",
@@ -98,7 +100,7 @@ func sendRun(ctx context.Context, opts *SendOptions) error {
 		// A person sees one line kept up to date; an agent running us as a
 		// tool (no terminal) sees a line each time the reason changes.
 		progress = newWaitPrinter(opts.IO.ErrOut, opts.IO.ErrTTY)
-		d.OnWait = progress.wait
+		opts.Mode.Call.OnWait = progress.wait
 	}
 	out := c.Send(ctx, opts.Target, env, opts.Mode)
 	if progress != nil {
@@ -119,9 +121,11 @@ func sendRun(ctx context.Context, opts *SendOptions) error {
 		return nil
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s\n", describeResult(out))
-	socket := d.Tmux.Server().Socket
-	if h := hint(out.Outcome, socket, serverFlag(opts.LookupEnv, socket)); h != "" {
-		fmt.Fprintf(opts.IO.ErrOut, "  %s\n", h)
+	if d != nil {
+		socket := d.Tmux.Server().Socket
+		if h := hint(out.Outcome, socket, serverFlag(opts.LookupEnv, socket)); h != "" {
+			fmt.Fprintf(opts.IO.ErrOut, "  %s\n", h)
+		}
 	}
 	return exitError{code}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/tmux"
 )
 
 // SpawnOptions are spawn's inputs.
@@ -137,6 +138,6 @@ func spawnRun(ctx context.Context, opts *SpawnOptions) error {
 		return nil
 	}
 	fmt.Fprintf(opts.IO.Out, "spawned %s in session %s (pane %s, pid %d) on %s\n", t, t.Session, pane.ID, pane.PID, socket)
-	fmt.Fprintf(opts.IO.ErrOut, "  watch it: tmux -S %s attach -r -t '=%s'\n", socket, t.Session)
+	fmt.Fprintf(opts.IO.ErrOut, "  watch it: %s\n", tmux.WatchCommand(tmux.Server{Socket: socket}, t.Session))
 	return nil
 }

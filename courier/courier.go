@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -51,18 +52,28 @@ type Mode struct {
 	Queue bool
 	// MailboxOnly records the message without typing it.
 	MailboxOnly bool
+	// Call is how the message is typed: the profile chosen by hand, wait
+	// for idle, force, who hears about waits.
+	Call dispatch.Call
 }
 
 // Result is one recipient's outcome and what the mailbox now says.
 type Result struct {
 	dispatch.Outcome
+	// State is what the inbox really says about the message: when the
+	// record of the outcome could not be written, the record before it.
 	State mailbox.DeliveryState
+	// RecordErr: the outcome could not be recorded (a full disk, say).
+	// The message may have reached the agent, but the inbox says less;
+	// Err says so too.
+	RecordErr error
 }
 
 // OK reports whether the message is taken care of: submitted, safely
-// kept for later, or no longer to be typed (Skipped).
+// kept for later, or no longer to be typed (Skipped), and recorded as
+// such.
 func (r Result) OK() bool {
-	return r.Outcome.OK() || r.Verdict == Deferred || r.Verdict == Recorded || r.Verdict == Skipped
+	return r.RecordErr == nil && (r.Outcome.OK() || r.Verdict == Deferred || r.Verdict == Recorded || r.Verdict == Skipped)
 }
 
 // Inbox names the inbox of t: its team and agent name; team-less ralph
@@ -129,12 +140,13 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 	// Older messages still waiting for this agent go first: oldest first
 	// is the order an agent reads in. If they still cannot go, neither can
 	// this one; it waits behind them.
-	if mode.Queue && c.waiting(team, agent) {
-		if _, err := c.deliverInbox(ctx, team, agent, false); err != nil {
-			return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}}
-		}
-		if c.waiting(team, agent) {
-			env.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent"}
+	if mode.Queue {
+		if wait, err := c.olderFirst(ctx, team, agent); wait {
+			why := "behind older messages to the same agent"
+			if err != nil {
+				why += " (" + err.Error() + ")"
+			}
+			env.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: why}
 			res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred}
 			if err := box.Append(env); err != nil {
 				res.Verdict, res.Err = delivery.Failed, fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
@@ -160,11 +172,11 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 	defer unlock()
 	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
 		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, 1)}
-	out := c.Dispatch.SendMessage(ctx, t, msg, record)
+	out := c.Dispatch.SendMessage(ctx, t, msg, mode.Call, record)
 	if !recorded {
 		return Result{Outcome: out}
 	}
-	return c.settle(box, env.ID, out, mode, 1, delivery.NotReached, false)
+	return c.settle(ctx, box, env.ID, out, mode, 1, prior{})
 }
 
 // onStep records each step of typing a message before it is taken (the
@@ -179,6 +191,25 @@ func (c *Courier) onStep(boxOf func(target.Target) *mailbox.Box, id message.ID, 
 		}
 		return box.SetDelivery(id, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Reached: string(s), Updated: c.now()})
 	}
+}
+
+// olderFirst is the one enqueue rule, for a send and a broadcast alike:
+// older messages waiting for team/agent go first. It types them if it can,
+// and reports whether some still wait; the new message then waits behind
+// them. Should typing them fail (interrupted, another deliverer busy with
+// the inbox), the new one waits too: kept, not lost (err says why).
+func (c *Courier) olderFirst(ctx context.Context, team, agent string) (wait bool, err error) {
+	if !c.waiting(team, agent) {
+		return false, nil
+	}
+	_, err = c.deliverInbox(ctx, team, agent, false)
+	return err != nil || c.waiting(team, agent), err
+}
+
+// mustWait is olderFirst's answer alone.
+func (c *Courier) mustWait(ctx context.Context, team, agent string) bool {
+	wait, _ := c.olderFirst(ctx, team, agent)
+	return wait
 }
 
 // waiting reports whether team/agent's inbox holds messages that wait for
@@ -218,11 +249,26 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 			unlock()
 		}
 	}()
-	record := func(targets []target.Target) error {
+	var behind []Result // targets with older messages waiting: this one waits too
+	record := func(targets []target.Target) ([]target.Target, error) {
 		var errs []error
+		var now []target.Target
 		for _, t := range targets {
 			tm, agent := Inbox(t)
 			box, err := c.Store.Box(tm, agent)
+			if err == nil && !mode.MailboxOnly && mode.Queue && c.mustWait(ctx, tm, agent) {
+				// The same rule as Send's: oldest first, so a broadcast
+				// never overtakes a message deferred to the same agent.
+				e := env
+				e.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent"}
+				res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred}
+				if err := box.Append(e); err != nil {
+					errs = append(errs, fmt.Errorf("%s/%s: %w", tm, agent, err))
+					continue
+				}
+				behind = append(behind, res)
+				continue
+			}
 			if err == nil && !mode.MailboxOnly {
 				var unlock func()
 				if unlock, err = c.holdTyping(ctx, tm, agent, env.ID); err == nil {
@@ -237,11 +283,12 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 				continue
 			}
 			boxes[t.Session] = box
+			now = append(now, t)
 		}
 		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("recording the broadcast: %w", err)
+			return nil, fmt.Errorf("recording the broadcast: %w", err)
 		}
-		return nil
+		return now, nil
 	}
 	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
 		OnStep: c.onStep(func(t target.Target) *mailbox.Box { return boxes[t.Session] }, env.ID, 1)}
@@ -253,7 +300,7 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		if len(targets) == 0 {
 			return nil, fmt.Errorf("%w: no agent sessions to record for", dispatch.ErrNoTargets)
 		}
-		if err := record(targets); err != nil {
+		if _, err := record(targets); err != nil {
 			return nil, err
 		}
 		out := make([]Result, len(targets))
@@ -262,14 +309,16 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		}
 		return out, nil
 	}
-	rep, err := c.Dispatch.BroadcastMessage(ctx, team, msg, record)
+	rep, err := c.Dispatch.BroadcastMessage(ctx, team, msg, mode.Call, record)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Result, len(rep.Outcomes))
-	for i, o := range rep.Outcomes {
-		out[i] = c.settle(boxes[o.Target.Session], env.ID, o, mode, 1, delivery.NotReached, false)
+	out := make([]Result, 0, len(rep.Outcomes)+len(behind))
+	for _, o := range rep.Outcomes {
+		out = append(out, c.settle(ctx, boxes[o.Target.Session], env.ID, o, mode, 1, prior{}))
 	}
+	out = append(out, behind...)
+	slices.SortFunc(out, func(a, b Result) int { return strings.Compare(a.Target.Session, b.Target.Session) })
 	return out, nil
 }
 
@@ -306,28 +355,45 @@ func (c *Courier) tryTyping(team, agent string, id message.ID) (unlock func(), o
 // attempt may have typed it (env.Delivery says how far it may have got).
 func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target, env mailbox.Envelope, mode Mode, attempt int, resume bool) Result {
 	var earlier delivery.Step
+	var was mailbox.DeliveryState
 	if env.Delivery != nil {
-		earlier = delivery.Step(env.Delivery.Reached)
+		earlier, was = delivery.Step(env.Delivery.Reached), env.Delivery.State
 	}
 	// Recorded before typing: a deliverer that finds this state after a
 	// crash looks for traces on screen before typing again. How far
 	// earlier attempts got is kept: this one cannot undo it.
 	if err := box.SetDelivery(env.ID, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Reached: string(earlier), Updated: c.now()}); err != nil {
-		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}, State: mailbox.StatePending}
+		// Nothing typed; the inbox still says what it said.
+		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}, State: was}
 	}
-	d := *c.Dispatch
-	d.Opts.Resume, d.Opts.Earlier = resume, earlier
+	call := mode.Call
+	call.Resume, call.Earlier = resume, earlier
 	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
 		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, attempt)}
-	out := d.SendMessage(ctx, t, msg, nil)
-	return c.settle(box, env.ID, out, mode, attempt, earlier, resume)
+	out := c.Dispatch.SendMessage(ctx, t, msg, call, nil)
+	return c.settle(ctx, box, env.ID, out, mode, attempt, prior{state: was, reached: earlier, resumed: resume})
+}
+
+// prior is what earlier attempts at a message left: its recorded state and
+// how far they may have got in the pane; resumed: this attempt looked for
+// their traces. The zero value is a new message.
+type prior struct {
+	state   mailbox.DeliveryState
+	reached delivery.Step
+	resumed bool
 }
 
 // settle records the outcome of one typing and turns a not-ready agent
-// into a deferral when mode queues. earlier is how far earlier attempts
-// may have got in the pane; resumed says this attempt resumed them.
-func (c *Courier) settle(box *mailbox.Box, id message.ID, out dispatch.Outcome, mode Mode, attempt int, earlier delivery.Step, resumed bool) Result {
+// into a deferral when mode queues.
+func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, out dispatch.Outcome, mode Mode, attempt int, before prior) Result {
+	if ctx.Err() != nil && out.Verdict == delivery.Failed && out.Typings == 0 && !out.Reached.Further(delivery.NotReached) {
+		// Stopped before its delivery typed anything (while a broadcast
+		// read the agent's screen, say): nothing to undo, so it waits
+		// like one whose agent was not ready.
+		out.Verdict, out.Err = delivery.NotReady, &delivery.InterruptedError{Cause: context.Cause(ctx)}
+	}
 	res := Result{Outcome: out}
+	earlier, resumed := before.reached, before.resumed
 	reached := earlier
 	if out.Reached.Further(reached) {
 		reached = out.Reached
@@ -352,16 +418,36 @@ func (c *Courier) settle(box *mailbox.Box, id message.ID, out dispatch.Outcome, 
 		// Kept for deliver; not for a shell prompt, which is no agent
 		// and will not become ready by itself.
 		rec.State = mailbox.StateDeferred
-		res.Verdict, res.Err = Deferred, nil
+		if before.state == mailbox.StateTyped {
+			// Typed by an earlier attempt and not touched by this one: it
+			// still waits in the box, for the next deliver to submit.
+			rec.State = mailbox.StateTyped
+		}
+		res.Verdict = Deferred
+		var nr *delivery.NotReadyError
+		locked := errors.As(out.Err, &nr) && nr.State == delivery.Locked
+		if !locked && !errors.Is(out.Err, delivery.ErrInterrupted) {
+			res.Err = nil // the usual wait for an agent: nothing more to say
+		}
 	default:
 		rec.State = mailbox.StateFailed
 	}
 	res.State = rec.State
 	if box == nil {
+		res.State = "" // nothing stored: never claim more
 		return res
 	}
-	if err := box.SetDelivery(id, rec); err != nil && res.Err == nil {
-		res.Err = fmt.Errorf("%s, but recording that failed: %w", out.Verdict, err)
+	if err := box.SetDelivery(id, rec); err != nil {
+		// Every typing is recorded as such first, and that is what the
+		// inbox still says: a later deliver looks for traces of it, and
+		// finds it submitted or finishes it.
+		res.State = mailbox.StateTyping
+		res.RecordErr = fmt.Errorf("%s, but recording that in the inbox failed (it still says %s): %w", out.Verdict, res.State, err)
+		if res.Err == nil {
+			res.Err = res.RecordErr
+		} else {
+			res.Err = errors.Join(res.Err, res.RecordErr)
+		}
 	}
 	return res
 }

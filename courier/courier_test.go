@@ -2,6 +2,7 @@ package courier
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -257,6 +258,224 @@ func TestSendKeepsTheInboxBounded(t *testing.T) {
 	}
 }
 
+// hookClock is wall time whose Sleep first tells onSleep how long it is
+// asked to sleep: a test stops a delivery at a chosen step with it.
+type hookClock struct{ onSleep func(time.Duration) }
+
+func (hookClock) Now() time.Time { return time.Now() }
+func (h hookClock) Sleep(ctx context.Context, d time.Duration) error {
+	h.onSleep(d)
+	return faketmux.Clock{}.Sleep(ctx, d)
+}
+
+// A send stopped by its caller (SIGINT, SIGTERM, an MCP client gone) is
+// recorded as what it is, never as failed: waiting (deferred) when nothing
+// was typed, typed when the text waits in the box. Deliver then finishes
+// it, exactly once, and so does a later send to the same agent, before its
+// own message.
+func TestInterruptedSendIsKeptAndFinishedOnce(t *testing.T) {
+	const settle = 20 * time.Millisecond
+	tests := []struct {
+		name   string
+		dialog bool // the agent shows a dialog until the send is stopped
+		at     time.Duration
+		// The result and record of the stopped send.
+		verdict delivery.Verdict
+		state   mailbox.DeliveryState
+		// finish with a later send instead of deliver
+		bySend bool
+	}{
+		{name: "waiting for a dialog to close", dialog: true, at: time.Millisecond, verdict: Deferred, state: mailbox.StateDeferred},
+		{name: "in the settle", at: settle, verdict: delivery.Typed, state: mailbox.StateTyped},
+		{name: "in the settle, then another send", at: settle, verdict: delivery.Typed, state: mailbox.StateTyped, bySend: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, tm := newCourier(t, "agent-alpha-ana")
+			c.Dispatch.Opts.Settle = settle
+			tm.SetDialog("agent-alpha-ana", tt.dialog)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			sleeps := 0
+			c.Dispatch.Clock = hookClock{func(d time.Duration) {
+				if d == tt.at {
+					if sleeps++; sleeps == 3 || tt.at == settle {
+						cancel()
+					}
+				}
+			}}
+			env := envelope(t, "stopped half way")
+			res := c.Send(ctx, ana(t), env, Mode{Queue: true})
+			if res.Verdict != tt.verdict || res.State != tt.state || state(t, c, env.ID) != tt.state {
+				t.Fatalf("result %s (stored %s, err %v), inbox %s; want %s and %s", res.Verdict, res.State, res.Err, state(t, c, env.ID), tt.verdict, tt.state)
+			}
+			if !errors.Is(res.Err, delivery.ErrInterrupted) && res.Verdict != Deferred {
+				t.Errorf("err %v, want it to say it was interrupted", res.Err)
+			}
+			if got := tm.Received("agent-alpha-ana"); len(got) != 0 {
+				t.Fatalf("submitted %q before it was finished", got)
+			}
+
+			tm.SetDialog("agent-alpha-ana", false)
+			c.Dispatch.Clock = faketmux.Clock{}
+			want := []string{string(env.ID) + ": stopped half way"}
+			if tt.bySend {
+				next := envelope(t, "next")
+				if r := c.Send(context.Background(), ana(t), next, Mode{Queue: true}); r.Verdict != delivery.Submitted {
+					t.Fatalf("next send: %+v", r)
+				}
+				want = append(want, string(next.ID)+": next")
+			}
+			for range 2 { // a second pass finds nothing left to do
+				if _, err := c.Deliver(context.Background(), ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := tm.Received("agent-alpha-ana"); !slices.Equal(got, want) {
+				t.Fatalf("received %q, want %q", got, want)
+			}
+			if s := state(t, c, env.ID); s != mailbox.StateSubmitted {
+				t.Errorf("inbox says %s, want submitted", s)
+			}
+		})
+	}
+}
+
+// A broadcast stopped mid-way leaves every target's copy kept: typed where
+// the text waits in the box, deferred where nothing was typed yet.
+func TestInterruptedBroadcastKeepsEveryCopy(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana", "agent-alpha-bob")
+	c.Dispatch.Opts.Settle = 20 * time.Millisecond
+	tm.SetDialog("agent-alpha-bob", true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.Dispatch.Clock = hookClock{func(d time.Duration) {
+		if d == 20*time.Millisecond {
+			cancel() // ana is in its settle; bob waits for his dialog
+		}
+	}}
+	env := envelope(t, "all hands")
+	results, err := c.Broadcast(ctx, "alpha", env, Mode{Queue: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		want := map[string]mailbox.DeliveryState{"ana": mailbox.StateTyped, "bob": mailbox.StateDeferred}[r.Target.Name]
+		if r.State != want {
+			t.Errorf("%s: %s (stored %s, %v), want stored %s", r.Target.Name, r.Verdict, r.State, r.Err, want)
+		}
+	}
+	tm.SetDialog("agent-alpha-bob", false)
+	c.Dispatch.Clock = faketmux.Clock{}
+	if _, err := c.Deliver(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"agent-alpha-ana", "agent-alpha-bob"} {
+		if got := tm.Received(s); len(got) != 1 {
+			t.Errorf("%s received %q, want the broadcast once", s, got)
+		}
+	}
+}
+
+// A deliverer holding an inbox (another deliver, or one that is stuck)
+// makes no one wait past their ready timeout: a send records its message
+// deferred behind the older ones, and a deliver pass moves on.
+func TestBusyInboxDelivererIsNotWaitedFor(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	tm.SetDialog("agent-alpha-ana", true)
+	older := envelope(t, "older")
+	if r := c.Send(context.Background(), ana(t), older, Mode{Queue: true}); r.Verdict != Deferred {
+		t.Fatalf("older: %+v", r)
+	}
+	tm.SetDialog("agent-alpha-ana", false)
+	other := lock.Dir{Path: c.Locks.Path, Owner: "agentmsg deliver --watch"}
+	unlock, err := other.Named(context.Background(), "deliver-alpha-ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	env := envelope(t, "newer")
+	res := c.Send(ctx, ana(t), env, Mode{Queue: true})
+	if res.Verdict != Deferred || state(t, c, env.ID) != mailbox.StateDeferred {
+		t.Fatalf("send: %+v, want deferred behind the older message", res)
+	}
+	if done, err := c.Deliver(ctx, ""); err != nil || len(done) != 0 {
+		t.Fatalf("deliver with the inbox held: %+v, %v; want it left to its deliverer", done, err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("took %s with a ready timeout of %s", took, c.Dispatch.Opts.ReadyTimeout)
+	}
+	unlock()
+	if _, err := c.Deliver(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{string(older.ID) + ": older", string(env.ID) + ": newer"}
+	if got := tm.Received("agent-alpha-ana"); !slices.Equal(got, want) {
+		t.Errorf("received %q, want %q", got, want)
+	}
+}
+
+// fakeServer lets fullDisk embed the fake server without its field name
+// hiding the server's Server method.
+type fakeServer = faketmux.Server
+
+// fullDisk is the fake tmux server of a machine whose disk fills up just
+// as the agent is told to submit: the inbox can no longer be written (its
+// lock file is made unopenable, which stops root too).
+type fullDisk struct {
+	*fakeServer
+	lockFile string
+	full     bool
+}
+
+func (f *fullDisk) SendBytes(ctx context.Context, pane string, b ...byte) error {
+	if !f.full {
+		f.full = true
+		if err := os.Remove(f.lockFile); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		if err := os.Mkdir(f.lockFile, 0o700); err != nil {
+			return err
+		}
+	}
+	return f.fakeServer.SendBytes(ctx, pane, b...)
+}
+
+// When the record of the outcome cannot be written, the result says what
+// the inbox really holds (typing), is not OK, and says why; a later
+// deliver finds the message submitted and does not type it again.
+func TestFailedFinalRecordIsReportedAsStored(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	disk := &fullDisk{fakeServer: tm, lockFile: filepath.Join(c.Store.Root, "teams", "alpha", "mailbox", "ana.lock")}
+	c.Dispatch.Tmux = disk
+	env := envelope(t, "hello")
+	res := c.Send(context.Background(), ana(t), env, Mode{Queue: true})
+	if res.OK() || res.State != mailbox.StateTyping || res.Verdict != delivery.Submitted {
+		t.Fatalf("result %s, stored %s, ok %v, err %v; want submitted, stored typing, not ok", res.Verdict, res.State, res.OK(), res.Err)
+	}
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "recording that in the inbox failed (it still says typing)") {
+		t.Errorf("err %v, want it to say the record failed", res.Err)
+	}
+	if s := state(t, c, env.ID); s != mailbox.StateTyping {
+		t.Fatalf("inbox says %s", s)
+	}
+	// Space again: deliver finds it submitted, and types nothing.
+	if err := os.Remove(disk.lockFile); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Deliver(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	if s := state(t, c, env.ID); s != mailbox.StateSubmitted {
+		t.Errorf("after deliver the inbox says %s, want submitted", s)
+	}
+	if got := tm.Received("agent-alpha-ana"); len(got) != 1 {
+		t.Errorf("received %q, want it once", got)
+	}
+}
+
 // A request is typed with its REQ_ id, so that the agent can claim what
 // it reads; once it is claimed or expired, deliver no longer types it and
 // records why (issue 10, item 18). The reminder that a request expired is
@@ -332,4 +551,61 @@ func TestDeliverTypesRequestIDsAndSkipsClosedRequests(t *testing.T) {
 	if again, _ := c.Deliver(context.Background(), ""); len(again) != 0 {
 		t.Errorf("second pass: %+v", again)
 	}
+}
+
+// A broadcast follows the same enqueue rule as a send: it never overtakes
+// a message deferred to one of its targets. A target whose older messages
+// can go now gets them first; one whose older messages still cannot go
+// keeps the broadcast behind them.
+func TestBroadcastNeverOvertakesADeferredMessage(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana", "agent-alpha-bob", "agent-alpha-cy")
+	bob := mustTarget(t, "alpha", "bob")
+	cy := mustTarget(t, "alpha", "cy")
+	tm.SetDialog("agent-alpha-bob", true)
+	tm.SetDialog("agent-alpha-cy", true)
+	older := envelope(t, "older to bob")
+	if r := c.Send(context.Background(), bob, older, Mode{Queue: true}); r.Verdict != Deferred {
+		t.Fatalf("older: %+v", r)
+	}
+	olderCy := envelope(t, "older to cy")
+	if r := c.Send(context.Background(), cy, olderCy, Mode{Queue: true}); r.Verdict != Deferred {
+		t.Fatalf("older to cy: %+v", r)
+	}
+	tm.SetDialog("agent-alpha-bob", false) // bob is ready now; cy is not
+	all := envelope(t, "to everyone")
+	results, err := c.Broadcast(context.Background(), "alpha", all, Mode{Queue: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdicts := map[string]delivery.Verdict{}
+	for _, r := range results {
+		verdicts[r.Target.Agent()] = r.Verdict
+	}
+	if verdicts["ana"] != delivery.Submitted || verdicts["bob"] != delivery.Submitted || verdicts["cy"] != Deferred {
+		t.Fatalf("verdicts %v: want ana and bob submitted, cy deferred behind its older message", verdicts)
+	}
+	want := []string{string(older.ID) + ": older to bob", string(all.ID) + ": to everyone"}
+	if got := tm.Received("agent-alpha-bob"); !slices.Equal(got, want) {
+		t.Errorf("bob received %q, want %q (the older message first)", got, want)
+	}
+	if got := tm.Received("agent-alpha-cy"); len(got) != 0 {
+		t.Errorf("cy received %q while its dialog was open", got)
+	}
+	tm.SetDialog("agent-alpha-cy", false)
+	if _, err := c.Deliver(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{string(olderCy.ID) + ": older to cy", string(all.ID) + ": to everyone"}
+	if got := tm.Received("agent-alpha-cy"); !slices.Equal(got, want) {
+		t.Errorf("cy received %q, want %q (in order, once)", got, want)
+	}
+}
+
+func mustTarget(t *testing.T, team, name string) target.Target {
+	t.Helper()
+	tg, err := target.New(team, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
 }

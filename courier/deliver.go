@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
@@ -38,6 +39,15 @@ func (c *Courier) Deliver(ctx context.Context, team string) ([]Typing, error) {
 		}
 		done, err := c.deliverInbox(ctx, in.Team, in.Agent, true)
 		out = append(out, done...)
+		for _, d := range done {
+			if d.RecordErr != nil {
+				errs = append(errs, fmt.Errorf("%s/%s: %s: %w", in.Team, in.Agent, d.ID, d.RecordErr))
+			}
+		}
+		var held *lock.HeldError
+		if errors.As(err, &held) && ctx.Err() == nil && !held.Stopped && !held.Gone {
+			continue // another deliverer is at work on this inbox
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s/%s: %w", in.Team, in.Agent, err))
 		}
@@ -79,8 +89,12 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 	if len(pending) == 0 {
 		return nil, nil
 	}
-	// One deliverer per inbox: two would both type the same message.
-	unlock, err := c.Locks.Named(ctx, "deliver-"+team+"-"+agent)
+	// One deliverer per inbox: two would both type the same message. The
+	// wait is bounded as an agent's readiness is: a deliverer that is
+	// stopped or stuck is named, not waited for.
+	lctx, cancel := context.WithTimeout(ctx, c.Dispatch.Opts.ReadyTimeout)
+	unlock, err := c.Locks.Named(lctx, "deliver-"+team+"-"+agent)
+	cancel()
 	if err != nil {
 		return nil, err
 	}

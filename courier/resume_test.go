@@ -25,7 +25,7 @@ type spyTmux struct {
 	held []string // pane, text
 }
 
-func (s *spyTmux) Paste(ctx context.Context, pane, buffer, text string) error {
+func (s *spyTmux) Paste(ctx context.Context, pane, text string) error {
 	s.before("paste")
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -33,7 +33,7 @@ func (s *spyTmux) Paste(ctx context.Context, pane, buffer, text string) error {
 		s.held = append(s.held, pane, text)
 		return nil
 	}
-	return s.fake.Paste(ctx, pane, buffer, text)
+	return s.fake.Paste(ctx, pane, text)
 }
 
 func (s *spyTmux) SendBytes(ctx context.Context, pane string, b ...byte) error {
@@ -48,7 +48,7 @@ func (s *spyTmux) thaw() {
 	s.hold, s.held = false, nil
 	s.mu.Unlock()
 	for i := 0; i < len(held); i += 2 {
-		_ = s.fake.Paste(context.Background(), held[i], "b", held[i+1])
+		_ = s.fake.Paste(context.Background(), held[i], held[i+1])
 	}
 }
 

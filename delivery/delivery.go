@@ -39,7 +39,7 @@ import (
 type Terminal interface {
 	LeaveMode(ctx context.Context, pane string) error
 	Capture(ctx context.Context, pane string, history int) ([]string, error)
-	Paste(ctx context.Context, pane, buffer, text string) error
+	Paste(ctx context.Context, pane, text string) error
 	SendBytes(ctx context.Context, pane string, b ...byte) error
 }
 
@@ -209,7 +209,40 @@ var (
 	// ErrUnknown: the message may have reached the agent and nothing
 	// shows whether it did (VerdictUnknown); it comes with ErrUnconfirmed.
 	ErrUnknown = errors.New("not known whether the agent got it")
+	// ErrInterrupted: the caller's context ended (a signal, a client that
+	// went away, a time limit) before the delivery did. See
+	// InterruptedError.
+	ErrInterrupted = errors.New("interrupted")
 )
+
+// InterruptedError is a delivery its caller stopped. A step already under
+// way was finished (a paste or a submit press is never cut in half), and
+// nothing was started after it. Typed says whether our text reached the
+// box: then it wraps ErrUnconfirmed (verdict Typed: left in the box, for a
+// resumed delivery to submit), else ErrNotReady (verdict NotReady:
+// nothing was typed, the message can simply wait).
+type InterruptedError struct {
+	Typed   bool
+	Pressed bool // submit was pressed on it: it may well have been taken
+	Cause   error
+}
+
+func (e *InterruptedError) Error() string {
+	switch {
+	case e.Pressed:
+		return fmt.Sprintf("interrupted (%v) after pressing submit, before the submission was confirmed", e.Cause)
+	case e.Typed:
+		return fmt.Sprintf("interrupted (%v) after typing: the text waits in the input box, not submitted", e.Cause)
+	}
+	return fmt.Sprintf("interrupted (%v) before anything was typed", e.Cause)
+}
+
+func (e *InterruptedError) Unwrap() []error {
+	if e.Typed {
+		return []error{ErrInterrupted, ErrUnconfirmed, e.Cause}
+	}
+	return []error{ErrInterrupted, ErrNotReady, e.Cause}
+}
 
 // unknown is an ErrUnknown error: why nothing is known.
 func unknown(format string, args ...any) error {
@@ -233,6 +266,7 @@ func (e *NotReadyError) Error() string {
 		Dialog:  "a dialog stayed open (nothing was typed or pressed)",
 		Draft:   "its input box held someone else's text (left untouched)",
 		Unknown: "no input box was on screen",
+		Locked:  "another sender held the pane the whole time (nothing was typed)",
 	}[e.State]
 	if what == "" {
 		what = string(e.State)
@@ -263,13 +297,19 @@ type Deliverer struct {
 // Deliver types msg (already cleaned) with the given id into pane.
 func (d *Deliverer) Deliver(ctx context.Context, pane string, id message.ID, text string) Result {
 	start := d.Clock.Now()
-	run := &run{d: d, pane: pane, id: id, typed: message.Format(id, text)}
+	run := &run{d: d, pane: pane, id: id, typed: message.Format(id, text), start: start}
 	run.want = squash(run.typed)
 	run.res.ID = id
 	if d.Opts.Resume {
 		run.res.Reached = d.Opts.Earlier
 	}
 	err := run.deliver(ctx)
+	if err != nil && ctx.Err() != nil {
+		// Stopped by the caller: say how far it got, so that the message
+		// is recorded as what it is (waiting, or typed into the box).
+		err = &InterruptedError{Typed: run.mayBeInBox, Pressed: run.res.Presses > 0, Cause: context.Cause(ctx)}
+		run.leftInBox = run.mayBeInBox
+	}
 	run.res.Err = err
 	run.res.Elapsed = d.Clock.Now().Sub(start)
 	switch {
@@ -291,6 +331,7 @@ func (d *Deliverer) Deliver(ctx context.Context, pane string, id message.ID, tex
 
 type run struct {
 	d     *Deliverer
+	start time.Time
 	next  []string // a screen already captured that the next read uses
 	pane  string
 	id    message.ID
@@ -303,13 +344,14 @@ type run struct {
 	queued    bool     // confirmed while the agent showed it queued
 	shell     bool     // --force into a shell prompt: its command line is the box
 	lastLines []string // the screen as last read
-	res       Result
+	// mayBeInBox: our text was pasted (or found in the box) and may still
+	// be there; an interrupted delivery reports it typed.
+	mayBeInBox bool
+	res        Result
 }
 
 func (r *run) deliver(ctx context.Context) error {
-	done := r.phase(&r.res.Phases.Lock)
-	unlock, err := r.d.Locks.Pane(ctx, r.d.Socket, r.pane)
-	done()
+	unlock, err := r.lock(ctx)
 	if err != nil {
 		return err
 	}
@@ -376,6 +418,23 @@ func (r *run) deliver(ctx context.Context) error {
 	}
 }
 
+// lock takes the pane's lock. Waiting for it counts against the ready
+// timeout: a sender that cannot get its turn in time gives up as one
+// that found the agent busy would (NotReady, State Locked), naming the
+// holder, instead of queueing behind every sender before it.
+func (r *run) lock(ctx context.Context) (unlock func(), err error) {
+	done := r.phase(&r.res.Phases.Lock)
+	defer done()
+	lctx, cancel := context.WithTimeout(ctx, r.d.Opts.ReadyTimeout)
+	defer cancel()
+	unlock, err = r.d.Locks.Pane(lctx, r.d.Socket, r.pane)
+	if err != nil && ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+		r.res.LastSeen = Locked
+		return nil, &NotReadyError{State: Locked, Detail: err.Error(), Waited: r.d.Clock.Now().Sub(r.start)}
+	}
+	return unlock, err
+}
+
 // resume looks for traces of an earlier attempt: done when the agent has
 // it (a receipt, or the id above the box), inBox when exactly our text
 // waits in the box. With no trace, it is typed again only if it was never
@@ -384,14 +443,28 @@ func (r *run) resume(ctx context.Context) (done, inBox bool, err error) {
 	if r.receipt() {
 		return true, false, nil
 	}
-	start := r.d.Clock.Now()
+	start := r.start
 	for {
 		rd, lines, err := r.read(ctx)
 		if err != nil {
 			return false, false, err
 		}
+		waited := r.d.Clock.Now().Sub(start)
+		if rd.State == Dialog {
+			// A dialog hides the box, and may hide the transcript: what it
+			// covers decides, so wait for it to close (typing and pressing
+			// nothing).
+			if waited >= r.d.Opts.ReadyTimeout {
+				return false, false, &NotReadyError{State: Dialog, Detail: rd.Detail, Waited: waited}
+			}
+			if err := r.sleep(ctx, r.d.Opts.Poll); err != nil {
+				return false, false, err
+			}
+			continue
+		}
 		switch r.holds(rd) {
 		case holdsOurs:
+			r.mayBeInBox = true
 			return false, true, nil
 		case holdsNone:
 			if containsID(above(lines, rd), r.id) {
@@ -411,7 +484,6 @@ func (r *run) resume(ctx context.Context) (done, inBox bool, err error) {
 		}
 		// Our text with someone else's: never submitted. Wait for the box
 		// to hold exactly ours, or for the person to submit or clear it.
-		waited := r.d.Clock.Now().Sub(start)
 		if waited >= r.d.Opts.ReadyTimeout {
 			return false, false, &NotReadyError{State: Draft, Waited: waited,
 				Detail: "the input box holds our earlier text together with someone else's; not submitted, left as it is"}
@@ -431,9 +503,11 @@ func (r *run) phase(d *time.Duration) func() {
 // errOursInBox: while resuming, the box turned out to hold our text.
 var errOursInBox = errors.New("our text is in the box")
 
-// waitReady polls until the box is empty and on screen.
+// waitReady polls until the box is empty and on screen. Its time is
+// counted from the start of the delivery: waiting for the lock, and for
+// a dialog over an earlier attempt, used up part of it.
 func (r *run) waitReady(ctx context.Context) error {
-	start := r.d.Clock.Now()
+	start := r.start
 	var last State
 	var lastTold time.Time
 	for {
@@ -452,6 +526,7 @@ func (r *run) waitReady(ctx context.Context) error {
 		}
 		if r.d.Opts.Resume && r.holds(rd) == holdsOurs {
 			// An earlier attempt's paste showed up late: it is ours.
+			r.mayBeInBox = true
 			return errOursInBox
 		}
 		now := r.d.Clock.Now()
@@ -478,10 +553,11 @@ func (r *run) typeText(ctx context.Context) error {
 		return err
 	}
 	r.res.Typings++
-	// A broadcast types the same id into many panes at once: the pane keeps
-	// the buffer names (and the control client's spool files) apart.
-	buffer := fmt.Sprintf("agentmsg-%s-p%s-%d", r.id, strings.TrimPrefix(r.pane, "%"), r.res.Typings)
-	if err := r.term(r.d.Term.Paste(ctx, r.pane, buffer, r.typed)); err != nil {
+	// From here on the text may be in the box. The paste itself is never
+	// cut short by the caller: half of it (a loaded buffer, a paste
+	// without its end) would leave a state nobody can tell apart.
+	r.mayBeInBox = true
+	if err := r.term(r.d.Term.Paste(context.WithoutCancel(ctx), r.pane, r.typed)); err != nil {
 		return err
 	}
 	deadline := r.d.Clock.Now().Add(r.d.Opts.ConfirmTimeout)
@@ -500,7 +576,10 @@ func (r *run) typeText(ctx context.Context) error {
 		case holds == holdsOurs:
 			return nil
 		case rd.State == Dialog:
-			return fmt.Errorf("%w: a dialog opened while typing (%s); nothing was pressed", ErrUnconfirmed, rd.Detail)
+			// The text most likely waits in the box under it: typed, for a
+			// resumed delivery to submit once the dialog is gone.
+			r.leftInBox = true
+			return fmt.Errorf("%w: a dialog opened while typing (%s); nothing was pressed, and the text waits under it", ErrUnconfirmed, rd.Detail)
 		case holds == holdsNone && isFoldLabel(rd.Box):
 			// The agent's stand-in for a long paste: ours, since the box
 			// was empty right before and we hold the lock.
@@ -559,6 +638,11 @@ func (r *run) pressSubmit(ctx context.Context) error {
 			// machine, a slow redraw). Confirm again instead of pressing.
 			return nil
 		}
+		if rd.State == Dialog && r.res.Presses == 0 {
+			// It opened over our text, which waits in the box under it.
+			r.leftInBox = true
+			return fmt.Errorf("%w: before submit a dialog opened over our text (%s); nothing was pressed, and the text waits under it", ErrUnconfirmed, rd.Detail)
+		}
 		return fmt.Errorf("%w: before submit the screen showed %s (%s), not our text; nothing was pressed", ErrUnconfirmed, rd.State, rd.Detail)
 	}
 	if err := r.reach(ctx, Pressed); err != nil {
@@ -566,7 +650,8 @@ func (r *run) pressSubmit(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", ErrUnconfirmed, err)
 	}
 	r.res.Presses++
-	return r.term(r.d.Term.SendBytes(ctx, r.pane, '\r'))
+	// Like a paste, a press once decided on is made whole.
+	return r.term(r.d.Term.SendBytes(context.WithoutCancel(ctx), r.pane, '\r'))
 }
 
 // reach tells Opts.OnStep of a step before it is first taken.

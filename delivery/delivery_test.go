@@ -143,7 +143,7 @@ func TestDeliver(t *testing.T) {
 		{name: "slow echo is waited for", setup: func(a *fakeAgent) { a.echoDelay = 2 * time.Second },
 			verdict: Submitted, presses: 1, typings: 1},
 		{name: "dialog opens over the pasted text", setup: func(a *fakeAgent) { a.dialogOnPaste = true },
-			verdict: Failed, errIs: ErrUnconfirmed, errHas: "dialog opened while typing", wantSubmitted: []string{}, presses: 0, typings: 1,
+			verdict: Typed, errIs: ErrUnconfirmed, errHas: "dialog opened while typing", wantSubmitted: []string{}, presses: 0, typings: 1,
 			check: func(t *testing.T, a *fakeAgent, _ Result) {
 				if len(a.keys) != 0 {
 					t.Errorf("keys reached the dialog: %q", a.keys)
@@ -169,6 +169,20 @@ func TestDeliver(t *testing.T) {
 			verdict: Submitted, presses: 1, typings: 0},
 		{name: "resume: no trace, typed as new", opts: func(o *Options) { o.Resume = true },
 			verdict: Submitted, presses: 1, typings: 1},
+		{name: "resume: typed earlier under a dialog, submitted once it closes",
+			setup: func(a *fakeAgent) {
+				a.draft, a.mode, a.dialogUntil = string(testID)+": hello", "dialog", time.Second
+			},
+			opts:    func(o *Options) { o.Resume = true },
+			verdict: Submitted, presses: 1, typings: 0},
+		{name: "resume: a dialog that stays open decides nothing and gets nothing",
+			setup: func(a *fakeAgent) {
+				a.draft, a.mode = string(testID)+": hello", "dialog"
+				// What the dialog hides cannot be told from what it shows.
+				a.transcript = append(a.transcript, "> "+string(testID)+": hello (quoted)")
+			},
+			opts:    func(o *Options) { o.Resume = true },
+			verdict: NotReady, errIs: ErrNotReady, errHas: "a dialog stayed open", wantSubmitted: []string{}},
 		{name: "resume: submitted earlier, 300 lines of output since, not typed again",
 			setup: func(a *fakeAgent) {
 				a.transcript = append(a.transcript, "> "+string(testID)+": hello")
@@ -189,7 +203,7 @@ func TestDeliver(t *testing.T) {
 		{name: "resume: pasted earlier and still on its way: unknown, never pasted again",
 			setup: func(a *fakeAgent) {
 				a.pasteDelay = 10 * time.Second // a frozen agent
-				_ = a.Paste(context.Background(), "%1", "b", string(testID)+": hello")
+				_ = a.Paste(context.Background(), "%1", string(testID)+": hello")
 			},
 			opts:    func(o *Options) { o.Resume, o.Earlier = true, Unseen },
 			verdict: VerdictUnknown, errIs: ErrUnknown, wantSubmitted: []string{}, presses: 0, typings: 0,
@@ -308,9 +322,171 @@ func TestDeliverCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	res := d.Deliver(ctx, "%1", testID, "x")
-	if res.Verdict != Failed || !errors.Is(res.Err, context.Canceled) {
-		t.Fatalf("verdict %s err %v, want failed with context.Canceled", res.Verdict, res.Err)
+	if res.Verdict != NotReady || !errors.Is(res.Err, context.Canceled) || !errors.Is(res.Err, ErrInterrupted) {
+		t.Fatalf("verdict %s err %v, want not ready (interrupted, context.Canceled)", res.Verdict, res.Err)
 	}
+}
+
+// A delivery stopped by its caller (SIGINT, SIGTERM, an MCP client that
+// went away) at any step finishes the step under way, starts no other, and
+// says how far it got: nothing typed (NotReady: the message can wait), or
+// typed (left in the box for a resumed delivery to submit). It never
+// leaves a paste or a press half done.
+func TestDeliverInterruptedAtEachStep(t *testing.T) {
+	const settle = 777 * time.Millisecond
+	text := string(testID) + ": hello"
+	tests := []struct {
+		name string
+		// at cancels the delivery: called with each tmux call's name and
+		// with "sleep:<duration>" for each sleep.
+		at    func(a *fakeAgent, op string) bool
+		setup func(a *fakeAgent)
+
+		verdict   Verdict
+		errIs     error
+		errHas    string
+		draft     string // what the box holds afterwards
+		submitted int
+		presses   int
+	}{
+		{name: "waiting for a busy agent", setup: func(a *fakeAgent) { a.mode = "busy" },
+			at:      func(a *fakeAgent, op string) bool { return op == "capture" && a.captures == 5 },
+			verdict: NotReady, errIs: ErrNotReady, errHas: "before anything was typed"},
+		{name: "waiting for a dialog to close", setup: func(a *fakeAgent) { a.mode = "dialog" },
+			at:      func(a *fakeAgent, op string) bool { return op == "sleep:10ms" && a.captures == 3 },
+			verdict: NotReady, errIs: ErrNotReady, errHas: "before anything was typed"},
+		{name: "paste in flight: it completes", at: func(a *fakeAgent, op string) bool { return op == "paste" },
+			verdict: Typed, errIs: ErrUnconfirmed, errHas: "waits in the input box", draft: text},
+		{name: "after the paste, before it shows", at: func(a *fakeAgent, op string) bool { return op == "capture" && a.pastes == 1 },
+			verdict: Typed, errIs: ErrUnconfirmed, errHas: "waits in the input box", draft: text},
+		{name: "in the settle", at: func(a *fakeAgent, op string) bool { return op == "sleep:"+settle.String() },
+			verdict: Typed, errIs: ErrUnconfirmed, errHas: "waits in the input box", draft: text},
+		{name: "press in flight: it completes", at: func(a *fakeAgent, op string) bool { return op == "press" },
+			verdict: Typed, errIs: ErrUnconfirmed, errHas: "after pressing submit", submitted: 1, presses: 1},
+		{name: "confirming after the press", setup: func(a *fakeAgent) { a.echoDelay = 2 * time.Second },
+			at:      func(a *fakeAgent, op string) bool { return op == "capture" && len(a.submitted) == 1 },
+			verdict: Typed, errIs: ErrUnconfirmed, errHas: "after pressing submit", submitted: 1, presses: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, c := newFakeAgent()
+			if tt.setup != nil {
+				tt.setup(a)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			hit := func(op string) {
+				if tt.at(a, op) {
+					cancel()
+				}
+			}
+			a.onCall = hit
+			c.onSleep = func(d time.Duration) { hit("sleep:" + d.String()) }
+			opts := DefaultOptions()
+			opts.ReadyTimeout, opts.Settle = 3*time.Second, settle
+			d := &Deliverer{Term: a, Locks: &noLocks{}, Clock: c, Opts: opts}
+			res := d.Deliver(ctx, "%1", testID, "hello")
+			if ctx.Err() == nil {
+				t.Fatalf("never interrupted: verdict %s, err %v", res.Verdict, res.Err)
+			}
+			if res.Verdict != tt.verdict || !errors.Is(res.Err, ErrInterrupted) || !errors.Is(res.Err, context.Canceled) || !errors.Is(res.Err, tt.errIs) {
+				t.Fatalf("verdict %s, err %v; want %s, interrupted, %v", res.Verdict, res.Err, tt.verdict, tt.errIs)
+			}
+			if !strings.Contains(res.Err.Error(), tt.errHas) {
+				t.Errorf("err %q, want it to say %q", res.Err, tt.errHas)
+			}
+			if a.draft != tt.draft || len(a.submitted) != tt.submitted || res.Presses != tt.presses {
+				t.Errorf("box %q, %d submitted, %d presses; want %q, %d, %d", a.draft, len(a.submitted), res.Presses, tt.draft, tt.submitted, tt.presses)
+			}
+			if len(a.keys) != 0 {
+				t.Errorf("input reached a dialog: %q", a.keys)
+			}
+		})
+	}
+}
+
+// A dialog that opens over our text between the paste and the press: the
+// text waits in the box under it (typed), nothing is pressed, and a
+// resumed delivery submits it once the dialog is gone: exactly once.
+func TestDialogBeforeSubmitLeavesTypedThenResumes(t *testing.T) {
+	a, c := newFakeAgent()
+	const settle = 777 * time.Millisecond
+	c.onSleep = func(d time.Duration) {
+		if d == settle {
+			a.mode = "dialog"
+		}
+	}
+	res, _ := deliverTo(t, a, c, "hello", func(o *Options) { o.Settle = settle })
+	if res.Verdict != Typed || !errors.Is(res.Err, ErrUnconfirmed) || res.Presses != 0 {
+		t.Fatalf("verdict %s, presses %d, err %v; want typed, nothing pressed", res.Verdict, res.Presses, res.Err)
+	}
+	c.onSleep = nil
+	a.dialogUntil = a.elapsed() + time.Second
+	res, _ = deliverTo(t, a, c, "hello", func(o *Options) { o.Resume = true })
+	if res.Verdict != Submitted || res.Typings != 0 || res.Presses != 1 {
+		t.Fatalf("resumed: verdict %s, typings %d, presses %d, err %v; want submitted by one press", res.Verdict, res.Typings, res.Presses, res.Err)
+	}
+	if len(a.submitted) != 1 || len(a.keys) != 0 {
+		t.Errorf("submitted %q, keys to the dialog %q", a.submitted, a.keys)
+	}
+}
+
+// slowLocks is a pane lock another sender holds: Pane waits for ctx (at
+// most a second) and says who holds it; with advance set it gets the lock
+// after that much virtual time instead.
+type slowLocks struct {
+	clock   *fakeClock
+	advance time.Duration
+}
+
+func (l slowLocks) Pane(ctx context.Context, socket, pane string) (func(), error) {
+	if l.advance > 0 {
+		l.clock.now = l.clock.now.Add(l.advance)
+		return func() {}, nil
+	}
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("pane %s is held by pid 42 (agentmsg send): %w", pane, ctx.Err())
+	case <-time.After(time.Second):
+		return nil, errors.New("gave up: the delivery should have stopped waiting")
+	}
+}
+
+// Waiting for the pane's lock counts against the ready timeout: a sender
+// that cannot get its turn in time is not ready (and says who holds the
+// pane), and one that gets it late waits only what is left.
+func TestLockWaitCountsAgainstReadyTimeout(t *testing.T) {
+	t.Run("held the whole time", func(t *testing.T) {
+		a, c := newFakeAgent()
+		opts := DefaultOptions()
+		opts.ReadyTimeout = 50 * time.Millisecond
+		d := &Deliverer{Term: a, Locks: slowLocks{}, Clock: c, Opts: opts}
+		res := d.Deliver(context.Background(), "%1", testID, "hello")
+		var nr *NotReadyError
+		if res.Verdict != NotReady || !errors.As(res.Err, &nr) || nr.State != Locked {
+			t.Fatalf("verdict %s, err %v; want not ready, locked", res.Verdict, res.Err)
+		}
+		if !strings.Contains(res.Err.Error(), "held by pid 42") || res.LastSeen != Locked {
+			t.Errorf("err %q (last seen %s) should name the holder", res.Err, res.LastSeen)
+		}
+		if a.pastes != 0 || a.calls != 0 {
+			t.Errorf("%d tmux calls, %d pastes without the lock", a.calls, a.pastes)
+		}
+	})
+	t.Run("got late, then busy", func(t *testing.T) {
+		a, c := newFakeAgent()
+		a.mode = "busy"
+		opts := DefaultOptions()
+		opts.ReadyTimeout = 3 * time.Second
+		d := &Deliverer{Term: a, Locks: slowLocks{clock: c, advance: 2 * time.Second}, Clock: c, Opts: opts}
+		res := d.Deliver(context.Background(), "%1", testID, "hello")
+		if res.Verdict != NotReady {
+			t.Fatalf("verdict %s, err %v; want not ready", res.Verdict, res.Err)
+		}
+		if res.Elapsed > opts.ReadyTimeout+100*time.Millisecond {
+			t.Errorf("gave up after %s: the ready timeout is %s, lock wait included", res.Elapsed, opts.ReadyTimeout)
+		}
+	})
 }
 
 // OnStep hears of the paste and the first press before each is taken, and

@@ -10,10 +10,16 @@ import (
 )
 
 // fakeClock is virtual time: Sleep returns at once and moves Now.
-type fakeClock struct{ now time.Time }
+type fakeClock struct {
+	now     time.Time
+	onSleep func(d time.Duration) // called first by every Sleep
+}
 
 func (c *fakeClock) Now() time.Time { return c.now }
 func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if c.onSleep != nil {
+		c.onSleep(d)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -41,15 +47,17 @@ type fakeAgent struct {
 	foldOver   int // pastes longer than this show as a placeholder
 	pastes     int
 
-	dropEnters    int           // ignore this many submit presses
-	dropPastes    int           // lose this many pastes
-	silent        bool          // take submissions without echoing them
-	dialogOnPaste bool          // a dialog opens right after text is pasted
-	goneAfter     int           // the pane vanishes after this many tmux calls (0: never)
-	failCapture   error         // every capture fails with this
-	echoDelay     time.Duration // the transcript shows a submission this late
-	slowRedraw    time.Duration // the box keeps showing submitted text this long
-	staleDraft    string        // what the box still shows until redrawAt
+	dropEnters    int             // ignore this many submit presses
+	dropPastes    int             // lose this many pastes
+	silent        bool            // take submissions without echoing them
+	dialogOnPaste bool            // a dialog opens right after text is pasted
+	dialogUntil   time.Duration   // a dialog open now closes at this time
+	onCall        func(op string) // called first by every tmux call: leave, capture, paste, press
+	goneAfter     int             // the pane vanishes after this many tmux calls (0: never)
+	failCapture   error           // every capture fails with this
+	echoDelay     time.Duration   // the transcript shows a submission this late
+	slowRedraw    time.Duration   // the box keeps showing submitted text this long
+	staleDraft    string          // what the box still shows until redrawAt
 	redrawAt      time.Duration
 	pendingEcho   []echo
 	outputLines   int  // lines the agent prints after each submission
@@ -82,6 +90,18 @@ func newFakeAgent() (*fakeAgent, *fakeClock) {
 
 func (a *fakeAgent) elapsed() time.Duration { return a.clock.now.Sub(a.start) }
 
+// call is the start of every tmux call: like a real client, it fails once
+// ctx has ended.
+func (a *fakeAgent) call(ctx context.Context, op string) error {
+	if a.onCall != nil {
+		a.onCall(op)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return a.tick()
+}
+
 func (a *fakeAgent) tick() error {
 	a.calls++
 	if a.goneAfter > 0 && a.calls > a.goneAfter {
@@ -91,6 +111,9 @@ func (a *fakeAgent) tick() error {
 		a.staleDraft = ""
 	}
 	if a.mode == "busy" && a.busyUntil > 0 && a.elapsed() >= a.busyUntil {
+		a.mode = ""
+	}
+	if a.mode == "dialog" && a.dialogUntil > 0 && a.elapsed() >= a.dialogUntil {
 		a.mode = ""
 	}
 	kept := a.pendingEcho[:0]
@@ -122,7 +145,7 @@ func (a *fakeAgent) tick() error {
 }
 
 func (a *fakeAgent) LeaveMode(ctx context.Context, pane string) error {
-	if err := a.tick(); err != nil {
+	if err := a.call(ctx, "leave"); err != nil {
 		return err
 	}
 	a.inMode = false
@@ -130,7 +153,7 @@ func (a *fakeAgent) LeaveMode(ctx context.Context, pane string) error {
 }
 
 func (a *fakeAgent) Capture(ctx context.Context, pane string, history int) ([]string, error) {
-	if err := a.tick(); err != nil {
+	if err := a.call(ctx, "capture"); err != nil {
 		return nil, err
 	}
 	if a.failCapture != nil {
@@ -173,8 +196,8 @@ func (a *fakeAgent) screen() []string {
 	return append(lines, rule, status, "", "")
 }
 
-func (a *fakeAgent) Paste(ctx context.Context, pane, buffer, text string) error {
-	if err := a.tick(); err != nil {
+func (a *fakeAgent) Paste(ctx context.Context, pane, text string) error {
+	if err := a.call(ctx, "paste"); err != nil {
 		return err
 	}
 	switch {
@@ -204,7 +227,7 @@ func (a *fakeAgent) land(text string) {
 }
 
 func (a *fakeAgent) SendBytes(ctx context.Context, pane string, b ...byte) error {
-	if err := a.tick(); err != nil {
+	if err := a.call(ctx, "press"); err != nil {
 		return err
 	}
 	switch {

@@ -14,6 +14,8 @@ const (
 	Dialog  State = "dialog"  // a permission, trust or selection dialog is open
 	Draft   State = "draft"   // the box holds text that is not ours (a person typing)
 	Unknown State = "unknown" // no input box found
+	// Locked is no screen state: another sender held the pane's lock.
+	Locked State = "locked"
 )
 
 // Reading is one interpretation of a screen.

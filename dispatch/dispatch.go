@@ -30,7 +30,9 @@ var (
 // Verdicts besides delivery's.
 const NotFound delivery.Verdict = "not_found"
 
-// Dispatcher sends messages through one tmux server.
+// Dispatcher sends messages through one tmux server. Its fields are the
+// process's wiring, set once when it is built and never changed after;
+// what one send, broadcast or look chooses is its Call.
 type Dispatcher struct {
 	Tmux  tmux.Client
 	Locks delivery.Locker
@@ -40,16 +42,44 @@ type Dispatcher struct {
 	// pane (its foreground command, its first process) and its screen; why
 	// says how it was chosen.
 	Profile func(pane tmux.Pane, screen []string) (p AgentProfile, why string)
-	// WaitIdle: never type into a busy agent, even one that queues.
-	WaitIdle bool
 	// Self is the pane the caller runs in ("" when outside this server).
 	// A broadcast leaves it out: an agent broadcasting to its team is busy
 	// running us and would wait for itself until the ready timeout.
 	Self        string
 	Concurrency int       // broadcast deliveries in flight
 	Random      io.Reader // for message ids; nil is crypto/rand
+}
+
+// Call is what one send, broadcast or look chooses, beside the
+// dispatcher's wiring.
+type Call struct {
+	// Agent, when set, reads every pane as this profile (chosen by hand)
+	// instead of detecting it; AgentWhy says how it was chosen.
+	Agent    *AgentProfile
+	AgentWhy string
+	// WaitIdle: never type into a busy agent, even one that queues.
+	WaitIdle bool
+	// Force types into a pane that shows a shell prompt.
+	Force bool
 	// OnWait, when set, hears about every delivery that waits for its agent.
 	OnWait func(target.Target, delivery.Wait)
+	// Resume: an earlier attempt may have typed the message, and got as far
+	// as Earlier (see delivery.Options).
+	Resume  bool
+	Earlier delivery.Step
+}
+
+// profile says how the agent in pane behaves: the call's choice, else
+// what the dispatcher detects.
+func (d *Dispatcher) profile(call Call, pane tmux.Pane, screen []string) (AgentProfile, string, bool) {
+	switch {
+	case call.Agent != nil:
+		return *call.Agent, call.AgentWhy, true
+	case d.Profile != nil:
+		p, why := d.Profile(pane, screen)
+		return p, why, true
+	}
+	return AgentProfile{}, "", false
 }
 
 // Outcome is what happened to one message for one target.
@@ -91,10 +121,8 @@ type AgentProfile struct {
 
 // Report is the outcome of a broadcast.
 type Report struct {
-	ID        message.ID
-	Outcomes  []Outcome
-	Delivered int
-	Failed    int
+	ID       message.ID
+	Outcomes []Outcome
 }
 
 // Message is a cleaned text with its id, ready to type.
@@ -110,21 +138,27 @@ type Message struct {
 }
 
 // NewMessage cleans text and gives it a fresh id from sender (already
-// normalised by message.Sender). It fails with ErrEmptyMessage when
-// nothing but whitespace is left.
+// normalised by message.Sender), with d's source of randomness. It fails
+// with ErrEmptyMessage when nothing but whitespace is left.
 func (d *Dispatcher) NewMessage(sender, text string) (Message, error) {
+	return NewMessage(sender, text, d.Random)
+}
+
+// NewMessage is a message made without a tmux server (random nil is
+// crypto/rand): recording one in an inbox needs no tmux at all.
+func NewMessage(sender, text string, random io.Reader) (Message, error) {
 	text = message.Clean(text)
 	if strings.TrimSpace(text) == "" {
 		return Message{}, ErrEmptyMessage
 	}
-	id, err := message.NewID(sender, d.Random)
+	id, err := message.NewID(sender, random)
 	return Message{ID: id, Text: text}, err
 }
 
 // SendMessage delivers msg to t. When set, before runs once t's pane is
 // found and before anything is typed (a mailbox records the message
 // there); its error ends the send.
-func (d *Dispatcher) SendMessage(ctx context.Context, t target.Target, msg Message, before func() error) Outcome {
+func (d *Dispatcher) SendMessage(ctx context.Context, t target.Target, msg Message, call Call, before func() error) Outcome {
 	start := d.Clock.Now()
 	id := msg.ID
 	pane, screen, err := d.sessionPane(ctx, t.Session)
@@ -142,7 +176,7 @@ func (d *Dispatcher) SendMessage(ctx context.Context, t target.Target, msg Messa
 		out.Elapsed = d.Clock.Now().Sub(start)
 		return out
 	}
-	out := d.deliver(ctx, t, pane, screen, msg)
+	out := d.deliver(ctx, t, pane, screen, msg, call)
 	out.Elapsed = d.Clock.Now().Sub(start)
 	return out
 }
@@ -165,10 +199,11 @@ func (d *Dispatcher) sessionPane(ctx context.Context, session string) (tmux.Pane
 
 // BroadcastMessage delivers msg to every agent of team ("" for all), in
 // parallel; one target's failure never stops the others. (Programs send
-// through courier, which records each message first.) When
-// set, before hears the targets first and can stop the broadcast by
-// failing (a mailbox records the message for each of them there).
-func (d *Dispatcher) BroadcastMessage(ctx context.Context, team string, msg Message, before func([]target.Target) error) (Report, error) {
+// through courier, which records each message first.) When set, before
+// hears the targets first and says which of them to type into now (a
+// mailbox records the message for each of them there, and keeps it back
+// for one with older messages waiting); its error stops the broadcast.
+func (d *Dispatcher) BroadcastMessage(ctx context.Context, team string, msg Message, call Call, before func([]target.Target) ([]target.Target, error)) (Report, error) {
 	agents, err := d.find(ctx, team)
 	if err != nil {
 		return Report{}, err
@@ -182,24 +217,19 @@ func (d *Dispatcher) BroadcastMessage(ctx context.Context, team string, msg Mess
 		for i, a := range agents {
 			targets[i] = a.Target
 		}
-		if err := before(targets); err != nil {
+		now, err := before(targets)
+		if err != nil {
 			return Report{}, err
 		}
+		agents = slices.DeleteFunc(agents, func(a found) bool { return !slices.Contains(now, a.Target) })
 	}
 	rep := Report{ID: msg.ID}
 	rep.Outcomes = broadcast.Each(ctx, agents, d.Concurrency, func(ctx context.Context, a found) Outcome {
 		start := d.Clock.Now()
-		out := d.deliver(ctx, a.Target, a.pane, nil, msg)
+		out := d.deliver(ctx, a.Target, a.pane, nil, msg, call)
 		out.Elapsed = d.Clock.Now().Sub(start)
 		return out
 	})
-	for _, o := range rep.Outcomes {
-		if o.OK() {
-			rep.Delivered++
-		} else {
-			rep.Failed++
-		}
-	}
 	return rep, nil
 }
 
@@ -214,7 +244,7 @@ type Agent struct {
 
 // Agents lists the agents of team ("" for all) and reads each one's screen,
 // in parallel.
-func (d *Dispatcher) Agents(ctx context.Context, team string) ([]Agent, error) {
+func (d *Dispatcher) Agents(ctx context.Context, team string, call Call) ([]Agent, error) {
 	agents, err := d.find(ctx, team)
 	if err != nil {
 		return nil, err
@@ -227,11 +257,9 @@ func (d *Dispatcher) Agents(ctx context.Context, team string) ([]Agent, error) {
 			return out
 		}
 		reader := d.Opts.Reader
-		if d.Profile != nil {
-			// Read as a send would: with the agent's own profile.
-			if p, _ := d.Profile(a.pane, lines); p.Reader != nil {
-				reader = p.Reader
-			}
+		// Read as a send would: with the agent's own profile.
+		if p, _, ok := d.profile(call, a.pane, lines); ok && p.Reader != nil {
+			reader = p.Reader
 		}
 		rd := reader.Read(lines)
 		out.State, out.Detail, out.Shell = rd.State, rd.Detail, rd.Shell
@@ -289,7 +317,7 @@ func (d *Dispatcher) find(ctx context.Context, team string) ([]found, error) {
 
 // deliver types msg into pane; screen is the pane's screen when already
 // read (nil: read it here, for the profile).
-func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pane, screen []string, msg Message) Outcome {
+func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pane, screen []string, msg Message, call Call) Outcome {
 	term := d.Tmux
 	out := Outcome{Target: t, Pane: pane.ID, ID: msg.ID}
 	if pane.Dead {
@@ -297,8 +325,9 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 		return out
 	}
 	opts := d.Opts
-	if d.OnWait != nil {
-		opts.OnWait = func(w delivery.Wait) { d.OnWait(t, w) }
+	opts.Force, opts.Resume, opts.Earlier = call.Force, call.Resume, call.Earlier
+	if call.OnWait != nil {
+		opts.OnWait = func(w delivery.Wait) { call.OnWait(t, w) }
 	}
 	if msg.OnStep != nil {
 		opts.OnStep = func(s delivery.Step) error { return msg.OnStep(t, s) }
@@ -307,21 +336,20 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 		out.Reached = opts.Earlier
 	}
 	text := msg.Text
-	if d.Profile != nil {
-		if screen == nil {
-			var err error
-			if screen, err = term.Capture(ctx, pane.ID, 0); err != nil {
-				out.Verdict, out.Err = delivery.Failed, err
-				return out
-			}
+	if screen == nil && (call.Agent != nil || d.Profile != nil) {
+		var err error
+		if screen, err = term.Capture(ctx, pane.ID, 0); err != nil {
+			out.Verdict, out.Err = delivery.Failed, err
+			return out
 		}
-		p, why := d.Profile(pane, screen)
+	}
+	if p, why, ok := d.profile(call, pane, screen); ok {
 		out.Profile, out.ProfileWhy = p.Name, why
 		if p.Reader != nil {
 			opts.Reader = p.Reader
 		}
 		opts.Settle = max(opts.Settle, p.Settle)
-		opts.QueueWhileBusy = p.Queues && !d.WaitIdle
+		opts.QueueWhileBusy = p.Queues && !call.WaitIdle
 		if msg.Stored && tooLong(text, p) {
 			text, out.Pointer = Pointer(msg.ID, text), true
 		}

@@ -31,7 +31,7 @@ func send(d *Dispatcher, t target.Target, sender, text string) Outcome {
 	if err != nil {
 		return Outcome{Target: t, Verdict: delivery.Failed, Err: err}
 	}
-	return d.SendMessage(context.Background(), t, msg, nil)
+	return d.SendMessage(context.Background(), t, msg, Call{}, nil)
 }
 
 func broadcastText(d *Dispatcher, team, sender, text string) (Report, error) {
@@ -39,7 +39,7 @@ func broadcastText(d *Dispatcher, team, sender, text string) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	return d.BroadcastMessage(context.Background(), team, msg, nil)
+	return d.BroadcastMessage(context.Background(), team, msg, Call{}, nil)
 }
 
 func mustTarget(t *testing.T, team, name string) target.Target {
@@ -97,7 +97,7 @@ func TestBroadcastTeamReportsEachTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Delivered != 2 || rep.Failed != 1 || len(rep.Outcomes) != 3 {
+	if ok, failed := counts(rep); ok != 2 || failed != 1 || len(rep.Outcomes) != 3 {
 		t.Fatalf("report %+v, want 2 delivered, 1 failed", rep)
 	}
 	wantOrder := []string{"agent-alpha-ana", "agent-alpha-bob", "agent-alpha-cy"}
@@ -123,7 +123,7 @@ func TestBroadcastAllSkipsNonAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Delivered != 2 || rep.Failed != 0 {
+	if ok, failed := counts(rep); ok != 2 || failed != 0 {
 		t.Fatalf("report %+v, want the 2 agents", rep)
 	}
 	for _, other := range []string{"scratch", "agent-", "agent-Bad-Name", "agentish"} {
@@ -144,7 +144,7 @@ func TestBroadcastWithoutTargets(t *testing.T) {
 func TestAgentsReadsStates(t *testing.T) {
 	s := faketmux.New("agent-alpha-ana", "agent-alpha-bob", "scratch")
 	s.SetDialog("agent-alpha-bob", true)
-	agents, err := newDispatcher(s).Agents(context.Background(), "alpha")
+	agents, err := newDispatcher(s).Agents(context.Background(), "alpha", Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,11 +165,24 @@ func TestBroadcastLeavesOutTheCaller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Delivered != 1 || len(rep.Outcomes) != 1 || rep.Outcomes[0].Target.Name != "ana" {
+	if ok, _ := counts(rep); ok != 1 || len(rep.Outcomes) != 1 || rep.Outcomes[0].Target.Name != "ana" {
 		t.Fatalf("report %+v, want ana only", rep)
 	}
 	out := send(d, mustTarget(t, "alpha", "bob"), "BOB", "note to self")
 	if !errors.Is(out.Err, ErrSelf) || len(s.Received("agent-alpha-bob")) != 0 {
 		t.Fatalf("send to oneself: %+v, want ErrSelf and nothing typed", out)
 	}
+}
+
+// counts is how many targets of a broadcast took the message, and how many
+// did not.
+func counts(rep Report) (ok, failed int) {
+	for _, o := range rep.Outcomes {
+		if o.OK() {
+			ok++
+		} else {
+			failed++
+		}
+	}
+	return ok, failed
 }

@@ -31,7 +31,7 @@ type Inspection struct {
 
 // Inspect looks at t without typing anything. probe > 0 also times that
 // many harmless captures.
-func (d *Dispatcher) Inspect(ctx context.Context, t target.Target, probe int) (Inspection, error) {
+func (d *Dispatcher) Inspect(ctx context.Context, t target.Target, probe int, call Call) (Inspection, error) {
 	in := Inspection{Target: t}
 	info, err := d.Tmux.Info(ctx)
 	if err != nil {
@@ -61,15 +61,15 @@ func (d *Dispatcher) Inspect(ctx context.Context, t target.Target, probe int) (I
 		return in, err
 	}
 	in.Profile, in.Why = AgentProfile{Name: "generic"}, "no profiles configured"
-	if d.Profile != nil {
-		in.Profile, in.Why = d.Profile(in.Pane, in.Screen)
+	if p, why, ok := d.profile(call, in.Pane, in.Screen); ok {
+		in.Profile, in.Why = p, why
 	}
 	reader := d.Opts.Reader
 	if in.Profile.Reader != nil {
 		reader = in.Profile.Reader
 	}
 	in.Reading = reader.Read(in.Screen)
-	in.Would = d.would(in)
+	in.Would = d.would(in, call)
 	for range probe {
 		start := time.Now()
 		if _, err := d.Tmux.Capture(ctx, in.Pane.ID, 0); err != nil {
@@ -80,18 +80,18 @@ func (d *Dispatcher) Inspect(ctx context.Context, t target.Target, probe int) (I
 	return in, nil
 }
 
-func (d *Dispatcher) would(in Inspection) string {
+func (d *Dispatcher) would(in Inspection, call Call) string {
 	rd := in.Reading
 	switch {
 	case in.Pane.Dead:
 		return "fail: the program in the pane has exited"
 	case d.Self != "" && in.Pane.ID == d.Self:
 		return "refuse: that is the pane you run in"
-	case rd.Shell && !d.Opts.Force:
+	case rd.Shell && !call.Force:
 		return "refuse: the pane shows a shell prompt, so a message would run as a command (--force types it anyway)"
 	case rd.State == delivery.Ready:
 		return "type the message now, submit it after " + max(d.Opts.Settle, in.Profile.Settle).String() + " and confirm it"
-	case rd.State == delivery.Busy && in.Profile.Queues && !d.WaitIdle && rd.BoxRow >= 0 && rd.Box == "":
+	case rd.State == delivery.Busy && in.Profile.Queues && !call.WaitIdle && rd.BoxRow >= 0 && rd.Box == "":
 		return "type it now: the agent is busy but queues messages (verdict queued; --wait-idle waits instead)"
 	case rd.State == delivery.Dialog:
 		return "wait up to " + d.Opts.ReadyTimeout.String() + " for the dialog to close, typing and pressing nothing; then keep it for deliver (or exit 4 with --no-queue)"

@@ -53,12 +53,18 @@ func (l *lockedBuffer) String() string {
 // in the server's hermetic environment, and connects to it.
 func startMCP(t *testing.T, s *harness.TestServer, name string, orchestrator bool) *mcpClient {
 	t.Helper()
+	return startMCPEnv(t, s, name, orchestrator)
+}
+
+// startMCPEnv is startMCP with more environment (AGENTMSG_* settings).
+func startMCPEnv(t *testing.T, s *harness.TestServer, name string, orchestrator bool, env ...string) *mcpClient {
+	t.Helper()
 	args := []string{"-S", s.Socket, "mcp"}
 	if orchestrator {
 		args = append(args, "--orchestrator")
 	}
 	cmd := exec.Command(s.Bins.Agentmsg, args...)
-	cmd.Env = append(s.Env(), "AGENTMSG_FROM="+name, "AGENTMSG_TEAM=t")
+	cmd.Env = append(append(s.Env(), "AGENTMSG_FROM="+name, "AGENTMSG_TEAM=t"), env...)
 	c := &mcpClient{name: name, stderr: &lockedBuffer{}}
 	cmd.Stderr = c.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)

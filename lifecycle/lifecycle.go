@@ -51,7 +51,7 @@ var (
 // Manager starts, stops and watches the agents on one tmux server, with
 // one mailbox.
 type Manager struct {
-	Tmux     *tmux.Exec // the server
+	Tmux     tmux.Sessions // the server
 	Dispatch *dispatch.Dispatcher
 	// Courier sends shutdown-request messages: recorded in the inbox and
 	// typed when the agent is ready.

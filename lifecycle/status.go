@@ -241,7 +241,7 @@ func (m *Manager) liveAgents(ctx context.Context, team string) ([]dispatch.Agent
 	if team == target.RalphTeam {
 		filter = ""
 	}
-	agents, err := m.Dispatch.Agents(ctx, filter)
+	agents, err := m.Dispatch.Agents(ctx, filter, dispatch.Call{})
 	if errors.Is(err, tmux.ErrNoServer) {
 		return nil, nil
 	}

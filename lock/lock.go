@@ -5,43 +5,106 @@
 // per (server socket, pane) none did. The lock is an flock(2) on a file, so
 // it is released by the kernel when a holder dies, and it works between
 // any processes of the same user.
+//
+// A waiter never waits past its context: a holder that is stopped
+// (SIGSTOP) or stuck is named (pid, command, since when: the holder writes
+// them into the lock file) instead of blocking everyone behind it.
 package lock
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentmsg/agentmsg/internal/safedir"
 )
 
 // Dir holds the lock files.
 type Dir struct {
 	Path string
+	// Base is the directory Path was made under (XDG_RUNTIME_DIR, TMPDIR):
+	// every directory below it must be ours and private (package safedir).
+	// "" checks Path alone.
+	Base string
+	// Owner names the holder in the lock files it holds ("agentmsg send"),
+	// so that a sender kept waiting can say who holds the pane; "" is
+	// "agentmsg".
+	Owner string
 }
 
 // DefaultDir is $XDG_RUNTIME_DIR/agentmsg/locks, else
 // $TMPDIR/agentmsg-<uid>/locks.
 func DefaultDir(lookupEnv func(string) (string, bool)) Dir {
 	if v, ok := lookupEnv("XDG_RUNTIME_DIR"); ok && v != "" {
-		return Dir{Path: filepath.Join(v, "agentmsg", "locks")}
+		return Dir{Path: filepath.Join(v, "agentmsg", "locks"), Base: v}
 	}
-	return Dir{Path: filepath.Join(os.TempDir(), fmt.Sprintf("agentmsg-%d", os.Getuid()), "locks")}
+	// A shared directory: anyone may have made agentmsg-<uid> first, so
+	// it is checked before use (see Base).
+	tmp := os.TempDir()
+	return Dir{Path: filepath.Join(tmp, fmt.Sprintf("agentmsg-%d", os.Getuid()), "locks"), Base: tmp}
 }
 
+// Holder is who holds a lock, as its lock file says.
+type Holder struct {
+	PID     int       `json:"pid"`
+	Command string    `json:"command,omitempty"`
+	Since   time.Time `json:"since"`
+}
+
+// HeldError is a lock that stayed held until the waiter's context ended.
+type HeldError struct {
+	What string // "pane %3", "deliver-alpha-ana"
+	// Holder is nil when the lock file does not say (it was taken a moment
+	// ago, or by an older agentmsg).
+	Holder *Holder
+	// Stopped: the holder is stopped (SIGSTOP, a debugger) and keeps the
+	// lock until it is continued or killed. Gone: it has exited, and a
+	// process that inherited the file keeps the lock.
+	Stopped, Gone bool
+	Err           error // the context's
+}
+
+func (e *HeldError) Error() string {
+	who := "another process"
+	if h := e.Holder; h != nil {
+		cmd := h.Command
+		if cmd == "" {
+			cmd = "agentmsg"
+		}
+		who = fmt.Sprintf("pid %d (%s, since %s, %s ago)", h.PID, cmd,
+			h.Since.Local().Format(time.TimeOnly), time.Since(h.Since).Round(time.Second))
+		switch {
+		case e.Stopped:
+			who += ", which is stopped: it keeps the lock until it is continued (kill -CONT) or killed"
+		case e.Gone:
+			who += ", which has exited (a process it started still holds the lock file)"
+		}
+	}
+	return fmt.Sprintf("%s is held by %s", e.What, who)
+}
+
+func (e *HeldError) Unwrap() error { return e.Err }
+
 // Pane takes the exclusive lock for one pane of one server, waiting until it
-// is free or ctx ends. The returned func releases it.
+// is free or ctx ends (then with a *HeldError naming the holder). The
+// returned func releases it.
 //
 // The lock file is removed on release, so that the directory does not
 // collect a file per pane ever used. That is safe because a holder checks,
 // once it has the lock, that the file it locked is still the one at the
 // path; a waiter that wins the lock on a removed file starts over.
 func (d Dir) Pane(ctx context.Context, socket, paneID string) (unlock func(), err error) {
-	if err := os.MkdirAll(d.Path, 0o700); err != nil {
+	if err := safedir.Ensure(d.Base, d.Path); err != nil {
 		return nil, fmt.Errorf("lock directory: %w", err)
 	}
 	sum := sha256.Sum256([]byte(socket))
@@ -51,27 +114,114 @@ func (d Dir) Pane(ctx context.Context, socket, paneID string) (unlock func(), er
 // Named takes the exclusive lock called name (letters, digits, - and _),
 // for work other than typing into a pane: one deliverer per inbox, say.
 func (d Dir) Named(ctx context.Context, name string) (unlock func(), err error) {
-	if err := os.MkdirAll(d.Path, 0o700); err != nil {
+	if err := safedir.Ensure(d.Base, d.Path); err != nil {
 		return nil, fmt.Errorf("lock directory: %w", err)
 	}
 	return d.take(ctx, "named-"+name, name)
 }
 
+// Waiters poll: from pollMin, doubling up to pollMax. A blocking flock
+// cannot be called off when ctx ends, and one left behind ties up a thread
+// until the holder lets go (forever, behind a stopped holder).
+const (
+	pollMin = 500 * time.Microsecond
+	pollMax = 10 * time.Millisecond
+)
+
 func (d Dir) take(ctx context.Context, name, what string) (unlock func(), err error) {
 	path := filepath.Join(d.Path, name+".lock")
+	wait := pollMin
+	var f *os.File
 	for {
-		f, err := lockFile(ctx, path, what)
-		if err != nil {
-			return nil, err
+		if f == nil {
+			// Never through a symbolic link: it would make us create or
+			// lock a file of someone else's choosing.
+			if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600); err != nil {
+				if errors.Is(err, unix.ELOOP) {
+					return nil, fmt.Errorf("%w: lock file %s is a symbolic link; not following it (remove it)", safedir.ErrUnsafe, path)
+				}
+				return nil, fmt.Errorf("lock file: %w", err)
+			}
 		}
-		if same(f, path) {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		switch {
+		case err == nil && same(f, path):
+			d.claim(f)
+			held := f
 			return func() {
 				os.Remove(path) // before the release: no one can hold it now
-				f.Close()       // closing the file releases the flock
+				held.Close()    // closing the file releases the flock
 			}, nil
+		case err == nil:
+			f.Close() // the previous holder removed it: lock the new one
+			f = nil
+			continue
+		case !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR):
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", what, err)
 		}
-		f.Close() // the previous holder removed it: lock the new one
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			herr := heldBy(f, what, ctx.Err())
+			f.Close()
+			return nil, herr
+		case <-t.C:
+		}
+		wait = min(2*wait, pollMax)
 	}
+}
+
+// claim writes who holds f into it (best effort: the lock holds anyway).
+func (d Dir) claim(f *os.File) {
+	owner := d.Owner
+	if owner == "" {
+		owner = "agentmsg"
+	}
+	b, err := json.Marshal(Holder{PID: os.Getpid(), Command: owner, Since: time.Now().UTC()})
+	if err != nil {
+		return
+	}
+	if f.Truncate(0) == nil {
+		_, _ = f.WriteAt(append(b, '\n'), 0)
+	}
+}
+
+// heldBy reads who holds the lock on f.
+func heldBy(f *os.File, what string, cause error) *HeldError {
+	e := &HeldError{What: what, Err: cause}
+	b, err := io.ReadAll(io.NewSectionReader(f, 0, 4096))
+	var h Holder
+	if err != nil || json.Unmarshal(b, &h) != nil || h.PID <= 0 {
+		return e
+	}
+	e.Holder = &h
+	switch state := processState(h.PID); state {
+	case 0:
+		e.Gone = true
+	case 'T', 't':
+		e.Stopped = true
+	}
+	return e
+}
+
+// processState is the state letter of pid in /proc (R, S, T for stopped,
+// ...), 0 when there is no such process, '?' when it cannot be told.
+func processState(pid int) byte {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat("/proc/self/stat"); err == nil {
+			return 0 // /proc works, and pid is not in it
+		}
+		return '?'
+	}
+	// "pid (comm) S ...": comm may hold spaces and parentheses.
+	i := strings.LastIndexByte(string(b), ')')
+	if err != nil || i < 0 || i+2 >= len(b) {
+		return '?'
+	}
+	return b[i+2]
 }
 
 // same reports whether f is the file now at path.
@@ -79,34 +229,4 @@ func same(f *os.File, path string) bool {
 	held, err1 := f.Stat()
 	now, err2 := os.Stat(path)
 	return err1 == nil && err2 == nil && os.SameFile(held, now)
-}
-
-// lockFile opens path and takes its flock, waiting until it is free or ctx
-// ends.
-func lockFile(ctx context.Context, path, what string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("lock file: %w", err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
-		return f, nil
-	}
-
-	// Contended: block in the kernel (waiters wake as soon as it is free)
-	// on a goroutine, so ctx can still end the wait.
-	done := make(chan error, 1)
-	go func() { done <- unix.Flock(int(f.Fd()), unix.LOCK_EX) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", what, err)
-		}
-		return f, nil
-	case <-ctx.Done():
-		// The blocked flock is interrupted by nothing; let it finish and
-		// release whatever it gets.
-		go func() { <-done; f.Close() }()
-		return nil, fmt.Errorf("waiting for another process to finish with %s: %w", what, ctx.Err())
-	}
 }

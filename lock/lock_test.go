@@ -1,12 +1,20 @@
 package lock
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentmsg/agentmsg/internal/safedir"
 )
 
 func TestPaneExcludes(t *testing.T) {
@@ -72,4 +80,165 @@ func TestPaneKeys(t *testing.T) {
 		t.Fatalf("lock after release: %v", err)
 	}
 	u2()
+}
+
+// A waiter whose time runs out is told who holds the lock: pid, command
+// and since when, as the holder wrote them into the lock file.
+func TestHeldNamesTheHolder(t *testing.T) {
+	d := Dir{Path: t.TempDir(), Owner: "agentmsg send"}
+	unlock, err := d.Pane(context.Background(), "/tmp/s", "%3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	_, err = Dir{Path: d.Path}.Pane(ctx, "/tmp/s", "%3")
+	var held *HeldError
+	if !errors.As(err, &held) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v, want a HeldError wrapping the deadline", err)
+	}
+	if h := held.Holder; h == nil || h.PID != os.Getpid() || h.Command != "agentmsg send" || time.Since(h.Since) > time.Minute || held.Stopped {
+		t.Fatalf("holder %+v (stopped %v), want this process, agentmsg send, just now", held.Holder, held.Stopped)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "pane %3 is held by pid") || !strings.Contains(msg, "agentmsg send") {
+		t.Errorf("error %q does not say who holds the pane", msg)
+	}
+}
+
+// Waits that time out leave nothing behind: no goroutine (and thread)
+// blocked in flock until the holder lets go, which for a stopped holder
+// is never.
+func TestTimedOutWaitsLeaveNothingBehind(t *testing.T) {
+	d := Dir{Path: t.TempDir()}
+	unlock, err := d.Named(context.Background(), "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	before := runtime.NumGoroutine()
+	for range 20 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Millisecond)
+		if _, err := d.Named(ctx, "busy"); err == nil {
+			t.Fatal("took a held lock")
+		}
+		cancel()
+	}
+	if after := runtime.NumGoroutine(); after > before+5 {
+		t.Errorf("%d goroutines after 20 timed-out waits, %d before", after, before)
+	}
+}
+
+// A stopped holder (SIGSTOP) keeps its lock, but blocks no one past their
+// own deadline, and is named as stopped. Killed, it frees the lock.
+func TestStoppedHolderIsNamedNotWaitedFor(t *testing.T) {
+	d := Dir{Path: t.TempDir()}
+	holder := exec.Command(os.Args[0])
+	holder.Env = append(os.Environ(), "LOCK_HELPER_DIR="+d.Path)
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatalf("the helper did not take the lock: %v", err)
+	}
+	if err := holder.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// The helper is stopped once /proc says so.
+	for processState(holder.Process.Pid) != 'T' {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = d.Pane(ctx, "/tmp/s", "%1")
+	var held *HeldError
+	if !errors.As(err, &held) || !held.Stopped || held.Holder == nil || held.Holder.PID != holder.Process.Pid {
+		t.Fatalf("err %v (%+v), want a HeldError naming the stopped helper", err, held)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("waited %s for a 100ms deadline", took)
+	}
+	if !strings.Contains(err.Error(), "stopped") {
+		t.Errorf("error %q does not say the holder is stopped", err)
+	}
+	_ = holder.Process.Kill()
+	_ = holder.Wait()
+	unlock, err := d.Pane(context.Background(), "/tmp/s", "%1")
+	if err != nil {
+		t.Fatalf("after the holder died: %v", err)
+	}
+	unlock()
+}
+
+// TestMain runs the lock holder for TestStoppedHolderIsNamedNotWaitedFor
+// when started as one (LOCK_HELPER_DIR set), else the tests.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("LOCK_HELPER_DIR"); dir != "" {
+		if _, err := (Dir{Path: dir, Owner: "helper"}).Pane(context.Background(), "/tmp/s", "%1"); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Stdout.WriteString("held\n")
+		time.Sleep(time.Hour) // until the test kills it
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// Without XDG_RUNTIME_DIR the locks live in the shared TMPDIR. A
+// directory another user made there first (mode 0777) is refused, with a
+// clear error, and nothing is created in it.
+func TestSharedLockDirOthersControlIsRefused(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	d := DefaultDir(func(string) (string, bool) { return "", false })
+	if !strings.HasPrefix(d.Path, tmp) {
+		t.Fatalf("lock dir %s, want it under TMPDIR %s", d.Path, tmp)
+	}
+	shared := filepath.Dir(d.Path) // agentmsg-<uid>
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.Pane(context.Background(), "/tmp/s", "%1")
+	if !errors.Is(err, safedir.ErrUnsafe) || !strings.Contains(err.Error(), shared) {
+		t.Fatalf("err %v, want it to refuse %s", err, shared)
+	}
+	if _, err := os.Lstat(d.Path); err == nil {
+		t.Errorf("%s was made inside it", d.Path)
+	}
+	// Made by us, it is used.
+	if err := os.Remove(shared); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := d.Named(context.Background(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+}
+
+// A symbolic link at a lock's name is never followed: no file of someone
+// else's choosing is created or locked.
+func TestSymlinkAtALockNameIsRefused(t *testing.T) {
+	d := Dir{Path: t.TempDir()}
+	victim := filepath.Join(t.TempDir(), "pwned")
+	if err := os.Symlink(victim, filepath.Join(d.Path, "named-x.lock")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.Named(context.Background(), "x")
+	if !errors.Is(err, safedir.ErrUnsafe) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("err %v, want a refusal of the symbolic link", err)
+	}
+	if _, err := os.Lstat(victim); err == nil {
+		t.Errorf("the link's target %s was created", victim)
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agentmsg/agentmsg/message"
 )
 
@@ -84,10 +86,10 @@ func (b *Box) appendRecord(v any) error {
 		return err
 	}
 	line = append(line, '\n')
-	if err := os.MkdirAll(b.dir, 0o700); err != nil {
+	if err := b.s.mkdir(b.dir); err != nil {
 		return err
 	}
-	unlock, err := lockFile(b.lockPath())
+	unlock, err := lockFile(b.lockPath(), b.s.lockWait())
 	if err != nil {
 		return err
 	}
@@ -95,7 +97,7 @@ func (b *Box) appendRecord(v any) error {
 
 	// Open by path only once locked: compaction may have renamed a new
 	// file into place while we waited.
-	f, err := os.OpenFile(b.path(), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(b.path(), os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func (b *Box) compact(r Retention) (CompactResult, error) {
 	if _, err := os.Stat(b.path()); os.IsNotExist(err) {
 		return CompactResult{}, nil
 	}
-	unlock, err := lockFile(b.lockPath())
+	unlock, err := lockFile(b.lockPath(), b.s.lockWait())
 	if err != nil {
 		return CompactResult{}, err
 	}

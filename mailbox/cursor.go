@@ -59,7 +59,7 @@ func (s *Store) Advance(team, agent, reader string, to Position) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(b.dir, 0o700); err != nil {
+	if err := b.s.mkdir(b.dir); err != nil {
 		return err
 	}
 	// No inbox lock: compaction reads cursors under the lock, and a cursor

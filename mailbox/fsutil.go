@@ -5,31 +5,48 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// lockFile takes an exclusive flock on path, creating it if needed. The
-// kernel drops the lock when the holder dies, so a killed writer can never
-// wedge an inbox. The lock is on a file of its own rather than on the inbox
-// because compaction replaces the inbox's inode; a lock on the old inode
-// would not exclude a writer that opened the new one.
-func lockFile(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+// ErrLocked: another process held a mailbox lock for longer than any
+// write takes (Store.LockWait): most likely it was stopped mid-write.
+var ErrLocked = errors.New("mailbox locked")
+
+// DefaultLockWait is how long a writer waits for another's mailbox lock;
+// writes hold it for milliseconds.
+const DefaultLockWait = 10 * time.Second
+
+// lockFile takes an exclusive flock on path, creating it if needed, within
+// wait. The kernel drops the lock when the holder dies, so a killed writer
+// can never wedge an inbox; and a stopped one (Ctrl-Z, SIGSTOP) holds up
+// others for wait at most, not forever. The lock is on a file of its own
+// rather than on the inbox because compaction replaces the inbox's inode;
+// a lock on the old inode would not exclude a writer that opened the new
+// one.
+func lockFile(path string, wait time.Duration) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening lock: %w", err)
 	}
+	deadline := time.Now().Add(wait)
+	poll := 100 * time.Microsecond
 	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if !errors.Is(err, unix.EINTR) {
-			break
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		switch {
+		case err == nil:
+			return func() { f.Close() }, nil // closing releases the flock
+		case !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR):
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", filepath.Base(path), err)
+		case time.Now().After(deadline):
+			f.Close()
+			return nil, fmt.Errorf("%w: %s stayed locked by another process for %s (one stopped while writing?)", ErrLocked, path, wait)
 		}
+		time.Sleep(poll)
+		poll = min(2*poll, 5*time.Millisecond)
 	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", filepath.Base(path), err)
-	}
-	return func() { f.Close() }, nil // closing releases the flock
 }
 
 // writeFileAtomic replaces path with data so that a reader or a crash sees

@@ -15,7 +15,7 @@ func (s *Store) MarkNudged(team, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	err = createExclusive(dir, filepath.Join(dir, id+".nudged"), nil)
+	err = s.createExclusive(dir, filepath.Join(dir, id+".nudged"), nil)
 	if errors.Is(err, os.ErrExist) {
 		return false, nil
 	}

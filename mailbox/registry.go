@@ -57,10 +57,10 @@ func (s *Store) UpdateAgent(team, agent string, fn func(*AgentRecord) error) err
 		return err
 	}
 	dir := s.registryDir(team)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := s.mkdir(dir); err != nil {
 		return err
 	}
-	unlock, err := lockFile(filepath.Join(dir, ".lock"))
+	unlock, err := lockFile(filepath.Join(dir, ".lock"), s.lockWait())
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func (s *Store) Unregister(team, agent string) error {
 		return err
 	}
 	dir := s.registryDir(team)
-	unlock, err := lockFile(filepath.Join(dir, ".lock"))
+	unlock, err := lockFile(filepath.Join(dir, ".lock"), s.lockWait())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -122,7 +122,7 @@ func (s *Store) Post(team string, r Request) error {
 	if err != nil {
 		return err
 	}
-	if err := createExclusive(dir, path, data); err != nil {
+	if err := s.createExclusive(dir, path, data); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("posting request %s: %w", r.ID, ErrRequestExists)
 		}
@@ -154,7 +154,7 @@ func (s *Store) Claim(team, id, claimant string) (Request, error) {
 	if err != nil {
 		return r, err
 	}
-	err = createExclusive(dir, claimPath, data)
+	err = s.createExclusive(dir, claimPath, data)
 	if errors.Is(err, os.ErrExist) {
 		c, rerr := readClaim(claimPath)
 		if rerr != nil {
@@ -172,8 +172,8 @@ func (s *Store) Claim(team, id, claimant string) (Request, error) {
 // a temp file first and is then hard-linked into place: link(2) fails if
 // the name exists, like O_EXCL, but unlike O_EXCL the name only ever
 // appears with its full content, so a loser can always read who won.
-func createExclusive(dir, path string, data []byte) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+func (s *Store) createExclusive(dir, path string, data []byte) error {
+	if err := s.mkdir(dir); err != nil {
 		return err
 	}
 	tmp, err := writeTemp(dir, "."+filepath.Base(path)+".tmp*", data)

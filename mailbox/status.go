@@ -41,7 +41,7 @@ func (s *Store) SetStatus(team, agent string, st Status) error {
 		return err
 	}
 	dir := filepath.Join(s.teamDir(team), "status")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := s.mkdir(dir); err != nil {
 		return err
 	}
 	if err := writeFileAtomic(filepath.Join(dir, agent+".json"), append(data, '\n')); err != nil {

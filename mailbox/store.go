@@ -16,24 +16,76 @@ package mailbox
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"time"
+
+	"github.com/agentmsg/agentmsg/internal/safedir"
 )
 
 // Store is a mailbox tree rooted at Root. The zero value of the optional
 // fields is usable.
 type Store struct {
 	Root string
+	// Base, when set, is the shared directory Root was made under (the
+	// fallback under TMPDIR): every directory from there down to Root must
+	// then be ours, never a symbolic link. Without it Root is where the
+	// user pointed, and only Root itself (followed) is checked.
+	Base string
 	// Now is the clock for timestamps and retention; nil means time.Now.
 	Now func() time.Time
 	// PollInterval is how often Wait looks at the inbox; 0 means 10ms.
 	PollInterval time.Duration
+	// LockWait bounds the wait for another writer's lock (ErrLocked
+	// after it); 0 means DefaultLockWait.
+	LockWait time.Duration
+}
+
+func (s *Store) lockWait() time.Duration {
+	if s.LockWait > 0 {
+		return s.LockWait
+	}
+	return DefaultLockWait
 }
 
 // New returns a Store rooted at root.
 func New(root string) *Store { return &Store{Root: root} }
+
+// Default is the store at DefaultRoot.
+func Default(lookupEnv func(string) (string, bool)) *Store {
+	root := DefaultRoot(lookupEnv)
+	s := New(root)
+	if root == tmpRoot() {
+		s.Base = os.TempDir()
+	}
+	return s
+}
+
+// Check refuses a Root (safedir.ErrUnsafe) that is not ours and private:
+// a mailbox others can write to lets them forge messages that agentmsg
+// would type into agents. A Root not made yet passes; directories are
+// checked again as they are made or written to.
+func (s *Store) Check() error {
+	if s.Base != "" {
+		return safedir.Check(s.Base, s.Root)
+	}
+	if err := safedir.CheckFollow(s.Root); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// mkdir makes dir (a directory under Root) and checks every directory
+// from Root (from Base, when set) down to it.
+func (s *Store) mkdir(dir string) error {
+	base := s.Root
+	if s.Base != "" {
+		base = s.Base
+	}
+	return safedir.Ensure(base, dir)
+}
 
 // DefaultRoot is $AGENTMSG_HOME, else $XDG_STATE_HOME/agentmsg, else
 // $HOME/.local/state/agentmsg. The mailbox is state (it must survive a
@@ -48,6 +100,11 @@ func DefaultRoot(lookupEnv func(string) (string, bool)) string {
 	if v, ok := lookupEnv("HOME"); ok && v != "" {
 		return filepath.Join(v, ".local", "state", "agentmsg")
 	}
+	return tmpRoot()
+}
+
+// tmpRoot is the root of last resort, in a directory every user shares.
+func tmpRoot() string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("agentmsg-%d", os.Getuid()), "state")
 }
 

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/tmux"
 )
 
@@ -52,7 +53,7 @@ func (s *server) listAgents(ctx context.Context, _ ListInput) (ListOutput, error
 	}
 	d, err := s.dispatcher()
 	if err == nil {
-		found, lerr := d.Agents(ctx, team)
+		found, lerr := d.Agents(ctx, team, dispatch.Call{})
 		switch {
 		case errors.Is(lerr, tmux.ErrNoServer):
 			out.Note = "no tmux server is running, so no agent has a session"

@@ -218,6 +218,8 @@ func (s *server) send(ctx context.Context, to string, env mailbox.Envelope) (Sen
 		out.Note = fmt.Sprintf("%s has no tmux session here; the message waits in its inbox (it reads it with check_messages)", t.Agent())
 	case res.Verdict == courier.Deferred:
 		out.Note = fmt.Sprintf("%s was not ready (%s); the message is kept and typed once it is", t.Agent(), res.State)
+	case res.RecordErr != nil:
+		return out, fmt.Errorf("message %s to %s: %w", res.ID, t, res.RecordErr)
 	case !res.OK():
 		return out, fmt.Errorf("message %s to %s was not delivered (%s): %v", res.ID, t, res.Verdict, res.Err)
 	}

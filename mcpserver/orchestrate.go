@@ -59,7 +59,7 @@ type Failure struct {
 // BroadcastOutput is each agent's outcome.
 type BroadcastOutput struct {
 	MessageID   string    `json:"message_id"`
-	Verdict     string    `json:"verdict" jsonschema:"delivered (every agent), partial or failed"`
+	Verdict     string    `json:"verdict" jsonschema:"delivered (every agent took it), deferred (none failed; some keep it until they are ready), partial (some failed) or failed (all failed)"`
 	DeliveredTo []string  `json:"delivered_to"`
 	Deferred    []string  `json:"deferred" jsonschema:"agents that were not ready; the message is typed once they are"`
 	Failed      []Failure `json:"failed"`
@@ -87,29 +87,20 @@ func (s *server) broadcast(ctx context.Context, in BroadcastInput) (BroadcastOut
 	if err != nil {
 		return BroadcastOutput{}, fmt.Errorf("broadcast to team %s: %w", team, err)
 	}
-	out := BroadcastOutput{MessageID: string(env.ID), DeliveredTo: []string{}, Deferred: []string{}, Failed: []Failure{}}
-	for _, r := range results {
-		name := r.Target.Agent()
-		switch {
-		case r.Outcome.OK():
-			out.DeliveredTo = append(out.DeliveredTo, name)
-		case r.Verdict == courier.Deferred:
-			out.Deferred = append(out.Deferred, name)
-		default:
-			reason := string(r.Verdict)
-			if r.Err != nil {
-				reason += ": " + r.Err.Error()
-			}
-			out.Failed = append(out.Failed, Failure{Agent: name, Reason: reason})
-		}
+	sum := courier.Summarize(results)
+	out := BroadcastOutput{MessageID: string(env.ID), Verdict: string(sum.Verdict), DeliveredTo: []string{}, Deferred: []string{}, Failed: []Failure{}}
+	for _, r := range sum.Delivered {
+		out.DeliveredTo = append(out.DeliveredTo, r.Target.Agent())
 	}
-	switch {
-	case len(out.Failed) == 0 && len(out.Deferred) == 0:
-		out.Verdict = "delivered"
-	case len(out.DeliveredTo) == 0 && len(out.Deferred) == 0:
-		out.Verdict = "failed"
-	default:
-		out.Verdict = "partial"
+	for _, r := range sum.Deferred {
+		out.Deferred = append(out.Deferred, r.Target.Agent())
+	}
+	for _, r := range sum.Failed {
+		reason := string(r.Verdict)
+		if r.Err != nil {
+			reason += ": " + r.Err.Error()
+		}
+		out.Failed = append(out.Failed, Failure{Agent: r.Target.Agent(), Reason: reason})
 	}
 	return out, nil
 }

@@ -428,7 +428,7 @@ func TestBroadcast(t *testing.T) {
 	tm.tmux.SetDialog("agent-t-a3", true)
 	var got BroadcastOutput
 	tm.as("lead", true).call("broadcast", map[string]any{"content": "stand-up in 5"}, &got)
-	if got.Verdict != "partial" || !slices.Equal(got.DeliveredTo, []string{"a1", "a2"}) || !slices.Equal(got.Deferred, []string{"a3"}) || len(got.Failed) != 0 {
+	if got.Verdict != "deferred" || !slices.Equal(got.DeliveredTo, []string{"a1", "a2"}) || !slices.Equal(got.Deferred, []string{"a3"}) || len(got.Failed) != 0 {
 		t.Fatalf("broadcast: %+v", got)
 	}
 	for _, a := range []string{"a1", "a2"} {

@@ -1,11 +1,12 @@
 // Package receipt keeps the ids an agent itself reports having received.
 //
-// Claude Code runs a UserPromptSubmit hook with the exact text of every
-// prompt it really submits (a queued one when it is sent, not when it is
-// queued). agentmsg's hook appends the message id at the start of that text
-// to a log, and a delivery that finds its id there knows the agent took the
-// message: proof that no folding, scrolling or redrawing of the screen can
-// hide.
+// An agent CLI runs its prompt-submit hook (UserPromptSubmit in Claude
+// Code, Codex and Qwen Code, BeforeAgent in Gemini CLI) with the exact text
+// of every prompt it really submits (a queued one when it is sent, not when
+// it is queued). agentmsg's hook appends the message id at the start of that
+// text to a log, and a delivery that finds its id there knows the agent took
+// the message: proof that no folding, scrolling or redrawing of the screen
+// can hide.
 package receipt
 
 import (
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
+	"syscall"
 
 	"github.com/agentmsg/agentmsg/message"
 )
@@ -57,7 +59,7 @@ func (l *Log) Record(id message.ID) error {
 	if fi, err := os.Stat(l.Path); err == nil && fi.Size() > maxSize {
 		l.trim()
 	}
-	f, err := os.OpenFile(l.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(l.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}

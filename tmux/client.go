@@ -48,10 +48,10 @@ type Client interface {
 	// Capture returns the visible screen, wrapped lines joined, plus up to
 	// history lines of scrollback above it.
 	Capture(ctx context.Context, pane string, history int) ([]string, error)
-	// Paste types text into the pane as data through a buffer of the given
-	// (unique) name, with bracketed-paste markers when the program asked for
-	// them, and deletes the buffer.
-	Paste(ctx context.Context, pane, buffer, text string) error
+	// Paste types text into the pane as data through a buffer of its own,
+	// with bracketed-paste markers when the program asked for them, and
+	// deletes the buffer.
+	Paste(ctx context.Context, pane, text string) error
 	// SendBytes sends raw bytes as keys (e.g. 0x0d for a carriage return).
 	SendBytes(ctx context.Context, pane string, b ...byte) error
 }
@@ -267,7 +267,10 @@ func (c *Exec) Capture(ctx context.Context, pane string, history int) ([]string,
 	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"), nil
 }
 
-func (c *Exec) Paste(ctx context.Context, pane, buffer, text string) error {
+func (c *Exec) Paste(ctx context.Context, pane, text string) error {
+	// A buffer of our own, named so that no two pastes (a broadcast types
+	// into many panes at once, other processes too) can meet.
+	buffer := "agentmsg-" + newNonce()
 	// One command list: load the buffer from an anonymous file written
 	// whole before tmux starts (no argv parsing, no size limit, nothing
 	// cut short or left on disk if we die), paste it with bracketed-paste

@@ -8,6 +8,23 @@ import (
 	"time"
 )
 
+// Sessions is what starting, stopping and watching agents needs of tmux,
+// beside what a delivery needs (Client). *Exec implements it; tests of the
+// lifecycle's logic use a fake.
+type Sessions interface {
+	Client
+	// NewSession creates a detached session named exactly session running
+	// argv in dir with env added, and returns its pane and first process.
+	NewSession(ctx context.Context, session, dir string, env, argv []string) (pane string, pid int, err error)
+	// KillSession ends the session named exactly session; one already gone
+	// is no error.
+	KillSession(ctx context.Context, session string) error
+	// HasSession reports whether a session named exactly session exists.
+	HasSession(ctx context.Context, session string) (bool, error)
+	// Activity is the last output time of every session, by name.
+	Activity(ctx context.Context) (map[string]time.Time, error)
+}
+
 // ErrDuplicateSession is new-session's "duplicate session" (an exact name).
 var ErrDuplicateSession = errors.New("a session of that name exists")
 

@@ -90,7 +90,7 @@ func TestClient(t *testing.T) {
 
 			// Text as data: everything tmux could misread arrives as typed.
 			text := "-x 'q' \"d\" #{pane_id} é 世界 end;"
-			if err := c.Paste(ctx, p.ID, "agentmsg-test-1", text); err != nil {
+			if err := c.Paste(ctx, p.ID, text); err != nil {
 				t.Fatalf("Paste: %v", err)
 			}
 			if err := c.SendBytes(ctx, p.ID, '\r'); err != nil {
@@ -356,5 +356,17 @@ func TestBinaryOfTheServerYouRunIn(t *testing.T) {
 	}
 	if c := CallerFrom(env(nil)); c != (Caller{}) {
 		t.Errorf("CallerFrom outside tmux = %+v", c)
+	}
+}
+
+func TestWatchCommand(t *testing.T) {
+	for _, tt := range []struct{ socket, session, want string }{
+		{"/tmp/am1/sock", "agent-alpha-ana", "tmux -S /tmp/am1/sock attach -r -t =agent-alpha-ana"},
+		{"/tmp/my dir/it's", "agent-a-b", `tmux -S '/tmp/my dir/it'\''s' attach -r -t =agent-a-b`},
+		{"/s", "x;rm -rf ~", `tmux -S /s attach -r -t '=x;rm -rf ~'`},
+	} {
+		if got := WatchCommand(Server{Socket: tt.socket}, tt.session); got != tt.want {
+			t.Errorf("WatchCommand(%q, %q) = %s, want %s", tt.socket, tt.session, got, tt.want)
+		}
 	}
 }

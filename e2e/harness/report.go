@@ -38,6 +38,7 @@ type BroadcastReport struct {
 	All       bool      `json:"all"`
 	Verdict   string    `json:"verdict"`
 	Delivered int       `json:"delivered"`
+	Deferred  int       `json:"deferred"`
 	Failed    int       `json:"failed"`
 	ExitCode  int       `json:"exit_code"`
 	Results   []Outcome `json:"results"`

@@ -111,7 +111,7 @@ func (s *Server) Capture(_ context.Context, id string, _ int) ([]string, error) 
 	return append(lines, "", rule, "❯\u00a0"+p.draft, rule, "  ? for shortcuts"), nil
 }
 
-func (s *Server) Paste(_ context.Context, id, _, text string) error {
+func (s *Server) Paste(_ context.Context, id, text string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, err := s.pane(id)

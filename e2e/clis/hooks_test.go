@@ -1,0 +1,133 @@
+package clisharness
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/e2e/fakeapi"
+	"github.com/agentmsg/agentmsg/e2e/harness"
+)
+
+// newHooked starts the CLI with agentmsg's hooks installed in its project
+// (agentmsg hooks install CLI --dir WORK, before the CLI starts: it reads
+// its hooks at start). Codex then asks a person to review the new hooks:
+// agentmsg never answers that, the test does, as the person would.
+func newHooked(t *testing.T, cli string) *live {
+	t.Helper()
+	l := newLive(t, cli, func(o *Options) {
+		bins, err := harness.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The same agentmsg, state and server as the live one newLive makes.
+		pre := &live{t: t, cli: cli, dir: o.Root, bin: bins.Agentmsg, state: filepath.Join(o.Root, "state"), sock: o.Socket}
+		if res := pre.run("hooks", "install", cli, "--dir", filepath.Join(o.Root, "work")); res.code != 0 {
+			t.Fatalf("hooks install %s: %s", cli, res)
+		}
+		if cli == Codex {
+			o.Ready = func(lines []string) bool { return strings.Contains(strings.Join(lines, "\n"), "Hooks need review") }
+		}
+	})
+	if cli == Codex {
+		if rd, screen, _ := l.agent.Read(); rd.State != delivery.Dialog {
+			t.Fatalf("Codex's hook review is not read as a dialog (%+v):\n%s", rd, screen)
+		}
+		// The person trusts the hooks; Codex records that in its config.
+		err := l.agent.Keys("Down")
+		if err == nil {
+			_, err = l.agent.WaitFor(10*time.Second, func(s string) bool { return strings.Contains(s, "› 2. Trust all and continue") })
+		}
+		if err == nil {
+			err = l.agent.Enter()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.waitState("ready after the review", delivery.Ready)
+		cfg, _ := os.ReadFile(filepath.Join(l.agent.Home, ".codex", "config.toml"))
+		if strings.Count(string(cfg), "trusted_hash") != 2 {
+			t.Errorf("Codex did not record trust for both hooks:\n%s", cfg)
+		}
+	}
+	return l
+}
+
+// receipts are the ids the prompt-submit hook recorded.
+func (l *live) receipts() []string {
+	data, _ := os.ReadFile(filepath.Join(l.state, "agentmsg", "receipts.log"))
+	return strings.Fields(string(data))
+}
+
+func (l *live) waitReceipt(id string) {
+	l.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Contains(l.receipts(), id) {
+		if time.Now().After(deadline) {
+			l.t.Fatalf("no receipt for %s: %q", id, l.receipts())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var leadingID = regexp.MustCompile(`^MSG_[A-Z0-9_]+_[0-9a-f]{8}`)
+
+// With agentmsg's hooks installed, each CLI's prompt-submit hook records a
+// receipt for exactly the messages that reached the model, and its
+// turn-end hook delivers a message kept while the agent was busy, with no
+// one running agentmsg deliver.
+func TestLiveHooks(t *testing.T) {
+	for _, cli := range clis {
+		t.Run(cli, func(t *testing.T) {
+			l := newHooked(t, cli)
+
+			rep, res := l.send("with receipts")
+			if res.code != 0 || (rep.Verdict != "submitted" && rep.Verdict != "queued") {
+				t.Fatalf("want submitted (or queued while Gemini initialises): %s", res)
+			}
+			l.waitArrived(rep.ID)
+			l.waitReceipt(rep.ID)
+
+			// A turn that lasts; a message that will not wait for it.
+			l.set(fakeapi.Control{Mode: fakeapi.ModeSlow, SlowSeconds: 6})
+			long, res := l.send("a long task")
+			if res.code != 0 {
+				t.Fatalf("%s", res)
+			}
+			l.waitState("busy", delivery.Busy)
+			kept, res := l.send("kept until the turn ends", "--wait-idle", "--ready-timeout", "1s")
+			if res.code != 0 || kept.Verdict != "deferred" {
+				t.Fatalf("want deferred while busy: %s", res)
+			}
+			l.set(fakeapi.Control{Mode: fakeapi.ModeInstant})
+			// Nobody runs deliver here: the turn-end hook does.
+			got := l.waitArrived(kept.ID)
+			if !strings.HasPrefix(got.Text, kept.ID+": kept until the turn ends") {
+				t.Errorf("arrived as %q", got.Text)
+			}
+			l.waitReceipt(kept.ID)
+			if n := len(l.with(long.ID)); n != 1 {
+				t.Errorf("the long task arrived %d times", n)
+			}
+
+			// Receipts: exactly the messages the model got, each once.
+			var sent []string
+			for _, p := range l.prompts() {
+				if id := leadingID.FindString(p.Text); id != "" {
+					sent = append(sent, id)
+				}
+			}
+			got2 := l.receipts()
+			slices.Sort(sent)
+			slices.Sort(got2)
+			if !slices.Equal(sent, got2) {
+				t.Errorf("receipts %q, want the ids that reached the API %q", got2, sent)
+			}
+		})
+	}
+}

@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentmsg/agentmsg/e2e/harness"
+	"github.com/agentmsg/agentmsg/mailbox"
+)
+
+// Senders queued behind one another for an agent showing a dialog: the
+// wait for the pane's lock counts against each sender's own ready timeout,
+// so all of them give up (deferred) after about that long, instead of one
+// timeout after another (1, 2, 3, 4, 5 s). Deliver then types each once.
+func TestSendersBehindADialogEachWaitOnlyTheirTimeout(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("dialog"))
+	const n = 5
+	reps := make([]harness.SendReport, n)
+	results := make([]harness.Result, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			results[i], errs[i] = s.Server.Run("--json", "send", "--ready-timeout", "1s", "alpha", "ana", fmt.Sprintf("waiting %d", i))
+			if errs[i] == nil {
+				reps[i], errs[i] = harness.Decode[harness.SendReport](results[i].Stdout)
+			}
+		})
+	}
+	wg.Wait()
+	locked := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		res, rep := results[i], reps[i]
+		if res.Code != 0 || rep.Verdict != "deferred" {
+			t.Errorf("sender %d: want deferred (exit 0), got %s", i, res)
+		}
+		// A second's wait, and some slack for a loaded machine; one
+		// sender after another would take 1, 2, 3, 4 and 5 s.
+		if rep.ElapsedMS > 2900 {
+			t.Errorf("sender %d took %.0fms with a 1s ready timeout", i, rep.ElapsedMS)
+		}
+		if strings.Contains(rep.Error, "held by pid") {
+			locked++
+		}
+	}
+	if locked == 0 {
+		t.Errorf("no sender said who held the pane; reports: %+v", reps)
+	}
+	wantUntouched(t, ana)
+
+	ana.SetState("ready")
+	wantCode(t, s.Run("deliver"), 0)
+	got := ana.Received()
+	if len(got) != n {
+		t.Fatalf("received %d prompts, want each of %d once: %q", len(got), n, got)
+	}
+	for _, rep := range reps {
+		if st := deliveryState(t, s, "alpha", "ana", rep.ID); st != mailbox.StateSubmitted {
+			t.Errorf("%s is %s, want submitted", rep.ID, st)
+		}
+	}
+}
+
+// A sender stopped (SIGSTOP) while it holds the pane's lock blocks no one
+// past their own deadline: the next sender defers its message and names
+// the holder, stopped. Once the holder is gone, deliver types both.
+func TestStoppedLockHolderBlocksNoOne(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("dialog"))
+	holder := startAgentmsg(t, s, nil, nil, "--json", "send", "--ready-timeout", "60s", "alpha", "ana", "first")
+	pid := holder.cmd.Process.Pid
+	// It holds the pane's lock once its pid is in the pane's lock file
+	// (named-*.lock are other locks: one per inbox, one per message).
+	locks := filepath.Join(s.Dir, "runtime", "agentmsg", "locks")
+	waitFor(t, "the holder's lock file", 10*time.Second, func() bool {
+		files, _ := filepath.Glob(filepath.Join(locks, "*.lock"))
+		for _, f := range files {
+			if strings.HasPrefix(filepath.Base(f), "named-") {
+				continue
+			}
+			if b, _ := os.ReadFile(f); strings.Contains(string(b), `"pid":`+strconv.Itoa(pid)) {
+				return true
+			}
+		}
+		return false
+	})
+	holder.signal(t, syscall.SIGSTOP)
+
+	rep, res := sendJSON(t, s, nil, "--ready-timeout", "1s", "alpha", "ana", "second")
+	wantCode(t, res, 0)
+	if rep.Verdict != "deferred" {
+		t.Fatalf("verdict %q, want deferred\n%s", rep.Verdict, res)
+	}
+	if want := fmt.Sprintf("held by pid %d (agentmsg send", pid); !strings.Contains(rep.Error, want) || !strings.Contains(rep.Error, "stopped") {
+		t.Errorf("error %q should name the stopped holder (%s ...)", rep.Error, want)
+	}
+	if res.Elapsed > 5*time.Second {
+		t.Errorf("a 1s ready timeout took %s", res.Elapsed)
+	}
+
+	holder.signal(t, syscall.SIGKILL)
+	holder.finish(t)
+	ana.SetState("ready")
+	wantCode(t, s.Run("deliver"), 0)
+	got := ana.Received()
+	if len(got) != 2 || !strings.HasSuffix(got[0], ": first") || got[1] != harness.Submitted(rep.ID, "second") {
+		t.Fatalf("received %q, want first then second, once each", got)
+	}
+}
+
+// Without XDG_RUNTIME_DIR the locks go to $TMPDIR/agentmsg-<uid>. One that
+// another user made first, open to everyone, is refused with a clear
+// error: nothing is typed, and nothing is created in it.
+func TestLockDirOthersMadeIsRefused(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-alpha-ana")
+	tmp := t.TempDir()
+	shared := filepath.Join(tmp, fmt.Sprintf("agentmsg-%d", os.Getuid()))
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	b := startAgentmsg(t, s, nil, []string{"XDG_RUNTIME_DIR=", "TMPDIR=" + tmp}, "send", "alpha", "ana", "through a lock dir someone else made")
+	res := b.finish(t)
+	if res.Code == 0 || !strings.Contains(res.Stderr, "refusing to use "+shared) || !strings.Contains(res.Stderr, "writable by other users") {
+		t.Errorf("want a refusal naming %s, got %s", shared, res)
+	}
+	if left, _ := os.ReadDir(shared); len(left) != 0 {
+		t.Errorf("agentmsg made %d entries in a directory it refused", len(left))
+	}
+	wantUntouched(t, ana)
+}

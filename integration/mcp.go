@@ -1,0 +1,209 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// MCPServer is the entry that makes a CLI start agentmsg's MCP server.
+type MCPServer struct {
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+// MCPInstall asks for agentmsg's MCP server in one CLI's settings.
+type MCPInstall struct {
+	CLI       string
+	Dir       string // for a file in the project
+	Home      string // for a file in the home directory (default $HOME)
+	LookupEnv func(string) (string, bool)
+	Server    MCPServer
+	// Orchestrator: the server has the orchestrator's tools, whose calls
+	// may last up to an hour (Codex is told a longer tool timeout).
+	Orchestrator bool
+	Print        bool // only report the file as it would be
+	Now          time.Time
+}
+
+// InstallMCP sets agentmsg's entry in the CLI's MCP settings (an earlier
+// agentmsg entry is replaced), leaving everything else as it was.
+func InstallMCP(r MCPInstall) (Report, error) {
+	cli, ok := Lookup(r.CLI)
+	if !ok || cli.MCP == nil {
+		return Report{}, fmt.Errorf("%w %q", ErrUnknownCLI, r.CLI)
+	}
+	path, err := cli.MCP.Locate(r.Dir, r.Home, r.LookupEnv)
+	if err != nil {
+		return Report{}, err
+	}
+	merge := mergeJSONServer
+	if cli.MCP.Format == TOML {
+		merge = mergeTOMLServer
+	}
+	old, err := readSettings(path)
+	if err != nil {
+		return Report{}, err
+	}
+	merged, err := merge(old, r.Server, r.Orchestrator)
+	if err != nil {
+		snippet, _ := merge(nil, r.Server, r.Orchestrator)
+		return Report{}, &MergeError{Path: path, Err: err, Snippet: string(snippet)}
+	}
+	return install(cli.Name, path, old, merged, r.Print, r.Now)
+}
+
+// mergeJSONServer sets mcpServers.agentmsg in a JSON settings file (Claude
+// Code's .mcp.json, Gemini CLI's and Qwen Code's settings.json), keeping
+// every other byte.
+func mergeJSONServer(old []byte, e MCPServer, _ bool) ([]byte, error) {
+	doc, err := parseJSONDoc(old)
+	if err != nil {
+		return nil, err
+	}
+	servers := doc.lookup("mcpServers")
+	switch {
+	case servers == nil:
+		err = doc.set(doc.root, "mcpServers", map[string]any{"agentmsg": e})
+	case servers.kind != '{':
+		return nil, errors.New(`"mcpServers" is not an object`)
+	default:
+		err = doc.set(servers, "agentmsg", e)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return doc.out(), nil
+}
+
+// agentmsgTable matches a TOML table header of the agentmsg server or one
+// of its sub-tables ([mcp_servers.agentmsg.env]).
+var (
+	agentmsgTable = regexp.MustCompile(`^\s*\[\s*mcp_servers\s*\.\s*("agentmsg"|agentmsg)\s*(\.[^\]]*)?\]\s*(#.*)?$`)
+	anyTable      = regexp.MustCompile(`^\s*\[`)
+)
+
+// mergeTOMLServer sets [mcp_servers.agentmsg] in Codex's config.toml. It
+// edits the text, so that comments and the order of everything else stay:
+// the old agentmsg tables are cut out and the new one appended. The result
+// must parse, and hold the other settings unchanged, or nothing is written.
+func mergeTOMLServer(old []byte, e MCPServer, orchestrator bool) ([]byte, error) {
+	var before map[string]any
+	if _, err := toml.Decode(string(old), &before); err != nil {
+		return nil, fmt.Errorf("the file is not valid TOML: %w", err)
+	}
+	var kept []string
+	skipping := false
+	text := strings.TrimRight(string(old), "\n")
+	if text != "" {
+		for _, line := range strings.Split(text, "\n") {
+			switch {
+			case agentmsgTable.MatchString(line):
+				skipping = true
+				continue
+			case anyTable.MatchString(line):
+				skipping = false
+			}
+			if !skipping {
+				kept = append(kept, line)
+			}
+		}
+	}
+	var b strings.Builder
+	if body := strings.TrimRight(strings.Join(kept, "\n"), "\n"); body != "" {
+		b.WriteString(body)
+		b.WriteString("\n\n")
+	}
+	b.WriteString("[mcp_servers.agentmsg]\n")
+	fmt.Fprintf(&b, "command = %s\n", tomlString(e.Command))
+	quoted := make([]string, len(e.Args))
+	for i, a := range e.Args {
+		quoted[i] = tomlString(a)
+	}
+	fmt.Fprintf(&b, "args = [%s]\n", strings.Join(quoted, ", "))
+	if len(e.Env) > 0 {
+		keys := make([]string, 0, len(e.Env))
+		for k := range e.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		pairs := make([]string, len(keys))
+		for i, k := range keys {
+			pairs[i] = k + " = " + tomlString(e.Env[k])
+		}
+		fmt.Fprintf(&b, "env = { %s }\n", strings.Join(pairs, ", "))
+	}
+	// Codex ends a tool call after 60 s by default: wait_for_message may
+	// wait 120 s, and a workflow up to an hour.
+	limit := 180
+	if orchestrator {
+		limit = 3660
+	}
+	fmt.Fprintf(&b, "tool_timeout_sec = %d\n", limit)
+	out := []byte(b.String())
+
+	var after map[string]any
+	if _, err := toml.Decode(string(out), &after); err != nil {
+		return nil, fmt.Errorf("the merged file would not be valid TOML (an agentmsg entry written in another form?): %w", err)
+	}
+	servers, _ := after["mcp_servers"].(map[string]any)
+	if servers == nil || servers["agentmsg"] == nil {
+		return nil, errors.New("the merged file does not hold mcp_servers.agentmsg")
+	}
+	if !reflect.DeepEqual(withoutAgentmsg(before), withoutAgentmsg(after)) {
+		return nil, errors.New("merging would change other settings (an agentmsg entry written in another form?)")
+	}
+	return out, nil
+}
+
+// withoutAgentmsg is a decoded config.toml without mcp_servers.agentmsg:
+// everything but agentmsg's entry must survive a merge as it was.
+func withoutAgentmsg(m map[string]any) map[string]any {
+	c := map[string]any{}
+	for k, v := range m {
+		c[k] = v
+	}
+	if s, ok := c["mcp_servers"].(map[string]any); ok {
+		s2 := map[string]any{}
+		for k, v := range s {
+			if k != "agentmsg" {
+				s2[k] = v
+			}
+		}
+		c["mcp_servers"] = s2
+		if len(s2) == 0 {
+			delete(c, "mcp_servers")
+		}
+	}
+	return c
+}
+
+// tomlString is s as a TOML basic string.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
