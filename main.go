@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/agentmsg/agentmsg/cmd"
+	"github.com/agentmsg/agentmsg/mcpserver"
 )
 
-func main() { os.Exit(cmd.Main()) }
+// main joins the front ends: the CLI runs the MCP server for agentmsg mcp.
+func main() { os.Exit(cmd.Main(mcpserver.Serve)) }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -67,10 +68,10 @@ is "-". Everything send says about waiting and safety holds for each target.
 	c.Flags().BoolVar(&opts.All, "all", false, "every agent-* session on the server (no TEAM)")
 	noQueue := false
 	c.Flags().BoolVar(&noQueue, "no-queue", false, "a target not ready in time fails (exit 6) instead of keeping the message for agentmsg deliver")
-	c.Flags().BoolVar(&opts.Mode.MailboxOnly, "mailbox-only", false, "only record the message in each agent's inbox")
+	c.Flags().BoolVar(&opts.Delivery.MailboxOnly, "mailbox-only", false, "only record the message in each agent's inbox")
 	opts.Envelope.register(c)
 	opts.Agent.register(c, true)
-	c.PreRun = func(*cobra.Command, []string) { opts.Mode.Queue = !noQueue }
+	c.PreRun = func(*cobra.Command, []string) { opts.Delivery.Queue = !noQueue }
 	return c
 }
 
@@ -79,26 +80,28 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 	if err != nil {
 		return err
 	}
-	m, err := opts.compose(ctx, text)
+	draft, err := opts.draft(text)
 	if err != nil {
 		return err
 	}
-	id, c, env := m.id, m.c, m.env
+	svc, err := opts.Service(ctx)
+	if err != nil {
+		return err
+	}
 	if !opts.JSON() {
-		opts.Mode.Call.OnWait = newWaitPrinter(opts.IO.ErrOut, false).wait
+		opts.Delivery.Call.OnWait = newWaitPrinter(opts.IO.ErrOut, false).wait
 	}
-	results, err := c.Broadcast(ctx, opts.Team, env, opts.Mode)
+	res, err := svc.Broadcast(ctx, service.BroadcastRequest{Team: opts.Team, All: opts.All, Draft: draft, Delivery: opts.Delivery})
 	if err != nil {
 		return err
 	}
-	sum := courier.Summarize(results)
 	code := ExitOK
-	if !sum.OK() {
+	if !res.OK() {
 		code = ExitPartial
 	}
 	if opts.JSON() {
-		out := make([]resultJSON, len(results))
-		for i, r := range results {
+		out := make([]resultJSON, len(res.Results))
+		for i, r := range res.Results {
 			out[i] = toResultJSON(r)
 		}
 		writeJSON(&Factory{IO: opts.IO}, struct {
@@ -112,10 +115,10 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 			Failed    int          `json:"failed"`
 			ExitCode  int          `json:"exit_code"`
 			Results   []resultJSON `json:"results"`
-		}{string(env.ID), id.Name, opts.Team, opts.All, string(sum.Verdict), len(sum.Delivered), len(sum.Deferred), len(sum.Failed), code, out})
+		}{string(res.ID), res.From, opts.Team, opts.All, string(res.Verdict), len(res.Delivered), len(res.Deferred), len(res.Failed), code, out})
 		return exitError{code}
 	}
-	for _, r := range results {
+	for _, r := range res.Results {
 		mark := "✓"
 		switch {
 		case r.Verdict == courier.Deferred && r.OK():
@@ -125,11 +128,11 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 		}
 		fmt.Fprintf(opts.IO.Out, "%s %s\n", mark, describeResult(r))
 	}
-	fmt.Fprintf(opts.IO.Out, "%d of %d delivered as %s", len(sum.Delivered), len(results), env.ID)
-	if n := len(sum.Deferred); n > 0 {
+	fmt.Fprintf(opts.IO.Out, "%d of %d delivered as %s", len(res.Delivered), len(res.Results), res.ID)
+	if n := len(res.Deferred); n > 0 {
 		fmt.Fprintf(opts.IO.Out, "; %d deferred (agentmsg deliver types them once ready)", n)
 	}
-	if n := len(sum.Failed); n > 0 {
+	if n := len(res.Failed); n > 0 {
 		fmt.Fprintf(opts.IO.Out, "; %d failed", n)
 	}
 	fmt.Fprintln(opts.IO.Out)

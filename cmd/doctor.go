@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -51,6 +53,7 @@ tmux client a send uses.`,
 				return err
 			}
 			tm := whichTmux(c.Context(), f, in.Server.Version)
+			would := wouldSay(in.Would, t.Session)
 			if f.JSON {
 				probeMS := make([]float64, len(in.Probe))
 				for i, p := range in.Probe {
@@ -63,7 +66,7 @@ tmux client a send uses.`,
 					"profile": in.Profile.Name, "profile_why": in.Why,
 					"state": string(in.Reading.State), "detail": in.Reading.Detail, "box": in.Reading.Box,
 					"queued": in.Reading.Queued, "shell": in.Reading.Shell,
-					"would": in.Would, "probe_ms": probeMS, "exit_code": ExitOK,
+					"would": would, "probe_ms": probeMS, "exit_code": ExitOK,
 				}
 				if !in.Found {
 					doc["exit_code"], doc["error"] = ExitNotFound, "no session named exactly "+t.Session
@@ -107,7 +110,7 @@ tmux client a send uses.`,
 					fmt.Fprintf(w, "  │ %s\n", show(l))
 				}
 			}
-			fmt.Fprintf(w, "a send would: %s\n", show(in.Would))
+			fmt.Fprintf(w, "a send would: %s\n", show(would))
 			if len(in.Probe) > 0 {
 				p := slices.Clone(in.Probe)
 				slices.Sort(p)
@@ -122,6 +125,35 @@ tmux client a send uses.`,
 	c.Flags().BoolVar(&probe, "probe", false, "also time ten harmless round trips (screen captures)")
 	agent.register(c, true)
 	return c
+}
+
+// wouldSay words what a send would do, for doctor.
+func wouldSay(p dispatch.Plan, session string) string {
+	switch p.Stop {
+	case dispatch.StopNotFound:
+		return fmt.Sprintf("refuse with exit %d: there is no session named exactly %s", ExitNotFound, session)
+	case dispatch.StopGone:
+		return fmt.Sprintf("refuse with exit %d: the session went away", ExitNotFound)
+	case dispatch.StopDead:
+		return "fail: the program in the pane has exited"
+	case dispatch.StopSelf:
+		return "refuse: that is the pane you run in"
+	}
+	wait := "wait up to " + p.ReadyTimeout.String()
+	keep := fmt.Sprintf("; then keep it for deliver (or exit %d with --no-queue)", ExitNotReady)
+	switch {
+	case p.Action == delivery.ActRefuse:
+		return "refuse: the pane shows a shell prompt, so a message would run as a command (--force types it anyway)"
+	case p.Action == delivery.ActType:
+		return "type the message now, submit it after " + p.Settle.String() + " and confirm it"
+	case p.Action == delivery.ActQueue:
+		return "type it now: the agent is busy but queues messages (verdict queued; --wait-idle waits instead)"
+	case p.State == delivery.Dialog:
+		return wait + " for the dialog to close, typing and pressing nothing" + keep
+	case p.State == delivery.Draft:
+		return wait + " for the person's text to leave the box, never touching it" + keep
+	}
+	return wait + " for an empty input box (" + string(p.State) + ")" + keep
 }
 
 // bottom is the last n non-blank-trailing lines of a screen.

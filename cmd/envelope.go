@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,6 +12,7 @@ import (
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
 )
 
 // envelopeFlags are the typed-message flags of send and broadcast.
@@ -25,37 +28,47 @@ func (e *envelopeFlags) register(c *cobra.Command) {
 
 func typeNames() []string { return mailbox.TypeNames() }
 
-const typesHelp = `Message types (--type; the agent sees "[type] key=value ... text"):
-  text               plain text (the default)
-  status             a status update; needs --meta state=idle|working|blocked|pr_pending|complete|failed
-  shutdown-request   lead to agent: finish up and stop
-  shutdown-response  agent to lead; needs --meta accept=true|false (false: defer while finishing)
-  plan               agent to lead: a plan for approval
-  plan-approval      lead to agent; needs --meta approve=true|false
-  task               lead to agent: a task assignment`
+// typesHelp lists the message types for --help: what each is for, and the
+// metadata it needs as mailbox.Protocol says.
+var typesHelp = func() string {
+	b := strings.Builder{}
+	b.WriteString(`Message types (--type; the agent sees "[type] key=value ... text"):`)
+	for _, t := range []struct {
+		typ        mailbox.Type
+		what, note string
+	}{
+		{mailbox.TypeText, "plain text (the default)", ""},
+		{mailbox.TypeStatus, "a status update", ""},
+		{mailbox.TypeShutdownRequest, "lead to agent: finish up and stop", ""},
+		{mailbox.TypeShutdownResponse, "agent to lead", " (false: defer while finishing)"},
+		{mailbox.TypePlan, "agent to lead: a plan for approval", ""},
+		{mailbox.TypePlanApproval, "lead to agent", ""},
+		{mailbox.TypeTask, "lead to agent: a task assignment", ""},
+	} {
+		fmt.Fprintf(&b, "\n  %-18s %s", t.typ, t.what)
+		for _, k := range slices.Sorted(maps.Keys(mailbox.Protocol[t.typ])) {
+			fmt.Fprintf(&b, "; needs --meta %s=%s", k, strings.Join(mailbox.Protocol[t.typ][k], "|"))
+		}
+		b.WriteString(t.note)
+	}
+	return b.String()
+}()
 
-// build checks the flags against the protocol (mailbox.Protocol) and
-// returns an envelope without id, sender or content. Metadata is typed
-// with the message, so its keys and values are cleaned like it, each to
-// one line (message.CleanLine), before they are checked and stored.
-func (e *envelopeFlags) build() (mailbox.Envelope, error) {
+// metadata is --meta as a map (a key given twice: the last one). The
+// service cleans and checks it with the type (service.Envelope).
+func (e *envelopeFlags) metadata() (map[string]string, error) {
 	var meta map[string]string
 	for _, kv := range e.meta {
 		k, v, ok := strings.Cut(kv, "=")
-		k, v = message.CleanLine(k), message.CleanLine(v)
-		if !ok || k == "" {
-			return mailbox.Envelope{}, usagef("--meta %q: want KEY=VALUE", kv)
+		if !ok || message.CleanLine(k) == "" {
+			return nil, usagef("--meta %q: want KEY=VALUE", kv)
 		}
 		if meta == nil {
 			meta = map[string]string{}
 		}
 		meta[k] = v
 	}
-	env, err := mailbox.Check(e.typ, meta)
-	if err != nil {
-		return env, usageError{err}
-	}
-	return env, nil
+	return meta, nil
 }
 
 // courier joins the mailbox to a dispatcher.
@@ -104,13 +117,40 @@ func describeResult(r courier.Result) string {
 	switch r.Verdict {
 	case courier.Deferred:
 		if r.Err != nil { // interrupted, or another sender held the pane
-			return fmt.Sprintf("deferred for %s as %s: %v; kept in its inbox (agentmsg deliver types it)", r.Target, r.ID, r.Err)
+			return fmt.Sprintf("deferred for %s as %s: %s; kept in its inbox (agentmsg deliver types it)", r.Target, r.ID, errText(r.Err))
 		}
 		return fmt.Sprintf("deferred for %s as %s: kept in its inbox until it is ready (agentmsg deliver types it then)", r.Target, r.ID)
 	case courier.Recorded:
 		return fmt.Sprintf("recorded in %s's inbox as %s (not typed)", r.Target, r.ID)
 	case courier.Skipped:
-		return fmt.Sprintf("skipped %s for %s, not typed: %v (it stays in the inbox)", r.ID, r.Target, r.Err)
+		return fmt.Sprintf("skipped %s for %s, not typed: %s (it stays in the inbox)", r.ID, r.Target, errText(r.Err))
 	}
 	return describe(r.Outcome)
+}
+
+// reportSent prints what one message became (send, reply) and returns its
+// exit: --json's document or a line on stdout; a failure also on stderr,
+// with what to try next.
+func reportSent(f *Factory, res service.SendResult) error {
+	out := res.Result
+	if f.JSON {
+		writeJSON(f, struct {
+			ID   string `json:"id,omitempty"`
+			From string `json:"from"`
+			resultJSON
+		}{string(out.ID), res.From, toResultJSON(out)})
+	}
+	if out.OK() {
+		if !f.JSON {
+			fmt.Fprintln(f.IO.Out, describeResult(out))
+		}
+		return nil
+	}
+	fmt.Fprintf(f.IO.ErrOut, "agentmsg: %s\n", describeResult(out))
+	if res.Socket != "" {
+		if h := hint(out.Outcome, res.Socket, serverFlag(f.LookupEnv, res.Socket)); h != "" {
+			fmt.Fprintf(f.IO.ErrOut, "  %s\n", h)
+		}
+	}
+	return exitError{resultCode(out)}
 }

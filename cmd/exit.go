@@ -12,6 +12,7 @@ import (
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -51,7 +52,8 @@ func exitCode(err error) int {
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.As(err, &ue), errors.Is(err, target.ErrInvalid), errors.Is(err, config.ErrInvalid),
-		errors.Is(err, dispatch.ErrEmptyMessage), errors.Is(err, dispatch.ErrSelf), errors.Is(err, mailbox.ErrBadName):
+		errors.Is(err, dispatch.ErrEmptyMessage), errors.Is(err, dispatch.ErrSelf), errors.Is(err, mailbox.ErrBadName),
+		errors.Is(err, mailbox.ErrProtocol), errors.Is(err, service.ErrNoCallerTeam):
 		return ExitUsage
 	case errors.Is(err, dispatch.ErrTargetNotFound), errors.Is(err, dispatch.ErrNoTargets), errors.Is(err, errNoTeam),
 		errors.Is(err, mailbox.ErrNoRequest), errors.Is(err, mailbox.ErrNoMessage):
@@ -86,12 +88,12 @@ func reportError(f *Factory, err error) int {
 	if err == nil || errors.Is(err, errSilent) {
 		return code
 	}
-	fmt.Fprintf(f.IO.ErrOut, "agentmsg: %s\n", showText(err.Error()))
+	fmt.Fprintf(f.IO.ErrOut, "agentmsg: %s\n", showText(errText(err)))
 	if f.JSON {
 		writeJSON(f, struct {
 			Error    string `json:"error"`
 			ExitCode int    `json:"exit_code"`
-		}{err.Error(), code})
+		}{errText(err), code})
 	}
 	return code
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/charmbracelet/log"
@@ -15,6 +16,7 @@ import (
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/receipt"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/tmux"
 )
 
@@ -57,6 +59,12 @@ type Factory struct {
 	Mailbox func() (*mailbox.Store, error)
 	// JSON is set by --json.
 	JSON bool
+	// ServeMCP is the MCP server `agentmsg mcp` runs (main sets it).
+	ServeMCP service.MCPServer
+
+	svcOnce sync.Once
+	svc     *service.Service
+	svcErr  error
 	// Command is the command running ("agentmsg send"), set once the
 	// command line is parsed; lock files name their holder with it.
 	Command string
@@ -138,4 +146,29 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 		Opts:        opts,
 		Concurrency: s.Concurrency,
 	}, nil
+}
+
+// Service is the caller and the parts that serve it, built once per
+// process: every command's operation is a call on it (see package
+// service). The team may be empty; an operation that needs one says so.
+func (f *Factory) Service(ctx context.Context) (*service.Service, error) {
+	f.svcOnce.Do(func() {
+		var id Identity
+		if id, f.svcErr = f.Identity(ctx); f.svcErr != nil {
+			return
+		}
+		var store *mailbox.Store
+		if store, f.svcErr = f.Mailbox(); f.svcErr != nil {
+			return
+		}
+		f.svc = &service.Service{
+			Team: id.Team, Name: id.Name, Sender: id.Sender,
+			Dispatcher: f.Dispatcher,
+			Courier:    f.courier,
+			Store:      store,
+			Lifecycle:  onceLifecycle(f),
+			Version:    version,
+		}
+	})
+	return f.svc, f.svcErr
 }

@@ -95,7 +95,7 @@ func resolveIdentity(ctx context.Context, f *Factory) (Identity, error) {
 		}
 	}
 	if id.Name == "" {
-		return Identity{}, usageError{fmt.Errorf("%w", message.ErrEmptySender)}
+		return Identity{}, usageError{fmt.Errorf("%w: pass --from NAME or set AGENTMSG_FROM", message.ErrEmptySender)}
 	}
 	name, err := target.ParseName(id.Name)
 	if err != nil {

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -129,13 +130,6 @@ func heartbeatRun(ctx context.Context, opts *HeartbeatOptions) error {
 		return err
 	}
 	team := id.Team
-	if team == "" {
-		if t, ok := target.FromSession(target.SessionPrefix + id.Name); !ok || !t.IsRalph() {
-			if _, err := id.NeedTeam(); err != nil {
-				return err
-			}
-		}
-	}
 	// Only the mailbox: a heartbeat never needs the tmux server.
 	store, err := opts.Mailbox()
 	if err != nil {
@@ -143,7 +137,11 @@ func heartbeatRun(ctx context.Context, opts *HeartbeatOptions) error {
 	}
 	at := opts.Now()
 	m := &lifecycle.Manager{Store: store, Now: func() time.Time { return at }}
-	if err := m.Heartbeat(team, id.Name); err != nil {
+	err = m.Heartbeat(team, id.Name)
+	if errors.Is(err, lifecycle.ErrNoTeam) {
+		_, err = id.NeedTeam() // the same fact, worded for the command line
+	}
+	if err != nil {
 		return err
 	}
 	switch {

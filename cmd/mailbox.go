@@ -2,13 +2,10 @@ package cmd
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -124,15 +121,6 @@ func teamOrOwn(ctx context.Context, d MailboxDeps, args []string, i int) (team s
 	return team, id.TeamNamed, err
 }
 
-// newRequestID is REQ_<8 hex>.
-func newRequestID() (string, error) {
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("making a request id: %w", err)
-	}
-	return "REQ_" + hex.EncodeToString(b[:]), nil
-}
-
 // newEnvelope is a message from the caller, with a fresh id.
 func newEnvelope(id Identity, to string, typ mailbox.Type, content string) (mailbox.Envelope, error) {
 	mid, err := message.NewID(id.Sender, nil)
@@ -217,14 +205,7 @@ func msgLabel(e mailbox.Envelope) string {
 		parts = append(parts, "to all")
 	}
 	// The metadata a receiver dispatches on (state=blocked, accept=false).
-	keys := make([]string, 0, len(e.Metadata))
-	for k := range e.Metadata {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		parts = append(parts, k+"="+e.Metadata[k])
-	}
+	parts = append(parts, e.MetaPairs()...)
 	return show(strings.Join(parts, ", "))
 }
 

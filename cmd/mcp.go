@@ -3,17 +3,14 @@ package cmd
 import (
 	"context"
 	"errors"
-	"io"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/mailbox"
-	"github.com/agentmsg/agentmsg/mcpserver"
-	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/service"
 )
 
 // MCPOptions are mcp's inputs.
@@ -77,28 +74,19 @@ func mcpRun(ctx context.Context, opts *MCPOptions) error {
 	if err != nil {
 		return err
 	}
-	store, err := f.Mailbox()
+	svc, err := f.Service(ctx)
 	if err != nil {
 		return err
 	}
-	if err := announce(store, team, id.Name); err != nil {
+	if err := announce(svc.Store, team, id.Name); err != nil {
 		f.Log.Warn("could not put you on the team's status board", "err", err)
 	}
-	deps := mcpserver.Deps{
-		Team: team, Name: id.Name, Sender: id.Sender,
-		Dispatcher: f.Dispatcher,
-		Courier:    f.courier,
-		Store:      store,
-		Lifecycle:  onceLifecycle(f),
-		Version:    version,
+	if f.ServeMCP == nil {
+		return errors.New("this agentmsg was built without its MCP server")
 	}
-	srv := mcpserver.New(deps, opts.Orchestrator)
+	svc.Team = team
 	f.Log.Debug("serving MCP on stdio", "team", team, "name", id.Name, "orchestrator", opts.Orchestrator)
-	err = srv.Run(ctx, &mcpserver.Stdio{In: opts.IO.In, Out: opts.IO.Out})
-	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
-		return nil // the client closed stdin, or we were interrupted: the normal end
-	}
-	return err
+	return f.ServeMCP(ctx, svc, opts.Orchestrator, opts.IO.In, opts.IO.Out)
 }
 
 // announce puts the caller on its team's status board when it is not
@@ -116,46 +104,21 @@ func announce(store *mailbox.Store, team, name string) error {
 }
 
 // onceLifecycle builds the lifecycle manager on first use.
-func onceLifecycle(f *Factory) func() (mcpserver.Lifecycle, error) {
+func onceLifecycle(f *Factory) func() (service.Lifecycle, error) {
 	var (
 		mu sync.Mutex
-		lc mcpserver.Lifecycle
+		m  *lifecycle.Manager
 	)
-	return func() (mcpserver.Lifecycle, error) {
+	return func() (service.Lifecycle, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		if lc != nil {
-			return lc, nil
+		if m != nil {
+			return m, nil
 		}
-		m, err := newLifecycleManager(f)
-		if err != nil {
+		var err error
+		if m, err = newLifecycleManager(f); err != nil {
 			return nil, err
 		}
-		lc = lifecycleAdapter{m}
-		return lc, nil
+		return m, nil
 	}
-}
-
-// lifecycleAdapter is a *lifecycle.Manager as the MCP server sees it.
-type lifecycleAdapter struct{ m *lifecycle.Manager }
-
-func (a lifecycleAdapter) Shutdown(ctx context.Context, from string, t target.Target, reason string, wait time.Duration) (mcpserver.ShutdownResult, error) {
-	r, err := a.m.Shutdown(ctx, from, t, reason, wait)
-	return mcpserver.ShutdownResult{RequestID: r.RequestID, Answered: r.Answered, Accepted: r.Accepted,
-		Reason: r.Reason, Response: r.Response}, err
-}
-
-func (a lifecycleAdapter) Kill(ctx context.Context, t target.Target, grace time.Duration) (mcpserver.KillResult, error) {
-	r, err := a.m.Kill(ctx, t, grace)
-	return mcpserver.KillResult{Target: r.Target, PIDs: r.PIDs, Forced: r.Forced, Took: r.Took}, err
-}
-
-func (a lifecycleAdapter) Status(ctx context.Context, team string) ([]mcpserver.AgentStatus, error) {
-	list, err := a.m.Status(ctx, team)
-	out := make([]mcpserver.AgentStatus, len(list))
-	for i, s := range list {
-		out[i] = mcpserver.AgentStatus{Target: s.Target, State: s.State, Reason: s.Reason, LastActivity: s.LastActivity,
-			Pending: s.Pending, OpenRequests: s.OpenRequests, Status: s.Status, Pane: s.Pane, Command: s.Command}
-	}
-	return out, err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )
@@ -22,8 +23,26 @@ import (
 func show(s string) string     { return message.PrintableLine(s) }
 func showText(s string) string { return message.Printable(s) }
 
-// showErr is err's text, safe to print on one line.
-func showErr(err error) string { return show(fmt.Sprint(err)) }
+// showErr is err's text (errText), safe to print on one line.
+func showErr(err error) string { return show(errText(err)) }
+
+// errText is an error as the command line says it: the engine's words,
+// then the flag or command that helps, which the engine does not know of.
+func errText(err error) string {
+	if err == nil {
+		return fmt.Sprint(err)
+	}
+	s := err.Error()
+	switch {
+	case errors.Is(err, delivery.ErrNotAgent):
+		s += " (--force types it anyway)"
+	case errors.Is(err, delivery.ErrTextOffBox):
+		s += " (see agentmsg doctor)"
+	case errors.Is(err, service.ErrNoCallerTeam):
+		s += ": give --team TEAM or set AGENTMSG_TEAM (inside an agent-<team>-<name> session it is found by itself)"
+	}
+	return s
+}
 
 // outcomeJSON is one target's verdict in --json output.
 type outcomeJSON struct {
@@ -68,7 +87,7 @@ func toJSON(o dispatch.Outcome) outcomeJSON {
 		j.Phases = &phasesJSON{msf(p.Lock), msf(p.Ready), msf(p.Type), msf(p.Settle), msf(p.Confirm)}
 	}
 	if o.Err != nil {
-		j.Error = o.Err.Error()
+		j.Error = errText(o.Err)
 	}
 	return j
 }

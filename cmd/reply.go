@@ -1,18 +1,31 @@
 package cmd
 
 import (
-	"fmt"
+	"context"
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmsg/agentmsg/courier"
-	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
-	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/service"
 )
 
-func NewCmdReply(f *Factory) *cobra.Command {
-	var env envelopeFlags
+// ReplyOptions are reply's inputs.
+type ReplyOptions struct {
+	composer
+	IO        *IOStreams
+	JSON      func() bool
+	LookupEnv func(string) (string, bool)
+
+	To        message.ID // the message answered
+	Message   string
+	FromStdin bool
+}
+
+// NewCmdReply is reply as the root command adds it.
+func NewCmdReply(f *Factory) *cobra.Command { return newCmdReply(f, nil) }
+
+func newCmdReply(f *Factory, runF func(context.Context, *ReplyOptions) error) *cobra.Command {
+	opts := &ReplyOptions{composer: newComposer(f), IO: f.IO, JSON: func() bool { return f.JSON }, LookupEnv: f.LookupEnv}
 	noQueue := false
 	c := &cobra.Command{
 		Use:   "reply ID [MESSAGE...]",
@@ -35,106 +48,44 @@ it is "-".
   agentmsg reply --type plan-approval --meta approve=true MSG_ANA_99aa00bb "go ahead"`,
 		Args: argsBetween(1, -1, "ID [MESSAGE...]"),
 		RunE: func(c *cobra.Command, args []string) error {
-			replyTo := message.ID(args[0])
-			if !message.Valid(string(replyTo)) {
+			opts.To = message.ID(args[0])
+			if !message.Valid(string(opts.To)) {
 				return usagef("%q is not a message id (MSG_<SENDER>_<8 hex>)", args[0])
 			}
-			text, err := messageText(f.IO, joinWords(args[1:]), len(args) == 1 || (len(args) == 2 && args[1] == "-"))
-			if err != nil {
-				return err
+			rest := args[1:]
+			if len(rest) == 0 || (len(rest) == 1 && rest[0] == "-") {
+				opts.FromStdin = true
+			} else {
+				opts.Message = joinWords(rest)
 			}
-			e, err := env.build()
-			if err != nil {
-				return err
+			opts.Delivery.Queue = !noQueue
+			if runF != nil {
+				return runF(c.Context(), opts)
 			}
-			ctx := c.Context()
-			id, err := f.Identity(ctx)
-			if err != nil {
-				return err
-			}
-			team, err := id.NeedTeam()
-			if err != nil {
-				return err
-			}
-			orig, err := findMessage(f, team, id.Name, replyTo)
-			if err != nil {
-				return err
-			}
-			d, err := f.Dispatcher()
-			if err != nil {
-				return err
-			}
-			msg, err := d.NewMessage(id.Sender, text)
-			if err != nil {
-				return err
-			}
-			e.ID, e.From, e.Content, e.ReplyTo, e.RequestID = msg.ID, id.Name, msg.Text, replyTo, orig.RequestID
-			cr, err := f.courier(d)
-			if err != nil {
-				return err
-			}
-			t, ok := inboxOwner(team, orig.From)
-			if !ok {
-				return fmt.Errorf("the sender of %s, %q, has no inbox name agentmsg can reply to", replyTo, orig.From)
-			}
-			mode := courier.Mode{Queue: !noQueue}
-			if exists, err := d.Exists(ctx, t); err != nil || !exists {
-				mode.MailboxOnly = true // a person, or an agent not in tmux here
-			}
-			out := cr.Send(ctx, t, e, mode)
-			return reportResult(f, out, id.Name)
+			return replyRun(c.Context(), opts)
 		},
 	}
 	c.Flags().BoolVar(&noQueue, "no-queue", false, "fail (exit 4) when the sender's agent is not ready in time")
-	env.register(c)
+	opts.Envelope.register(c)
 	return c
 }
 
-// findMessage looks id up in team/name's inbox.
-func findMessage(f *Factory, team, name string, id message.ID) (mailbox.Envelope, error) {
-	store, err := f.Mailbox()
+func replyRun(ctx context.Context, opts *ReplyOptions) error {
+	text, err := messageText(opts.IO, opts.Message, opts.FromStdin)
 	if err != nil {
-		return mailbox.Envelope{}, err
+		return err
 	}
-	batch, err := store.Read(team, name)
+	draft, err := opts.draft(text)
 	if err != nil {
-		return mailbox.Envelope{}, err
+		return err
 	}
-	for _, e := range batch.Envelopes {
-		if e.ID == id {
-			return e, nil
-		}
+	svc, err := opts.Service(ctx)
+	if err != nil {
+		return err
 	}
-	return mailbox.Envelope{}, fmt.Errorf("%w: %s is not in %s/%s's inbox (see agentmsg inbox --all)", mailbox.ErrNoMessage, id, team, name)
-}
-
-// inboxOwner is the target whose inbox is team/name.
-func inboxOwner(team, name string) (target.Target, bool) {
-	if t, ok := target.FromSession("agent-" + name); ok && t.IsRalph() {
-		return t, true
+	res, err := svc.Reply(ctx, service.ReplyRequest{To: opts.To, Draft: draft, Queue: opts.Delivery.Queue, Call: opts.Delivery.Call})
+	if err != nil {
+		return err
 	}
-	t, err := target.New(team, name)
-	return t, err == nil
-}
-
-// reportResult prints one courier result as send does and returns its
-// exit; from is the sender's canonical name.
-func reportResult(f *Factory, out courier.Result, from string) error {
-	code := resultCode(out)
-	if f.JSON {
-		writeJSON(f, struct {
-			ID   string `json:"id,omitempty"`
-			From string `json:"from"`
-			resultJSON
-		}{string(out.ID), from, toResultJSON(out)})
-	} else if out.OK() {
-		fmt.Fprintln(f.IO.Out, describeResult(out))
-	}
-	if out.OK() {
-		return nil
-	}
-	if !f.JSON {
-		fmt.Fprintf(f.IO.ErrOut, "agentmsg: %s\n", describeResult(out))
-	}
-	return exitError{code}
+	return reportSent(&Factory{IO: opts.IO, JSON: opts.JSON(), LookupEnv: opts.LookupEnv}, res)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
 )
 
 // RequestOptions are request's inputs.
@@ -80,7 +81,7 @@ func requestRun(ctx context.Context, opts *RequestOptions) error {
 	if err := opts.knownTeam(ctx, s, opts.Team, true); err != nil {
 		return err
 	}
-	reqID, err := newRequestID()
+	reqID, err := message.NewRequestID()
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -19,16 +18,20 @@ import (
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/service"
 )
 
 // version is set at build time with -ldflags "-X github.com/agentmsg/agentmsg/cmd.version=...".
 var version = "dev"
 
-// Main runs agentmsg with the process's arguments and returns its exit code.
-func Main() int {
+// Main runs agentmsg with the process's arguments and returns its exit
+// code. serveMCP is the MCP server that `agentmsg mcp` runs (main hands in
+// mcpserver.Serve: the CLI does not import another front end).
+func Main(serveMCP service.MCPServer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	f := NewFactory(SystemIO(), os.LookupEnv)
+	f.ServeMCP = serveMCP
 	return Run(ctx, f, os.Args[1:])
 }
 
@@ -43,23 +46,6 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 		f.JSON = jsonRequested(args)
 	}
 	return reportError(f, err)
-}
-
-// jsonRequested reports whether args hold --json (before any "--").
-func jsonRequested(args []string) bool {
-	for _, a := range args {
-		if a == "--" {
-			return false
-		}
-		if a == "--json" {
-			return true
-		}
-		if v, ok := strings.CutPrefix(a, "--json="); ok {
-			b, err := strconv.ParseBool(v)
-			return err == nil && b
-		}
-	}
-	return false
 }
 
 // NewFactory wires the real dependencies, read lazily.
@@ -199,121 +185,3 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 	strictGroups(root)
 	return root
 }
-
-// strictGroups makes every command that only groups others (the root,
-// hooks, status, team) refuse an unknown subcommand as bad usage (exit 2),
-// where cobra would print help and exit 0, or exit 1 for the root; given
-// nothing, they print their help.
-func strictGroups(c *cobra.Command) {
-	if c.HasSubCommands() && !c.Runnable() {
-		c.Args = unknownCommand
-		c.RunE = func(c *cobra.Command, args []string) error { return c.Help() }
-	}
-	for _, sub := range c.Commands() {
-		strictGroups(sub)
-	}
-}
-
-// unknownCommand refuses any argument to a group command.
-func unknownCommand(c *cobra.Command, args []string) error {
-	if len(args) == 0 {
-		return nil
-	}
-	msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
-	if c.SuggestionsMinimumDistance <= 0 {
-		c.SuggestionsMinimumDistance = 2 // cobra's own default
-	}
-	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
-		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
-	}
-	return usagef("%s\nsee: %s --help", msg, c.CommandPath())
-}
-
-// newCmdHelp is cobra's help command, except that an unknown topic is bad
-// usage (exit 2) rather than a message and exit 0.
-func newCmdHelp() *cobra.Command {
-	return &cobra.Command{
-		Use:   "help [command]",
-		Short: "Help about any command",
-		Long:  "Help shows the help of any command: agentmsg help COMMAND (or agentmsg COMMAND --help).",
-		RunE: func(c *cobra.Command, args []string) error {
-			cmd, rest, err := c.Root().Find(args)
-			if cmd == nil || err != nil || len(rest) > 0 {
-				return usagef("unknown help topic %q; see: %s --help", strings.Join(args, " "), c.Root().Name())
-			}
-			return cmd.Help()
-		},
-		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-			var names []string
-			for _, sub := range c.Root().Commands() {
-				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
-					names = append(names, sub.Name())
-				}
-			}
-			return names, cobra.ShellCompDirectiveNoFileComp
-		},
-	}
-}
-
-// loadConfig layers the flags given on this command line over file and env.
-func loadConfig(f *Factory, root *cobra.Command, g *globalFlags) (*config.Loaded, error) {
-	cfg, err := config.Load(f.LookupEnv, "")
-	if err != nil {
-		return nil, err
-	}
-	// Socket flags first: setting one clears the other layer's opposite.
-	for _, k := range config.Keys() {
-		fl := root.PersistentFlags().Lookup(k.Flag)
-		if fl == nil || !fl.Changed {
-			continue
-		}
-		if err := cfg.Set(k.Key, *g.values[k.Key], config.FlagSource(k.Key)); err != nil {
-			return nil, err
-		}
-	}
-	return cfg, nil
-}
-
-// detectSender is the upper-cased name in message ids: MSG_<SENDER>_<hex>.
-func detectSender(ctx context.Context, f *Factory) (string, string, error) {
-	id, err := f.Identity(ctx)
-	if err != nil {
-		return "", "", err
-	}
-	return id.Sender, id.Source, nil
-}
-
-// usageError marks bad input: exit code 2.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
-
-// flagError is a flag that could not be parsed: bad usage, and a sign that
-// the flags after it (--json among them) were not read.
-type flagError struct{ err error }
-
-func (e flagError) Error() string { return e.err.Error() }
-func (e flagError) Unwrap() error { return usageError{e.err} }
-
-// exactArgs and rangeArgs are cobra's validators, as usage errors.
-func argsBetween(lo, hi int, what string) cobra.PositionalArgs {
-	return func(c *cobra.Command, args []string) error {
-		if len(args) < lo || (hi >= 0 && len(args) > hi) {
-			return usagef("%s: want %s, got %d argument(s)\nUsage: %s", c.Name(), what, len(args), c.UseLine())
-		}
-		return nil
-	}
-}
-
-var errSilent = errors.New("already reported")
-
-// exitError ends the process with code after the command printed its own report.
-type exitError struct{ code int }
-
-func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
-func (e exitError) Unwrap() error { return errSilent }
-
-func joinWords(args []string) string { return strings.Join(args, " ") }

@@ -14,13 +14,18 @@ import (
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/tmux"
 )
 
 // --meta keys and values are typed with the message: cleaned, to one line.
 func TestMetaIsCleaned(t *testing.T) {
 	e := envelopeFlags{typ: "text", meta: []string{"k=v1\x1b[201~\rINJECTED\r", "k2\x1b[31m=a\nb"}}
-	env, err := e.build()
+	meta, err := e.metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := service.Envelope(service.Draft{Type: e.typ, Meta: meta})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -24,9 +25,7 @@ type SendOptions struct {
 }
 
 func NewCmdSend(f *Factory, runF func(context.Context, *SendOptions) error) *cobra.Command {
-	cm := newComposer(f)
-	cm.single = true
-	opts := &SendOptions{composer: cm, IO: f.IO, JSON: func() bool { return f.JSON }, LookupEnv: f.LookupEnv}
+	opts := &SendOptions{composer: newComposer(f), IO: f.IO, JSON: func() bool { return f.JSON }, LookupEnv: f.LookupEnv}
 	c := &cobra.Command{
 		Use:   "send TEAM NAME [MESSAGE...]",
 		Short: "Type a message into one agent's input box, submit it, and confirm it arrived",
@@ -78,10 +77,10 @@ the agent is ready. --no-queue makes that a failure (exit 4) instead.
 	}
 	noQueue := false
 	c.Flags().BoolVar(&noQueue, "no-queue", false, "fail (exit 4) when the agent is not ready in time, instead of keeping the message for agentmsg deliver")
-	c.Flags().BoolVar(&opts.Mode.MailboxOnly, "mailbox-only", false, "only record the message in the agent's inbox (for agents that read their inbox; the agent need not exist)")
+	c.Flags().BoolVar(&opts.Delivery.MailboxOnly, "mailbox-only", false, "only record the message in the agent's inbox (for agents that read their inbox; the agent need not exist)")
 	opts.Envelope.register(c)
 	opts.Agent.register(c, true)
-	c.PreRun = func(*cobra.Command, []string) { opts.Mode.Queue = !noQueue }
+	c.PreRun = func(*cobra.Command, []string) { opts.Delivery.Queue = !noQueue }
 	return c
 }
 
@@ -90,44 +89,29 @@ func sendRun(ctx context.Context, opts *SendOptions) error {
 	if err != nil {
 		return err
 	}
-	m, err := opts.compose(ctx, text)
+	draft, err := opts.draft(text)
 	if err != nil {
 		return err
 	}
-	id, d, c, env := m.id, m.d, m.c, m.env
+	svc, err := opts.Service(ctx)
+	if err != nil {
+		return err
+	}
 	var progress *waitPrinter
-	if !opts.JSON() && !opts.Mode.MailboxOnly {
+	if !opts.JSON() && !opts.Delivery.MailboxOnly {
 		// A person sees one line kept up to date; an agent running us as a
 		// tool (no terminal) sees a line each time the reason changes.
 		progress = newWaitPrinter(opts.IO.ErrOut, opts.IO.ErrTTY)
-		opts.Mode.Call.OnWait = progress.wait
+		opts.Delivery.Call.OnWait = progress.wait
 	}
-	out := c.Send(ctx, opts.Target, env, opts.Mode)
+	res, err := svc.Send(ctx, service.SendRequest{To: opts.Target, Draft: draft, Delivery: opts.Delivery})
 	if progress != nil {
 		progress.done()
 	}
-	code := resultCode(out)
-	if opts.JSON() {
-		writeJSON(&Factory{IO: opts.IO}, struct {
-			ID   string `json:"id,omitempty"`
-			From string `json:"from"`
-			resultJSON
-		}{string(out.ID), id.Name, toResultJSON(out)})
+	if err != nil {
+		return err
 	}
-	if out.OK() {
-		if !opts.JSON() {
-			fmt.Fprintln(opts.IO.Out, describeResult(out))
-		}
-		return nil
-	}
-	fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s\n", describeResult(out))
-	if d != nil {
-		socket := d.Tmux.Server().Socket
-		if h := hint(out.Outcome, socket, serverFlag(opts.LookupEnv, socket)); h != "" {
-			fmt.Fprintf(opts.IO.ErrOut, "  %s\n", h)
-		}
-	}
-	return exitError{code}
+	return reportSent(&Factory{IO: opts.IO, JSON: opts.JSON(), LookupEnv: opts.LookupEnv}, res)
 }
 
 // messageText is the message from the arguments or from stdin.

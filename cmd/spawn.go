@@ -111,10 +111,12 @@ func spawnRun(ctx context.Context, opts *SpawnOptions) error {
 		return err
 	}
 	t, err := m.Spawn(ctx, opts.Request)
-	if errors.Is(err, lifecycle.ErrNoCommand) {
-		return usageError{err}
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, lifecycle.ErrNoCommand):
+		return usageError{fmt.Errorf("%w: give the agent's command after --", err)}
+	case errors.Is(err, lifecycle.ErrExists):
+		return fmt.Errorf("%w (stop it with agentmsg kill, or pick another --instance)", err)
+	case err != nil:
 		return err
 	}
 	socket := m.Tmux.Server().Socket

@@ -17,7 +17,7 @@ import (
 )
 
 // statusStates are the states an agent can report on the board.
-var statusStates = []string{"idle", "working", "blocked", "pr_pending", "complete", "failed"}
+var statusStates = mailbox.StatusStates()
 
 func NewCmdStatus(f *Factory, runF func(context.Context, *StatusOptions) error) *cobra.Command {
 	c := &cobra.Command{

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/agentmsg/agentmsg/delivery"
 )
 
 // Settings are the effective values agentmsg runs with.
@@ -53,15 +54,17 @@ type Settings struct {
 	Tmux           string        // the tmux binary to run; empty means the first tmux on $PATH
 }
 
-// Defaults returns the built-in settings.
+// Defaults returns the built-in settings. A delivery's timing is
+// delivery.DefaultOptions', defined there once.
 func Defaults() Settings {
+	d := delivery.DefaultOptions()
 	return Settings{
-		ReadyTimeout:   30 * time.Second,
-		ConfirmTimeout: 5 * time.Second,
-		Retries:        2,
-		Settle:         0, // each agent profile has its own; this only adds to it
-		Repress:        500 * time.Millisecond,
-		Poll:           10 * time.Millisecond,
+		ReadyTimeout:   d.ReadyTimeout,
+		ConfirmTimeout: d.ConfirmTimeout,
+		Retries:        d.Retries,
+		Settle:         d.Settle, // each agent profile has its own; this only adds to it
+		Repress:        d.Repress,
+		Poll:           d.Poll,
 		Concurrency:    128,
 		KeepCount:      1000,
 		KeepAge:        30 * 24 * time.Hour,

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -28,7 +27,7 @@ const (
 	// Deferred: recorded; the agent was not ready, and a deliver run will
 	// type it when it is.
 	Deferred delivery.Verdict = "deferred"
-	// Recorded: put in the inbox only (--mailbox-only).
+	// Recorded: put in the inbox only (Mode.MailboxOnly).
 	Recorded delivery.Verdict = "recorded"
 	// Skipped: not typed, as it no longer applies: a request that was
 	// claimed or expired before its turn came. Err says why.
@@ -48,7 +47,7 @@ type Courier struct {
 // Mode says how far a send goes.
 type Mode struct {
 	// Queue: an agent that is not ready gets the message later (verdict
-	// Deferred, a success); without it, that is a failure (exit 4).
+	// Deferred, a success); without it, that is a failure (NotReady).
 	Queue bool
 	// MailboxOnly records the message without typing it.
 	MailboxOnly bool
@@ -80,9 +79,19 @@ func (r Result) OK() bool {
 // agents live in team "ralph".
 func Inbox(t target.Target) (team, agent string) {
 	if t.IsRalph() {
-		return "ralph", t.Agent()
+		return target.RalphTeam, t.Agent()
 	}
 	return t.Team, t.Agent()
+}
+
+// InboxOwner is the agent whose inbox (or registry entry) team/agent is:
+// the inverse of Inbox. ok is false when no agent's inbox has that name.
+func InboxOwner(team, agent string) (t target.Target, ok bool) {
+	if team == target.RalphTeam {
+		team = "" // only a team-less ralph-<id> lives there
+	}
+	t, err := target.New(team, agent)
+	return t, err == nil
 }
 
 // Typed is what goes into the agent's box for env: the content, marked with
@@ -102,14 +111,7 @@ func Typed(env mailbox.Envelope) string {
 	if env.ReplyTo != "" {
 		prefix = append(prefix, "re "+string(env.ReplyTo)+":")
 	}
-	keys := make([]string, 0, len(env.Metadata))
-	for k := range env.Metadata {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		prefix = append(prefix, k+"="+env.Metadata[k])
-	}
+	prefix = append(prefix, env.MetaPairs()...)
 	if len(prefix) == 0 {
 		return env.Content
 	}
@@ -119,7 +121,7 @@ func Typed(env mailbox.Envelope) string {
 // Send records env (its ID, From, Type, Content set) in t's inbox and
 // types it, unless mode says only to record it; then it records the
 // outcome. The record is made once t's pane is found and before anything
-// is typed: a message to an agent that does not exist is refused (exit 3)
+// is typed: a message to an agent that does not exist is refused (NotFound)
 // and leaves no inbox behind, unless mode.MailboxOnly.
 func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelope, mode Mode) Result {
 	team, agent := Inbox(t)

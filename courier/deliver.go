@@ -59,7 +59,7 @@ func (c *Courier) Deliver(ctx context.Context, team string) ([]Typing, error) {
 // typing, also those marked typing (a deliverer's after a crash); a send
 // leaves them to the sender that is typing them now.
 func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing bool) ([]Typing, error) {
-	t, ok := inboxTarget(team, agent)
+	t, ok := InboxOwner(team, agent)
 	if !ok {
 		return nil, nil // not an agent's name: read, not typed
 	}
@@ -190,14 +190,4 @@ func (c *Courier) outgrown(b mailbox.Batch) bool {
 		return true
 	}
 	return c.Keep.MaxAge > 0 && c.now().Sub(b.Envelopes[0].Timestamp) > c.Keep.MaxAge
-}
-
-// inboxTarget is the agent whose inbox team/agent is, when the name is an
-// agent's.
-func inboxTarget(team, agent string) (target.Target, bool) {
-	if team == "ralph" {
-		return target.FromSession("agent-" + agent)
-	}
-	t, err := target.New(team, agent)
-	return t, err == nil
 }

@@ -113,6 +113,31 @@ type Options struct {
 	OnWait func(Wait)
 }
 
+// Action is what a delivery does on a screen it reads before typing.
+type Action string
+
+const (
+	ActType   Action = "type"   // the box is empty and on screen (with Force, a shell's command line)
+	ActQueue  Action = "queue"  // busy, but the agent queues what is submitted now, and its box is empty
+	ActRefuse Action = "refuse" // a shell prompt without Force: the text would run as a command
+	ActWait   Action = "wait"   // anything else: look again, until ReadyTimeout
+)
+
+// Decide is the readiness rule, the one place it is written: what a
+// delivery with these options does on reading rd. It types only into an
+// empty box that is on screen, never into a dialog or a person's draft.
+func (o Options) Decide(rd Reading) Action {
+	switch {
+	case rd.State == Ready || (rd.Shell && o.Force && rd.Box == ""):
+		return ActType
+	case rd.State == Busy && o.QueueWhileBusy && rd.BoxRow >= 0 && rd.Box == "":
+		return ActQueue // it queues what is submitted now
+	case rd.Shell && !o.Force:
+		return ActRefuse
+	}
+	return ActWait
+}
+
 // Wait describes a delivery that cannot type yet.
 type Wait struct {
 	State  State
@@ -120,7 +145,8 @@ type Wait struct {
 	Waited time.Duration
 }
 
-// DefaultOptions are the seed's DeliveryConfig values, with a fast poll.
+// DefaultOptions are the seed's DeliveryConfig values, with a fast poll: the
+// one definition of a delivery's default timing (config.Defaults reads it).
 func DefaultOptions() Options {
 	return Options{
 		ReadyTimeout:   30 * time.Second,
@@ -206,6 +232,9 @@ var (
 	// ErrNotAgent: the pane shows a shell prompt (the agent has exited);
 	// it wraps ErrNotReady.
 	ErrNotAgent = errors.New("not an agent")
+	// ErrTextOffBox: the pasted text shows on screen, but not in a box
+	// the screen reader knows; it comes with ErrUnconfirmed.
+	ErrTextOffBox = errors.New("the pasted text is on screen but not in an input box the agent's profile recognises")
 	// ErrUnknown: the message may have reached the agent and nothing
 	// shows whether it did (VerdictUnknown); it comes with ErrUnconfirmed.
 	ErrUnknown = errors.New("not known whether the agent got it")
@@ -342,7 +371,7 @@ type run struct {
 	label     string
 	leftInBox bool     // we gave up with our text still in the box
 	queued    bool     // confirmed while the agent showed it queued
-	shell     bool     // --force into a shell prompt: its command line is the box
+	shell     bool     // forced into a shell prompt: its command line is the box
 	lastLines []string // the screen as last read
 	// mayBeInBox: our text was pasted (or found in the box) and may still
 	// be there; an interrupted delivery reports it typed.
@@ -515,14 +544,11 @@ func (r *run) waitReady(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if rd.State == Ready || (rd.Shell && r.d.Opts.Force && rd.Box == "") {
+		switch r.d.Opts.Decide(rd) {
+		case ActType, ActQueue:
 			return nil
-		}
-		if rd.State == Busy && r.d.Opts.QueueWhileBusy && rd.BoxRow >= 0 && rd.Box == "" {
-			return nil // it queues what is submitted now
-		}
-		if rd.Shell && !r.d.Opts.Force {
-			return &NotReadyError{State: rd.State, Shell: true, Detail: "the pane shows a shell prompt: the agent has exited, and a message would run as a command (--force types it anyway)"}
+		case ActRefuse:
+			return &NotReadyError{State: rd.State, Shell: true, Detail: "the pane shows a shell prompt: the agent has exited, and a message would run as a command"}
 		}
 		if r.d.Opts.Resume && r.holds(rd) == holdsOurs {
 			// An earlier attempt's paste showed up late: it is ours.
@@ -601,7 +627,7 @@ func (r *run) typeText(ctx context.Context) error {
 				// On screen, but not where the reader sees the box: typing
 				// again would double it. Leave it to a person.
 				r.leftInBox = true
-				return fmt.Errorf("%w: the pasted text is on screen but not in an input box the agent's profile recognises; not typing it again (see agentmsg doctor)", ErrUnconfirmed)
+				return fmt.Errorf("%w: %w; not typing it again", ErrUnconfirmed, ErrTextOffBox)
 			}
 			return unknown("the pasted text never appeared in the input box within %s (the agent may be frozen or slow, or its box taller than the screen); not pasting it again, since it may still arrive", r.d.Opts.ConfirmTimeout)
 		}

@@ -238,7 +238,7 @@ func TestDeliver(t *testing.T) {
 		{name: "a reader blind to the box never retypes what is on screen", opts: func(o *Options) {
 			o.ConfirmTimeout = 200 * time.Millisecond
 			o.Reader = readerFunc(func([]string) Reading { return Reading{State: Ready, BoxRow: -1} })
-		}, verdict: Typed, errIs: ErrUnconfirmed, errHas: "not typing it again", wantSubmitted: []string{}, presses: 0, typings: 1},
+		}, verdict: Typed, errIs: ErrTextOffBox, errHas: "not typing it again", wantSubmitted: []string{}, presses: 0, typings: 1},
 		{name: "a press taken but shown late is not reported as a failure", setup: func(a *fakeAgent) { a.slowRedraw = 510 * time.Millisecond }, opts: func(o *Options) { o.Settle = 30 * time.Millisecond },
 			verdict: Submitted, presses: 1, typings: 1},
 		{name: "a shell prompt is refused at once", opts: func(o *Options) {
@@ -524,6 +524,36 @@ func TestDeliverReportsStepsFirst(t *testing.T) {
 		}
 		if fail == Pressed && res.Verdict != Typed {
 			t.Errorf("verdict %s with the press unrecorded, want typed (left in the box)", res.Verdict)
+		}
+	}
+}
+
+// Decide is the readiness rule in one place: type only into an empty box
+// on screen (or, forced, a shell's empty command line), into a busy one
+// only when the agent queues, refuse a shell prompt, else wait.
+func TestDecide(t *testing.T) {
+	box := func(s State, text string) Reading { return Reading{State: s, BoxRow: 3, Box: text} }
+	shell := Reading{State: Unknown, BoxRow: -1, Shell: true}
+	for _, tt := range []struct {
+		rd           Reading
+		force, queue bool
+		want         Action
+	}{
+		{box(Ready, ""), false, false, ActType},
+		{box(Busy, ""), false, false, ActWait},
+		{box(Busy, ""), false, true, ActQueue},
+		{box(Busy, "a draft"), false, true, ActWait},
+		{Reading{State: Busy, BoxRow: -1}, false, true, ActWait},
+		{box(Draft, "a draft"), true, true, ActWait},
+		{Reading{State: Dialog, BoxRow: -1}, true, true, ActWait},
+		{box(Unknown, ""), false, false, ActWait},
+		{shell, false, false, ActRefuse},
+		{shell, true, false, ActType},
+		{Reading{State: Unknown, BoxRow: 2, Box: "ls", Shell: true}, true, false, ActWait},
+	} {
+		o := Options{Force: tt.force, QueueWhileBusy: tt.queue}
+		if got := o.Decide(tt.rd); got != tt.want {
+			t.Errorf("Decide(%+v) with force=%v queue=%v = %s, want %s", tt.rd, tt.force, tt.queue, got, tt.want)
 		}
 	}
 }

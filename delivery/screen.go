@@ -70,7 +70,7 @@ var (
 )
 
 func (Generic) Read(lines []string) Reading {
-	lines = trimScreen(lines)
+	lines = TrimScreen(lines)
 	from := max(0, len(lines)-bottomRows)
 	bottom := lines[from:]
 
@@ -199,8 +199,10 @@ func isRule(l string) bool {
 	return strings.Count(l, "─") >= 8 && strings.Trim(l, "─") == ""
 }
 
-// trimScreen drops trailing spaces on each line and blank lines at the end.
-func trimScreen(lines []string) []string {
+// TrimScreen drops trailing spaces on each line (not no-break spaces:
+// Claude Code marks its box with one) and blank lines at the end: the first
+// step of every screen reader.
+func TrimScreen(lines []string) []string {
 	out := make([]string, len(lines))
 	for i, l := range lines {
 		out[i] = strings.TrimRight(l, " ")

@@ -345,11 +345,7 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 	}
 	if p, why, ok := d.profile(call, pane, screen); ok {
 		out.Profile, out.ProfileWhy = p.Name, why
-		if p.Reader != nil {
-			opts.Reader = p.Reader
-		}
-		opts.Settle = max(opts.Settle, p.Settle)
-		opts.QueueWhileBusy = p.Queues && !call.WaitIdle
+		opts = d.options(opts, p, call)
 		if msg.Stored && tooLong(text, p) {
 			text, out.Pointer = Pointer(msg.ID, text), true
 		}
@@ -362,6 +358,17 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 	out.Verdict, out.State, out.Presses, out.Typings, out.Err = res.Verdict, res.LastSeen, res.Presses, res.Typings, res.Err
 	out.Phases, out.Reached = res.Phases, res.Reached
 	return out
+}
+
+// options are base, a delivery's options, for an agent of profile p in
+// call: its screen reader, its settle, and whether it queues while busy.
+func (d *Dispatcher) options(base delivery.Options, p AgentProfile, call Call) delivery.Options {
+	if p.Reader != nil {
+		base.Reader = p.Reader
+	}
+	base.Settle = max(base.Settle, p.Settle)
+	base.QueueWhileBusy = p.Queues && !call.WaitIdle
+	return base
 }
 
 // tooLong reports whether text would be folded in p's box, or is past the
@@ -404,7 +411,7 @@ func (d *Dispatcher) notFound(ctx context.Context, t target.Target) error {
 		case len(names) > 0:
 			msg += fmt.Sprintf(" (agents there: %s)", strings.Join(names, ", "))
 		case !t.IsRalph():
-			msg += fmt.Sprintf(" (team %s has no agents there; see agentmsg list)", t.Team)
+			msg += fmt.Sprintf(" (team %s has no agents there)", t.Team)
 		}
 	}
 	return fmt.Errorf("%w: %s", ErrTargetNotFound, msg)

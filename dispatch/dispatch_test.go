@@ -174,6 +174,50 @@ func TestBroadcastLeavesOutTheCaller(t *testing.T) {
 	}
 }
 
+// busyBox reads every screen as a busy agent whose box is empty.
+type busyBox struct{}
+
+func (busyBox) Read([]string) delivery.Reading {
+	return delivery.Reading{State: delivery.Busy, BoxRow: 0}
+}
+
+// Inspect plans what a send would do by the rules a send follows: the
+// profile's reader, settle and queueing, --wait-idle, the caller's pane.
+func TestInspectPlansAsASendDoes(t *testing.T) {
+	s := faketmux.New("agent-alpha-ana", "agent-alpha-bob")
+	s.SetDialog("agent-alpha-bob", true)
+	d := newDispatcher(s)
+	ctx := context.Background()
+	plan := func(name string, call Call) Plan {
+		t.Helper()
+		in, err := d.Inspect(ctx, mustTarget(t, "alpha", name), 0, call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in.Would
+	}
+	if p := plan("ana", Call{}); p.Action != delivery.ActType || p.Settle != d.Opts.Settle {
+		t.Errorf("ready: %+v", p)
+	}
+	if p := plan("bob", Call{}); p.Action != delivery.ActWait || p.State != delivery.Dialog || p.ReadyTimeout != d.Opts.ReadyTimeout {
+		t.Errorf("dialog: %+v", p)
+	}
+	if p := plan("cy", Call{}); p.Stop != StopNotFound {
+		t.Errorf("missing: %+v", p)
+	}
+	queues := &AgentProfile{Name: "q", Reader: busyBox{}, Queues: true, Settle: time.Second}
+	if p := plan("ana", Call{Agent: queues}); p.Action != delivery.ActQueue || p.Settle != time.Second {
+		t.Errorf("busy, queues: %+v", p)
+	}
+	if p := plan("ana", Call{Agent: queues, WaitIdle: true}); p.Action != delivery.ActWait || p.State != delivery.Busy {
+		t.Errorf("busy, --wait-idle: %+v", p)
+	}
+	d.Self = s.PaneID("agent-alpha-ana")
+	if p := plan("ana", Call{}); p.Stop != StopSelf {
+		t.Errorf("own pane: %+v", p)
+	}
+}
+
 // counts is how many targets of a broadcast took the message, and how many
 // did not.
 func counts(rep Report) (ok, failed int) {

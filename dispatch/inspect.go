@@ -22,8 +22,8 @@ type Inspection struct {
 	Why     string // how the profile was chosen
 	Reading delivery.Reading
 	Screen  []string
-	// Would says what a send would do now, in a sentence.
-	Would string
+	// Would is what a send would do now.
+	Would Plan
 	// Probe: round-trip times of a harmless command (a screen capture)
 	// over the client a send uses; empty unless asked for.
 	Probe []time.Duration
@@ -50,26 +50,25 @@ func (d *Dispatcher) Inspect(ctx context.Context, t target.Target, probe int, ca
 		}
 	}
 	if !in.Found {
-		in.Would = "refuse with exit 3: there is no session named exactly " + t.Session
+		in.Would.Stop = StopNotFound
 		return in, nil
 	}
 	if in.Screen, err = d.Tmux.Capture(ctx, in.Pane.ID, 0); err != nil {
 		if errors.Is(err, tmux.ErrPaneNotFound) {
-			in.Found, in.Would = false, "refuse with exit 3: the session went away"
+			in.Found, in.Would.Stop = false, StopGone
 			return in, nil
 		}
 		return in, err
 	}
 	in.Profile, in.Why = AgentProfile{Name: "generic"}, "no profiles configured"
+	opts := d.Opts
+	opts.Force = call.Force
 	if p, why, ok := d.profile(call, in.Pane, in.Screen); ok {
 		in.Profile, in.Why = p, why
+		opts = d.options(opts, p, call)
 	}
-	reader := d.Opts.Reader
-	if in.Profile.Reader != nil {
-		reader = in.Profile.Reader
-	}
-	in.Reading = reader.Read(in.Screen)
-	in.Would = d.would(in, call)
+	in.Reading = opts.Reader.Read(in.Screen)
+	in.Would = d.plan(in, opts)
 	for range probe {
 		start := time.Now()
 		if _, err := d.Tmux.Capture(ctx, in.Pane.ID, 0); err != nil {
@@ -80,23 +79,39 @@ func (d *Dispatcher) Inspect(ctx context.Context, t target.Target, probe int, ca
 	return in, nil
 }
 
-func (d *Dispatcher) would(in Inspection, call Call) string {
-	rd := in.Reading
+// Plan is what a send to one target would do now, by the rules a send
+// follows; doctor words it.
+type Plan struct {
+	// Stop, when set, is why no delivery would start.
+	Stop Stop
+	// Otherwise Action is what the delivery would do with the screen read
+	// (delivery.Options.Decide), in State.
+	Action       delivery.Action
+	State        delivery.State
+	Settle       time.Duration // the pause before submit
+	ReadyTimeout time.Duration // how long it waits for an empty box
+}
+
+// Stop is why a send would start no delivery.
+type Stop string
+
+const (
+	StopNotFound Stop = "not_found" // no session of exactly the target's name
+	StopGone     Stop = "gone"      // the session went away while it was looked at
+	StopDead     Stop = "dead"      // the program in the pane has exited
+	StopSelf     Stop = "self"      // the pane the caller runs in
+)
+
+// plan applies a send's rules to what in found, for a delivery with opts.
+func (d *Dispatcher) plan(in Inspection, opts delivery.Options) Plan {
+	p := Plan{State: in.Reading.State, Settle: opts.Settle, ReadyTimeout: opts.ReadyTimeout}
 	switch {
 	case in.Pane.Dead:
-		return "fail: the program in the pane has exited"
+		p.Stop = StopDead
 	case d.Self != "" && in.Pane.ID == d.Self:
-		return "refuse: that is the pane you run in"
-	case rd.Shell && !call.Force:
-		return "refuse: the pane shows a shell prompt, so a message would run as a command (--force types it anyway)"
-	case rd.State == delivery.Ready:
-		return "type the message now, submit it after " + max(d.Opts.Settle, in.Profile.Settle).String() + " and confirm it"
-	case rd.State == delivery.Busy && in.Profile.Queues && !call.WaitIdle && rd.BoxRow >= 0 && rd.Box == "":
-		return "type it now: the agent is busy but queues messages (verdict queued; --wait-idle waits instead)"
-	case rd.State == delivery.Dialog:
-		return "wait up to " + d.Opts.ReadyTimeout.String() + " for the dialog to close, typing and pressing nothing; then keep it for deliver (or exit 4 with --no-queue)"
-	case rd.State == delivery.Draft:
-		return "wait up to " + d.Opts.ReadyTimeout.String() + " for the person's text to leave the box, never touching it; then keep it for deliver (or exit 4 with --no-queue)"
+		p.Stop = StopSelf
+	default:
+		p.Action = opts.Decide(in.Reading)
 	}
-	return "wait up to " + d.Opts.ReadyTimeout.String() + " for an empty input box (" + string(rd.State) + "); then keep it for deliver (or exit 4 with --no-queue)"
+	return p
 }

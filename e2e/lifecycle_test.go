@@ -178,7 +178,7 @@ func TestLifecycleSpawnShutdownKill(t *testing.T) {
 		t.Errorf("ana: %+v", a)
 	}
 	res := s.Run("spawn", "alpha", "ana", "--", s.Bins.Standin, "-log", log)
-	if res.Code != 1 || !strings.Contains(res.Stderr, "already exists") {
+	if res.Code != 1 || !strings.Contains(res.Stderr, "already exists") || !strings.Contains(res.Stderr, "(stop it with agentmsg kill, or pick another --instance)") {
 		t.Errorf("a second spawn of alpha/ana: %s", res)
 	}
 

@@ -40,10 +40,14 @@ const (
 const killWait = 3 * time.Second
 
 // Errors. Missing agents and calls on oneself wrap dispatch's errors, so
-// callers map them as they map a send's (exit 3 and 2 in the CLI).
+// callers map them as they map a send's. None names a flag or a command:
+// each front end words its own hints.
 var (
 	ErrExists    = errors.New("agent session already exists")
 	ErrNoCommand = errors.New("no command to run")
+	// ErrNoTeam: an agent that has a team (every one but a team-less
+	// ralph-<id>) was named without it.
+	ErrNoTeam = errors.New("which team? only a team-less ralph-<id> agent has none")
 	// ErrSurvived: processes of a killed agent were still there at the end.
 	ErrSurvived = errors.New("processes survived the kill")
 )
@@ -100,7 +104,7 @@ func (m *Manager) Spawn(ctx context.Context, r SpawnRequest) (target.Target, err
 		return target.Target{}, err
 	}
 	if len(r.Command) == 0 || r.Command[0] == "" {
-		return t, fmt.Errorf("%w for %s: give the agent's command after --", ErrNoCommand, t)
+		return t, fmt.Errorf("%w for %s", ErrNoCommand, t)
 	}
 	for _, kv := range r.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
@@ -124,7 +128,7 @@ func (m *Manager) Spawn(ctx context.Context, r SpawnRequest) (target.Target, err
 	if exists, err := m.Tmux.HasSession(ctx, t.Session); err != nil {
 		return t, err
 	} else if exists {
-		return t, fmt.Errorf("%w: %s is already on %s (stop it with agentmsg kill, or pick another --instance)", ErrExists, t.Session, socket)
+		return t, fmt.Errorf("%w: %s is already on %s", ErrExists, t.Session, socket)
 	}
 	team, agent := courier.Inbox(t)
 	env := append([]string{}, r.Env...)
@@ -139,7 +143,7 @@ func (m *Manager) Spawn(ctx context.Context, r SpawnRequest) (target.Target, err
 	}
 	pane, pid, err := m.Tmux.NewSession(ctx, t.Session, dir, env, argv)
 	if errors.Is(err, tmux.ErrDuplicateSession) {
-		return t, fmt.Errorf("%w: %s is already on %s (stop it with agentmsg kill, or pick another --instance)", ErrExists, t.Session, socket)
+		return t, fmt.Errorf("%w: %s is already on %s", ErrExists, t.Session, socket)
 	}
 	if err != nil {
 		return t, fmt.Errorf("starting %s: %w", t, err)
@@ -255,15 +259,16 @@ func (m *Manager) Shutdown(ctx context.Context, from string, t target.Target, re
 // Spawn gets an entry of its own. Team "" with a name "ralph-<id>" is a
 // team-less agent.
 func (m *Manager) Heartbeat(team, name string) error {
-	inboxTeam := team
-	if strings.HasPrefix(name, target.RalphTeam+"-") {
-		inboxTeam = target.RalphTeam
+	t, err := target.New(team, name)
+	switch {
+	case err != nil && team == "":
+		return fmt.Errorf("heartbeat of %s: %w", name, ErrNoTeam)
+	case err != nil:
+		return fmt.Errorf("heartbeat of %s: %w", name, err)
 	}
-	if inboxTeam == "" {
-		return fmt.Errorf("heartbeat of %s: which team? set AGENTMSG_TEAM or give --team", name)
-	}
+	inboxTeam, agent := courier.Inbox(t)
 	now := m.now()
-	return m.Store.UpdateAgent(inboxTeam, name, func(r *mailbox.AgentRecord) error {
+	return m.Store.UpdateAgent(inboxTeam, agent, func(r *mailbox.AgentRecord) error {
 		r.Heartbeat = now
 		return nil
 	})

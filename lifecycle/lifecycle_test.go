@@ -464,3 +464,22 @@ func answered(b mailbox.Batch, id message.ID) bool {
 	}
 	return false
 }
+
+// A heartbeat goes to the agent's registry entry, a team-less one's under
+// team ralph; a named agent without its team is ErrNoTeam, worded for no
+// front end in particular (the CLI and MCP each say how to give a team).
+func TestHeartbeatEntry(t *testing.T) {
+	m := &Manager{Store: mailbox.New(t.TempDir())}
+	for _, s := range []struct{ team, name, inTeam string }{{"alpha", "ana-2", "alpha"}, {"", "ralph-7", "ralph"}, {"alpha", "ralph-8", "ralph"}} {
+		if err := m.Heartbeat(s.team, s.name); err != nil {
+			t.Fatalf("Heartbeat(%q, %q): %v", s.team, s.name, err)
+		}
+		if rec, err := m.Store.RegisteredAgent(s.inTeam, s.name); err != nil || rec.Heartbeat.IsZero() {
+			t.Errorf("Heartbeat(%q, %q): entry %s/%s %+v, %v", s.team, s.name, s.inTeam, s.name, rec, err)
+		}
+	}
+	err := m.Heartbeat("", "ana")
+	if !errors.Is(err, ErrNoTeam) || strings.Contains(err.Error(), "--") || strings.Contains(err.Error(), "AGENTMSG_") {
+		t.Errorf("Heartbeat without a team: %v, want ErrNoTeam in no front end's words", err)
+	}
+}

@@ -203,7 +203,7 @@ func (m *Manager) gather(ctx context.Context, team string) ([]entry, error) {
 			errs = append(errs, err)
 		}
 		for _, r := range recs {
-			t, ok := registryTarget(tm, r.Agent)
+			t, ok := courier.InboxOwner(tm, r.Agent)
 			if !ok {
 				continue
 			}
@@ -223,15 +223,6 @@ func (m *Manager) gather(ctx context.Context, team string) ([]entry, error) {
 		out[i] = *byName[s]
 	}
 	return out, errors.Join(errs...)
-}
-
-// registryTarget is the agent whose registry entry is team/agent.
-func registryTarget(team, agent string) (target.Target, bool) {
-	if team == target.RalphTeam {
-		return target.FromSession(target.SessionPrefix + agent)
-	}
-	t, err := target.New(team, agent)
-	return t, err == nil
 }
 
 // liveAgents lists the agent sessions of team on the server with their

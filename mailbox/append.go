@@ -1,8 +1,6 @@
 package mailbox
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -187,11 +185,11 @@ func (s *Store) AppendMany(team string, agents []string, env Envelope) error {
 
 // newHeader is the first line of a new inbox file.
 func newHeader(now time.Time) ([]byte, error) {
-	var g [4]byte
-	if _, err := rand.Read(g[:]); err != nil {
+	gen, err := message.NewToken("", nil)
+	if err != nil {
 		return nil, err
 	}
-	h, err := json.Marshal(headerRecord{Gen: hex.EncodeToString(g[:]), Created: now})
+	h, err := json.Marshal(headerRecord{Gen: gen, Created: now})
 	if err != nil {
 		return nil, err
 	}

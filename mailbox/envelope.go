@@ -1,6 +1,8 @@
 package mailbox
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/agentmsg/agentmsg/message"
@@ -45,6 +47,16 @@ type Envelope struct {
 	Delivery *Delivery `json:"delivery,omitempty"`
 }
 
+// MetaPairs is the metadata as "key=value" words, sorted by key: the way
+// it is shown, to the receiver and to a person.
+func (e Envelope) MetaPairs() []string {
+	out := make([]string, 0, len(e.Metadata))
+	for _, k := range slices.Sorted(maps.Keys(e.Metadata)) {
+		out = append(out, k+"="+e.Metadata[k])
+	}
+	return out
+}
+
 // DeliveryState is how far a message has got into the agent's pane.
 type DeliveryState string
 
@@ -58,7 +70,7 @@ const (
 	StateDeferred  DeliveryState = "deferred"  // agent busy or in a dialog; retry later
 	StateFailed    DeliveryState = "failed"    // gave up; LastVerdict says why
 	StateRead      DeliveryState = "read"      // the agent pulled it from its inbox
-	StateInbox     DeliveryState = "inbox"     // only for the agent to read (--mailbox-only); never typed
+	StateInbox     DeliveryState = "inbox"     // only for the agent to read (a mailbox-only send); never typed
 	StateSkipped   DeliveryState = "skipped"   // no longer to be typed (a request claimed or expired); LastVerdict says why
 )
 

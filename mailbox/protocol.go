@@ -12,12 +12,19 @@ import (
 // the protocol does not allow.
 var ErrProtocol = errors.New("not a valid message")
 
+// statusStates are the states an agent reports, in a status message and on
+// its team's board: the one list of them.
+var statusStates = []string{"idle", "working", "blocked", "pr_pending", "complete", "failed"}
+
+// StatusStates lists the states an agent may report.
+func StatusStates() []string { return slices.Clone(statusStates) }
+
 // Protocol is the metadata each typed message needs, the seeds' table of
 // typed messages: a receiver dispatches on these values, so they must be
 // there and be one of the allowed ones (nil: any value).
 var Protocol = map[Type]map[string][]string{
 	TypeText:             nil,
-	TypeStatus:           {"state": {"idle", "working", "blocked", "pr_pending", "complete", "failed"}},
+	TypeStatus:           {"state": statusStates},
 	TypeShutdownRequest:  nil,
 	TypeShutdownResponse: {"accept": {"true", "false"}},
 	TypePlan:             nil,

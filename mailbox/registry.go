@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 )
 
@@ -112,10 +110,7 @@ func (s *Store) Registered(team string) ([]AgentRecord, error) {
 		return nil, err
 	}
 	dir := s.registryDir(team)
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	agents, err := listNames(dir, "agent", ".json", false)
 	if err != nil {
 		return nil, err
 	}
@@ -123,12 +118,8 @@ func (s *Store) Registered(team string) ([]AgentRecord, error) {
 		out  []AgentRecord
 		errs []error
 	)
-	for _, e := range ents {
-		agent, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || checkName("agent", agent) != nil {
-			continue
-		}
-		rec, err := readRecord(filepath.Join(dir, e.Name()))
+	for _, agent := range agents {
+		rec, err := readRecord(filepath.Join(dir, agent+".json"))
 		if errors.Is(err, os.ErrNotExist) {
 			continue // unregistered meanwhile
 		}
@@ -139,7 +130,6 @@ func (s *Store) Registered(team string) ([]AgentRecord, error) {
 		rec.Agent = agent
 		out = append(out, rec)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Agent < out[j].Agent })
 	return out, errors.Join(errs...)
 }
 

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 )
 
@@ -18,7 +16,7 @@ type Status struct {
 	WorkingOn string    `json:"working_on,omitempty"`
 	Done      []string  `json:"done,omitempty"`
 	Next      []string  `json:"next,omitempty"`
-	State     string    `json:"state,omitempty"` // e.g. "working", "idle", "blocked"
+	State     string    `json:"state,omitempty"` // one of StatusStates
 	Updated   time.Time `json:"updated"`         // set by SetStatus when zero
 }
 
@@ -58,21 +56,14 @@ func (s *Store) Board(team string) ([]Status, error) {
 		return nil, err
 	}
 	dir := filepath.Join(s.teamDir(team), "status")
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	agents, err := listNames(dir, "agent", ".json", false)
 	if err != nil {
 		return nil, err
 	}
 	var out []Status
 	var errs []error
-	for _, e := range ents {
-		agent, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || checkName("agent", agent) != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+	for _, agent := range agents {
+		data, err := os.ReadFile(filepath.Join(dir, agent+".json"))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -85,6 +76,5 @@ func (s *Store) Board(team string) ([]Status, error) {
 		st.Agent = agent
 		out = append(out, st)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Agent < out[j].Agent })
 	return out, errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package mailbox
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -28,5 +29,15 @@ func TestBoard(t *testing.T) {
 	}
 	if err := s.SetStatus(team, "A/B", Status{}); err == nil {
 		t.Fatal("bad agent accepted")
+	}
+}
+
+func TestMetaPairsAreSorted(t *testing.T) {
+	e := Envelope{Metadata: map[string]string{"step": "build", "accept": "true", "state": "complete"}}
+	if got := strings.Join(e.MetaPairs(), " "); got != "accept=true state=complete step=build" {
+		t.Errorf("MetaPairs = %q", got)
+	}
+	if got := (Envelope{}).MetaPairs(); len(got) != 0 {
+		t.Errorf("no metadata: %q", got)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -15,8 +13,8 @@ import (
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
-	"github.com/agentmsg/agentmsg/tmux"
 )
 
 // Message is one message as the tools show it.
@@ -112,36 +110,10 @@ type SendOutput struct {
 }
 
 func (s *server) sendMessage(ctx context.Context, in SendInput) (SendOutput, error) {
-	env, err := envelope(in.Type, in.Metadata)
-	if err != nil {
-		return SendOutput{}, err
+	if in.ReplyTo != "" && !message.Valid(in.ReplyTo) {
+		return SendOutput{}, fmt.Errorf("reply_to %q is not a message id (MSG_<SENDER>_<8 hex>)", in.ReplyTo)
 	}
-	if in.ReplyTo != "" {
-		if !message.Valid(in.ReplyTo) {
-			return SendOutput{}, fmt.Errorf("reply_to %q is not a message id (MSG_<SENDER>_<8 hex>)", in.ReplyTo)
-		}
-		env.ReplyTo = message.ID(in.ReplyTo)
-		// An answer to a request's message stays about that request.
-		if orig, ok := s.ownMessage(env.ReplyTo); ok {
-			env.RequestID = orig.RequestID
-		}
-	}
-	env.Content = in.Content
-	return s.send(ctx, in.To, env)
-}
-
-// ownMessage finds id in the caller's inbox.
-func (s *server) ownMessage(id message.ID) (mailbox.Envelope, bool) {
-	batch, err := s.deps.Store.Read(s.deps.Team, s.deps.Name)
-	if err != nil {
-		return mailbox.Envelope{}, false
-	}
-	for _, e := range batch.Envelopes {
-		if e.ID == id {
-			return e, true
-		}
-	}
-	return mailbox.Envelope{}, false
+	return s.send(ctx, in.To, mailbox.Envelope{Type: mailbox.Type(in.Type), Content: in.Content, Metadata: in.Metadata, ReplyTo: message.ID(in.ReplyTo)})
 }
 
 // canonicalFrom spells a sender filter the one way senders are stored
@@ -158,60 +130,26 @@ func canonicalFrom(from *string) error {
 	return nil
 }
 
-// envelope checks a type and its metadata against the protocol. Metadata
-// is typed with the message, so its keys and values are cleaned like it,
-// each to one line, first (as the CLI's --meta is).
-func envelope(typ string, meta map[string]string) (mailbox.Envelope, error) {
-	var clean map[string]string
-	for k, v := range meta {
-		if clean == nil {
-			clean = make(map[string]string, len(meta))
-		}
-		ck := message.CleanLine(k)
-		if _, dup := clean[ck]; dup {
-			return mailbox.Envelope{}, fmt.Errorf("metadata: two keys are %q once cleaned of control characters", ck)
-		}
-		clean[ck] = message.CleanLine(v)
-	}
-	return mailbox.Check(typ, clean)
-}
-
-// send stores env (Type, Content, Metadata, ReplyTo set) in to's inbox and
-// types it into to's tmux session when there is one. An agent without a
-// session gets it in its inbox only, provided agentmsg knows the name
-// (an inbox or a status-board entry): a mistyped name is an error, never
-// a new inbox nobody reads.
+// send sends env (Type, Content, Metadata, ReplyTo set) to the agent to
+// of the caller's team (service.Send): typed into its tmux session when it
+// has one, else recorded in its inbox provided agentmsg knows the name.
 func (s *server) send(ctx context.Context, to string, env mailbox.Envelope) (SendOutput, error) {
 	t, err := s.agentTarget("to", to)
 	if err != nil {
 		return SendOutput{}, err
 	}
-	if t.Agent() == s.deps.Name && !t.IsRalph() {
+	r, err := s.deps.Send(ctx, service.SendRequest{To: t, ReplyTo: env.ReplyTo, InboxIfAbsent: true,
+		Draft:    service.Draft{Text: env.Content, Type: string(env.Type), Meta: env.Metadata},
+		Delivery: service.Delivery{Queue: true}})
+	switch {
+	case errors.Is(err, dispatch.ErrSelf):
 		return SendOutput{}, fmt.Errorf("to %q is you; send to another agent of team %s", to, t.Team)
-	}
-	c, d, err := s.courier()
-	if err != nil {
+	case errors.Is(err, dispatch.ErrEmptyMessage):
+		return SendOutput{}, fmt.Errorf("content: %w", err)
+	case err != nil:
 		return SendOutput{}, err
 	}
-	msg, err := d.NewMessage(s.deps.Sender, env.Content)
-	if err != nil {
-		return SendOutput{}, fmt.Errorf("content: %w", err)
-	}
-	env.ID, env.From, env.Content = msg.ID, s.deps.Name, msg.Text
-	mode := courier.Mode{Queue: true}
-	inTmux, tmuxErr := s.inTmux(ctx, d, t)
-	if tmuxErr != nil {
-		return SendOutput{}, tmuxErr
-	}
-	if !inTmux {
-		known, names := s.known(t)
-		if !known {
-			return SendOutput{}, fmt.Errorf("%w: %s has no tmux session %s and no inbox (agents of team %s: %s)",
-				dispatch.ErrTargetNotFound, t, t.Session, s.deps.Team, orNone(names))
-		}
-		mode.MailboxOnly = true
-	}
-	res := c.Send(ctx, t, env, mode)
+	res := r.Result
 	out := SendOutput{MessageID: string(res.ID), To: t.Agent(), Delivered: res.Outcome.OK(), Verdict: string(res.Verdict)}
 	switch {
 	case res.Verdict == courier.Recorded:
@@ -224,41 +162,6 @@ func (s *server) send(ctx context.Context, to string, env mailbox.Envelope) (Sen
 		return out, fmt.Errorf("message %s to %s was not delivered (%s): %v", res.ID, t, res.Verdict, res.Err)
 	}
 	return out, nil
-}
-
-// inTmux reports whether t has a session on the server; no server (or no
-// tmux) means no session.
-func (s *server) inTmux(ctx context.Context, d *dispatch.Dispatcher, t target.Target) (bool, error) {
-	ok, err := d.Exists(ctx, t)
-	if errors.Is(err, tmux.ErrNoServer) || errors.Is(err, tmux.ErrNotInstalled) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("looking for %s's session: %w", t, err)
-	}
-	return ok, nil
-}
-
-// known reports whether t's name has an inbox or a board entry in its
-// team, and lists the names that do.
-func (s *server) known(t target.Target) (bool, []string) {
-	team, _ := courier.Inbox(t)
-	names, _ := s.deps.Store.Agents(team)
-	board, _ := s.deps.Store.Board(team)
-	for _, st := range board {
-		if !slices.Contains(names, st.Agent) {
-			names = append(names, st.Agent)
-		}
-	}
-	sort.Strings(names)
-	return slices.Contains(names, t.Agent()), names
-}
-
-func orNone(names []string) string {
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
 }
 
 // WaitInput is wait_for_message's input.
@@ -329,4 +232,11 @@ func (s *server) waitForMessage(ctx context.Context, in WaitInput) (WaitOutput, 
 	}
 	m := toMessage(*got)
 	return WaitOutput{Message: &m, Waited: s.deps.Now().Sub(start).Seconds()}, nil
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

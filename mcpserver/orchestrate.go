@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -9,8 +10,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
 )
 
 func (s *server) addOrchestratorTools(srv *mcp.Server) {
@@ -70,32 +73,23 @@ func (s *server) broadcast(ctx context.Context, in BroadcastInput) (BroadcastOut
 	if err != nil {
 		return BroadcastOutput{}, err
 	}
-	env, err := envelope(in.Type, in.Metadata)
-	if err != nil {
-		return BroadcastOutput{}, err
-	}
-	c, d, err := s.courier()
-	if err != nil {
-		return BroadcastOutput{}, err
-	}
-	msg, err := d.NewMessage(s.deps.Sender, in.Content)
-	if err != nil {
+	res, err := s.deps.Broadcast(ctx, service.BroadcastRequest{Team: team,
+		Draft:    service.Draft{Text: in.Content, Type: in.Type, Meta: in.Metadata},
+		Delivery: service.Delivery{Queue: true}})
+	switch {
+	case errors.Is(err, dispatch.ErrEmptyMessage):
 		return BroadcastOutput{}, fmt.Errorf("content: %w", err)
-	}
-	env.ID, env.From, env.Content = msg.ID, s.deps.Name, msg.Text
-	results, err := c.Broadcast(ctx, team, env, courier.Mode{Queue: true})
-	if err != nil {
+	case err != nil:
 		return BroadcastOutput{}, fmt.Errorf("broadcast to team %s: %w", team, err)
 	}
-	sum := courier.Summarize(results)
-	out := BroadcastOutput{MessageID: string(env.ID), Verdict: string(sum.Verdict), DeliveredTo: []string{}, Deferred: []string{}, Failed: []Failure{}}
-	for _, r := range sum.Delivered {
+	out := BroadcastOutput{MessageID: string(res.ID), Verdict: string(res.Verdict), DeliveredTo: []string{}, Deferred: []string{}, Failed: []Failure{}}
+	for _, r := range res.Delivered {
 		out.DeliveredTo = append(out.DeliveredTo, r.Target.Agent())
 	}
-	for _, r := range sum.Deferred {
+	for _, r := range res.Deferred {
 		out.Deferred = append(out.Deferred, r.Target.Agent())
 	}
-	for _, r := range sum.Failed {
+	for _, r := range res.Failed {
 		reason := string(r.Verdict)
 		if r.Err != nil {
 			reason += ": " + r.Err.Error()

@@ -2,8 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -42,7 +40,7 @@ func (s *server) requestTask(ctx context.Context, in RequestInput) (RequestOutpu
 	if err != nil {
 		return RequestOutput{}, fmt.Errorf("timeout_seconds: %w", err)
 	}
-	reqID, err := newRequestID()
+	reqID, err := message.NewRequestID()
 	if err != nil {
 		return RequestOutput{}, err
 	}
@@ -108,15 +106,6 @@ func keys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// newRequestID is REQ_<8 hex>, as agentmsg request makes them.
-func newRequestID() (string, error) {
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("making a request id: %w", err)
-	}
-	return "REQ_" + hex.EncodeToString(b[:]), nil
 }
 
 // ClaimInput is claim_request's input.

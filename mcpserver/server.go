@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sync"
 	"time"
@@ -17,63 +18,25 @@ import (
 
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/mailbox"
-	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/lifecycle"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 )
 
-// Deps are what the tools need. Team, Name and Sender are the caller:
-// its team, its inbox name ("lead", "ana-2") and the upper-case name in
-// its message ids ("LEAD").
-type Deps struct {
-	Team, Name, Sender string
-	// Dispatcher talks to the tmux server the agents run on. It is called
-	// once, on first use, and again only after it failed.
-	Dispatcher func() (*dispatch.Dispatcher, error)
-	// Courier joins the store to a dispatcher.
-	Courier func(*dispatch.Dispatcher) (*courier.Courier, error)
-	Store   *mailbox.Store
-	// Lifecycle starts, stops and watches agents (orchestrator tools); nil
-	// when not available, and those tools then say so.
-	Lifecycle func() (Lifecycle, error)
-	Now       func() time.Time
-	// Version is reported to the client.
-	Version string
-}
+// Deps are what the tools need: the caller and the parts that serve it
+// (the service the tools call).
+type Deps = service.Service
 
 // Lifecycle is what the orchestrator's shutdown_agent, kill_agent and
-// get_agent_status need from package lifecycle (cmd adapts it).
-type Lifecycle interface {
-	Shutdown(ctx context.Context, from string, t target.Target, reason string, wait time.Duration) (ShutdownResult, error)
-	Kill(ctx context.Context, t target.Target, grace time.Duration) (KillResult, error)
-	Status(ctx context.Context, team string) ([]AgentStatus, error)
-}
+// get_agent_status need from package lifecycle.
+type Lifecycle = service.Lifecycle
 
-// ShutdownResult is the outcome of a shutdown request.
-type ShutdownResult struct {
-	RequestID          message.ID
-	Answered, Accepted bool
-	Reason             string
-	Response           *mailbox.Envelope
-}
-
-// KillResult is the outcome of a kill.
-type KillResult struct {
-	Target target.Target
-	PIDs   []int
-	Forced bool
-	Took   time.Duration
-}
-
-// AgentStatus is one agent as the team's registry sees it.
-type AgentStatus struct {
-	Target                target.Target
-	State, Reason         string
-	LastActivity          time.Time
-	Pending, OpenRequests int
-	Status                *mailbox.Status
-	Pane, Command         string
-}
+// The lifecycle's results, as the tools report them.
+type (
+	ShutdownResult = lifecycle.ShutdownResult
+	KillResult     = lifecycle.KillResult
+	AgentStatus    = lifecycle.AgentStatus
+)
 
 // Tool time limits. A tool that runs past its limit ends with a tool
 // error saying so; wait-like tools add their own wait to these.
@@ -94,6 +57,9 @@ type server struct {
 
 	mu sync.Mutex
 	d  *dispatch.Dispatcher
+	// newDispatcher is the deps' own; deps.Dispatcher is s.dispatcher, so
+	// that the service's operations share the one made.
+	newDispatcher func() (*dispatch.Dispatcher, error)
 }
 
 // New builds the MCP server: the agent tools, and with orchestrator the
@@ -106,7 +72,8 @@ func New(deps Deps, orchestrator bool) *mcp.Server {
 	if version == "" {
 		version = "dev"
 	}
-	s := &server{deps: deps}
+	s := &server{deps: deps, newDispatcher: deps.Dispatcher}
+	s.deps.Dispatcher = s.dispatcher
 	instructions := agentInstructions
 	if orchestrator {
 		instructions += orchestratorInstructions
@@ -163,10 +130,10 @@ func (s *server) dispatcher() (*dispatch.Dispatcher, error) {
 	if s.d != nil {
 		return s.d, nil
 	}
-	if s.deps.Dispatcher == nil {
+	if s.newDispatcher == nil {
 		return nil, errors.New("no tmux server configured")
 	}
-	d, err := s.deps.Dispatcher()
+	d, err := s.newDispatcher()
 	if err != nil {
 		return nil, err
 	}
@@ -233,4 +200,15 @@ func seconds(v float64, def, limit time.Duration) (time.Duration, error) {
 		return limit, nil
 	}
 	return max(time.Duration(v*float64(time.Second)), time.Nanosecond), nil
+}
+
+// Serve serves the tools to one caller on in and out, one JSON-RPC message
+// a line, until in ends (the requests read by then are answered) or ctx
+// does; either is the normal end. It is a service.MCPServer.
+func Serve(ctx context.Context, svc *service.Service, orchestrator bool, in io.Reader, out io.Writer) error {
+	err := New(*svc, orchestrator).Run(ctx, &Stdio{In: in, Out: out})
+	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
+		return nil
+	}
+	return err
 }

@@ -2,8 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -148,7 +146,7 @@ func (s *server) createWorkflow(ctx context.Context, in WorkflowInput) (Workflow
 	if err != nil {
 		return WorkflowOutput{}, err
 	}
-	wfID, err := newWorkflowID()
+	wfID, err := message.NewWorkflowID()
 	if err != nil {
 		return WorkflowOutput{}, err
 	}
@@ -322,13 +320,4 @@ func (r *workflowRun) prompt(st WorkflowStep) string {
 		"from a shell, agentmsg reply <this message's id> --type status --meta step=%s --meta state=complete \"<output>\".",
 		lead, st.Name, lead, st.Name, st.Name)
 	return b.String()
-}
-
-// newWorkflowID is WF_<8 hex>.
-func newWorkflowID() (string, error) {
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("making a workflow id: %w", err)
-	}
-	return "WF_" + hex.EncodeToString(b[:]), nil
 }

@@ -23,7 +23,7 @@ var (
 )
 
 // ErrEmptySender is returned when no usable sender name is left.
-var ErrEmptySender = errors.New("sender name is empty: pass --from NAME or set AGENTMSG_FROM")
+var ErrEmptySender = errors.New("sender name is empty")
 
 // Sender turns a name ("ana", "ana-2", "j.doe") into the id's sender part:
 // upper case, runs of anything but letters, digits and _ become _.
@@ -42,14 +42,42 @@ func Sender(name string) (string, error) {
 // NewID makes a fresh id for sender (already normalised by Sender), reading
 // 4 bytes from random (crypto/rand.Reader when nil).
 func NewID(sender string, random io.Reader) (ID, error) {
+	id, err := NewToken("MSG_"+sender+"_", random)
+	if err != nil {
+		return "", fmt.Errorf("making a message id: %w", err)
+	}
+	return ID(id), nil
+}
+
+// NewRequestID makes a fresh open-request id: "REQ_<8 hex>".
+func NewRequestID() (string, error) {
+	id, err := NewToken("REQ_", nil)
+	if err != nil {
+		return "", fmt.Errorf("making a request id: %w", err)
+	}
+	return id, nil
+}
+
+// NewWorkflowID makes a fresh workflow id: "WF_<8 hex>".
+func NewWorkflowID() (string, error) {
+	id, err := NewToken("WF_", nil)
+	if err != nil {
+		return "", fmt.Errorf("making a workflow id: %w", err)
+	}
+	return id, nil
+}
+
+// NewToken is the one random-id generator: prefix followed by 8 hex digits
+// made of 4 bytes from random (crypto/rand.Reader when nil).
+func NewToken(prefix string, random io.Reader) (string, error) {
 	if random == nil {
 		random = rand.Reader
 	}
 	var b [4]byte
 	if _, err := io.ReadFull(random, b[:]); err != nil {
-		return "", fmt.Errorf("making a message id: %w", err)
+		return "", err
 	}
-	return ID("MSG_" + sender + "_" + hex.EncodeToString(b[:])), nil
+	return prefix + hex.EncodeToString(b[:]), nil
 }
 
 // Valid reports whether s has the shape of an id.

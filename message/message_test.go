@@ -2,6 +2,7 @@ package message
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -159,6 +160,27 @@ func TestNewID(t *testing.T) {
 	}
 	if got := Format(id, "hi"); got != "MSG_ANA_deadbeef: hi" {
 		t.Errorf("Format = %q", got)
+	}
+}
+
+// Request and workflow ids come from the same generator as message ids:
+// a prefix and 8 fresh hex digits.
+func TestOtherIDs(t *testing.T) {
+	for _, tt := range []struct {
+		make func() (string, error)
+		re   string
+	}{
+		{NewRequestID, `^REQ_[0-9a-f]{8}$`},
+		{NewWorkflowID, `^WF_[0-9a-f]{8}$`},
+	} {
+		a, errA := tt.make()
+		b, errB := tt.make()
+		if errA != nil || errB != nil || a == b || !regexp.MustCompile(tt.re).MatchString(a) {
+			t.Errorf("two fresh ids: %q %v, %q %v; want %s", a, errA, b, errB, tt.re)
+		}
+	}
+	if tok, err := NewToken("X_", bytes.NewReader([]byte{1, 2, 3, 4})); tok != "X_01020304" || err != nil {
+		t.Errorf("NewToken = %q, %v", tok, err)
 	}
 }
 

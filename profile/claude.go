@@ -98,21 +98,7 @@ func (Claude) Read(screen []string) delivery.Reading {
 			r.Queued = true
 		}
 	}
-	switch {
-	case claudeBusy(lines, top, near[:min(len(near), 2)]):
-		r.State, r.Detail = delivery.Busy, "the agent is working"
-		if r.Box != "" {
-			r.Detail += "; the input box holds text"
-		}
-	case r.Box != "":
-		r.State, r.Detail = delivery.Draft, "the input box holds text"
-	default:
-		r.State = delivery.Ready
-	}
-	if r.Queued {
-		r.Detail = strings.TrimPrefix(r.Detail+"; messages are queued", "; ")
-	}
-	return r
+	return noteQueued(boxState(r, claudeBusy(lines, top, near[:min(len(near), 2)]), "input box"))
 }
 
 // claudeBox finds the bottom-most pair of rules with a box prompt under the

@@ -106,18 +106,7 @@ func (Codex) Read(screen []string) delivery.Reading {
 		_, queueHint := containsFold(lines[top:], "tab to queue message")
 		busy = queueHint || (codexNewFooter(lines[top:]) && codexTurnRunning(lines[:top]))
 	}
-	switch {
-	case busy:
-		r.State, r.Detail = delivery.Busy, "the agent is working"
-		if r.Box != "" {
-			r.Detail += "; the composer holds text"
-		}
-	case r.Box != "":
-		r.State, r.Detail = delivery.Draft, "the composer holds text"
-	default:
-		r.State = delivery.Ready
-	}
-	return r
+	return boxState(r, busy, "composer")
 }
 
 // codexComposer finds the composer: its first row and its text. Below it

@@ -115,21 +115,7 @@ func (g Gemini) Read(screen []string) delivery.Reading {
 		}
 	}
 	_, busy := containsFold(status, "esc to cancel")
-	switch {
-	case busy:
-		r.State, r.Detail = delivery.Busy, "the agent is working"
-		if r.Box != "" {
-			r.Detail += "; the input box holds text"
-		}
-	case r.Box != "":
-		r.State, r.Detail = delivery.Draft, "the input box holds text"
-	default:
-		r.State = delivery.Ready
-	}
-	if r.Queued {
-		r.Detail = strings.TrimPrefix(r.Detail+"; messages are queued", "; ")
-	}
-	return r
+	return noteQueued(boxState(r, busy, "input box"))
 }
 
 func (g Gemini) product() string {

@@ -23,17 +23,34 @@ const (
 // box border or not.
 var menuRe = regexp.MustCompile(`^\s*│?\s*[❯›>●]\s*\d+\.\s`)
 
-// trimScreen drops trailing spaces on each line (not no-break spaces: Claude
-// marks its box with one) and blank lines at the end.
-func trimScreen(lines []string) []string {
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		out[i] = strings.TrimRight(l, " ")
+// trimScreen is delivery.TrimScreen, which every reader starts with.
+func trimScreen(lines []string) []string { return delivery.TrimScreen(lines) }
+
+// boxState sets the state of an agent whose input box is on screen: busy
+// while it works (noting text in the box), else a draft when the box holds
+// text, else ready. box is what the agent calls its box ("input box",
+// "composer").
+func boxState(r delivery.Reading, busy bool, box string) delivery.Reading {
+	switch {
+	case busy:
+		r.State, r.Detail = delivery.Busy, "the agent is working"
+		if r.Box != "" {
+			r.Detail += "; the " + box + " holds text"
+		}
+	case r.Box != "":
+		r.State, r.Detail = delivery.Draft, "the "+box+" holds text"
+	default:
+		r.State = delivery.Ready
 	}
-	for len(out) > 0 && out[len(out)-1] == "" {
-		out = out[:len(out)-1]
+	return r
+}
+
+// noteQueued adds to r's detail that messages are queued, when they are.
+func noteQueued(r delivery.Reading) delivery.Reading {
+	if r.Queued {
+		r.Detail = strings.TrimPrefix(r.Detail+"; messages are queued", "; ")
 	}
-	return out
+	return r
 }
 
 // bottom returns the index of the first of the last n lines.

@@ -43,6 +43,26 @@ const (
 	maxListPayloads = 32
 )
 
+// maxPayloads is how many payloads one command list may carry.
+func (c *Exec) maxPayloads() int {
+	if c.payloadsOnStdin() {
+		return 1
+	}
+	return maxListPayloads
+}
+
+// payloadsOnStdin reports whether this tmux must get message text on
+// stdin ("load-buffer -"): before 3.2 a tmux server, not the client, may
+// open a file a command names, and /dev/fd/N would then be one of the
+// server's own files. Asked once, of the binary.
+func (c *Exec) payloadsOnStdin() bool {
+	c.oldOnce.Do(func() {
+		v, err := BinaryVersion(context.Background(), c.bin)
+		c.old = err != nil || !v.AtLeast(3, 2)
+	})
+	return c.old
+}
+
 // payloadArg stands for the file of payload i in a call's commands; a NUL
 // cannot occur in a real argument.
 func payloadArg(i int) string { return "\x00payload" + strconv.Itoa(i) }
@@ -135,7 +155,7 @@ func (c *Exec) takeList() []*call {
 			}
 		}
 		n += 64 // its marker
-		if len(list) > 0 && (size+n > maxListBytes || files+len(cl.payloads) > maxListPayloads) {
+		if len(list) > 0 && (size+n > maxListBytes || len(cl.payloads) > 0 && files+len(cl.payloads) > c.maxPayloads()) {
 			break
 		}
 		list = append(list, cl)
@@ -159,7 +179,12 @@ func (c *Exec) runList(list []*call) (again []*call) {
 		write = write || cl.write
 		for _, cmd := range cl.cmds {
 			for _, a := range cmd {
-				args = append(args, listArg(a, base))
+				if strings.HasPrefix(a, "\x00payload") && c.payloadsOnStdin() {
+					a = "-" // the one payload of this list, on stdin
+				} else {
+					a = listArg(a, base)
+				}
+				args = append(args, a)
 			}
 			args = append(args, ";")
 		}
@@ -169,7 +194,7 @@ func (c *Exec) runList(list []*call) (again []*call) {
 		}
 	}
 	c.procs.Add(1)
-	res := runProc(context.Background(), c.bin, args, payloads, c.timeout, true)
+	res := runProc(context.Background(), c.bin, args, payloads, len(payloads) > 0 && c.payloadsOnStdin(), c.timeout, true)
 	if res.err != nil {
 		msg := res.err.Error()
 		if res.err == errAbandoned {

@@ -70,6 +70,9 @@ type Exec struct {
 	queue    []*call
 	draining bool
 	procs    atomic.Int64 // tmux processes started, for tests and benchmarks
+
+	oldOnce sync.Once
+	old     bool // payloadsOnStdin
 }
 
 // DefaultCommandTimeout bounds the wait for one tmux call, so that a wedged

@@ -41,10 +41,11 @@ type result struct {
 var errAbandoned = errors.New("no answer in time")
 
 // runProc runs bin with args. payloads become the files at fd 3, 4, ...
-// (readable as /dev/fd/N by the tmux client). It waits at most timeout, or
+// (readable as /dev/fd/N by the tmux client), or with onStdin the one
+// payload is its standard input. It waits at most timeout, or
 // until ctx ends when waitOut is false; a write (waitOut true) is waited
 // for up to timeout even after ctx ends, so its caller learns the truth.
-func runProc(ctx context.Context, bin string, args []string, payloads []string, timeout time.Duration, waitOut bool) result {
+func runProc(ctx context.Context, bin string, args []string, payloads []string, onStdin bool, timeout time.Duration, waitOut bool) result {
 	var files []*os.File
 	closeAll := func() {
 		for _, f := range files {
@@ -81,6 +82,9 @@ func runProc(ctx context.Context, bin string, args []string, payloads []string, 
 
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = stdout, stderr, extra
+	if onStdin && len(extra) == 1 {
+		cmd.Stdin, cmd.ExtraFiles = extra[0], nil
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		closeAll()

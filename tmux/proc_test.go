@@ -16,7 +16,7 @@ import (
 // matters is how the child is started, fed and waited for.
 
 func TestProcOwnProcessGroup(t *testing.T) {
-	res := runProc(context.Background(), "/bin/sh", []string{"-c", "ps -o pgid= -p $$"}, nil, 5*time.Second, false)
+	res := runProc(context.Background(), "/bin/sh", []string{"-c", "ps -o pgid= -p $$"}, nil, false, 5*time.Second, false)
 	if res.err != nil || res.exitCode != 0 {
 		t.Fatalf("run: %+v", res)
 	}
@@ -28,7 +28,7 @@ func TestProcOwnProcessGroup(t *testing.T) {
 
 func TestProcPayloadsAsFiles(t *testing.T) {
 	res := runProc(context.Background(), "/bin/sh", []string{"-c", "cat /dev/fd/3; echo; cat /dev/fd/4"},
-		[]string{"first\x00text;\n", strings.Repeat("y", 1<<20)}, 5*time.Second, false)
+		[]string{"first\x00text;\n", strings.Repeat("y", 1<<20)}, false, 5*time.Second, false)
 	if res.err != nil {
 		t.Fatal(res.err)
 	}
@@ -60,7 +60,7 @@ func TestProcNeverKilled(t *testing.T) {
 				time.AfterFunc(50*time.Millisecond, cancel)
 			}
 			defer cancel()
-			res := runProc(ctx, "/bin/sh", []string{"-c", "sleep 0.4; echo done > " + mark}, nil, tc.timeout, tc.waitOut)
+			res := runProc(ctx, "/bin/sh", []string{"-c", "sleep 0.4; echo done > " + mark}, nil, false, tc.timeout, tc.waitOut)
 			if !errors.Is(res.err, tc.wantErr) {
 				t.Fatalf("err = %v, want %v", res.err, tc.wantErr)
 			}
@@ -81,11 +81,20 @@ func TestProcNeverKilled(t *testing.T) {
 func TestProcLeavesNoFiles(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	res := runProc(context.Background(), "/bin/sh", []string{"-c", "cat /dev/fd/3 >/dev/null"}, []string{"secret message"}, 5*time.Second, false)
+	res := runProc(context.Background(), "/bin/sh", []string{"-c", "cat /dev/fd/3 >/dev/null"}, []string{"secret message"}, false, 5*time.Second, false)
 	if res.err != nil {
 		t.Fatal(res.err)
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Fatalf("files left in TMPDIR: %v", left)
+	}
+}
+
+// Before tmux 3.2 the server may open a file a command names, so the one
+// payload goes on the client's stdin instead of /dev/fd/3.
+func TestProcPayloadOnStdin(t *testing.T) {
+	res := runProc(context.Background(), "/bin/sh", []string{"-c", "cat -; test -e /dev/fd/3 && echo fd3"}, []string{"on stdin"}, true, 5*time.Second, false)
+	if res.err != nil || string(res.stdout) != "on stdin" {
+		t.Fatalf("child read %q, %v; want the payload on stdin and no fd 3", res.stdout, res.err)
 	}
 }

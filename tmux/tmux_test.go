@@ -79,9 +79,16 @@ func TestClient(t *testing.T) {
 			if _, err := c.SessionPane(ctx, "agent-alpha-ana"); !errors.Is(err, ErrSessionNotFound) {
 				t.Fatalf("SessionPane(agent-alpha-ana) = %v, want ErrSessionNotFound", err)
 			}
-			p, err := c.SessionPane(ctx, "agent-alpha-ana-2")
-			if err != nil || !strings.HasPrefix(p.ID, "%") || p.Command != "cat" || p.Width != 120 {
-				t.Fatalf("SessionPane = %+v, %v", p, err)
+			// The pane's command is tmux's own until the child has exec'd
+			// cat: on a loaded machine that takes a moment.
+			var p Pane
+			waitFor(t, func() bool {
+				var err error
+				p, err = c.SessionPane(ctx, "agent-alpha-ana-2")
+				return err == nil && p.Command == "cat"
+			})
+			if !strings.HasPrefix(p.ID, "%") || p.Width <= 0 || p.Height <= 0 { // tmux 3.2a sizes a detached session 80x23
+				t.Fatalf("SessionPane = %+v", p)
 			}
 			panes, err := c.ListPanes(ctx)
 			if err != nil || len(panes) != 2 {
@@ -368,5 +375,40 @@ func TestWatchCommand(t *testing.T) {
 		if got := WatchCommand(Server{Socket: tt.socket}, tt.session); got != tt.want {
 			t.Errorf("WatchCommand(%q, %q) = %s, want %s", tt.socket, tt.session, got, tt.want)
 		}
+	}
+}
+
+// The stdin path that a tmux before 3.2 gets: several pastes at once, one
+// per command list, each arriving whole in its own pane.
+func TestPasteOnStdinForOldTmux(t *testing.T) {
+	e, raw := testServer(t)
+	e.oldOnce.Do(func() {})
+	e.old = true
+	ctx := context.Background()
+	const n = 6
+	panes := make([]string, n)
+	for i := range panes {
+		name := fmt.Sprintf("agent-old-a%d", i)
+		raw("new-session", "-d", "-s", name, "-x", "80", "-y", "10", "cat")
+		p, err := e.SessionPane(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		panes[i] = p.ID
+	}
+	errs := make(chan error, n)
+	for i, p := range panes {
+		go func() { errs <- e.Paste(ctx, p, fmt.Sprintf("text for pane %d;", i)) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, p := range panes {
+		waitFor(t, func() bool {
+			lines, err := e.Capture(ctx, p, 0)
+			return err == nil && strings.Contains(strings.Join(lines, "\n"), fmt.Sprintf("text for pane %d;", i))
+		})
 	}
 }

@@ -1,0 +1,223 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/internal/faketmux"
+	"github.com/agentmsg/agentmsg/lock"
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/tmux"
+)
+
+// runFixture is a Factory for lead of team alpha whose Dispatcher is a
+// fake tmux server, with a mailbox in a temp dir: the run functions are
+// called on it as the commands call them.
+type runFixture struct {
+	f           *Factory
+	srv         *faketmux.Server
+	client      tmux.Client // what the dispatcher talks to (srv unless replaced)
+	store       *mailbox.Store
+	out, errOut *bytes.Buffer
+}
+
+func newRunFixture(t *testing.T, sessions ...string) *runFixture {
+	t.Helper()
+	root := t.TempDir()
+	f, out, errOut := testFactory(map[string]string{
+		"AGENTMSG_FROM": "lead", "AGENTMSG_TEAM": "alpha", "AGENTMSG_HOME": root,
+		"XDG_CONFIG_HOME": t.TempDir(), "XDG_RUNTIME_DIR": t.TempDir(),
+	})
+	fx := &runFixture{f: f, srv: faketmux.New(sessions...), store: mailbox.New(root), out: out, errOut: errOut}
+	fx.client = fx.srv
+	locks := t.TempDir()
+	f.Dispatcher = func() (*dispatch.Dispatcher, error) {
+		opts := delivery.DefaultOptions()
+		opts.Settle, opts.Poll, opts.ReadyTimeout = time.Millisecond, time.Millisecond, 50*time.Millisecond
+		return &dispatch.Dispatcher{Tmux: fx.client, Locks: lock.Dir{Path: locks}, Clock: faketmux.Clock{}, Opts: opts}, nil
+	}
+	f.Mailbox = func() (*mailbox.Store, error) { return fx.store, nil }
+	NewCmdRoot(f) // wires Config and Identity
+	return fx
+}
+
+// options parses args with the command built by build, capturing its
+// options through runF, as the root command would.
+func options[O any](t *testing.T, fx *runFixture, build func(*Factory, func(context.Context, O) error) *cobra.Command, args ...string) O {
+	t.Helper()
+	var got O
+	c := build(fx.f, func(_ context.Context, o O) error { got = o; return nil })
+	c.SetArgs(args)
+	c.SetOut(fx.out)
+	c.SetErr(fx.errOut)
+	if err := c.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("parsing %q: %v", args, err)
+	}
+	return got
+}
+
+func TestSendRun(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	opts := options(t, fx, NewCmdSend, "alpha", "ana", "run", "the", "tests")
+	if err := sendRun(context.Background(), opts); err != nil {
+		t.Fatalf("sendRun: %v\n%s", err, fx.errOut)
+	}
+	got := fx.srv.Received("agent-alpha-ana")
+	if len(got) != 1 || !strings.HasPrefix(got[0], "MSG_LEAD_") || !strings.HasSuffix(got[0], ": run the tests") {
+		t.Fatalf("ana received %q", got)
+	}
+	if !strings.Contains(fx.out.String(), "submitted to alpha/ana") {
+		t.Errorf("stdout: %s", fx.out)
+	}
+}
+
+// A dialog the whole ready timeout: the message is deferred (exit 0),
+// and with --no-queue it is not ready (exit 4). Nothing is typed.
+func TestSendRunNotReady(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"alpha", "ana", "hi"}, ExitOK, "deferred for alpha/ana"},
+		{[]string{"--no-queue", "alpha", "ana", "hi"}, ExitNotReady, "not delivered to alpha/ana"},
+	} {
+		fx := newRunFixture(t, "agent-alpha-ana")
+		fx.srv.SetDialog("agent-alpha-ana", true)
+		err := sendRun(context.Background(), options(t, fx, NewCmdSend, tc.args...))
+		if exitCode(err) != tc.code || !strings.Contains(fx.out.String()+fx.errOut.String(), tc.says) {
+			t.Errorf("%q: exit %d, want %d saying %q\nstdout: %s\nstderr: %s", tc.args, exitCode(err), tc.code, tc.says, fx.out, fx.errOut)
+		}
+		if got := fx.srv.Received("agent-alpha-ana"); len(got) != 0 {
+			t.Errorf("%q: typed %q into a dialog", tc.args, got)
+		}
+	}
+}
+
+// --mailbox-only needs no tmux at all.
+func TestSendRunMailboxOnlyNeedsNoTmux(t *testing.T) {
+	fx := newRunFixture(t)
+	fx.f.Dispatcher = func() (*dispatch.Dispatcher, error) { return nil, tmux.ErrNotInstalled }
+	if err := sendRun(context.Background(), options(t, fx, NewCmdSend, "--mailbox-only", "alpha", "dana", "hi")); err != nil {
+		t.Fatalf("sendRun: %v\n%s", err, fx.errOut)
+	}
+	b, err := fx.store.Read("alpha", "dana")
+	if err != nil || len(b.Envelopes) != 1 || b.Envelopes[0].Content != "hi" {
+		t.Fatalf("dana's inbox %+v, %v", b.Envelopes, err)
+	}
+}
+
+// One broadcast verdict: a target in a dialog is deferred, not failed, so
+// the broadcast exits 0 and says so.
+func TestBroadcastRun(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana", "agent-alpha-bob", "agent-beta-cy")
+	fx.srv.SetDialog("agent-alpha-bob", true)
+	err := broadcastRun(context.Background(), options(t, fx, NewCmdBroadcast, "alpha", "stand-up"))
+	if exitCode(err) != ExitOK {
+		t.Fatalf("exit %d\n%s%s", exitCode(err), fx.out, fx.errOut)
+	}
+	if got := fx.srv.Received("agent-alpha-ana"); len(got) != 1 || !strings.HasSuffix(got[0], ": stand-up") {
+		t.Errorf("ana received %q", got)
+	}
+	if got := fx.srv.Received("agent-beta-cy"); len(got) != 0 {
+		t.Errorf("another team's agent received %q", got)
+	}
+	if !strings.Contains(fx.out.String(), "1 of 2 delivered") || !strings.Contains(fx.out.String(), "1 deferred") {
+		t.Errorf("stdout: %s", fx.out)
+	}
+}
+
+// plantMessage puts a message from ana into lead's inbox.
+func plantMessage(t *testing.T, fx *runFixture, requestID string) message.ID {
+	t.Helper()
+	box, err := fx.store.Box("alpha", "lead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := message.ID("MSG_ANA_0123abcd")
+	if err := box.Append(mailbox.Envelope{ID: id, From: "ana", To: "lead", Type: mailbox.TypeText, Content: "done?", RequestID: requestID}); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func TestReplyRun(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	id := plantMessage(t, fx, "")
+	build := func(f *Factory, runF func(context.Context, *ReplyOptions) error) *cobra.Command {
+		return newCmdReply(f, runF)
+	}
+	if err := replyRun(context.Background(), options(t, fx, build, string(id), "yes")); err != nil {
+		t.Fatalf("replyRun: %v\n%s", err, fx.errOut)
+	}
+	got := fx.srv.Received("agent-alpha-ana")
+	if len(got) != 1 || !strings.Contains(got[0], "re "+string(id)+": yes") {
+		t.Fatalf("ana received %q", got)
+	}
+}
+
+// brokenTmux answers every look with an error that is not "no server".
+type brokenTmux struct{ *fakeServer }
+
+var errBroken = errors.New("tmux: protocol version mismatch")
+
+func (brokenTmux) SessionPane(context.Context, string) (tmux.Pane, error) {
+	return tmux.Pane{}, errBroken
+}
+
+// When tmux fails to say whether the sender has a session, a reply is an
+// error (exit 1), as MCP's send_message was: it used to be recorded in the
+// inbox only, never typed, while the CLI reported success.
+func TestReplyRunTmuxErrorIsAnError(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	fx.client = brokenTmux{fx.srv}
+	id := plantMessage(t, fx, "")
+	build := func(f *Factory, runF func(context.Context, *ReplyOptions) error) *cobra.Command {
+		return newCmdReply(f, runF)
+	}
+	err := replyRun(context.Background(), options(t, fx, build, string(id), "yes"))
+	if !errors.Is(err, errBroken) || exitCode(err) != ExitError {
+		t.Fatalf("replyRun = %v (exit %d); want the tmux error, exit 1\nstdout: %s", err, exitCode(err), fx.out)
+	}
+	if b, _ := fx.store.Read("alpha", "ana"); len(b.Envelopes) != 0 {
+		t.Errorf("the reply was recorded anyway: %+v", b.Envelopes)
+	}
+}
+
+// deliver types a message send deferred (its agent showed a dialog) once
+// the agent is ready, exactly once.
+func TestDeliverRun(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	fx.srv.SetDialog("agent-alpha-ana", true)
+	if err := sendRun(context.Background(), options(t, fx, NewCmdSend, "alpha", "ana", "later")); err != nil {
+		t.Fatalf("sendRun: %v", err)
+	}
+	fx.srv.SetDialog("agent-alpha-ana", false)
+	var opts *DeliverOptions
+	c := NewCmdDeliver(fx.f, func(_ context.Context, o *DeliverOptions) error { opts = o; return nil })
+	c.SetArgs([]string{"alpha"})
+	if err := c.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second pass finds nothing left to type
+		if err := deliverRun(context.Background(), c, opts); err != nil {
+			t.Fatalf("deliverRun: %v\n%s", err, fx.errOut)
+		}
+	}
+	got := fx.srv.Received("agent-alpha-ana")
+	if len(got) != 1 || !strings.HasSuffix(got[0], ": later") {
+		t.Fatalf("ana received %q; want the deferred message once", got)
+	}
+	if !strings.Contains(fx.out.String(), "nothing to deliver") {
+		t.Errorf("the second pass did not say it had nothing to do:\n%s", fx.out)
+	}
+}

@@ -1,0 +1,118 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// jsonRequested reports whether args hold --json (before any "--").
+func jsonRequested(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--json" {
+			return true
+		}
+		if v, ok := strings.CutPrefix(a, "--json="); ok {
+			b, err := strconv.ParseBool(v)
+			return err == nil && b
+		}
+	}
+	return false
+}
+
+// strictGroups makes every command that only groups others (the root,
+// hooks, status, team) refuse an unknown subcommand as bad usage (exit 2),
+// where cobra would print help and exit 0, or exit 1 for the root; given
+// nothing, they print their help.
+func strictGroups(c *cobra.Command) {
+	if c.HasSubCommands() && !c.Runnable() {
+		c.Args = unknownCommand
+		c.RunE = func(c *cobra.Command, args []string) error { return c.Help() }
+	}
+	for _, sub := range c.Commands() {
+		strictGroups(sub)
+	}
+}
+
+// unknownCommand refuses any argument to a group command.
+func unknownCommand(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's own default
+	}
+	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+	}
+	return usagef("%s\nsee: %s --help", msg, c.CommandPath())
+}
+
+// newCmdHelp is cobra's help command, except that an unknown topic is bad
+// usage (exit 2) rather than a message and exit 0.
+func newCmdHelp() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help shows the help of any command: agentmsg help COMMAND (or agentmsg COMMAND --help).",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if cmd == nil || err != nil || len(rest) > 0 {
+				return usagef("unknown help topic %q; see: %s --help", strings.Join(args, " "), c.Root().Name())
+			}
+			return cmd.Help()
+		},
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			var names []string
+			for _, sub := range c.Root().Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					names = append(names, sub.Name())
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+	}
+}
+
+// loadConfig layers the flags given on this command line over file and env.
+// usageError marks bad input: exit code 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// flagError is a flag that could not be parsed: bad usage, and a sign that
+// the flags after it (--json among them) were not read.
+type flagError struct{ err error }
+
+func (e flagError) Error() string { return e.err.Error() }
+func (e flagError) Unwrap() error { return usageError{e.err} }
+
+// exactArgs and rangeArgs are cobra's validators, as usage errors.
+func argsBetween(lo, hi int, what string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) < lo || (hi >= 0 && len(args) > hi) {
+			return usagef("%s: want %s, got %d argument(s)\nUsage: %s", c.Name(), what, len(args), c.UseLine())
+		}
+		return nil
+	}
+}
+
+var errSilent = errors.New("already reported")
+
+// exitError ends the process with code after the command printed its own report.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+func (e exitError) Unwrap() error { return errSilent }
+
+func joinWords(args []string) string { return strings.Join(args, " ") }
