@@ -179,7 +179,9 @@ func geminiBox(lines []string) (geminiInput, bool) {
 	indent := at + 1 // continuation rows are indented to where the text starts
 	text := []string{strings.TrimPrefix(first[at:], " ")}
 
-	// The box's own rows: continuation rows, up to its bottom border.
+	// The box's own rows: continuation rows, up to its bottom border; a
+	// box with a border may hold blank rows.
+	bordered := p > 0 && isBlockRow(lines[p-1], "▄")
 	j := p + 1
 	closed := false
 	for ; j < len(lines); j++ {
@@ -202,7 +204,17 @@ func geminiBox(lines []string) (geminiInput, bool) {
 			break
 		}
 		c := inner(l)
-		if !rounded && (c == "" || !strings.HasPrefix(c, strings.Repeat(" ", indent))) {
+		if c == "" && !rounded && !between && !bordered {
+			// A blank row inside a borderless box (an Enter taken as a
+			// newline) only if the box's text goes on below it.
+			k := j + 1
+			for k < len(lines) && inner(lines[k]) == "" {
+				k++
+			}
+			if k == len(lines) || !strings.HasPrefix(inner(lines[k]), strings.Repeat(" ", indent)) {
+				break
+			}
+		} else if !rounded && c != "" && !strings.HasPrefix(c, strings.Repeat(" ", indent)) {
 			break
 		}
 		text = append(text, trimIndent(c, indent))

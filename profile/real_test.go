@@ -54,6 +54,11 @@ func TestRealScreens(t *testing.T) {
 		"after-dialog":     {state: delivery.Ready},
 		"slash-picker":     {state: delivery.Draft, box: "/quit"},
 		"exited":           {state: delivery.Unknown, noBox: true, shell: true},
+		// An Enter 120 ms after a paste became a newline: a blank row in
+		// the box, then the next paste after it.
+		"enter-as-newline": {state: delivery.Draft, box: "MSG_TESTER_111: line 1 of 12: keep the id short and early … (full text: agentmsg read\nMSG_TESTER_111)"},
+		"paste-after-newline": {state: delivery.Draft, box: "MSG_TESTER_111: line 1 of 12: keep the id short and early … (full text: agentmsg read\nMSG_TESTER_111)\n" +
+			"MSG_TESTER_222: line 1 of 12: keep the id short and early … (full text: agentmsg read\nMSG_TESTER_222)"},
 	}
 	codex := map[string]realWant{
 		"idle":             {state: delivery.Ready},

@@ -63,17 +63,18 @@ ensure_cli() {
 	printf '%s\n' "$bin"
 }
 
-# Run directly: install the CLIs named (default: all three) and print paths.
+# Run directly: install the CLIs named (default: all three) and print paths:
+# the bare path for one name, NAME=PATH lines otherwise.
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
 	set -euo pipefail
 	if [[ $# -eq 1 ]]; then
 		ensure_cli "$1"
 		exit
 	fi
-	for n in "${@:-codex gemini qwen}"; do
-		for m in $n; do
-			p=$(ensure_cli "$m")
-			printf '%s=%s\n' "$m" "$p"
-		done
+	names=("$@")
+	[[ ${#names[@]} -gt 0 ]] || names=(codex gemini qwen)
+	for n in "${names[@]}"; do
+		p=$(ensure_cli "$n")
+		printf '%s=%s\n' "$n" "$p"
 	done
 fi

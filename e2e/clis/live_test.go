@@ -280,15 +280,28 @@ func (l *live) checkArrived(rep sendReport, msg string, got fakeapi.Record) {
 
 var clis = []string{Codex, Gemini, Qwen}
 
+// terminal is a pane shape a case runs in.
+type terminal struct {
+	name      string
+	h         int
+	truecolor bool
+}
+
+// terminals: every case runs in 24 rows with 256 colours and in 50 rows
+// with truecolor.
+var terminals = []terminal{{"24-256", 24, false}, {"50-truecolor", 50, true}}
+
+func (tm terminal) set(o *Options) { o.Width, o.Height, o.Truecolor = 100, tm.h, tm.truecolor }
+
 // Messages of 1, 2, 12, 30 and 60 lines and of 5 KB each arrive exactly
 // once, whole or as a pointer, at heights 24 (256 colours) and 50
 // (truecolor), with the CLI started directly (its command is node) and
 // known by its process. At the end a person's draft is kept.
 func TestLiveMessages(t *testing.T) {
 	for _, cli := range clis {
-		for _, h := range []int{24, 50} {
-			t.Run(fmt.Sprintf("%s/%d", cli, h), func(t *testing.T) {
-				l := newLive(t, cli, func(o *Options) { o.Width, o.Height, o.Truecolor = 100, h, h == 50 })
+		for _, tm := range terminals {
+			t.Run(cli+"/"+tm.name, func(t *testing.T) {
+				l := newLive(t, cli, tm.set)
 				if cmd, _ := l.agent.Command(); cmd != "node" {
 					t.Logf("pane command %q", cmd)
 				}
@@ -352,46 +365,50 @@ func TestLiveMessages(t *testing.T) {
 // waits for the turn instead.
 func TestLiveBusy(t *testing.T) {
 	for _, cli := range clis {
-		t.Run(cli, func(t *testing.T) {
-			l := newLive(t, cli, nil)
-			l.set(fakeapi.Control{Mode: fakeapi.ModeSlow, SlowSeconds: 8})
-			first, res := l.send("a long task")
-			if res.code != 0 || (first.Verdict != "submitted" && first.Verdict != "queued") {
-				t.Fatalf("first: %s", res)
-			}
-			l.waitState("busy", delivery.Busy)
-			rep, res := l.send("next, when you are done")
-			if res.code != 0 || (rep.Verdict != "queued" && rep.Verdict != "submitted") {
-				t.Fatalf("want queued or submitted while busy: %s", res)
-			}
-			t.Logf("while busy: verdict %s after %v (%s)", rep.Verdict, res.took.Round(time.Millisecond), rep.Profile)
-			l.set(fakeapi.Control{Mode: fakeapi.ModeInstant})
-			got := l.waitArrived(rep.ID)
-			if !strings.Contains(got.Text, rep.ID+": next, when you are done") {
-				t.Errorf("the message arrived as %q", got.Text)
-			}
-			if len(l.with(first.ID)) != 1 {
-				t.Errorf("the first message arrived %d times", len(l.with(first.ID)))
-			}
+		for _, tm := range terminals {
+			t.Run(cli+"/"+tm.name, func(t *testing.T) { liveBusy(t, cli, tm) })
+		}
+	}
+}
 
-			l.set(fakeapi.Control{Mode: fakeapi.ModeSlow, SlowSeconds: 4})
-			third, res := l.send("another long one")
-			if res.code != 0 {
-				t.Fatalf("%s", res)
-			}
-			l.waitState("busy", delivery.Busy)
-			rep, res = l.send("after the turn", "--wait-idle")
-			// Qwen Code runs its memory subagent after each turn, with no
-			// sign on screen, and queues what comes meanwhile.
-			if res.code != 0 || (rep.Verdict != "submitted" && !(cli == Qwen && rep.Verdict == "queued")) {
-				t.Fatalf("--wait-idle: want submitted after the turn, got %q: %s", rep.Verdict, res)
-			}
-			l.set(fakeapi.Control{Mode: fakeapi.ModeInstant})
-			l.waitArrived(rep.ID)
-			if got := l.with(third.ID); len(got) != 1 {
-				t.Errorf("the third message arrived %d times", len(got))
-			}
-		})
+func liveBusy(t *testing.T, cli string, tm terminal) {
+	l := newLive(t, cli, tm.set)
+	l.set(fakeapi.Control{Mode: fakeapi.ModeSlow, SlowSeconds: 8})
+	first, res := l.send("a long task")
+	if res.code != 0 || (first.Verdict != "submitted" && first.Verdict != "queued") {
+		t.Fatalf("first: %s", res)
+	}
+	l.waitState("busy", delivery.Busy)
+	rep, res := l.send("next, when you are done")
+	if res.code != 0 || (rep.Verdict != "queued" && rep.Verdict != "submitted") {
+		t.Fatalf("want queued or submitted while busy: %s", res)
+	}
+	t.Logf("while busy: verdict %s after %v (%s)", rep.Verdict, res.took.Round(time.Millisecond), rep.Profile)
+	l.set(fakeapi.Control{Mode: fakeapi.ModeInstant})
+	got := l.waitArrived(rep.ID)
+	if !strings.Contains(got.Text, rep.ID+": next, when you are done") {
+		t.Errorf("the message arrived as %q", got.Text)
+	}
+	if len(l.with(first.ID)) != 1 {
+		t.Errorf("the first message arrived %d times", len(l.with(first.ID)))
+	}
+
+	l.set(fakeapi.Control{Mode: fakeapi.ModeSlow, SlowSeconds: 4})
+	third, res := l.send("another long one")
+	if res.code != 0 {
+		t.Fatalf("%s", res)
+	}
+	l.waitState("busy", delivery.Busy)
+	rep, res = l.send("after the turn", "--wait-idle")
+	// Qwen Code runs its memory subagent after each turn, with no
+	// sign on screen, and queues what comes meanwhile.
+	if res.code != 0 || (rep.Verdict != "submitted" && !(cli == Qwen && rep.Verdict == "queued")) {
+		t.Fatalf("--wait-idle: want submitted after the turn, got %q: %s", rep.Verdict, res)
+	}
+	l.set(fakeapi.Control{Mode: fakeapi.ModeInstant})
+	l.waitArrived(rep.ID)
+	if got := l.with(third.ID); len(got) != 1 {
+		t.Errorf("the third message arrived %d times", len(got))
 	}
 }
 
@@ -399,79 +416,83 @@ func TestLiveBusy(t *testing.T) {
 // nothing is pressed, and deliver types it once the person has closed it.
 func TestLiveDialogDeferred(t *testing.T) {
 	for _, cli := range clis {
-		t.Run(cli, func(t *testing.T) {
-			dialogReady := func(lines []string) bool { return Reader(cli).Read(lines).State == delivery.Dialog }
-			var l *live
-			ran := ""
-			if cli == Codex {
-				// An older model: Codex opens its "Try new model" menu,
-				// where Enter and Esc both answer.
-				l = newLive(t, cli, func(o *Options) { o.Model = "gpt-5.6-sol"; o.Ready = dialogReady })
-			} else {
-				l = newLive(t, cli, nil)
-				ran = filepath.Join(l.dir, "ran")
-				l.set(fakeapi.Control{Mode: fakeapi.ModeBash, BashCommand: "touch " + ran})
-				if _, res := l.send("please run the script"); res.code != 0 {
-					t.Fatalf("%s", res)
-				}
-				l.waitState("the confirmation", delivery.Dialog)
-				l.set(fakeapi.Control{Mode: fakeapi.ModeInstant})
-			}
-			before, _ := l.agent.Capture()
-			n := len(l.prompts())
-			rep, res := l.send("are you there?", "--ready-timeout", "2s")
-			if res.code != 0 || rep.Verdict != "deferred" {
-				t.Fatalf("want deferred: %s", res)
-			}
-			rd, screen, _ := l.agent.Read()
-			if rd.State != delivery.Dialog {
-				t.Fatalf("the dialog is gone (%+v):\nbefore:\n%s\nnow:\n%s", rd, before, screen)
-			}
-			if ran != "" {
-				if _, err := os.Stat(ran); err == nil {
-					t.Fatal("the command the agent asked permission for has run")
-				}
-			}
-			if len(l.prompts()) != n {
-				t.Fatalf("a prompt reached the API through the dialog: %q", l.api.Prompts())
-			}
-			// Still a dialog: a deliver pass presses nothing.
-			if res := l.run("deliver", "--ready-timeout", "500ms"); res.code != 0 {
-				t.Fatalf("deliver: %s", res)
-			}
-			if rd, _, _ := l.agent.Read(); rd.State != delivery.Dialog || len(l.prompts()) != n {
-				t.Fatalf("deliver touched the dialog: %+v, prompts %q", rd, l.api.Prompts())
-			}
-			// The person closes it; deliver then types the message once.
-			if cli == Codex {
-				err := l.agent.Keys("Down")
-				if err == nil {
-					_, err = l.agent.WaitFor(10*time.Second, func(s string) bool { return strings.Contains(s, "› 2. Use existing model") })
-				}
-				if err == nil {
-					err = l.agent.Enter()
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-			} else if err := l.agent.Keys("Escape"); err != nil {
-				t.Fatal(err)
-			}
-			l.waitState("ready after the dialog", delivery.Ready)
-			if res := l.run("deliver"); res.code != 0 {
-				t.Fatalf("deliver: %s", res)
-			}
-			got := l.waitArrived(rep.ID)
-			if !strings.Contains(got.Text, rep.ID+": are you there?") {
-				t.Errorf("delivered as %q", got.Text)
-			}
-			if res := l.run("deliver"); res.code != 0 {
-				t.Fatalf("deliver: %s", res)
-			}
-			if got := l.with(rep.ID); len(got) != 1 {
-				t.Errorf("delivered %d times", len(got))
-			}
-		})
+		for _, tm := range terminals {
+			t.Run(cli+"/"+tm.name, func(t *testing.T) { liveDialog(t, cli, tm) })
+		}
+	}
+}
+
+func liveDialog(t *testing.T, cli string, tm terminal) {
+	dialogReady := func(lines []string) bool { return Reader(cli).Read(lines).State == delivery.Dialog }
+	var l *live
+	ran := ""
+	if cli == Codex {
+		// An older model: Codex opens its "Try new model" menu,
+		// where Enter and Esc both answer.
+		l = newLive(t, cli, func(o *Options) { tm.set(o); o.Model = "gpt-5.6-sol"; o.Ready = dialogReady })
+	} else {
+		l = newLive(t, cli, tm.set)
+		ran = filepath.Join(l.dir, "ran")
+		l.set(fakeapi.Control{Mode: fakeapi.ModeBash, BashCommand: "touch " + ran})
+		if _, res := l.send("please run the script"); res.code != 0 {
+			t.Fatalf("%s", res)
+		}
+		l.waitState("the confirmation", delivery.Dialog)
+		l.set(fakeapi.Control{Mode: fakeapi.ModeInstant})
+	}
+	before, _ := l.agent.Capture()
+	n := len(l.prompts())
+	rep, res := l.send("are you there?", "--ready-timeout", "2s")
+	if res.code != 0 || rep.Verdict != "deferred" {
+		t.Fatalf("want deferred: %s", res)
+	}
+	rd, screen, _ := l.agent.Read()
+	if rd.State != delivery.Dialog {
+		t.Fatalf("the dialog is gone (%+v):\nbefore:\n%s\nnow:\n%s", rd, before, screen)
+	}
+	if ran != "" {
+		if _, err := os.Stat(ran); err == nil {
+			t.Fatal("the command the agent asked permission for has run")
+		}
+	}
+	if len(l.prompts()) != n {
+		t.Fatalf("a prompt reached the API through the dialog: %q", l.api.Prompts())
+	}
+	// Still a dialog: a deliver pass presses nothing.
+	if res := l.run("deliver", "--ready-timeout", "500ms"); res.code != 0 {
+		t.Fatalf("deliver: %s", res)
+	}
+	if rd, _, _ := l.agent.Read(); rd.State != delivery.Dialog || len(l.prompts()) != n {
+		t.Fatalf("deliver touched the dialog: %+v, prompts %q", rd, l.api.Prompts())
+	}
+	// The person closes it; deliver then types the message once.
+	if cli == Codex {
+		err := l.agent.Keys("Down")
+		if err == nil {
+			_, err = l.agent.WaitFor(10*time.Second, func(s string) bool { return strings.Contains(s, "› 2. Use existing model") })
+		}
+		if err == nil {
+			err = l.agent.Enter()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else if err := l.agent.Keys("Escape"); err != nil {
+		t.Fatal(err)
+	}
+	l.waitState("ready after the dialog", delivery.Ready)
+	if res := l.run("deliver"); res.code != 0 {
+		t.Fatalf("deliver: %s", res)
+	}
+	got := l.waitArrived(rep.ID)
+	if !strings.Contains(got.Text, rep.ID+": are you there?") {
+		t.Errorf("delivered as %q", got.Text)
+	}
+	if res := l.run("deliver"); res.code != 0 {
+		t.Fatalf("deliver: %s", res)
+	}
+	if got := l.with(rep.ID); len(got) != 1 {
+		t.Errorf("delivered %d times", len(got))
 	}
 }
 
