@@ -76,10 +76,10 @@ func profileNames(ps []profile.Profile) []string {
 
 // agentFlags are the per-command flags about how the target agent behaves.
 type agentFlags struct {
-	kind     string
+	kind      string
 	waitIdle  bool // the default now; kept so that scripts that pass it still run
 	whileBusy bool
-	force    bool
+	force     bool
 }
 
 func (a *agentFlags) register(c *cobra.Command, delivers bool) {
