@@ -360,9 +360,9 @@ func TestLiveMessages(t *testing.T) {
 	}
 }
 
-// Busy: a message sent during a turn is typed and taken (Gemini queues it,
-// Codex steers the running turn with it) and arrives once; --wait-idle
-// waits for the turn instead.
+// Busy: with --while-busy a message sent during a turn is typed and taken (Gemini queues it,
+// Codex steers the running turn with it) and arrives once; by default (--wait-idle)
+// a send waits for the turn instead.
 func TestLiveBusy(t *testing.T) {
 	for _, cli := range clis {
 		for _, tm := range terminals {
@@ -379,9 +379,9 @@ func liveBusy(t *testing.T, cli string, tm terminal) {
 		t.Fatalf("first: %s", res)
 	}
 	l.waitState("busy", delivery.Busy)
-	rep, res := l.send("next, when you are done")
+	rep, res := l.send("next, when you are done", "--while-busy")
 	if res.code != 0 || (rep.Verdict != "queued" && rep.Verdict != "submitted") {
-		t.Fatalf("want queued or submitted while busy: %s", res)
+		t.Fatalf("want queued or submitted while busy (--while-busy): %s", res)
 	}
 	t.Logf("while busy: verdict %s after %v (%s)", rep.Verdict, res.took.Round(time.Millisecond), rep.Profile)
 	l.set(fakeapi.Control{Mode: fakeapi.ModeInstant})
