@@ -197,7 +197,7 @@ func heldBy(f *os.File, what string, cause error) *HeldError {
 		return e
 	}
 	e.Holder = &h
-	switch state := processState(h.PID); state {
+	switch state := ProcessState(h.PID); state {
 	case 0:
 		e.Gone = true
 	case 'T', 't':
@@ -206,9 +206,9 @@ func heldBy(f *os.File, what string, cause error) *HeldError {
 	return e
 }
 
-// processState is the state letter of pid in /proc (R, S, T for stopped,
+// ProcessState is the state letter of pid in /proc (R, S, T for stopped,
 // ...), 0 when there is no such process, '?' when it cannot be told.
-func processState(pid int) byte {
+func ProcessState(pid int) byte {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if errors.Is(err, os.ErrNotExist) {
 		if _, err := os.Stat("/proc/self/stat"); err == nil {

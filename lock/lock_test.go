@@ -150,7 +150,7 @@ func TestStoppedHolderIsNamedNotWaitedFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The helper is stopped once /proc says so.
-	for processState(holder.Process.Pid) != 'T' {
+	for ProcessState(holder.Process.Pid) != 'T' {
 		time.Sleep(time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentmsg/agentmsg/lock"
 )
 
 // ErrLocked: another process held a mailbox lock for longer than any
@@ -30,23 +33,55 @@ func lockFile(path string, wait time.Duration) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening lock: %w", err)
 	}
-	deadline := time.Now().Add(wait)
+	start := time.Now()
+	deadline := start.Add(wait)
 	poll := 100 * time.Microsecond
 	for {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		switch {
 		case err == nil:
+			// Say who holds it, for a waiter to tell a stopped holder
+			// from a slow one.
+			if f.Truncate(0) == nil {
+				_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())), 0)
+			}
 			return func() { f.Close() }, nil // closing releases the flock
 		case !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR):
 			f.Close()
 			return nil, fmt.Errorf("locking %s: %w", filepath.Base(path), err)
 		case time.Now().After(deadline):
+			// A holder that is running (a loaded machine, many writers)
+			// is waited for, up to slowHolders times as long; a stopped
+			// one, or one that cannot be told, is not.
+			if holderRunning(f) && time.Since(start) < slowHolders*wait {
+				deadline = time.Now().Add(wait)
+				continue
+			}
 			f.Close()
-			return nil, fmt.Errorf("%w: %s stayed locked by another process for %s (one stopped while writing?)", ErrLocked, path, wait)
+			return nil, fmt.Errorf("%w: %s stayed locked by another process for %s (one stopped while writing?)", ErrLocked, path, time.Since(start).Round(time.Second))
 		}
 		time.Sleep(poll)
 		poll = min(2*poll, 5*time.Millisecond)
 	}
+}
+
+// slowHolders bounds the wait for a lock whose holder still runs.
+const slowHolders = 6
+
+// holderRunning reports whether the process named in a lock file (its pid,
+// written by the holder) is running: neither stopped nor gone.
+func holderRunning(f *os.File) bool {
+	b := make([]byte, 20)
+	n, _ := f.ReadAt(b, 0)
+	pid, err := strconv.Atoi(string(b[:n]))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	switch lock.ProcessState(pid) {
+	case 0, '?', 'T', 't', 'Z':
+		return false
+	}
+	return true
 }
 
 // writeFileAtomic replaces path with data so that a reader or a crash sees

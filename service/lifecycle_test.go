@@ -83,7 +83,10 @@ func TestShutdownWaitsForTheAnswer(t *testing.T) {
 		svc := w.service(t, "lead", nil)
 		ana := mustTarget(t, "t", "ana")
 		// ana answers the request as soon as it is in her inbox.
+		answered := make(chan struct{})
+		t.Cleanup(func() { <-answered }) // no t.Error after the test is over
 		go func() {
+			defer close(answered)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			req, err := w.store.Wait(ctx, "t", "ana", func(e mailbox.Envelope) bool {

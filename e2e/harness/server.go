@@ -15,7 +15,7 @@ import (
 
 // TmuxTimeout bounds every tmux call the harness makes, so that a wedged
 // server fails a test instead of hanging it.
-const TmuxTimeout = 10 * time.Second
+const TmuxTimeout = 30 * time.Second
 
 // Server is a private tmux server on a socket of its own. Nothing here ever
 // runs tmux without -S, so the user's own server is never touched.
