@@ -8,7 +8,17 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func NewCmdCompletion(f *Factory) *cobra.Command {
+// CompletionOptions are completion's inputs.
+type CompletionOptions struct {
+	IO    *IOStreams
+	Shell string
+	Root  *cobra.Command // the command tree to complete
+}
+
+func NewCmdCompletion(f *Factory) *cobra.Command { return newCmdCompletion(f, nil) }
+
+func newCmdCompletion(f *Factory, runF func(context.Context, *CompletionOptions) error) *cobra.Command {
+	opts := &CompletionOptions{IO: f.IO}
 	return &cobra.Command{
 		Use:   "completion bash|zsh|fish",
 		Short: "Print a shell completion script (teams and agents complete from the live server)",
@@ -21,18 +31,25 @@ flags, and the team and agent names of the agents running now.
 		ValidArgs: []string{"bash", "zsh", "fish"},
 		Args:      argsBetween(1, 1, "one of bash, zsh, fish"),
 		RunE: func(c *cobra.Command, args []string) error {
-			root := c.Root()
-			switch args[0] {
-			case "bash":
-				return root.GenBashCompletionV2(f.IO.Out, true)
-			case "zsh":
-				return root.GenZshCompletion(f.IO.Out)
-			case "fish":
-				return root.GenFishCompletion(f.IO.Out, true)
+			opts.Shell, opts.Root = args[0], c.Root()
+			if runF != nil {
+				return runF(c.Context(), opts)
 			}
-			return usagef("completion: unknown shell %q: want bash, zsh or fish", args[0])
+			return completionRun(c.Context(), opts)
 		},
 	}
+}
+
+func completionRun(_ context.Context, opts *CompletionOptions) error {
+	switch opts.Shell {
+	case "bash":
+		return opts.Root.GenBashCompletionV2(opts.IO.Out, true)
+	case "zsh":
+		return opts.Root.GenZshCompletion(opts.IO.Out)
+	case "fish":
+		return opts.Root.GenFishCompletion(opts.IO.Out, true)
+	}
+	return usagef("completion: unknown shell %q: want bash, zsh or fish", opts.Shell)
 }
 
 // completionTimeout keeps a tab press snappy even when tmux is slow.

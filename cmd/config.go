@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -12,7 +13,15 @@ import (
 	"github.com/agentmsg/agentmsg/tmux"
 )
 
-func NewCmdConfig(f *Factory) *cobra.Command {
+// ConfigOptions are config's inputs.
+type ConfigOptions struct {
+	Factory *Factory
+}
+
+func NewCmdConfig(f *Factory) *cobra.Command { return newCmdConfig(f, nil) }
+
+func newCmdConfig(f *Factory, runF func(context.Context, *ConfigOptions) error) *cobra.Command {
+	opts := &ConfigOptions{Factory: f}
 	return &cobra.Command{
 		Use:   "config",
 		Short: "Show every setting's effective value and where it came from",
@@ -29,68 +38,76 @@ A config file looks like:
   concurrency = 32`,
 		Args: argsBetween(0, 0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
-			cfg, err := f.Config()
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(c.Context(), opts)
 			}
-			path := config.DefaultPath(f.LookupEnv)
-			if f.JSON {
-				type entryJSON struct {
-					Key    string `json:"key"`
-					Value  string `json:"value"`
-					Source string `json:"source"`
-					Env    string `json:"env"`
-					Flag   string `json:"flag"`
-				}
-				out := struct {
-					File     string                            `json:"file"`
-					Settings []entryJSON                       `json:"settings"`
-					Profiles map[string]config.ProfileSettings `json:"profiles,omitempty"`
-					Tmux     tmuxInUse                         `json:"tmux"`
-				}{File: path, Profiles: cfg.Profiles, Tmux: whichTmux(c.Context(), f, "")}
-				keys := config.Keys()
-				for i, e := range cfg.Entries() {
-					out.Settings = append(out.Settings, entryJSON{e.Key, e.Value, string(e.Source), keys[i].Env, "--" + keys[i].Flag})
-				}
-				writeJSON(f, out)
-				return nil
-			}
-			fmt.Fprintf(f.IO.Out, "config file: %s\n\n", show(path))
-			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE\tMEANING")
-			for _, e := range cfg.Entries() {
-				v := e.Value
-				if v == "" {
-					v = `""`
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Key, show(v), show(string(e.Source)), e.Help)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			// from and socket are often empty: say what they resolve to now.
-			if id, err := f.Identity(c.Context()); err == nil {
-				team := id.Team
-				if team == "" {
-					team = "(none)"
-				}
-				fmt.Fprintf(f.IO.Out, "\nnow: sender %s (inbox %s, from %s), team %s", id.Sender, id.Name, show(id.Source), team)
-			}
-			if server, err := tmux.ResolveServer(cfg.Settings.Socket, cfg.Settings.SocketName, f.LookupEnv); err == nil {
-				fmt.Fprintf(f.IO.Out, ", tmux server %s", show(server.Socket))
-			}
-			fmt.Fprintln(f.IO.Out)
-			fmt.Fprintln(f.IO.Out)
-			printTmux(f.IO.Out, whichTmux(c.Context(), f, ""))
-			if len(cfg.Profiles) > 0 {
-				names := make([]string, 0, len(cfg.Profiles))
-				for name := range cfg.Profiles {
-					names = append(names, name)
-				}
-				sort.Strings(names)
-				fmt.Fprintf(f.IO.Out, "\nagent profiles changed or added by the file: %s (see agentmsg doctor for what a pane is read as)\n", show(strings.Join(names, ", ")))
-			}
-			return nil
+			return configRun(c.Context(), opts)
 		},
 	}
+}
+
+func configRun(ctx context.Context, opts *ConfigOptions) error {
+	f := opts.Factory
+	cfg, err := f.Config()
+	if err != nil {
+		return err
+	}
+	path := config.DefaultPath(f.LookupEnv)
+	if f.JSON {
+		type entryJSON struct {
+			Key    string `json:"key"`
+			Value  string `json:"value"`
+			Source string `json:"source"`
+			Env    string `json:"env"`
+			Flag   string `json:"flag"`
+		}
+		out := struct {
+			File     string                            `json:"file"`
+			Settings []entryJSON                       `json:"settings"`
+			Profiles map[string]config.ProfileSettings `json:"profiles,omitempty"`
+			Tmux     tmuxInUse                         `json:"tmux"`
+		}{File: path, Profiles: cfg.Profiles, Tmux: whichTmux(ctx, f, "")}
+		keys := config.Keys()
+		for i, e := range cfg.Entries() {
+			out.Settings = append(out.Settings, entryJSON{e.Key, e.Value, string(e.Source), keys[i].Env, "--" + keys[i].Flag})
+		}
+		writeJSON(f, out)
+		return nil
+	}
+	fmt.Fprintf(f.IO.Out, "config file: %s\n\n", show(path))
+	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE\tMEANING")
+	for _, e := range cfg.Entries() {
+		v := e.Value
+		if v == "" {
+			v = `""`
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Key, show(v), show(string(e.Source)), e.Help)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// from and socket are often empty: say what they resolve to now.
+	if id, err := f.Identity(ctx); err == nil {
+		team := id.Team
+		if team == "" {
+			team = "(none)"
+		}
+		fmt.Fprintf(f.IO.Out, "\nnow: sender %s (inbox %s, from %s), team %s", id.Sender, id.Name, show(id.Source), team)
+	}
+	if server, err := tmux.ResolveServer(cfg.Settings.Socket, cfg.Settings.SocketName, f.LookupEnv); err == nil {
+		fmt.Fprintf(f.IO.Out, ", tmux server %s", show(server.Socket))
+	}
+	fmt.Fprintln(f.IO.Out)
+	fmt.Fprintln(f.IO.Out)
+	printTmux(f.IO.Out, whichTmux(ctx, f, ""))
+	if len(cfg.Profiles) > 0 {
+		names := make([]string, 0, len(cfg.Profiles))
+		for name := range cfg.Profiles {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(f.IO.Out, "\nagent profiles changed or added by the file: %s (see agentmsg doctor for what a pane is read as)\n", show(strings.Join(names, ", ")))
+	}
+	return nil
 }

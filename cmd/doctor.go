@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,9 +14,18 @@ import (
 	"github.com/agentmsg/agentmsg/target"
 )
 
-func NewCmdDoctor(f *Factory) *cobra.Command {
-	var probe bool
-	var agent agentFlags
+// DoctorOptions are doctor's inputs.
+type DoctorOptions struct {
+	Factory *Factory
+	Target  target.Target
+	Probe   bool
+	Agent   agentFlags
+}
+
+func NewCmdDoctor(f *Factory) *cobra.Command { return newCmdDoctor(f, nil) }
+
+func newCmdDoctor(f *Factory, runF func(context.Context, *DoctorOptions) error) *cobra.Command {
+	opts := &DoctorOptions{Factory: f}
 	c := &cobra.Command{
 		Use:   "doctor TEAM NAME",
 		Short: "Explain what agentmsg sees of one agent, and what a send would do now",
@@ -36,95 +46,104 @@ tmux client a send uses.`,
 			if err != nil {
 				return err
 			}
-			d, err := f.Dispatcher()
-			if err != nil {
-				return err
+			opts.Target = t
+			if runF != nil {
+				return runF(c.Context(), opts)
 			}
-			call, err := agent.call(f)
-			if err != nil {
-				return err
-			}
-			n := 0
-			if probe {
-				n = 10
-			}
-			in, err := d.Inspect(c.Context(), t, n, call)
-			if err != nil {
-				return err
-			}
-			tm := whichTmux(c.Context(), f, in.Server.Version)
-			would := wouldSay(in.Would, t.Session)
-			if f.JSON {
-				probeMS := make([]float64, len(in.Probe))
-				for i, p := range in.Probe {
-					probeMS[i] = float64(p.Microseconds()) / 1000
-				}
-				doc := map[string]any{
-					"target": t.String(), "session": t.Session, "found": in.Found, "similar": in.Similar,
-					"socket": in.Server.Socket, "tmux_version": in.Server.Version, "tmux": tm,
-					"pane": in.Pane.ID, "command": in.Pane.Command, "in_mode": in.Pane.InMode,
-					"profile": in.Profile.Name, "profile_why": in.Why,
-					"state": string(in.Reading.State), "detail": in.Reading.Detail, "box": in.Reading.Box,
-					"queued": in.Reading.Queued, "shell": in.Reading.Shell,
-					"would": would, "probe_ms": probeMS, "exit_code": ExitOK,
-				}
-				if !in.Found {
-					doc["exit_code"], doc["error"] = ExitNotFound, "no session named exactly "+t.Session
-					writeJSON(f, doc)
-					return exitError{ExitNotFound}
-				}
-				writeJSON(f, doc)
-				return nil
-			}
-			w := f.IO.Out
-			fmt.Fprintf(w, "server    %s (tmux %s, pid %d)\n", show(in.Server.Socket), show(in.Server.Version), in.Server.PID)
-			printTmux(w, tm)
-			if in.Found {
-				fmt.Fprintf(w, "session   %s: found (exact match)\n", t.Session)
-			} else {
-				fmt.Fprintf(w, "session   %s: NOT FOUND\n", t.Session)
-			}
-			if len(in.Similar) > 0 {
-				fmt.Fprintf(w, "          a bare tmux -t %s would have reached %s instead; agentmsg never does\n", t.Session, show(strings.Join(in.Similar, ", ")))
-			}
-			if in.Found {
-				mode := ""
-				if in.Pane.InMode {
-					mode = " (in copy mode: a send leaves it first)"
-				}
-				fmt.Fprintf(w, "pane      %s, %dx%d, running %s%s\n", show(in.Pane.ID), in.Pane.Width, in.Pane.Height, show(in.Pane.Command), mode)
-				fmt.Fprintf(w, "profile   %s (%s)\n", show(in.Profile.Name), show(in.Why))
-				state := string(in.Reading.State)
-				if in.Reading.Detail != "" {
-					state += ": " + in.Reading.Detail
-				}
-				if in.Reading.Queued && !strings.Contains(state, "queued") {
-					state += " (messages queued)"
-				}
-				fmt.Fprintf(w, "state     %s\n", show(state))
-				if in.Reading.Box != "" {
-					fmt.Fprintf(w, "box       %q\n", clipText(in.Reading.Box, 100))
-				}
-				fmt.Fprintf(w, "screen    (bottom)\n")
-				for _, l := range bottom(in.Screen, 8) {
-					fmt.Fprintf(w, "  │ %s\n", show(l))
-				}
-			}
-			fmt.Fprintf(w, "a send would: %s\n", show(would))
-			if len(in.Probe) > 0 {
-				p := slices.Clone(in.Probe)
-				slices.Sort(p)
-				fmt.Fprintf(w, "probe     %d captures: median %s, max %s\n", len(p), p[len(p)/2].Round(time.Microsecond), p[len(p)-1].Round(time.Microsecond))
-			}
-			if !in.Found {
-				return exitError{ExitNotFound}
-			}
-			return nil
+			return doctorRun(c.Context(), opts)
 		},
 	}
-	c.Flags().BoolVar(&probe, "probe", false, "also time ten harmless round trips (screen captures)")
-	agent.register(c, true)
+	c.Flags().BoolVar(&opts.Probe, "probe", false, "also time ten harmless round trips (screen captures)")
+	opts.Agent.register(c, true)
 	return c
+}
+
+func doctorRun(ctx context.Context, opts *DoctorOptions) error {
+	f, t := opts.Factory, opts.Target
+	d, err := f.Dispatcher()
+	if err != nil {
+		return err
+	}
+	call, err := opts.Agent.call(f)
+	if err != nil {
+		return err
+	}
+	n := 0
+	if opts.Probe {
+		n = 10
+	}
+	in, err := d.Inspect(ctx, t, n, call)
+	if err != nil {
+		return err
+	}
+	tm := whichTmux(ctx, f, in.Server.Version)
+	would := wouldSay(in.Would, t.Session)
+	if f.JSON {
+		probeMS := make([]float64, len(in.Probe))
+		for i, p := range in.Probe {
+			probeMS[i] = float64(p.Microseconds()) / 1000
+		}
+		doc := map[string]any{
+			"target": t.String(), "session": t.Session, "found": in.Found, "similar": in.Similar,
+			"socket": in.Server.Socket, "tmux_version": in.Server.Version, "tmux": tm,
+			"pane": in.Pane.ID, "command": in.Pane.Command, "in_mode": in.Pane.InMode,
+			"profile": in.Profile.Name, "profile_why": in.Why,
+			"state": string(in.Reading.State), "detail": in.Reading.Detail, "box": in.Reading.Box,
+			"queued": in.Reading.Queued, "shell": in.Reading.Shell,
+			"would": would, "probe_ms": probeMS, "exit_code": ExitOK,
+		}
+		if !in.Found {
+			doc["exit_code"], doc["error"] = ExitNotFound, "no session named exactly "+t.Session
+			writeJSON(f, doc)
+			return exitError{ExitNotFound}
+		}
+		writeJSON(f, doc)
+		return nil
+	}
+	w := f.IO.Out
+	fmt.Fprintf(w, "server    %s (tmux %s, pid %d)\n", show(in.Server.Socket), show(in.Server.Version), in.Server.PID)
+	printTmux(w, tm)
+	if in.Found {
+		fmt.Fprintf(w, "session   %s: found (exact match)\n", t.Session)
+	} else {
+		fmt.Fprintf(w, "session   %s: NOT FOUND\n", t.Session)
+	}
+	if len(in.Similar) > 0 {
+		fmt.Fprintf(w, "          a bare tmux -t %s would have reached %s instead; agentmsg never does\n", t.Session, show(strings.Join(in.Similar, ", ")))
+	}
+	if in.Found {
+		mode := ""
+		if in.Pane.InMode {
+			mode = " (in copy mode: a send leaves it first)"
+		}
+		fmt.Fprintf(w, "pane      %s, %dx%d, running %s%s\n", show(in.Pane.ID), in.Pane.Width, in.Pane.Height, show(in.Pane.Command), mode)
+		fmt.Fprintf(w, "profile   %s (%s)\n", show(in.Profile.Name), show(in.Why))
+		state := string(in.Reading.State)
+		if in.Reading.Detail != "" {
+			state += ": " + in.Reading.Detail
+		}
+		if in.Reading.Queued && !strings.Contains(state, "queued") {
+			state += " (messages queued)"
+		}
+		fmt.Fprintf(w, "state     %s\n", show(state))
+		if in.Reading.Box != "" {
+			fmt.Fprintf(w, "box       %q\n", clipText(in.Reading.Box, 100))
+		}
+		fmt.Fprintf(w, "screen    (bottom)\n")
+		for _, l := range bottom(in.Screen, 8) {
+			fmt.Fprintf(w, "  │ %s\n", show(l))
+		}
+	}
+	fmt.Fprintf(w, "a send would: %s\n", show(would))
+	if len(in.Probe) > 0 {
+		p := slices.Clone(in.Probe)
+		slices.Sort(p)
+		fmt.Fprintf(w, "probe     %d captures: median %s, max %s\n", len(p), p[len(p)/2].Round(time.Microsecond), p[len(p)-1].Round(time.Microsecond))
+	}
+	if !in.Found {
+		return exitError{ExitNotFound}
+	}
+	return nil
 }
 
 // wouldSay words what a send would do, for doctor.

@@ -125,10 +125,18 @@ func hooksTable() string {
 	return b.String()
 }
 
+// HookOptions are the inputs of the hook the agent CLIs run.
+type HookOptions struct {
+	IO        *IOStreams
+	Receipts  string
+	ReplyJSON bool
+}
+
 // NewCmdHook is what the installed hooks run; hidden from help.
-func NewCmdHook(f *Factory) *cobra.Command {
-	var receipts string
-	var replyJSON bool
+func NewCmdHook(f *Factory) *cobra.Command { return newCmdHook(f, nil) }
+
+func newCmdHook(f *Factory, runF func(context.Context, *HookOptions) error) *cobra.Command {
+	opts := &HookOptions{IO: f.IO}
 	c := &cobra.Command{
 		Use:    "hook prompt-submit",
 		Hidden: true,
@@ -138,18 +146,25 @@ func NewCmdHook(f *Factory) *cobra.Command {
 			if args[0] != "prompt-submit" {
 				return usagef("unknown hook %q", args[0])
 			}
-			// A hook must never stand in the agent's way: errors are
-			// reported on stderr and the exit is 0.
-			if err := integration.RecordPrompt(f.IO.In, receipts); err != nil {
-				fmt.Fprintf(f.IO.ErrOut, "agentmsg hook: %s\n", showErr(err))
+			if runF != nil {
+				return runF(c.Context(), opts)
 			}
-			if replyJSON {
-				fmt.Fprintln(f.IO.Out, "{}") // allow, change nothing
-			}
-			return nil
+			return hookRun(c.Context(), opts)
 		},
 	}
-	c.Flags().StringVar(&receipts, "receipts", "", "the receipts file")
-	c.Flags().BoolVar(&replyJSON, "reply-json", false, `print "{}" on stdout (for CLIs that read the hook's answer as JSON)`)
+	c.Flags().StringVar(&opts.Receipts, "receipts", "", "the receipts file")
+	c.Flags().BoolVar(&opts.ReplyJSON, "reply-json", false, `print "{}" on stdout (for CLIs that read the hook's answer as JSON)`)
 	return c
+}
+
+// hookRun records the prompt's receipt. A hook must never stand in the
+// agent's way: errors are reported on stderr and the exit is 0.
+func hookRun(_ context.Context, opts *HookOptions) error {
+	if err := integration.RecordPrompt(opts.IO.In, opts.Receipts); err != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "agentmsg hook: %s\n", showErr(err))
+	}
+	if opts.ReplyJSON {
+		fmt.Fprintln(opts.IO.Out, "{}") // allow, change nothing
+	}
+	return nil
 }
