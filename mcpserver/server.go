@@ -16,7 +16,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/service"
@@ -139,18 +138,6 @@ func (s *server) dispatcher() (*dispatch.Dispatcher, error) {
 	}
 	s.d = d
 	return d, nil
-}
-
-func (s *server) courier() (*courier.Courier, *dispatch.Dispatcher, error) {
-	d, err := s.dispatcher()
-	if err != nil {
-		return nil, nil, err
-	}
-	if s.deps.Courier == nil {
-		return &courier.Courier{Store: s.deps.Store, Dispatch: d}, d, nil
-	}
-	c, err := s.deps.Courier(d)
-	return c, d, err
 }
 
 func (s *server) lifecycle() (Lifecycle, error) {
