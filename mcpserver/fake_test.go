@@ -15,9 +15,11 @@ import (
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/internal/faketmux"
+	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -63,7 +65,7 @@ func (tm *team) deps(name string) Deps {
 			return &courier.Courier{Store: tm.store, Dispatch: d, Locks: lock.Dir{Path: tm.locks}}, nil
 		},
 		Store:     tm.store,
-		Lifecycle: func() (Lifecycle, error) { return tm.life, nil },
+		Lifecycle: func() (service.Lifecycle, error) { return tm.life, nil },
 		Version:   "test",
 	}
 }
@@ -158,9 +160,9 @@ func decode(t *testing.T, res *mcp.CallToolResult, out any) {
 type fakeLifecycle struct {
 	mu       sync.Mutex
 	calls    []string
-	shutdown ShutdownResult
-	kill     KillResult
-	status   []AgentStatus
+	shutdown lifecycle.ShutdownResult
+	kill     lifecycle.KillResult
+	status   []lifecycle.AgentStatus
 	err      error
 }
 
@@ -170,19 +172,19 @@ func (f *fakeLifecycle) record(s string) {
 	f.calls = append(f.calls, s)
 }
 
-func (f *fakeLifecycle) Shutdown(_ context.Context, from string, t target.Target, reason string, wait time.Duration) (ShutdownResult, error) {
+func (f *fakeLifecycle) Shutdown(_ context.Context, from string, t target.Target, reason string, wait time.Duration) (lifecycle.ShutdownResult, error) {
 	f.record(fmt.Sprintf("shutdown %s from %s reason %q wait %s", t, from, reason, wait))
 	return f.shutdown, f.err
 }
 
-func (f *fakeLifecycle) Kill(_ context.Context, t target.Target, grace time.Duration) (KillResult, error) {
+func (f *fakeLifecycle) Kill(_ context.Context, t target.Target, grace time.Duration) (lifecycle.KillResult, error) {
 	f.record(fmt.Sprintf("kill %s grace %s", t, grace))
 	r := f.kill
 	r.Target = t
 	return r, f.err
 }
 
-func (f *fakeLifecycle) Status(_ context.Context, team string) ([]AgentStatus, error) {
+func (f *fakeLifecycle) Status(_ context.Context, team string) ([]lifecycle.AgentStatus, error) {
 	f.record("status " + team)
 	return f.status, f.err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/target"
 )
 
 // Message is one message as the tools show it.
@@ -94,9 +95,15 @@ func (s *server) send(ctx context.Context, to string, env mailbox.Envelope) (Sen
 	r, err := s.deps.Send(ctx, service.SendRequest{To: t, ReplyTo: env.ReplyTo, InboxIfAbsent: true,
 		Draft:    service.Draft{Text: env.Content, Type: string(env.Type), Meta: env.Metadata},
 		Delivery: service.Delivery{Queue: true}})
+	return sendOutput("to", to, t, r, err)
+}
+
+// sendOutput words what a message to t (named name in the tool's field)
+// became: a message that did not arrive and will not is an error.
+func sendOutput(field, name string, t target.Target, r service.SendResult, err error) (SendOutput, error) {
 	switch {
 	case errors.Is(err, dispatch.ErrSelf):
-		return SendOutput{}, fmt.Errorf("to %q is you; send to another agent of team %s", to, t.Team)
+		return SendOutput{}, fmt.Errorf("%s %q is you; send to another agent of team %s", field, name, t.Team)
 	case errors.Is(err, dispatch.ErrEmptyMessage):
 		return SendOutput{}, fmt.Errorf("content: %w", err)
 	case err != nil:

@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/mailbox"
-	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
 )
 
@@ -97,127 +93,4 @@ func (s *server) broadcast(ctx context.Context, in BroadcastInput) (BroadcastOut
 		out.Failed = append(out.Failed, Failure{Agent: r.Target.Agent(), Reason: reason})
 	}
 	return out, nil
-}
-
-// AssignInput is assign_task's input.
-type AssignInput struct {
-	Agent  string `json:"agent" jsonschema:"the agent of your team to give the task to"`
-	Task   string `json:"task" jsonschema:"what the agent is to do"`
-	TaskID string `json:"task_id,omitempty" jsonschema:"your name for the task, sent as metadata task_id"`
-}
-
-// AssignOutput is the task message and what went into it.
-type AssignOutput struct {
-	SendOutput
-	// Injected are the unread messages put in front of the task.
-	Injected []string `json:"injected" jsonschema:"ids of the agent's unread messages put in front of the task"`
-}
-
-func (s *server) assignTask(ctx context.Context, in AssignInput) (AssignOutput, error) {
-	t, err := s.agentTarget("agent", in.Agent)
-	if err != nil {
-		return AssignOutput{}, err
-	}
-	task := strings.TrimSpace(in.Task)
-	if task == "" {
-		return AssignOutput{}, fmt.Errorf("task is empty: say what %s is to do", t.Agent())
-	}
-	team, agent := courier.Inbox(t)
-	unread, err := s.deps.Store.Unread(team, agent, agent)
-	if err != nil {
-		return AssignOutput{}, fmt.Errorf("reading %s's unread messages: %w", t, err)
-	}
-	box, err := s.deps.Store.Box(team, agent)
-	if err != nil {
-		return AssignOutput{}, err
-	}
-	// Messages already typed into the agent's pane (submitted, queued)
-	// reached it; only the ones it has not seen go in front of the task,
-	// and of those no request that is claimed or expired: as deliver
-	// does, that is recorded, not typed.
-	var notSeen []mailbox.Envelope
-	for _, e := range unread.Envelopes {
-		d := e.Delivery
-		if d != nil && (d.State == mailbox.StateSubmitted || d.State == mailbox.StateQueued) {
-			continue
-		}
-		if why := s.deps.Store.Withdrawn(team, e); why != "" {
-			if d != nil && (d.State == mailbox.StatePending || d.State == mailbox.StateDeferred) {
-				rec := mailbox.Delivery{State: mailbox.StateSkipped, Attempts: d.Attempts, LastVerdict: "skipped: " + why, Updated: s.deps.Now()}
-				if err := box.SetDelivery(e.ID, rec); err != nil {
-					return AssignOutput{}, fmt.Errorf("recording that %s is not typed: %w", e.ID, err)
-				}
-			}
-			continue
-		}
-		notSeen = append(notSeen, e)
-	}
-	env := mailbox.Envelope{Type: mailbox.TypeTask, Content: withContext(notSeen, task)}
-	if in.TaskID != "" {
-		env.Metadata = map[string]string{"task_id": in.TaskID}
-	}
-	// The injected ones travel inside the task: marked read before it is
-	// sent, so that the send (which types older waiting messages first)
-	// and deliver do not type them on their own as well. Put back if the
-	// task is refused.
-	var carried []mailbox.Envelope
-	for _, e := range notSeen {
-		if e.Delivery != nil && e.Delivery.State.Outstanding() {
-			rec := mailbox.Delivery{State: mailbox.StateRead, Attempts: e.Delivery.Attempts, LastVerdict: "read: inside a task"}
-			if err := box.SetDelivery(e.ID, rec); err != nil {
-				return AssignOutput{}, fmt.Errorf("recording that the task carries %s: %w", e.ID, err)
-			}
-			carried = append(carried, e)
-		}
-	}
-	sent, err := s.send(ctx, t.Agent(), env)
-	out := AssignOutput{SendOutput: sent, Injected: []string{}}
-	if err != nil {
-		// The task was not kept anywhere: the messages wait on their own.
-		for _, e := range carried {
-			_ = box.SetDelivery(e.ID, *e.Delivery)
-		}
-		return out, err
-	}
-	// The agent has these now, in the task or typed earlier: they are read.
-	shown := map[message.ID]bool{}
-	for _, e := range unread.Envelopes {
-		shown[e.ID] = true
-	}
-	for _, e := range notSeen {
-		out.Injected = append(out.Injected, string(e.ID))
-	}
-	if len(shown) > 0 {
-		if _, err := s.deps.Store.AdvanceShown(team, agent, agent, shown); err != nil {
-			return out, fmt.Errorf("the task was sent, but marking %s's messages read failed: %w", t, err)
-		}
-	}
-	return out, nil
-}
-
-// withContext is a task's text: the agent's unread messages first (the
-// context it would otherwise miss), then the task.
-func withContext(unread []mailbox.Envelope, task string) string {
-	if len(unread) == 0 {
-		return task
-	}
-	var b strings.Builder
-	noun := "messages"
-	if len(unread) == 1 {
-		noun = "message"
-	}
-	fmt.Fprintf(&b, "You have %d unread %s:\n", len(unread), noun)
-	for _, e := range unread {
-		label := string(e.Type)
-		if e.RequestID != "" {
-			label += ", " + e.RequestID
-		}
-		if e.ReplyTo != "" {
-			label += ", reply to " + string(e.ReplyTo)
-		}
-		fmt.Fprintf(&b, "[%s] from %s (%s): %s\n", e.ID, e.From, label, strings.ReplaceAll(e.Content, "\n", "\n  "))
-	}
-	b.WriteString("\nYour task:\n")
-	b.WriteString(task)
-	return b.String()
 }

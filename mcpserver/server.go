@@ -2,7 +2,9 @@
 // that talk to each other through tool calls rather than a shell: an agent
 // mode (check, send, request, claim, list, wait) and an orchestrator mode
 // that adds broadcast, shutdown, kill, status, task assignment and
-// workflows. It decides what a tool does; transport and flags are cmd's.
+// workflows. It only translates: each tool turns its arguments into a call
+// of a service.Service method and the result into its output; the stdio
+// transport is here, flags are cmd's.
 package mcpserver
 
 import (
@@ -16,9 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 )
@@ -26,17 +26,6 @@ import (
 // Deps are what the tools need: the caller and the parts that serve it
 // (the service the tools call).
 type Deps = service.Service
-
-// Lifecycle is what the orchestrator's shutdown_agent, kill_agent and
-// get_agent_status need from package lifecycle.
-type Lifecycle = service.Lifecycle
-
-// The lifecycle's results, as the tools report them.
-type (
-	ShutdownResult = lifecycle.ShutdownResult
-	KillResult     = lifecycle.KillResult
-	AgentStatus    = lifecycle.AgentStatus
-)
 
 // Tool time limits. A tool that runs past its limit ends with a tool
 // error saying so; wait-like tools add their own wait to these.
@@ -139,25 +128,6 @@ func (s *server) dispatcher() (*dispatch.Dispatcher, error) {
 	}
 	s.d = d
 	return d, nil
-}
-
-func (s *server) courier() (*courier.Courier, *dispatch.Dispatcher, error) {
-	d, err := s.dispatcher()
-	if err != nil {
-		return nil, nil, err
-	}
-	if s.deps.Courier == nil {
-		return &courier.Courier{Store: s.deps.Store, Dispatch: d}, d, nil
-	}
-	c, err := s.deps.Courier(d)
-	return c, d, err
-}
-
-func (s *server) lifecycle() (Lifecycle, error) {
-	if s.deps.Lifecycle == nil {
-		return nil, errors.New("agent lifecycle (shutdown, kill, status) is not available in this build of agentmsg")
-	}
-	return s.deps.Lifecycle()
 }
 
 // team is the caller's team, or an error saying how to give one.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
@@ -555,7 +556,7 @@ func TestLifecycleTools(t *testing.T) {
 	lead := tm.as("lead", true)
 	resp := mailbox.Envelope{ID: "MSG_ANA_0000abcd", From: "ana", Type: mailbox.TypeShutdownResponse, Content: "finishing the migration",
 		ReplyTo: "MSG_LEAD_0000ffff", Metadata: map[string]string{"accept": "false"}}
-	tm.life.shutdown = ShutdownResult{RequestID: "MSG_LEAD_0000ffff", Answered: true, Accepted: false, Reason: resp.Content, Response: &resp}
+	tm.life.shutdown = lifecycle.ShutdownResult{RequestID: "MSG_LEAD_0000ffff", Answered: true, Accepted: false, Reason: resp.Content, Response: &resp}
 	var sd ShutdownOutput
 	lead.call("shutdown_agent", map[string]any{"agent": "ana", "reason": "wrap up", "wait_seconds": 3}, &sd)
 	if sd.RequestID != "MSG_LEAD_0000ffff" || !sd.Answered || sd.Accepted || sd.Reason != "finishing the migration" ||
@@ -563,7 +564,7 @@ func TestLifecycleTools(t *testing.T) {
 		t.Fatalf("shutdown: %+v", sd)
 	}
 
-	tm.life.kill = KillResult{PIDs: []int{41, 42}, Forced: true, Took: 1500 * time.Millisecond}
+	tm.life.kill = lifecycle.KillResult{PIDs: []int{41, 42}, Forced: true, Took: 1500 * time.Millisecond}
 	var k KillOutput
 	lead.call("kill_agent", map[string]any{"agent": "ana"}, &k)
 	if !k.Killed || !slices.Equal(k.PIDs, []int{41, 42}) || !k.Forced || k.TookMS != 1500 || k.Session != "agent-t-ana" {
@@ -572,7 +573,7 @@ func TestLifecycleTools(t *testing.T) {
 
 	ana, _ := target.New("t", "ana")
 	bob, _ := target.New("t", "bob")
-	tm.life.status = []AgentStatus{
+	tm.life.status = []lifecycle.AgentStatus{
 		{Target: ana, State: "idle", Pending: 2, Status: &mailbox.Status{WorkingOn: "tests", State: "working"}},
 		{Target: bob, State: "dead", Reason: "session gone"},
 	}
