@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 )
@@ -296,7 +297,7 @@ func (r *workflowRun) keepDelivering(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			_, _ = r.c.Deliver(ctx, r.team)
+			_, _ = r.c.Deliver(ctx, r.team, dispatch.Call{})
 		}
 	}
 }
