@@ -147,3 +147,28 @@ func TestDeliverRefuses(t *testing.T) {
 		t.Errorf("no tmux: %v", err)
 	}
 }
+
+func TestCachedDispatcher(t *testing.T) {
+	if CachedDispatcher(nil) != nil {
+		t.Error("no builder is no dispatcher")
+	}
+	builds := 0
+	d := &dispatch.Dispatcher{}
+	get := CachedDispatcher(func() (*dispatch.Dispatcher, error) {
+		if builds++; builds == 1 {
+			return nil, errNoDispatcher
+		}
+		return d, nil
+	})
+	if _, err := get(); !errors.Is(err, errNoDispatcher) {
+		t.Fatalf("first build: %v", err)
+	}
+	for range 2 {
+		if got, err := get(); got != d || err != nil {
+			t.Fatalf("get() = %p, %v; want %p", got, err, d)
+		}
+	}
+	if builds != 2 {
+		t.Errorf("%d builds; want 2 (a failure is tried again, a success kept)", builds)
+	}
+}
