@@ -2,13 +2,14 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/courier"
-	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/service"
 )
 
 // DeliverOptions are deliver's inputs.
@@ -19,6 +20,9 @@ type DeliverOptions struct {
 	// Watch keeps going until interrupted, a pass every Every.
 	Watch bool
 	Every time.Duration
+	// ReadyTimeout bounds each agent's wait in a pass: 1s unless
+	// --ready-timeout is given (0: the configured one).
+	ReadyTimeout time.Duration
 }
 
 func NewCmdDeliver(f *Factory, runF func(context.Context, *DeliverOptions) error) *cobra.Command {
@@ -52,10 +56,14 @@ Each pass waits at most --ready-timeout per agent (default for deliver: 1s).`,
 			if opts.Every <= 0 {
 				return usagef("--every must be above 0")
 			}
+			// A pass looks, it does not wait long: the next pass comes soon.
+			if fl := c.Flags().Lookup("ready-timeout"); fl == nil || !fl.Changed {
+				opts.ReadyTimeout = time.Second
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
-			return deliverRun(c.Context(), c, opts)
+			return deliverRun(c.Context(), opts)
 		},
 	}
 	c.Flags().BoolVar(&opts.Watch, "watch", false, "keep delivering until interrupted")
@@ -63,37 +71,22 @@ Each pass waits at most --ready-timeout per agent (default for deliver: 1s).`,
 	return c
 }
 
-func deliverRun(ctx context.Context, c *cobra.Command, opts *DeliverOptions) error {
+func deliverRun(ctx context.Context, opts *DeliverOptions) error {
 	f := opts.F
-	d, err := f.Dispatcher()
+	svc, err := f.Service(ctx)
 	if err != nil {
 		return err
 	}
-	// The Stop hook runs deliver inside the agent's own pane, and the
-	// messages waiting for that agent are exactly what it is for.
-	d.Self = ""
-	// A pass looks, it does not wait long: the next pass comes soon.
-	if fl := c.Flags().Lookup("ready-timeout"); fl == nil || !fl.Changed {
-		d.Opts.ReadyTimeout = time.Second
-	}
-	cr, err := f.courier(d)
-	if err != nil {
-		return err
-	}
-	if opts.Team != "" {
-		if err := knownTeam(ctx, cr.Store, func(ctx context.Context) ([]string, error) { return liveTeams(ctx, d) }, opts.Team); err != nil {
-			return err
-		}
-	}
+	req := service.DeliverRequest{Team: opts.Team, ReadyTimeout: opts.ReadyTimeout}
 	var all []courier.Typing
 	for {
-		// Requests whose time ran out unclaimed are told to their team,
-		// once; the reminders go out in this same pass.
-		nudgeExpired(f, cr.Store, opts.Team)
-		done, err := cr.Deliver(ctx, opts.Team)
-		all = append(all, done...)
+		res, err := svc.Deliver(ctx, req)
+		if res.RemindErr != nil {
+			f.Log.Debug("reminding of expired requests", "err", res.RemindErr)
+		}
+		all = append(all, res.Typed...)
 		if !f.JSON {
-			for _, t := range done {
+			for _, t := range res.Typed {
 				mark := "✓"
 				if !t.OK() {
 					mark = "✗"
@@ -102,7 +95,10 @@ func deliverRun(ctx context.Context, c *cobra.Command, opts *DeliverOptions) err
 			}
 		}
 		if err != nil {
-			if !opts.Watch || ctx.Err() != nil {
+			// A pass that could not start (no server, no such team)
+			// ends even a watch; one that failed in part is retried.
+			var pass *service.PassError
+			if !opts.Watch || ctx.Err() != nil || !errors.As(err, &pass) {
 				return finishDeliver(opts, all, err)
 			}
 			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s\n", showText(err.Error()))
@@ -114,24 +110,6 @@ func deliverRun(ctx context.Context, c *cobra.Command, opts *DeliverOptions) err
 		case <-ctx.Done():
 			return finishDeliver(opts, all, nil)
 		case <-time.After(opts.Every):
-		}
-	}
-}
-
-// nudgeExpired reminds each team (or team) of its expired, unclaimed
-// requests, once each; failures only cost the reminder.
-func nudgeExpired(f *Factory, s *mailbox.Store, team string) {
-	teams := []string{team}
-	if team == "" {
-		teams, _ = s.Teams()
-	}
-	id, err := f.Identity(context.Background())
-	if err != nil {
-		return
-	}
-	for _, tm := range teams {
-		if _, err := s.NudgeExpired(tm, expiredNotice(id)); err != nil {
-			f.Log.Debug("nudging expired requests", "team", tm, "err", err)
 		}
 	}
 }

@@ -128,9 +128,3 @@ func requestError(reqID string, failed map[string]error) string {
 	}
 	return strings.Join(parts, "; ")
 }
-
-// expiredNotice is the reminder a team gets, from id, for a request whose
-// time ran out unclaimed (service.ExpiredNotice, for deliver --nudge).
-func expiredNotice(id Identity) func(mailbox.RequestInfo) (mailbox.Envelope, error) {
-	return (&service.Service{Team: id.Team, Name: id.Name, Sender: id.Sender}).ExpiredNotice
-}

@@ -209,7 +209,7 @@ func TestDeliverRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 { // the second pass finds nothing left to type
-		if err := deliverRun(context.Background(), c, opts); err != nil {
+		if err := deliverRun(context.Background(), opts); err != nil {
 			t.Fatalf("deliverRun: %v\n%s", err, fx.errOut)
 		}
 	}

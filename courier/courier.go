@@ -204,7 +204,7 @@ func (c *Courier) olderFirst(ctx context.Context, team, agent string) (wait bool
 	if !c.waiting(team, agent) {
 		return false, nil
 	}
-	_, err = c.deliverInbox(ctx, team, agent, false)
+	_, err = c.deliverInbox(ctx, team, agent, false, dispatch.Call{})
 	return err != nil || c.waiting(team, agent), err
 }
 

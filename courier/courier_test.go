@@ -86,15 +86,15 @@ func TestNotReadyIsDeferredThenDelivered(t *testing.T) {
 	if res.Verdict != Deferred || !res.OK() || res.Err != nil {
 		t.Fatalf("result %+v, want deferred", res)
 	}
-	if done, err := c.Deliver(context.Background(), ""); err != nil || len(done) != 1 || done[0].Verdict != Deferred {
+	if done, err := c.Deliver(context.Background(), "", dispatch.Call{}); err != nil || len(done) != 1 || done[0].Verdict != Deferred {
 		t.Fatalf("deliver with the dialog open: %+v, %v", done, err)
 	}
 	tm.SetDialog("agent-alpha-ana", false)
-	done, err := c.Deliver(context.Background(), "alpha")
+	done, err := c.Deliver(context.Background(), "alpha", dispatch.Call{})
 	if err != nil || len(done) != 1 || done[0].Verdict != delivery.Submitted {
 		t.Fatalf("deliver when ready: %+v, %v", done, err)
 	}
-	if done, _ := c.Deliver(context.Background(), ""); len(done) != 0 {
+	if done, _ := c.Deliver(context.Background(), "", dispatch.Call{}); len(done) != 0 {
 		t.Errorf("a second pass typed again: %+v", done)
 	}
 	if got := tm.Received("agent-alpha-ana"); len(got) != 1 {
@@ -122,7 +122,7 @@ func TestMailboxOnlyIsNeverTyped(t *testing.T) {
 	if res.Verdict != Recorded || res.State != mailbox.StateInbox {
 		t.Fatalf("result %+v", res)
 	}
-	if done, _ := c.Deliver(context.Background(), ""); len(done) != 0 || len(tm.Received("agent-alpha-ana")) != 0 {
+	if done, _ := c.Deliver(context.Background(), "", dispatch.Call{}); len(done) != 0 || len(tm.Received("agent-alpha-ana")) != 0 {
 		t.Errorf("deliver typed a mailbox-only message: %+v", done)
 	}
 }
@@ -180,7 +180,7 @@ func TestDeliverCompactsAnOutgrownInbox(t *testing.T) {
 			t.Fatal(res.Err)
 		}
 	}
-	if _, err := c.Deliver(context.Background(), ""); err != nil {
+	if _, err := c.Deliver(context.Background(), "", dispatch.Call{}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := c.Store.Read("alpha", "ana")
@@ -202,7 +202,7 @@ func TestDeliverKeepsMailboxOnlyMessagesNeverRead(t *testing.T) {
 		}
 		sent = append(sent, env.ID)
 	}
-	if _, err := c.Deliver(context.Background(), ""); err != nil {
+	if _, err := c.Deliver(context.Background(), "", dispatch.Call{}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := c.Store.Read("alpha", "ana")
@@ -327,7 +327,7 @@ func TestInterruptedSendIsKeptAndFinishedOnce(t *testing.T) {
 				want = append(want, string(next.ID)+": next")
 			}
 			for range 2 { // a second pass finds nothing left to do
-				if _, err := c.Deliver(context.Background(), ""); err != nil {
+				if _, err := c.Deliver(context.Background(), "", dispatch.Call{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -367,7 +367,7 @@ func TestInterruptedBroadcastKeepsEveryCopy(t *testing.T) {
 	}
 	tm.SetDialog("agent-alpha-bob", false)
 	c.Dispatch.Clock = faketmux.Clock{}
-	if _, err := c.Deliver(context.Background(), ""); err != nil {
+	if _, err := c.Deliver(context.Background(), "", dispatch.Call{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"agent-alpha-ana", "agent-alpha-bob"} {
@@ -401,14 +401,14 @@ func TestBusyInboxDelivererIsNotWaitedFor(t *testing.T) {
 	if res.Verdict != Deferred || state(t, c, env.ID) != mailbox.StateDeferred {
 		t.Fatalf("send: %+v, want deferred behind the older message", res)
 	}
-	if done, err := c.Deliver(ctx, ""); err != nil || len(done) != 0 {
+	if done, err := c.Deliver(ctx, "", dispatch.Call{}); err != nil || len(done) != 0 {
 		t.Fatalf("deliver with the inbox held: %+v, %v; want it left to its deliverer", done, err)
 	}
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("took %s with a ready timeout of %s", took, c.Dispatch.Opts.ReadyTimeout)
 	}
 	unlock()
-	if _, err := c.Deliver(context.Background(), ""); err != nil {
+	if _, err := c.Deliver(context.Background(), "", dispatch.Call{}); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{string(older.ID) + ": older", string(env.ID) + ": newer"}
@@ -465,7 +465,7 @@ func TestFailedFinalRecordIsReportedAsStored(t *testing.T) {
 	if err := os.Remove(disk.lockFile); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Deliver(context.Background(), ""); err != nil {
+	if _, err := c.Deliver(context.Background(), "", dispatch.Call{}); err != nil {
 		t.Fatal(err)
 	}
 	if s := state(t, c, env.ID); s != mailbox.StateSubmitted {
@@ -513,7 +513,7 @@ func TestDeliverTypesRequestIDsAndSkipsClosedRequests(t *testing.T) {
 	old := request("REQ_0000cccc", "old job", nil)
 	reminder := request("REQ_0000cccc", "Reminder: old job expired", map[string]string{mailbox.MetaNudge: "expired"})
 
-	done, err := c.Deliver(context.Background(), "")
+	done, err := c.Deliver(context.Background(), "", dispatch.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +548,7 @@ func TestDeliverTypesRequestIDsAndSkipsClosedRequests(t *testing.T) {
 		t.Errorf("deliver reported %d results, %d skipped: %+v", len(done), skipped, done)
 	}
 	// Nothing is left for a later pass.
-	if again, _ := c.Deliver(context.Background(), ""); len(again) != 0 {
+	if again, _ := c.Deliver(context.Background(), "", dispatch.Call{}); len(again) != 0 {
 		t.Errorf("second pass: %+v", again)
 	}
 }
@@ -613,7 +613,7 @@ func TestBroadcastNeverOvertakesADeferredMessage(t *testing.T) {
 		t.Errorf("cy received %q while its dialog was open", got)
 	}
 	tm.SetDialog("agent-alpha-cy", false)
-	if _, err := c.Deliver(context.Background(), ""); err != nil {
+	if _, err := c.Deliver(context.Background(), "", dispatch.Call{}); err != nil {
 		t.Fatal(err)
 	}
 	want = []string{string(olderCy.ID) + ": older to cy", string(all.ID) + ": to everyone"}

@@ -24,7 +24,9 @@ type Typing struct {
 // oldest first, each once. An inbox stops at its first message the agent
 // is not ready for, so that order holds. Inboxes of names with no agent
 // session (people, agents outside tmux) are left for their owners to read.
-func (c *Courier) Deliver(ctx context.Context, team string) ([]Typing, error) {
+// call is how each message is typed (its ReadyTimeout also bounds the wait
+// for another deliverer of the same inbox).
+func (c *Courier) Deliver(ctx context.Context, team string, call dispatch.Call) ([]Typing, error) {
 	all, err := c.Store.Inboxes(team)
 	if err != nil {
 		return nil, err
@@ -37,7 +39,7 @@ func (c *Courier) Deliver(ctx context.Context, team string) ([]Typing, error) {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		done, err := c.deliverInbox(ctx, in.Team, in.Agent, true)
+		done, err := c.deliverInbox(ctx, in.Team, in.Agent, true, call)
 		out = append(out, done...)
 		for _, d := range done {
 			if d.RecordErr != nil {
@@ -57,8 +59,9 @@ func (c *Courier) Deliver(ctx context.Context, team string) ([]Typing, error) {
 
 // deliverInbox types agent's outstanding messages, oldest first. With
 // typing, also those marked typing (a deliverer's after a crash); a send
-// leaves them to the sender that is typing them now.
-func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing bool) ([]Typing, error) {
+// leaves them to the sender that is typing them now. call is how each is
+// typed.
+func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing bool, call dispatch.Call) ([]Typing, error) {
 	t, ok := InboxOwner(team, agent)
 	if !ok {
 		return nil, nil // not an agent's name: read, not typed
@@ -92,7 +95,11 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 	// One deliverer per inbox: two would both type the same message. The
 	// wait is bounded as an agent's readiness is: a deliverer that is
 	// stopped or stuck is named, not waited for.
-	lctx, cancel := context.WithTimeout(ctx, c.Dispatch.Opts.ReadyTimeout)
+	wait := c.Dispatch.Opts.ReadyTimeout
+	if call.ReadyTimeout > 0 {
+		wait = call.ReadyTimeout
+	}
+	lctx, cancel := context.WithTimeout(ctx, wait)
 	unlock, err := c.Locks.Named(lctx, "deliver-"+team+"-"+agent)
 	cancel()
 	if err != nil {
@@ -133,7 +140,7 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 		state = env.Delivery.State
 		// Resume whenever an earlier attempt may have typed it.
 		resume := state == mailbox.StateTyping || env.Delivery.Attempts > 0
-		res := c.typeOne(ctx, box, t, env, Mode{Queue: true}, env.Delivery.Attempts+1, resume)
+		res := c.typeOne(ctx, box, t, env, Mode{Queue: true, Call: call}, env.Delivery.Attempts+1, resume)
 		unlockTyping()
 		out = append(out, Typing{Team: team, Agent: agent, Result: res})
 		if res.Verdict == Deferred || res.Verdict == dispatch.NotFound {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
@@ -125,7 +126,7 @@ func TestDeliverTypesAgainOnlyWhatNeverReachedThePane(t *testing.T) {
 			if err := box.Append(env); err != nil {
 				t.Fatal(err)
 			}
-			done, err := c.Deliver(context.Background(), "")
+			done, err := c.Deliver(context.Background(), "", dispatch.Call{})
 			if err != nil || len(done) != 1 || done[0].Verdict != tt.want {
 				t.Fatalf("deliver: %+v, %v; want verdict %s", done, err, tt.want)
 			}
@@ -137,7 +138,7 @@ func TestDeliverTypesAgainOnlyWhatNeverReachedThePane(t *testing.T) {
 				t.Errorf("record %+v, want state %s, reached kept or further", d, tt.state)
 			}
 			// A second pass types nothing.
-			if done, _ := c.Deliver(context.Background(), ""); len(done) != 0 {
+			if done, _ := c.Deliver(context.Background(), "", dispatch.Call{}); len(done) != 0 {
 				t.Errorf("a second pass: %+v", done)
 			}
 		})
@@ -155,7 +156,7 @@ func TestUnansweredPasteIsSubmittedLaterNeverPastedAgain(t *testing.T) {
 		t.Fatalf("result %+v (err %v), want unknown after one paste, kept as typed", res, res.Err)
 	}
 	spy.thaw()
-	done, err := c.Deliver(context.Background(), "")
+	done, err := c.Deliver(context.Background(), "", dispatch.Call{})
 	if err != nil || len(done) != 1 || done[0].Verdict != delivery.Submitted || done[0].Typings != 0 {
 		t.Fatalf("deliver: %+v, %v; want submitted without typing", done, err)
 	}
@@ -208,7 +209,7 @@ func TestDeliverLeavesAMessageItsLiveSenderIsTyping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := c.Deliver(context.Background(), "")
+	done, err := c.Deliver(context.Background(), "", dispatch.Call{})
 	if err != nil || len(done) != 0 {
 		t.Fatalf("deliver while the sender types: %+v, %v; want nothing done", done, err)
 	}
@@ -216,7 +217,7 @@ func TestDeliverLeavesAMessageItsLiveSenderIsTyping(t *testing.T) {
 		t.Fatalf("typed %q while its sender was still at work", got)
 	}
 	unlock() // the sender died: the kernel released its lock
-	done, err = c.Deliver(context.Background(), "")
+	done, err = c.Deliver(context.Background(), "", dispatch.Call{})
 	if err != nil || len(done) != 2 {
 		t.Fatalf("deliver after the sender died: %+v, %v; want both typed", done, err)
 	}

@@ -71,6 +71,12 @@ type Call struct {
 	// as Earlier (see delivery.Options).
 	Resume  bool
 	Earlier delivery.Step
+	// ReadyTimeout, when above 0, bounds this call's wait for a ready agent
+	// instead of the dispatcher's Opts.ReadyTimeout.
+	ReadyTimeout time.Duration
+	// IntoSelf types into the caller's own pane (Self) too: a deliver run
+	// by an agent's Stop hook is there for exactly that agent's messages.
+	IntoSelf bool
 }
 
 // profile says how the agent in pane behaves: the call's choice, else
@@ -166,7 +172,7 @@ func (d *Dispatcher) SendMessage(ctx context.Context, t target.Target, msg Messa
 	start := d.Clock.Now()
 	id := msg.ID
 	pane, screen, err := d.sessionPane(ctx, t.Session)
-	if err == nil && d.Self != "" && pane.ID == d.Self {
+	if err == nil && d.Self != "" && !call.IntoSelf && pane.ID == d.Self {
 		err = fmt.Errorf("%w: %s is the pane you run in; your own prompt is busy running this command", ErrSelf, t.Session)
 	}
 	if err == nil && before != nil {
@@ -330,6 +336,9 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 	}
 	opts := d.Opts
 	opts.Force, opts.Resume, opts.Earlier = call.Force, call.Resume, call.Earlier
+	if call.ReadyTimeout > 0 {
+		opts.ReadyTimeout = call.ReadyTimeout
+	}
 	if call.OnWait != nil {
 		opts.OnWait = func(w delivery.Wait) { call.OnWait(t, w) }
 	}

@@ -13,12 +13,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 )
@@ -40,15 +38,10 @@ const (
 	MaxWorkflowTimeout     = time.Hour
 )
 
-// server is one MCP server's state: its deps and a dispatcher made once.
+// server is one MCP server's state: its deps, whose dispatcher is made
+// once (service.CachedDispatcher) and shared by every tool.
 type server struct {
 	deps Deps
-
-	mu sync.Mutex
-	d  *dispatch.Dispatcher
-	// newDispatcher is the deps' own; deps.Dispatcher is s.dispatcher, so
-	// that the service's operations share the one made.
-	newDispatcher func() (*dispatch.Dispatcher, error)
 }
 
 // New builds the MCP server: the agent tools, and with orchestrator the
@@ -61,8 +54,8 @@ func New(deps Deps, orchestrator bool) *mcp.Server {
 	if version == "" {
 		version = "dev"
 	}
-	s := &server{deps: deps, newDispatcher: deps.Dispatcher}
-	s.deps.Dispatcher = s.dispatcher
+	s := &server{deps: deps}
+	s.deps.Dispatcher = service.CachedDispatcher(deps.Dispatcher)
 	instructions := agentInstructions
 	if orchestrator {
 		instructions += orchestratorInstructions
@@ -110,24 +103,6 @@ func addTool[In, Out any](srv *mcp.Server, name, desc string, limit func(In) tim
 
 func fixed[In any](d time.Duration) func(In) time.Duration {
 	return func(In) time.Duration { return d }
-}
-
-// dispatcher is the tmux side, made on first use.
-func (s *server) dispatcher() (*dispatch.Dispatcher, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.d != nil {
-		return s.d, nil
-	}
-	if s.newDispatcher == nil {
-		return nil, errors.New("no tmux server configured")
-	}
-	d, err := s.newDispatcher()
-	if err != nil {
-		return nil, err
-	}
-	s.d = d
-	return d, nil
 }
 
 // team is the caller's team, or an error saying how to give one.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
@@ -254,7 +255,7 @@ func (r *workflowRun) keepDelivering(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			_, _ = r.c.Deliver(ctx, r.s.Team)
+			_, _ = r.c.Deliver(ctx, r.s.Team, dispatch.Call{})
 		}
 	}
 }

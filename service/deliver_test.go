@@ -1,0 +1,174 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/internal/faketmux"
+	"github.com/agentmsg/agentmsg/lock"
+	"github.com/agentmsg/agentmsg/mailbox"
+)
+
+// deliverService is name of team alpha over srv, with one dispatcher for
+// the process (as the front ends cache it) whose ready timeout is ready
+// and whose caller's pane is self's ("" for none).
+func deliverService(t *testing.T, srv *faketmux.Server, name, self string, ready time.Duration) (*Service, *dispatch.Dispatcher) {
+	t.Helper()
+	s := requestService(t, mailbox.New(t.TempDir()), name)
+	opts := delivery.DefaultOptions()
+	opts.Settle, opts.Poll, opts.ReadyTimeout = time.Millisecond, time.Millisecond, ready
+	locks := lock.Dir{Path: t.TempDir()}
+	d := &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: faketmux.Clock{}, Opts: opts, Concurrency: 1}
+	if self != "" {
+		d.Self = srv.PaneID(self)
+	}
+	s.Dispatcher = func() (*dispatch.Dispatcher, error) { return d, nil }
+	s.Courier = func(d *dispatch.Dispatcher) (*courier.Courier, error) {
+		return &courier.Courier{Store: s.Store, Dispatch: d, Locks: locks}, nil
+	}
+	return s, d
+}
+
+// defer_ leaves a message from lead waiting in ana's inbox: her dialog
+// keeps it from being typed.
+func defer_(t *testing.T, s *Service, srv *faketmux.Server) {
+	t.Helper()
+	srv.SetDialog("agent-alpha-ana", true)
+	res, err := s.Send(context.Background(), SendRequest{To: to(t, "ana"), Draft: Draft{Text: "later"}, Delivery: Delivery{Queue: true, Call: dispatch.Call{ReadyTimeout: time.Millisecond}}})
+	if err != nil || res.Verdict != courier.Deferred {
+		t.Fatalf("Send = %+v, %v; want deferred", res, err)
+	}
+}
+
+// asLead is s's team lead, on a pane of its own.
+func asLead(s *Service) *Service {
+	lead := *s
+	lead.Name, lead.Sender = "lead", "LEAD"
+	d, _ := s.Dispatcher()
+	other := *d
+	other.Self = ""
+	lead.Dispatcher = func() (*dispatch.Dispatcher, error) { return &other, nil }
+	return &lead
+}
+
+// A pass types a waiting message once; the next finds nothing.
+func TestDeliverTypesAWaitingMessageOnce(t *testing.T) {
+	srv := faketmux.New("agent-alpha-ana")
+	s, _ := deliverService(t, srv, "lead", "", 50*time.Millisecond)
+	defer_(t, s, srv)
+	srv.SetDialog("agent-alpha-ana", false)
+	for i, want := range []int{1, 0} {
+		res, err := s.Deliver(context.Background(), DeliverRequest{Team: "alpha"})
+		if err != nil || len(res.Typed) != want || res.Delivered() != want {
+			t.Fatalf("pass %d: %+v, %v; want %d delivered", i, res, err, want)
+		}
+	}
+	if got := srv.Received("agent-alpha-ana"); len(got) != 1 {
+		t.Fatalf("ana received %q; want the message once", got)
+	}
+}
+
+// The choices of a pass are its own: a short ready timeout and typing into
+// the caller's pane hold for that call and leave the process's dispatcher
+// as it was (cmd deliver used to set its Self and ReadyTimeout mid-run).
+func TestDeliverChoicesArePerCall(t *testing.T) {
+	srv := faketmux.New("agent-alpha-ana")
+	// ana runs deliver herself (her Stop hook), and the dispatcher would
+	// wait a minute for a ready agent.
+	s, d := deliverService(t, srv, "ana", "agent-alpha-ana", time.Minute)
+	lead := asLead(s)
+	defer_(t, lead, srv)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := s.Deliver(ctx, DeliverRequest{ReadyTimeout: 10 * time.Millisecond})
+	if err != nil || ctx.Err() != nil || len(res.Typed) != 1 || res.Typed[0].Verdict != courier.Deferred {
+		t.Fatalf("a pass with a 10ms ready timeout = %+v, %v (ctx %v); want deferred at once", res, err, ctx.Err())
+	}
+	srv.SetDialog("agent-alpha-ana", false)
+	res, err = s.Deliver(ctx, DeliverRequest{LeaveSelf: true})
+	if err != nil || len(res.Typed) != 1 || !errors.Is(res.Typed[0].Err, dispatch.ErrSelf) || len(srv.Received("agent-alpha-ana")) != 0 {
+		t.Fatalf("LeaveSelf: %+v, %v; want the caller's own pane left out", res, err)
+	}
+	if d.Self != srv.PaneID("agent-alpha-ana") || d.Opts.ReadyTimeout != time.Minute {
+		t.Fatalf("the shared dispatcher changed: Self %q, ReadyTimeout %v", d.Self, d.Opts.ReadyTimeout)
+	}
+}
+
+func TestDeliverIntoTheCallersOwnPane(t *testing.T) {
+	srv := faketmux.New("agent-alpha-ana")
+	s, _ := deliverService(t, srv, "ana", "agent-alpha-ana", 50*time.Millisecond)
+	lead := asLead(s)
+	defer_(t, lead, srv)
+	srv.SetDialog("agent-alpha-ana", false)
+	res, err := s.Deliver(context.Background(), DeliverRequest{Team: "alpha"})
+	if err != nil || res.Delivered() != 1 || len(srv.Received("agent-alpha-ana")) != 1 {
+		t.Fatalf("Deliver = %+v, %v; want the message typed into the caller's own pane", res, err)
+	}
+}
+
+// Expired, unclaimed requests are told to their team once, by the pass.
+func TestDeliverRemindsOfExpiredRequestsOnce(t *testing.T) {
+	srv := faketmux.New("agent-alpha-ana")
+	s, _ := deliverService(t, srv, "lead", "", 50*time.Millisecond)
+	seed(t, s.Store, "alpha", "ana")
+	if err := s.Store.Post("alpha", mailbox.Request{ID: "REQ_0000aaaa", From: "lead", Description: "old job",
+		Timeout: time.Minute, Posted: time.Now().Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{1, 0} {
+		res, err := s.Deliver(context.Background(), DeliverRequest{})
+		if err != nil || len(res.Reminded) != want || res.RemindErr != nil {
+			t.Fatalf("pass %d: %+v, %v; want %d reminded", i, res, err, want)
+		}
+	}
+}
+
+func TestDeliverRefuses(t *testing.T) {
+	srv := faketmux.New("agent-alpha-ana")
+	s, _ := deliverService(t, srv, "lead", "", 50*time.Millisecond)
+	seed(t, s.Store, "alpha", "ana")
+	var nf *TeamNotFoundError
+	_, err := s.Deliver(context.Background(), DeliverRequest{Team: "beta"})
+	if !errors.As(err, &nf) || nf.Team != "beta" {
+		t.Errorf("unknown team: %v; want a TeamNotFoundError", err)
+	}
+	var pass *PassError
+	if errors.As(err, &pass) {
+		t.Errorf("a pass that could not start is a PassError: %v", err)
+	}
+	s.Dispatcher = nil
+	if _, err := s.Deliver(context.Background(), DeliverRequest{}); !errors.Is(err, errNoDispatcher) {
+		t.Errorf("no tmux: %v", err)
+	}
+}
+
+func TestCachedDispatcher(t *testing.T) {
+	if CachedDispatcher(nil) != nil {
+		t.Error("no builder is no dispatcher")
+	}
+	builds := 0
+	d := &dispatch.Dispatcher{}
+	get := CachedDispatcher(func() (*dispatch.Dispatcher, error) {
+		if builds++; builds == 1 {
+			return nil, errNoDispatcher
+		}
+		return d, nil
+	})
+	if _, err := get(); !errors.Is(err, errNoDispatcher) {
+		t.Fatalf("first build: %v", err)
+	}
+	for range 2 {
+		if got, err := get(); got != d || err != nil {
+			t.Fatalf("get() = %p, %v; want %p", got, err, d)
+		}
+	}
+	if builds != 2 {
+		t.Errorf("%d builds; want 2 (a failure is tried again, a success kept)", builds)
+	}
+}
