@@ -147,7 +147,7 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 
 	f.Config = func() (*config.Loaded, error) { return loadConfig(f, root, g) }
 	if f.Dispatcher == nil {
-		f.Dispatcher = func() (*dispatch.Dispatcher, error) { return newDispatcher(f) }
+		f.Dispatcher = service.CachedDispatcher(func() (*dispatch.Dispatcher, error) { return newDispatcher(f) }) // built once per process
 	}
 	if f.Mailbox == nil {
 		f.Mailbox = func() (*mailbox.Store, error) {
