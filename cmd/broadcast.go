@@ -76,15 +76,7 @@ is "-". Everything send says about waiting and safety holds for each target.
 }
 
 func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
-	text, err := messageText(opts.IO, opts.Message, opts.FromStdin)
-	if err != nil {
-		return err
-	}
-	draft, err := opts.draft(text)
-	if err != nil {
-		return err
-	}
-	svc, err := opts.Service(ctx)
+	draft, svc, err := opts.prepare(ctx, opts.IO, opts.Message, opts.FromStdin)
 	if err != nil {
 		return err
 	}

@@ -33,3 +33,18 @@ func (cm *composer) draft(text string) (service.Draft, error) {
 	}
 	return service.Draft{Text: text, Type: cm.Envelope.typ, Meta: meta}, nil
 }
+
+// prepare is the start of every run that composes a message: the text
+// (from the arguments, or stdin), the draft, and the service to send it.
+func (cm *composer) prepare(ctx context.Context, io *IOStreams, message string, fromStdin bool) (service.Draft, *service.Service, error) {
+	text, err := messageText(io, message, fromStdin)
+	if err != nil {
+		return service.Draft{}, nil, err
+	}
+	draft, err := cm.draft(text)
+	if err != nil {
+		return service.Draft{}, nil, err
+	}
+	svc, err := cm.Service(ctx)
+	return draft, svc, err
+}

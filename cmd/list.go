@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -73,7 +74,8 @@ func listRun(ctx context.Context, opts *ListOptions) error {
 		if err != nil {
 			return err
 		}
-		if err := knownTeam(ctx, s, func(ctx context.Context) ([]string, error) { return liveTeams(ctx, d) }, opts.Team); err != nil {
+		// The one team check (service.CheckTeam); no caller is needed.
+		if err := (&service.Service{Store: s, Dispatcher: opts.Dispatcher}).CheckTeam(ctx, opts.Team); err != nil {
 			return err
 		}
 	}

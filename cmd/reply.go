@@ -71,15 +71,7 @@ it is "-".
 }
 
 func replyRun(ctx context.Context, opts *ReplyOptions) error {
-	text, err := messageText(opts.IO, opts.Message, opts.FromStdin)
-	if err != nil {
-		return err
-	}
-	draft, err := opts.draft(text)
-	if err != nil {
-		return err
-	}
-	svc, err := opts.Service(ctx)
+	draft, svc, err := opts.prepare(ctx, opts.IO, opts.Message, opts.FromStdin)
 	if err != nil {
 		return err
 	}

@@ -85,15 +85,7 @@ the agent is ready. --no-queue makes that a failure (exit 4) instead.
 }
 
 func sendRun(ctx context.Context, opts *SendOptions) error {
-	text, err := messageText(opts.IO, opts.Message, opts.FromStdin)
-	if err != nil {
-		return err
-	}
-	draft, err := opts.draft(text)
-	if err != nil {
-		return err
-	}
-	svc, err := opts.Service(ctx)
+	draft, svc, err := opts.prepare(ctx, opts.IO, opts.Message, opts.FromStdin)
 	if err != nil {
 		return err
 	}

@@ -3,13 +3,10 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
 )
 
@@ -112,46 +109,3 @@ type teamCleanJSON struct {
 
 // errNoTeam is a team that has never existed: exit 3.
 var errNoTeam = service.ErrNoTeam
-
-// knownTeam is nil when team exists: something is stored for it (an inbox,
-// a status, a request, a registry entry) or an agent session on the server
-// is in it (live lists those teams; nil, or an error, when there is no
-// server to ask). Otherwise it is errNoTeam naming the teams that do
-// exist, so that a mistyped team is never read as an empty one.
-func knownTeam(ctx context.Context, store *mailbox.Store, live func(context.Context) ([]string, error), team string) error {
-	stored, err := store.Teams()
-	if err != nil || slices.Contains(stored, team) {
-		return nil // when the store cannot say, it is not for us to refuse
-	}
-	var running []string
-	if live != nil {
-		running, _ = live(ctx)
-	}
-	if slices.Contains(running, team) {
-		return nil
-	}
-	return &service.TeamNotFoundError{Team: team, Teams: slices.Compact(slices.Sorted(slices.Values(append(stored, running...))))}
-}
-
-// liveTeams lists the teams of the agent sessions d's server runs.
-func liveTeams(ctx context.Context, d *dispatch.Dispatcher) ([]string, error) {
-	ts, err := d.Targets(ctx, "")
-	var teams []string
-	for _, t := range ts {
-		if !t.IsRalph() && !slices.Contains(teams, t.Team) {
-			teams = append(teams, t.Team)
-		}
-	}
-	return teams, err
-}
-
-// factoryLiveTeams is liveTeams on the configured server.
-func factoryLiveTeams(f *Factory) func(context.Context) ([]string, error) {
-	return func(ctx context.Context) ([]string, error) {
-		d, err := f.Dispatcher()
-		if err != nil {
-			return nil, err
-		}
-		return liveTeams(ctx, d)
-	}
-}
