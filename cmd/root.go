@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/charmbracelet/log"
@@ -145,7 +146,17 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 	pf.BoolVar(&f.JSON, "json", false, "print one JSON document on stdout")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log what happens on stderr")
 
-	f.Config = func() (*config.Loaded, error) { return loadConfig(f, root, g) }
+	// Read once per process, after the flags are parsed: every command and
+	// the service it builds see one configuration.
+	var (
+		cfgOnce sync.Once
+		cfg     *config.Loaded
+		cfgErr  error
+	)
+	f.Config = func() (*config.Loaded, error) {
+		cfgOnce.Do(func() { cfg, cfgErr = loadConfig(f, root, g) })
+		return cfg, cfgErr
+	}
 	if f.Dispatcher == nil {
 		f.Dispatcher = service.CachedDispatcher(func() (*dispatch.Dispatcher, error) { return newDispatcher(f) }) // built once per process
 	}
