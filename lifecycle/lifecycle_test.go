@@ -17,8 +17,6 @@ import (
 	"github.com/agentmsg/agentmsg/e2e/harness"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
-	"github.com/agentmsg/agentmsg/message"
-	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )
 
@@ -142,7 +140,9 @@ func waitState(t *testing.T, m *Manager, team, agent, state string) AgentStatus 
 	}
 }
 
-func TestSpawnEnvironmentAndRegistry(t *testing.T) {
+// The environment and argv reach the agent's process through tmux: the
+// fake tests Spawn's logic, this its effect on a real process.
+func TestSpawnEnvironmentReachesTheAgent(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
@@ -156,9 +156,6 @@ func TestSpawnEnvironmentAndRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.Session != "agent-alpha-ana-2" {
-		t.Fatalf("session %q", tg.Session)
-	}
 	waitLog(t, log, `"started"`)
 	env, _ := os.ReadFile(envFile)
 	for _, want := range []string{"AGENTMSG_FROM=ana-2\n", "AGENTMSG_TEAM=alpha\n", "AGENTMSG_SOCKET=" + f.srv.Socket + "\n",
@@ -171,38 +168,15 @@ func TestSpawnEnvironmentAndRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Session != tg.Session || rec.Kind != "claude" || rec.Instance != "2" || rec.Dir != f.dir || rec.PID == 0 ||
-		rec.Pane == "" || rec.Spawned.IsZero() || len(rec.Command) != len(cmd) {
+	if rec.PID == 0 || rec.Pane == "" {
 		t.Errorf("registry entry %+v", rec)
 	}
 	s := waitState(t, f.Manager, "alpha", "ana-2", Idle)
-	if !s.Registered || s.Pane != rec.Pane || s.Command != "standin" {
+	if !s.Registered || s.Pane != rec.Pane || s.PID != rec.PID || s.Command != "standin" {
 		t.Errorf("status %+v", s)
 	}
-
-	// Exactly that name exists: refused. A name it prefixes is another agent.
-	if _, err := f.Spawn(ctx, SpawnRequest{Team: "alpha", Name: "ana", Instance: "2", Command: argv}); !errors.Is(err, ErrExists) {
-		t.Errorf("second spawn: %v, want ErrExists", err)
-	}
-	argv2, log2 := f.standin("ana-plain")
-	if _, err := f.Spawn(ctx, SpawnRequest{Team: "alpha", Name: "ana", Command: argv2}); err != nil {
-		t.Errorf("spawning agent-alpha-ana next to agent-alpha-ana-2: %v", err)
-	}
-	waitLog(t, log2, `"started"`)
-
-	for _, bad := range []SpawnRequest{
-		{Team: "alpha", Name: "bob"},
-		{Team: "alpha", Name: "Bob", Command: argv},
-		{Team: "alpha", Name: "bob", Command: []string{"/no/such/program"}},
-		{Team: "alpha", Name: "bob", Command: argv, Env: []string{"NOEQUALS"}},
-		{Team: "alpha", Name: "bob", Command: argv, Dir: "/no/such/dir"},
-	} {
-		if _, err := f.Spawn(ctx, bad); err == nil {
-			t.Errorf("Spawn(%+v) succeeded", bad)
-		}
-	}
-	if ok, _ := f.Tmux.HasSession(ctx, "agent-alpha-bob"); ok {
-		t.Error("a refused spawn left a session")
+	if _, err := f.Kill(ctx, tg, time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -271,198 +245,6 @@ func TestKillForcesWhatIgnoresTerm(t *testing.T) {
 			t.Errorf("pid %d is still there", pid)
 		}
 	}
-}
-
-func TestHeartbeatTimeoutAndReap(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	ctx := context.Background()
-	clk := &clock{t: time.Now()}
-	f.Now = clk.Now
-	f.HeartbeatTimeout = 30 * time.Second
-	argv, log := f.standin("cy")
-	tg, err := f.Spawn(ctx, SpawnRequest{Team: "beta", Name: "cy", Command: argv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitLog(t, log, `"started"`)
-	// Never heart-beaten: no timeout applies.
-	clk.Add(time.Hour)
-	waitState(t, f.Manager, "beta", "cy", Idle)
-
-	if err := f.Heartbeat("beta", "cy"); err != nil {
-		t.Fatal(err)
-	}
-	clk.Add(29 * time.Second)
-	if s := waitState(t, f.Manager, "beta", "cy", Idle); !s.Heartbeat.Equal(clk.Now().Add(-29 * time.Second)) {
-		t.Errorf("heartbeat %v", s.Heartbeat)
-	}
-	clk.Add(2 * time.Second)
-	s := statusOf(t, f.Manager, "beta", "cy")
-	if s.State != Dead || !strings.Contains(s.Reason, "no heartbeat") {
-		t.Fatalf("after 31s of silence: %s (%s), want dead for the heartbeat", s.State, s.Reason)
-	}
-	reaped, err := f.Reap(ctx, "beta")
-	if err != nil || len(reaped) != 1 || reaped[0].Target != tg {
-		t.Fatalf("reap: %+v, %v", reaped, err)
-	}
-	// Conservative: the session stays, unregistered, read from its screen.
-	s = waitState(t, f.Manager, "beta", "cy", Idle)
-	if s.Registered {
-		t.Errorf("still registered after reap: %+v", s)
-	}
-	if _, err := f.Kill(ctx, tg, time.Second); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestStatusSessionGoneAndCounts(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	ctx := context.Background()
-	argv, log := f.standin("dee")
-	tg, err := f.Spawn(ctx, SpawnRequest{Team: "gamma", Name: "dee", Command: argv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitLog(t, log, `"started"`)
-	box, _ := f.Store.Box("gamma", "dee")
-	id, _ := message.NewID("LEAD", nil)
-	if err := box.Append(mailbox.Envelope{ID: id, From: "lead", To: "dee", Type: mailbox.TypeText, Content: "later",
-		Delivery: &mailbox.Delivery{State: mailbox.StateDeferred}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Store.Post("gamma", mailbox.Request{ID: "REQ_1", From: "dee", Description: "help"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Store.SetStatus("gamma", "dee", mailbox.Status{State: "working", WorkingOn: "tests"}); err != nil {
-		t.Fatal(err)
-	}
-	s := waitState(t, f.Manager, "gamma", "dee", Idle)
-	if s.Pending != 1 || s.OpenRequests != 1 || s.Status == nil || s.Status.WorkingOn != "tests" || s.LastActivity.IsZero() {
-		t.Errorf("status %+v", s)
-	}
-	// Another agent of the team, not spawned by us, shows too.
-	if _, err := f.srv.StartAgent("agent-gamma-eve"); err != nil {
-		t.Fatal(err)
-	}
-	if s := waitState(t, f.Manager, "gamma", "eve", Idle); s.Registered {
-		t.Errorf("eve is not registered: %+v", s)
-	}
-
-	if err := f.Tmux.KillSession(ctx, tg.Session); err != nil {
-		t.Fatal(err)
-	}
-	s = statusOf(t, f.Manager, "gamma", "dee")
-	if s.State != Dead || !strings.Contains(s.Reason, "session gone") {
-		t.Errorf("after its session went: %s (%s)", s.State, s.Reason)
-	}
-	reaped, err := f.Reap(ctx, "gamma")
-	if err != nil || len(reaped) != 1 || reaped[0].Target.Agent() != "dee" {
-		t.Fatalf("reap: %+v, %v", reaped, err)
-	}
-	list, err := f.Status(ctx, "gamma")
-	if err != nil || len(list) != 1 || list[0].Target.Agent() != "eve" {
-		t.Errorf("after reap: %+v, %v", list, err)
-	}
-	// Every team: the same.
-	if all, err := f.Status(ctx, ""); err != nil || len(all) != 1 {
-		t.Errorf("all teams: %+v, %v", all, err)
-	}
-}
-
-func TestShutdownAcceptedDeferredAndUnanswered(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	ctx := context.Background()
-	argv, log := f.standin("fay")
-	tg, err := f.Spawn(ctx, SpawnRequest{Team: "delta", Name: "fay", Command: argv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitLog(t, log, `"started"`)
-
-	// answer replies as the agent once the request is in its inbox.
-	answer := func(accept, text string) <-chan error {
-		done := make(chan error, 1)
-		go func() {
-			deadline := time.Now().Add(10 * time.Second)
-			seen := map[message.ID]bool{}
-			for time.Now().Before(deadline) {
-				batch, err := f.Store.Read("delta", "fay")
-				if err != nil {
-					done <- err
-					return
-				}
-				for _, e := range batch.Envelopes {
-					if e.Type != mailbox.TypeShutdownRequest || seen[e.ID] {
-						continue
-					}
-					seen[e.ID] = true
-					if r, _ := f.Store.Read("delta", "lead"); answered(r, e.ID) {
-						continue
-					}
-					box, _ := f.Store.Box("delta", "lead")
-					id, _ := message.NewID("FAY", nil)
-					done <- box.Append(mailbox.Envelope{ID: id, From: "fay", To: "lead", Type: mailbox.TypeShutdownResponse,
-						ReplyTo: e.ID, Content: text, Metadata: map[string]string{"accept": accept}})
-					return
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			done <- errors.New("no shutdown-request arrived")
-		}()
-		return done
-	}
-
-	done := answer("true", "stopping now")
-	res, err := f.Shutdown(ctx, "lead", tg, "", 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if !res.Answered || !res.Accepted || res.Reason != "stopping now" || res.Response == nil || res.Response.ReplyTo != res.RequestID {
-		t.Errorf("accepted: %+v", res)
-	}
-	waitLog(t, log, string(res.RequestID)+": [shutdown-request] "+DefaultShutdownReason)
-
-	done = answer("false", "need 10 more minutes")
-	res, err = f.Shutdown(ctx, "lead", tg, "the sprint is over", 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if !res.Answered || res.Accepted || res.Reason != "need 10 more minutes" {
-		t.Errorf("deferred: %+v", res)
-	}
-	waitLog(t, log, string(res.RequestID)+": [shutdown-request] the sprint is over")
-
-	res, err = f.Shutdown(ctx, "lead", tg, "last call", 200*time.Millisecond)
-	if err != nil || res.Answered || !res.Sent.OK() {
-		t.Errorf("unanswered: %+v, %v", res, err)
-	}
-	// No wait: sent and back at once.
-	if res, err = f.Shutdown(ctx, "lead", tg, "", 0); err != nil || res.Answered || res.RequestID == "" {
-		t.Errorf("no wait: %+v, %v", res, err)
-	}
-	// A missing agent: not found, nothing recorded.
-	missing, _ := target.New("delta", "nobody")
-	if _, err := f.Shutdown(ctx, "lead", missing, "", time.Second); !errors.Is(err, dispatch.ErrTargetNotFound) {
-		t.Errorf("missing agent: %v", err)
-	}
-}
-
-func answered(b mailbox.Batch, id message.ID) bool {
-	for _, e := range b.Envelopes {
-		if e.ReplyTo == id {
-			return true
-		}
-	}
-	return false
 }
 
 // A heartbeat goes to the agent's registry entry, a team-less one's under

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lifecycle"
@@ -75,5 +76,45 @@ func TestListAgents(t *testing.T) {
 	noTeam := &Service{Name: "lead"}
 	if _, err := noTeam.ListAgents(context.Background()); !errors.Is(err, lifecycle.ErrNoTeam) {
 		t.Errorf("no team: %v", err)
+	}
+}
+
+// Agents joins the registry with the fake server's sessions through the
+// lifecycle: a registered agent without a session is dead and reaped; one
+// whose heartbeat stopped is dead under the call's timeout and, reaped,
+// shows again unregistered with its screen's state.
+func TestAgentsReapOverTheLifecycle(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, "ana")
+	if err := w.store.Register("t", mailbox.AgentRecord{Agent: "bob", Session: "agent-t-bob", Socket: "/fake/sock"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.store.Register("t", mailbox.AgentRecord{Agent: "ana", Session: "agent-t-ana", Socket: "/fake/sock",
+		Heartbeat: time.Now().Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	svc := w.service(t, "lead", nil)
+	ctx := context.Background()
+	states := func(list []lifecycle.AgentStatus) []string {
+		var out []string
+		for _, a := range list {
+			out = append(out, fmt.Sprintf("%s %s %v", a.Target.Agent(), a.State, a.Registered))
+		}
+		return out
+	}
+
+	res, err := svc.Agents(ctx, AgentsRequest{Team: "t", HeartbeatTimeout: 2 * time.Hour})
+	if want := []string{"ana idle true", "bob dead true"}; err != nil || !slices.Equal(states(res.Agents), want) {
+		t.Errorf("a 2h heartbeat timeout: %q, %v; want %q", states(res.Agents), err, want)
+	}
+	res, err = svc.Agents(ctx, AgentsRequest{Team: "t", Reap: true, HeartbeatTimeout: time.Minute})
+	if want := []string{"ana dead true", "bob dead true"}; err != nil || !slices.Equal(states(res.Reaped), want) {
+		t.Errorf("reaped %q, %v; want %q", states(res.Reaped), err, want)
+	}
+	if want := []string{"ana idle false"}; !slices.Equal(states(res.Agents), want) {
+		t.Errorf("after reap %q, want %q", states(res.Agents), want)
+	}
+	if _, err := svc.Agents(ctx, AgentsRequest{Team: "t", Agent: "bob"}); !errors.Is(err, dispatch.ErrTargetNotFound) {
+		t.Errorf("bob after reap: %v, want dispatch.ErrTargetNotFound", err)
 	}
 }

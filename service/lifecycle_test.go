@@ -55,7 +55,7 @@ func (w *world) service(t *testing.T, name string, lc Lifecycle) *Service {
 		t.Fatal(err)
 	}
 	if lc == nil {
-		lc = &lifecycle.Manager{Dispatch: w.d, Courier: w.c, Store: w.store}
+		lc = &lifecycle.Manager{Tmux: w.tmux, Dispatch: w.d, Courier: w.c, Store: w.store}
 	}
 	return &Service{
 		Team: "t", Name: name, Sender: sender,
@@ -224,5 +224,33 @@ func TestSpawn(t *testing.T) {
 	svc = w.service(t, "lead", &fakeLifecycle{})
 	if _, err := svc.Spawn(context.Background(), lifecycle.SpawnRequest{Team: "t", Name: "ana"}); !errors.Is(err, ErrNoSpawn) {
 		t.Errorf("a lifecycle that cannot spawn: %v", err)
+	}
+}
+
+// Spawn and Kill through the lifecycle on the fake tmux: the session and
+// the registry entry come and go together; an existing session is refused.
+func TestSpawnAndKillOverTheLifecycle(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	svc := w.service(t, "lead", nil)
+	ctx := context.Background()
+	res, err := svc.Spawn(ctx, lifecycle.SpawnRequest{Team: "t", Name: "ana", Command: []string{"sh"}})
+	if err != nil || res.Target.Session != "agent-t-ana" || res.Socket != "/fake/sock" || res.Pane != w.tmux.PaneID("agent-t-ana") {
+		t.Fatalf("spawn: %+v, %v", res, err)
+	}
+	if _, err := svc.Spawn(ctx, lifecycle.SpawnRequest{Team: "t", Name: "ana", Command: []string{"sh"}}); !errors.Is(err, lifecycle.ErrExists) {
+		t.Errorf("second spawn: %v, want lifecycle.ErrExists", err)
+	}
+	if _, err := svc.Kill(ctx, KillRequest{Target: res.Target}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := w.tmux.HasSession(ctx, "agent-t-ana"); ok {
+		t.Error("the session is still there after kill")
+	}
+	if _, err := w.store.RegisteredAgent("t", "ana"); !errors.Is(err, mailbox.ErrNotRegistered) {
+		t.Errorf("registry entry after kill: %v", err)
+	}
+	if _, err := svc.Kill(ctx, KillRequest{Target: res.Target}); !errors.Is(err, dispatch.ErrTargetNotFound) {
+		t.Errorf("second kill: %v, want dispatch.ErrTargetNotFound", err)
 	}
 }

@@ -14,26 +14,109 @@ import (
 	"github.com/agentmsg/agentmsg/tmux"
 )
 
-// Server implements tmux.Client (and Close, for dispatch.Conn).
+// Server implements tmux.Sessions: tmux.Client, and starting, ending and
+// watching sessions. No process runs behind a pane: every pane's pid is 0
+// (none), which the lifecycle takes for "nothing to signal".
 type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*pane // by session name
+	next     int              // the number of the next pane id
 }
+
+var _ tmux.Sessions = (*Server)(nil)
 
 type pane struct {
 	id, session string
+	start       Start
 	dialog      bool // a permission dialog that never closes
+	dead        bool // the program in the pane has exited
 	draft       string
 	submitted   []string
+	activity    time.Time // last output: creation, or the last submitted text
+}
+
+// Start is what NewSession was asked to run.
+type Start struct {
+	Dir       string
+	Env, Argv []string
 }
 
 // New starts a server with one agent per session name.
 func New(sessions ...string) *Server {
 	s := &Server{sessions: map[string]*pane{}}
-	for i, name := range sessions {
-		s.sessions[name] = &pane{id: fmt.Sprintf("%%%d", i), session: name}
+	for _, name := range sessions {
+		s.add(name, Start{})
 	}
 	return s
+}
+
+func (s *Server) add(session string, st Start) *pane {
+	p := &pane{id: fmt.Sprintf("%%%d", s.next), session: session, start: st, activity: time.Now()}
+	s.next++
+	s.sessions[session] = p
+	return p
+}
+
+// Started is what the session was started with by NewSession (false when
+// no such session exists).
+func (s *Server) Started(session string) (Start, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.sessions[session]
+	if !ok {
+		return Start{}, false
+	}
+	return p.start, true
+}
+
+// SetDead marks the program in session's pane as exited (the pane stays,
+// as with remain-on-exit).
+func (s *Server) SetDead(session string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sessions[session].dead = true
+}
+
+// NewSession creates a session named exactly session whose agent is ready
+// at once; argv is not run. A session of that name is
+// tmux.ErrDuplicateSession, as tmux's "duplicate session".
+func (s *Server) NewSession(_ context.Context, session, dir string, env, argv []string) (string, int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.sessions[session]; ok {
+		return "", 0, &tmux.Error{Command: "new-session", Stderr: "duplicate session: " + session, Kind: tmux.ErrDuplicateSession}
+	}
+	p := s.add(session, Start{Dir: dir, Env: append([]string(nil), env...), Argv: append([]string(nil), argv...)})
+	return p.id, 0, nil
+}
+
+// KillSession ends the session named exactly session; one already gone is
+// no error.
+func (s *Server) KillSession(_ context.Context, session string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sessions, session)
+	return nil
+}
+
+// HasSession reports whether a session named exactly session exists.
+func (s *Server) HasSession(_ context.Context, session string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.sessions[session]
+	return ok, nil
+}
+
+// Activity is the last output time of every session, by name: when it was
+// created or last had text submitted.
+func (s *Server) Activity(context.Context) (map[string]time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[string]time.Time, len(s.sessions))
+	for name, p := range s.sessions {
+		m[name] = p.activity
+	}
+	return m, nil
 }
 
 // PaneID is the pane of session.
@@ -57,6 +140,10 @@ func (s *Server) Received(session string) []string {
 	return append([]string(nil), s.sessions[session].submitted...)
 }
 
+func (p *pane) info() tmux.Pane {
+	return tmux.Pane{ID: p.id, Session: p.session, Command: "agent", Dead: p.dead}
+}
+
 func (s *Server) pane(id string) (*pane, error) {
 	for _, p := range s.sessions {
 		if p.id == id {
@@ -77,7 +164,7 @@ func (s *Server) ListPanes(context.Context) ([]tmux.Pane, error) {
 	defer s.mu.Unlock()
 	var out []tmux.Pane
 	for _, p := range s.sessions {
-		out = append(out, tmux.Pane{ID: p.id, Session: p.session, Command: "agent"})
+		out = append(out, p.info())
 	}
 	return out, nil
 }
@@ -86,7 +173,7 @@ func (s *Server) SessionPane(_ context.Context, session string) (tmux.Pane, erro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p, ok := s.sessions[session]; ok { // exact, as "=NAME:" is
-		return tmux.Pane{ID: p.id, Session: p.session, Command: "agent"}, nil
+		return p.info(), nil
 	}
 	return tmux.Pane{}, &tmux.Error{Command: "list-panes", Stderr: "can't find session: " + session, Kind: tmux.ErrSessionNotFound}
 }
@@ -128,6 +215,7 @@ func (s *Server) SendBytes(_ context.Context, id string, _ ...byte) error {
 	if err == nil && !p.dialog && p.draft != "" {
 		p.submitted = append(p.submitted, p.draft)
 		p.draft = ""
+		p.activity = time.Now()
 	}
 	return err
 }
