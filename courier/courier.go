@@ -375,6 +375,14 @@ func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target
 	if env.Delivery != nil {
 		earlier, was = delivery.Step(env.Delivery.Reached), env.Delivery.State
 	}
+	// Recorded before typing: a deliverer that finds this state after a
+	// crash looks for traces on screen before typing again. How far
+	// earlier attempts got is kept: this one cannot undo it. (The message
+	// is in the inbox already, so it is marked before its pane is found.)
+	if err := box.SetDelivery(env.ID, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Reached: string(earlier), Updated: c.now()}); err != nil {
+		// Nothing typed; the inbox still says what it said.
+		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}, State: was}
+	}
 	before := prior{state: was, reached: earlier, resumed: resume}
 	call := mode.Call
 	call.Resume, call.Earlier = resume, earlier
@@ -382,13 +390,6 @@ func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target
 	if err != nil {
 		// Nothing typed: the outcome (the agent gone, say) is recorded.
 		return c.settle(ctx, box, env.ID, c.Dispatch.Unsent(pane, env.ID, err), mode, attempt, before)
-	}
-	// Recorded before typing: a deliverer that finds this state after a
-	// crash looks for traces on screen before typing again. How far
-	// earlier attempts got is kept: this one cannot undo it.
-	if err := box.SetDelivery(env.ID, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Reached: string(earlier), Updated: c.now()}); err != nil {
-		// Nothing typed; the inbox still says what it said.
-		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}, State: was}
 	}
 	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
 		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, attempt)}
