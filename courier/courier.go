@@ -120,9 +120,10 @@ func Typed(env mailbox.Envelope) string {
 
 // Send records env (its ID, From, Type, Content set) in t's inbox and
 // types it, unless mode says only to record it; then it records the
-// outcome. The record is made once t's pane is found and before anything
-// is typed: a message to an agent that does not exist is refused (NotFound)
-// and leaves no inbox behind, unless mode.MailboxOnly.
+// outcome: resolve, record, deliver, record. The record is made once t's
+// pane is found and before anything is typed: a message to an agent that
+// does not exist is refused (NotFound) and leaves no inbox behind, unless
+// mode.MailboxOnly.
 func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelope, mode Mode) Result {
 	team, agent := Inbox(t)
 	env.To = agent
@@ -156,28 +157,27 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 			return res
 		}
 	}
-	// Marked typing from the start: a crash between here and the outcome
-	// leaves a message the next deliver resumes rather than retypes.
-	env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Updated: c.now()}
-	recorded := false
-	record := func() error {
-		if err := box.Append(env); err != nil {
-			return fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
-		}
-		recorded = true
-		return nil
-	}
 	unlock, err := c.holdTyping(ctx, team, agent, env.ID)
 	if err != nil {
 		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}}
 	}
 	defer unlock()
+	// Resolve, record, deliver, record: the message is recorded once t's
+	// pane is found, so one to a missing agent leaves no inbox.
+	pane, err := c.Dispatch.Resolve(ctx, t, mode.Call)
+	if err != nil {
+		return Result{Outcome: c.Dispatch.Unsent(pane, env.ID, err)}
+	}
+	// Marked typing from the start: a crash between here and the outcome
+	// leaves a message the next deliver resumes rather than retypes.
+	env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Updated: c.now()}
+	if err := box.Append(env); err != nil {
+		err = fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
+		return Result{Outcome: c.Dispatch.Unsent(pane, env.ID, err)}
+	}
 	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
 		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, 1)}
-	out := c.Dispatch.SendMessage(ctx, t, msg, mode.Call, record)
-	if !recorded {
-		return Result{Outcome: out}
-	}
+	out := c.Dispatch.Deliver(ctx, pane, msg, mode.Call)
 	return c.settle(ctx, box, env.ID, out, mode, 1, prior{})
 }
 
@@ -237,90 +237,104 @@ func (c *Courier) waiting(team, agent string) bool {
 }
 
 // Broadcast records env in the inbox of every agent of team ("" for all)
-// and types it into each, in parallel.
+// and types it into each, in parallel: it finds their panes, records the
+// message for each, types it into those that may have it now, and records
+// each outcome.
 func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelope, mode Mode) ([]Result, error) {
 	env.To = mailbox.Broadcast
-	env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Updated: c.now()}
 	if mode.MailboxOnly {
-		env.Delivery = &mailbox.Delivery{State: mailbox.StateInbox, Updated: c.now()}
+		return c.recordBroadcast(ctx, team, env)
 	}
-	boxes := map[string]*mailbox.Box{}
+	panes, err := c.Dispatch.ResolveTeam(ctx, team)
+	if err != nil {
+		return nil, err
+	}
+	env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Updated: c.now()}
 	var unlocks []func()
 	defer func() {
 		for _, unlock := range unlocks {
 			unlock()
 		}
 	}()
-	var behind []Result // targets with older messages waiting: this one waits too
-	record := func(targets []target.Target) ([]target.Target, error) {
-		var errs []error
-		var now []target.Target
-		for _, t := range targets {
-			tm, agent := Inbox(t)
-			box, err := c.Store.Box(tm, agent)
-			if err == nil && !mode.MailboxOnly && mode.Queue && c.mustWait(ctx, tm, agent) {
-				// The same rule as Send's: oldest first, so a broadcast
-				// never overtakes a message deferred to the same agent.
-				e := env
-				e.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent"}
-				res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred}
-				if err := box.Append(e); err != nil {
-					errs = append(errs, fmt.Errorf("%s/%s: %w", tm, agent, err))
-					continue
-				}
-				behind = append(behind, res)
-				continue
-			}
-			if err == nil && !mode.MailboxOnly {
-				var unlock func()
-				if unlock, err = c.holdTyping(ctx, tm, agent, env.ID); err == nil {
-					unlocks = append(unlocks, unlock)
-				}
-			}
-			if err == nil {
-				err = box.Append(env)
-			}
-			if err != nil {
+	boxes := map[string]*mailbox.Box{}
+	var now []dispatch.Resolved // recorded as typing: type them now
+	var behind []Result         // older messages waiting: this one waits too
+	var errs []error
+	for _, p := range panes {
+		tm, agent := Inbox(p.Target)
+		box, err := c.Store.Box(tm, agent)
+		if err == nil && mode.Queue && c.mustWait(ctx, tm, agent) {
+			// The same rule as Send's: oldest first, so a broadcast
+			// never overtakes a message deferred to the same agent.
+			e := env
+			e.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent"}
+			if err := box.Append(e); err != nil {
 				errs = append(errs, fmt.Errorf("%s/%s: %w", tm, agent, err))
 				continue
 			}
-			boxes[t.Session] = box
-			now = append(now, t)
+			behind = append(behind, Result{Outcome: dispatch.Outcome{Target: p.Target, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred})
+			continue
 		}
-		if err := errors.Join(errs...); err != nil {
-			return nil, fmt.Errorf("recording the broadcast: %w", err)
+		if err == nil {
+			var unlock func()
+			if unlock, err = c.holdTyping(ctx, tm, agent, env.ID); err == nil {
+				unlocks = append(unlocks, unlock)
+			}
 		}
-		return now, nil
+		if err == nil {
+			err = box.Append(env)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s/%s: %w", tm, agent, err))
+			continue
+		}
+		boxes[p.Target.Session] = box
+		now = append(now, p)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("recording the broadcast: %w", err)
 	}
 	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
 		OnStep: c.onStep(func(t target.Target) *mailbox.Box { return boxes[t.Session] }, env.ID, 1)}
-	if mode.MailboxOnly {
-		targets, err := c.Dispatch.Targets(ctx, team)
-		if err != nil {
-			return nil, err
-		}
-		if len(targets) == 0 {
-			return nil, fmt.Errorf("%w: no agent sessions to record for", dispatch.ErrNoTargets)
-		}
-		if _, err := record(targets); err != nil {
-			return nil, err
-		}
-		out := make([]Result, len(targets))
-		for i, t := range targets {
-			out[i] = Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Recorded}, State: mailbox.StateInbox}
-		}
-		return out, nil
-	}
-	rep, err := c.Dispatch.BroadcastMessage(ctx, team, msg, mode.Call, record)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Result, 0, len(rep.Outcomes)+len(behind))
-	for _, o := range rep.Outcomes {
+	outs := c.Dispatch.DeliverEach(ctx, now, msg, mode.Call)
+	out := make([]Result, 0, len(outs)+len(behind))
+	for _, o := range outs {
 		out = append(out, c.settle(ctx, boxes[o.Target.Session], env.ID, o, mode, 1, prior{}))
 	}
 	out = append(out, behind...)
 	slices.SortFunc(out, func(a, b Result) int { return strings.Compare(a.Target.Session, b.Target.Session) })
+	return out, nil
+}
+
+// recordBroadcast records env, for reading only, in the inbox of every
+// agent of team ("" for all) on the server, the caller's own included.
+func (c *Courier) recordBroadcast(ctx context.Context, team string, env mailbox.Envelope) ([]Result, error) {
+	targets, err := c.Dispatch.Targets(ctx, team)
+	if err != nil {
+		return nil, err
+	}
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("%w: no agent sessions to record for", dispatch.ErrNoTargets)
+	}
+	env.Delivery = &mailbox.Delivery{State: mailbox.StateInbox, Updated: c.now()}
+	var errs []error
+	for _, t := range targets {
+		tm, agent := Inbox(t)
+		box, err := c.Store.Box(tm, agent)
+		if err == nil {
+			err = box.Append(env)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s/%s: %w", tm, agent, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("recording the broadcast: %w", err)
+	}
+	out := make([]Result, len(targets))
+	for i, t := range targets {
+		out[i] = Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Recorded}, State: mailbox.StateInbox}
+	}
 	return out, nil
 }
 
@@ -363,17 +377,24 @@ func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target
 	}
 	// Recorded before typing: a deliverer that finds this state after a
 	// crash looks for traces on screen before typing again. How far
-	// earlier attempts got is kept: this one cannot undo it.
+	// earlier attempts got is kept: this one cannot undo it. (The message
+	// is in the inbox already, so it is marked before its pane is found.)
 	if err := box.SetDelivery(env.ID, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Reached: string(earlier), Updated: c.now()}); err != nil {
 		// Nothing typed; the inbox still says what it said.
 		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}, State: was}
 	}
+	before := prior{state: was, reached: earlier, resumed: resume}
 	call := mode.Call
 	call.Resume, call.Earlier = resume, earlier
+	pane, err := c.Dispatch.Resolve(ctx, t, call)
+	if err != nil {
+		// Nothing typed: the outcome (the agent gone, say) is recorded.
+		return c.settle(ctx, box, env.ID, c.Dispatch.Unsent(pane, env.ID, err), mode, attempt, before)
+	}
 	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
 		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, attempt)}
-	out := c.Dispatch.SendMessage(ctx, t, msg, call, nil)
-	return c.settle(ctx, box, env.ID, out, mode, attempt, prior{state: was, reached: earlier, resumed: resume})
+	out := c.Dispatch.Deliver(ctx, pane, msg, call)
+	return c.settle(ctx, box, env.ID, out, mode, attempt, before)
 }
 
 // prior is what earlier attempts at a message left: its recorded state and

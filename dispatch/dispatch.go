@@ -129,12 +129,6 @@ type AgentProfile struct {
 	FoldLines int                   // ...as does one with more lines (0: never)
 }
 
-// Report is the outcome of a broadcast.
-type Report struct {
-	ID       message.ID
-	Outcomes []Outcome
-}
-
 // Message is a cleaned text with its id, ready to type.
 type Message struct {
 	ID   message.ID
@@ -165,29 +159,42 @@ func NewMessage(sender, text string, random io.Reader) (Message, error) {
 	return Message{ID: id, Text: text}, err
 }
 
-// SendMessage delivers msg to t. When set, before runs once t's pane is
-// found and before anything is typed (a mailbox records the message
-// there); its error ends the send.
-func (d *Dispatcher) SendMessage(ctx context.Context, t target.Target, msg Message, call Call, before func() error) Outcome {
-	start := d.Clock.Now()
-	id := msg.ID
+// Resolved is a target whose pane is found: what Deliver types into.
+type Resolved struct {
+	Target target.Target
+	Pane   tmux.Pane
+	screen []string  // read with the pane (nil: Deliver reads it)
+	start  time.Time // when the send began (zero: when Deliver does)
+}
+
+// Resolve finds t's pane for a send, with its screen when the tmux client
+// reads both in one round trip, and types nothing. It fails with
+// ErrTargetNotFound, naming the agents that are there, when t's session is
+// not; with ErrSelf when the pane is the caller's own (Self), unless
+// call.IntoSelf.
+func (d *Dispatcher) Resolve(ctx context.Context, t target.Target, call Call) (Resolved, error) {
+	r := Resolved{Target: t, start: d.Clock.Now()}
 	pane, screen, err := d.sessionPane(ctx, t.Session)
-	if err == nil && d.Self != "" && !call.IntoSelf && pane.ID == d.Self {
-		err = fmt.Errorf("%w: %s is the pane you run in; your own prompt is busy running this command", ErrSelf, t.Session)
+	switch {
+	case errors.Is(err, tmux.ErrSessionNotFound):
+		return r, d.notFound(ctx, t)
+	case err != nil:
+		return r, err
+	case d.Self != "" && !call.IntoSelf && pane.ID == d.Self:
+		return r, fmt.Errorf("%w: %s is the pane you run in; your own prompt is busy running this command", ErrSelf, t.Session)
 	}
-	if err == nil && before != nil {
-		err = before()
+	r.Pane, r.screen = pane, screen
+	return r, nil
+}
+
+// Unsent is the outcome of a send of message id to r that ended with err
+// before anything was typed: Resolve refused it (NotFound for a missing
+// agent), or the caller could not go on.
+func (d *Dispatcher) Unsent(r Resolved, id message.ID, err error) Outcome {
+	out := Outcome{Target: r.Target, ID: id, Verdict: delivery.Failed, Err: err, Elapsed: d.since(r.start)}
+	if errors.Is(err, ErrTargetNotFound) {
+		out.Verdict = NotFound
 	}
-	if err != nil {
-		out := Outcome{Target: t, ID: id, Verdict: delivery.Failed, Err: err}
-		if errors.Is(err, tmux.ErrSessionNotFound) {
-			out.Verdict, out.Err = NotFound, d.notFound(ctx, t)
-		}
-		out.Elapsed = d.Clock.Now().Sub(start)
-		return out
-	}
-	out := d.deliver(ctx, t, pane, screen, msg, call)
-	out.Elapsed = d.Clock.Now().Sub(start)
 	return out
 }
 
@@ -207,41 +214,48 @@ func (d *Dispatcher) sessionPane(ctx context.Context, session string) (tmux.Pane
 	return pane, nil, err
 }
 
-// BroadcastMessage delivers msg to every agent of team ("" for all), in
-// parallel; one target's failure never stops the others. (Programs send
-// through courier, which records each message first.) When set, before
-// hears the targets first and says which of them to type into now (a
-// mailbox records the message for each of them there, and keeps it back
-// for one with older messages waiting); its error stops the broadcast.
-func (d *Dispatcher) BroadcastMessage(ctx context.Context, team string, msg Message, call Call, before func([]target.Target) ([]target.Target, error)) (Report, error) {
+// ResolveTeam finds the panes of every agent of team ("" for all) for a
+// broadcast, sorted by session name, and types nothing. It leaves out the
+// caller's own pane (Self): an agent broadcasting to its team is busy
+// running us and would wait for itself until the ready timeout. It fails
+// with ErrNoTargets when no agent is left.
+func (d *Dispatcher) ResolveTeam(ctx context.Context, team string) ([]Resolved, error) {
 	agents, err := d.find(ctx, team)
 	if err != nil {
-		return Report{}, err
+		return nil, err
 	}
 	agents = slices.DeleteFunc(agents, func(a found) bool { return d.Self != "" && a.pane.ID == d.Self })
 	if len(agents) == 0 {
-		return Report{}, noTargets(team)
+		return nil, noTargets(team)
 	}
-	if before != nil {
-		targets := make([]target.Target, len(agents))
-		for i, a := range agents {
-			targets[i] = a.Target
-		}
-		now, err := before(targets)
-		if err != nil {
-			return Report{}, err
-		}
-		agents = slices.DeleteFunc(agents, func(a found) bool { return !slices.Contains(now, a.Target) })
+	out := make([]Resolved, len(agents))
+	for i, a := range agents {
+		out[i] = Resolved{Target: a.Target, Pane: a.pane}
 	}
-	rep := Report{ID: msg.ID}
-	rep.Outcomes = broadcast.Each(ctx, agents, d.Concurrency, func(ctx context.Context, a found) Outcome {
-		start := d.Clock.Now()
-		out := d.deliver(ctx, a.Target, a.pane, nil, msg, call)
-		out.Elapsed = d.Clock.Now().Sub(start)
-		return out
-	})
-	return rep, nil
+	return out, nil
 }
+
+// Deliver types msg into r's pane, found by Resolve or ResolveTeam.
+func (d *Dispatcher) Deliver(ctx context.Context, r Resolved, msg Message, call Call) Outcome {
+	start := r.start
+	if start.IsZero() {
+		start = d.Clock.Now()
+	}
+	out := d.deliver(ctx, r.Target, r.Pane, r.screen, msg, call)
+	out.Elapsed = d.since(start)
+	return out
+}
+
+// DeliverEach types msg into the pane of every one of rs, in parallel
+// (Concurrency at a time); one target's failure never stops the others.
+// The outcomes are in the order of rs.
+func (d *Dispatcher) DeliverEach(ctx context.Context, rs []Resolved, msg Message, call Call) []Outcome {
+	return broadcast.Each(ctx, rs, d.Concurrency, func(ctx context.Context, r Resolved) Outcome {
+		return d.Deliver(ctx, r, msg, call)
+	})
+}
+
+func (d *Dispatcher) since(start time.Time) time.Duration { return d.Clock.Now().Sub(start) }
 
 // Agent is one agent found on the server, with its screen's state now.
 type Agent struct {

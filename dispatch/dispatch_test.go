@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/internal/faketmux"
+	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -31,15 +32,29 @@ func send(d *Dispatcher, t target.Target, sender, text string) Outcome {
 	if err != nil {
 		return Outcome{Target: t, Verdict: delivery.Failed, Err: err}
 	}
-	return d.SendMessage(context.Background(), t, msg, Call{}, nil)
+	r, err := d.Resolve(context.Background(), t, Call{})
+	if err != nil {
+		return d.Unsent(r, msg.ID, err)
+	}
+	return d.Deliver(context.Background(), r, msg, Call{})
 }
 
-func broadcastText(d *Dispatcher, team, sender, text string) (Report, error) {
+// report is one broadcast: its message's id and one outcome per target.
+type report struct {
+	ID       message.ID
+	Outcomes []Outcome
+}
+
+func broadcastText(d *Dispatcher, team, sender, text string) (report, error) {
 	msg, err := d.NewMessage(sender, text)
 	if err != nil {
-		return Report{}, err
+		return report{}, err
 	}
-	return d.BroadcastMessage(context.Background(), team, msg, Call{}, nil)
+	rs, err := d.ResolveTeam(context.Background(), team)
+	if err != nil {
+		return report{}, err
+	}
+	return report{ID: msg.ID, Outcomes: d.DeliverEach(context.Background(), rs, msg, Call{})}, nil
 }
 
 func mustTarget(t *testing.T, team, name string) target.Target {
@@ -220,7 +235,7 @@ func TestInspectPlansAsASendDoes(t *testing.T) {
 
 // counts is how many targets of a broadcast took the message, and how many
 // did not.
-func counts(rep Report) (ok, failed int) {
+func counts(rep report) (ok, failed int) {
 	for _, o := range rep.Outcomes {
 		if o.OK() {
 			ok++
