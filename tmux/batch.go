@@ -37,9 +37,12 @@ type callResult struct {
 }
 
 // Limits of one command list. tmux packs a client's arguments into one
-// message of at most 16 KB; extra files are kept well under any fd limit.
+// message of at most 16 KB, and 3.7 re-encodes them on the way: a list of
+// copy-mode, capture-pane and display-message commands was "command too
+// long" on 3.7c from about 8 KB of arguments (measured), so lists stay far
+// below that. Extra files are kept well under any fd limit.
 const (
-	maxListBytes    = 12 << 10
+	maxListBytes    = 4 << 10
 	maxListPayloads = 32
 )
 
