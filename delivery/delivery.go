@@ -362,10 +362,13 @@ type run struct {
 	d     *Deliverer
 	start time.Time
 	next  []string // a screen already captured that the next read uses
-	pane  string
-	id    message.ID
-	typed string // what we paste: "<id>: <text>"
-	want  string // typed, squashed: what the box must hold, compared
+	// nextIsOld: next was read before the pane's lock was taken (with the
+	// pane); lastWasOld: the last read used such a screen.
+	nextIsOld, lastWasOld bool
+	pane                  string
+	id                    message.ID
+	typed                 string // what we paste: "<id>: <text>"
+	want                  string // typed, squashed: what the box must hold, compared
 	// label is what an agent that folds long pastes showed in the box for
 	// ours ("[Pasted text #1 +11 lines]"): no id, so compared as seen.
 	label     string
@@ -387,7 +390,7 @@ func (r *run) deliver(ctx context.Context) error {
 	defer unlock()
 
 	if r.d.Opts.Screen != nil && r.res.Phases.Lock < lockAtOnce {
-		r.next = r.d.Opts.Screen
+		r.next, r.nextIsOld = r.d.Opts.Screen, true
 	} else if lc, ok := r.d.Term.(leaveCapturer); ok {
 		lines, err := lc.LeaveModeCapture(ctx, r.pane)
 		if err := r.term(err); err != nil {
@@ -555,6 +558,9 @@ func (r *run) waitReady(ctx context.Context) error {
 				return nil
 			}
 			steady, steadyAt = &rd, r.d.Clock.Now()
+			if r.lastWasOld {
+				continue // read before the lock: the next look is later enough
+			}
 			if wait := steadyGap - r.d.Clock.Now().Sub(steadyAt); wait > 0 {
 				if err := r.sleep(ctx, wait); err != nil {
 					return err
@@ -917,6 +923,7 @@ func containsID(lines []string, id message.ID) bool {
 
 func (r *run) read(ctx context.Context) (Reading, []string, error) {
 	lines := r.next
+	r.lastWasOld, r.nextIsOld = r.nextIsOld && lines != nil, false
 	r.next = nil
 	if lines == nil {
 		var err error

@@ -53,7 +53,7 @@ func (b *Box) Append(env Envelope) error {
 		env.Timestamp = b.s.now()
 	}
 	env.Timestamp = env.Timestamp.UTC()
-	if err := b.appendRecord(env); err != nil {
+	if err := b.appendRecord(env, true); err != nil {
 		return fmt.Errorf("storing %s for %s: %w", env.ID, b.Agent, err)
 	}
 	return nil
@@ -67,18 +67,23 @@ func (b *Box) SetDelivery(id message.ID, d Delivery) error {
 		d.Updated = b.s.now()
 	}
 	d.Updated = d.Updated.UTC()
-	if err := b.appendRecord(updateRecord{Update: id, Delivery: &d}); err != nil {
+	// Not fsynced: a delivery record says how far a message got in a tmux
+	// pane, and only an OS crash can lose a written line, which takes the
+	// tmux server and its panes down with it. Any process crash, agentmsg's
+	// included, leaves the line in the page cache for the next reader. The
+	// message itself (Append) is fsynced: it must outlive a reboot.
+	if err := b.appendRecord(updateRecord{Update: id, Delivery: &d}, false); err != nil {
 		return fmt.Errorf("recording delivery of %s to %s: %w", id, b.Agent, err)
 	}
 	return nil
 }
 
 // appendRecord writes v as one line: one write(2) of the whole line under
-// the inbox lock, then fsync. The lock, not O_APPEND alone, is what keeps
+// the inbox lock, then, when durable, fsync. The lock, not O_APPEND alone, is what keeps
 // lines whole: O_APPEND makes each write land at the end, but a write
 // interrupted part way (SIGKILL, full disk) must not have another writer's
 // line glued onto its fragment.
-func (b *Box) appendRecord(v any) error {
+func (b *Box) appendRecord(v any, durable bool) error {
 	line, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -126,6 +131,9 @@ func (b *Box) appendRecord(v any) error {
 	}
 	if _, err := f.Write(line); err != nil {
 		return err
+	}
+	if !durable && st.Size() != 0 {
+		return nil
 	}
 	if err := f.Sync(); err != nil {
 		return err

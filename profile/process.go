@@ -71,19 +71,7 @@ func (p Procs) Foreground(pid int) [][]string {
 	if !ok {
 		return nil
 	}
-	children := map[int][]int{}
-	pgrps := map[int]int{}
-	entries, _ := os.ReadDir(p.root())
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, pgrp, _, ok := p.stat(child); ok {
-			children[ppid] = append(children[ppid], child)
-			pgrps[child] = pgrp
-		}
-	}
+	children, pgrps := p.descendants(pid)
 	var out [][]string
 	queue := []int{pid}
 	for len(queue) > 0 {
@@ -100,6 +88,51 @@ func (p Procs) Foreground(pid int) [][]string {
 		}
 	}
 	return out
+}
+
+// descendants maps pid and every process under it to its children, and
+// each to its process group. It walks the kernel's children lists
+// (/proc/PID/task/TID/children, one per thread: a Node process forks from
+// any of them), a few small reads; only where those lists are missing does
+// it read the stat of every process on the machine.
+func (p Procs) descendants(pid int) (children map[int][]int, pgrps map[int]int) {
+	children, pgrps = map[int][]int{}, map[int]int{}
+	if _, err := os.Stat(filepath.Join(p.root(), strconv.Itoa(pid), "task", strconv.Itoa(pid), "children")); err != nil {
+		entries, _ := os.ReadDir(p.root())
+		for _, e := range entries {
+			child, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if ppid, pgrp, _, ok := p.stat(child); ok {
+				children[ppid] = append(children[ppid], child)
+				pgrps[child] = pgrp
+			}
+		}
+		return children, pgrps
+	}
+	queue := []int{pid}
+	for len(queue) > 0 && len(pgrps) < 4096 {
+		cur := queue[0]
+		queue = queue[1:]
+		if _, pgrp, _, ok := p.stat(cur); ok {
+			pgrps[cur] = pgrp
+		}
+		tasks, _ := os.ReadDir(filepath.Join(p.root(), strconv.Itoa(cur), "task"))
+		for _, t := range tasks {
+			b, err := os.ReadFile(filepath.Join(p.root(), strconv.Itoa(cur), "task", t.Name(), "children"))
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if child, err := strconv.Atoi(f); err == nil && !slices.Contains(children[cur], child) {
+					children[cur] = append(children[cur], child)
+					queue = append(queue, child)
+				}
+			}
+		}
+	}
+	return children, pgrps
 }
 
 // interpreters run a script named in their arguments.
