@@ -56,7 +56,7 @@ func newLiveShell(t *testing.T, hooks, keepShell bool) *live {
 		if l.api != nil {
 			_ = l.api.Close()
 		}
-		_ = os.RemoveAll(dir)
+		_ = harness.RemoveSettled(dir)
 	})
 	if l.api, err = fakeapi.New(fakeapi.Config{LogPath: filepath.Join(dir, "api.jsonl")}); err != nil {
 		t.Fatal(err)

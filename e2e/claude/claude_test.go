@@ -67,7 +67,7 @@ func newRig(t *testing.T) *rig {
 		if r.api != nil {
 			_ = r.api.Close()
 		}
-		_ = os.RemoveAll(dir)
+		_ = harness.RemoveSettled(dir)
 	})
 	r.api, err = fakeapi.New(fakeapi.Config{LogPath: filepath.Join(dir, "api.jsonl")})
 	if err != nil {

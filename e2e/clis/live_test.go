@@ -88,7 +88,7 @@ func newLive(t *testing.T, cli string, set func(*Options)) *live {
 		if l.api != nil {
 			_ = l.api.Close()
 		}
-		_ = os.RemoveAll(dir)
+		_ = harness.RemoveSettled(dir)
 	})
 	if l.api, err = fakeapi.New(fakeapi.Config{LogPath: filepath.Join(dir, "api.jsonl")}); err != nil {
 		t.Fatal(err)

@@ -185,3 +185,22 @@ func TmuxVersion() string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// RemoveSettled removes dir and keeps removing it until it stays gone for a
+// moment (at most 10 s): a real agent CLI killed with its tmux server may
+// still be writing its state into a home under dir as it exits.
+func RemoveSettled(dir string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+		time.Sleep(300 * time.Millisecond)
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s keeps coming back", dir)
+		}
+	}
+}
