@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/internal/shell"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
@@ -132,10 +133,8 @@ func serverFlag(lookupEnv func(string) (string, bool), socket string) string {
 	if def, err := tmux.ResolveServer("", "", lookupEnv); err == nil && def.Socket == socket {
 		return ""
 	}
-	return "-S " + shellQuote(socket) + " "
+	return "-S " + shell.Quote(socket) + " "
 }
-
-func shellQuote(s string) string { return tmux.ShellQuote(s) }
 
 func ms(d time.Duration) string {
 	if d < time.Second {

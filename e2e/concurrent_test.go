@@ -49,23 +49,8 @@ func TestConcurrentSendersNeverMerge(t *testing.T) {
 		t.Error(err)
 	}
 
-	got := ana.Received()
-	for _, p := range got {
-		seen, ok := want[p]
-		switch {
-		case !ok:
-			t.Errorf("unexpected prompt (merged or mangled): %q", p)
-		case seen:
-			t.Errorf("duplicate prompt: %q", p)
-		}
-		want[p] = true
+	if len(want) != senders*perSender {
+		t.Errorf("%d sends reported, want %d", len(want), senders*perSender)
 	}
-	for p, seen := range want {
-		if !seen {
-			t.Errorf("never received: %q", p)
-		}
-	}
-	if len(got) != senders*perSender {
-		t.Errorf("received %d prompts, want %d", len(got), senders*perSender)
-	}
+	wantExactlyOnce(t, ana, want)
 }

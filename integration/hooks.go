@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/internal/safedir"
+	"github.com/agentmsg/agentmsg/internal/shell"
 	"github.com/agentmsg/agentmsg/receipt"
 )
 
@@ -68,7 +69,7 @@ func InstallHooks(r HookInstall) (Report, error) {
 // turn is not over until the hook returns, and deliver waits for the box
 // it is holding up).
 func (h Hooks) Commands(exe, root, receipts string, server []string) map[string]string {
-	q := shellQuote
+	q := shell.Quote
 	submit := q(exe) + " hook prompt-submit --receipts " + q(receipts)
 	var srv strings.Builder
 	for _, a := range server {
@@ -184,12 +185,4 @@ func RecordPrompt(in io.Reader, receipts string) error {
 		err = (&receipt.Log{Path: receipts}).Record(id)
 	}
 	return err
-}
-
-// shellQuote quotes s for sh, leaving plain words as they are.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+%=") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -57,13 +57,35 @@ func (c *Exec) maxPayloads() int {
 // payloadsOnStdin reports whether this tmux must get message text on
 // stdin ("load-buffer -"): before 3.2 a tmux server, not the client, may
 // open a file a command names, and /dev/fd/N would then be one of the
-// server's own files. Asked once, of the binary.
+// server's own files. The server's version comes free with the first pane
+// lookup (twoInOne); only without one is the binary asked (tmux -V).
 func (c *Exec) payloadsOnStdin() bool {
-	c.oldOnce.Do(func() {
-		v, err := BinaryVersion(context.Background(), c.bin)
-		c.old = err != nil || !v.AtLeast(3, 2)
-	})
-	return c.old
+	switch c.oldPaste.Load() {
+	case pasteNew:
+		return false
+	case pasteOld:
+		return true
+	}
+	v, err := BinaryVersion(context.Background(), c.bin)
+	c.noteVersion(v)
+	return err != nil || c.oldPaste.Load() != pasteNew
+}
+
+// How this tmux takes message text (Exec.oldPaste): not known yet, from
+// /dev/fd/N, or on stdin.
+const (
+	pasteUnknown int32 = iota
+	pasteNew
+	pasteOld
+)
+
+// noteVersion remembers how the server of version v takes message text.
+func (c *Exec) noteVersion(v Version) {
+	if v.AtLeast(3, 2) {
+		c.oldPaste.Store(pasteNew)
+	} else {
+		c.oldPaste.Store(pasteOld)
+	}
 }
 
 // payloadArg stands for the file of payload i in a call's commands; a NUL

@@ -71,8 +71,7 @@ type Exec struct {
 	draining bool
 	procs    atomic.Int64 // tmux processes started, for tests and benchmarks
 
-	oldOnce sync.Once
-	old     bool // payloadsOnStdin
+	oldPaste atomic.Int32 // pasteUnknown, pasteNew or pasteOld: see payloadsOnStdin
 }
 
 // DefaultCommandTimeout bounds the wait for one tmux call, so that a wedged
@@ -128,20 +127,12 @@ const (
 )
 
 func (c *Exec) ListPanes(ctx context.Context) ([]Pane, error) {
-	// One call, so that names and panes come from the same moment; the
-	// marker tells the two outputs apart.
-	mark := "agentmsg-sessions-" + newNonce()
-	out, err := c.doCommands(ctx, false, nil, [][]string{
-		{"list-sessions", "-F", sessionFormat},
-		{"display-message", "-p", mark},
-		{"list-panes", "-a", "-F", paneFormat},
-	})
+	// One call, so that names and panes come from the same moment.
+	sessions, panes, err := c.twoInOne(ctx,
+		[]string{"list-sessions", "-F", sessionFormat},
+		[]string{"list-panes", "-a", "-F", paneFormat})
 	if err != nil {
 		return nil, err
-	}
-	sessions, panes, ok := strings.Cut(string(out), mark+"\n")
-	if !ok {
-		return nil, &Error{Command: "list-panes", Socket: c.server.Socket, Stderr: "tmux's answer lacked its marker", ExitCode: -1}
 	}
 	names := map[string]string{}
 	for line := range strings.SplitSeq(strings.TrimSuffix(sessions, "\n"), "\n") {
@@ -161,7 +152,12 @@ func (c *Exec) SessionPane(ctx context.Context, session string) (Pane, error) {
 	if err != nil {
 		return Pane{}, err
 	}
-	panes := parsePanes(out, false, func(string) (string, bool) { return session, true })
+	return c.sessionPane(string(out), session)
+}
+
+// sessionPane is session's one active pane in list-panes -t output.
+func (c *Exec) sessionPane(list, session string) (Pane, error) {
+	panes := parsePanes([]byte(list), false, func(string) (string, bool) { return session, true })
 	if len(panes) == 1 {
 		return panes[0], nil
 	}
@@ -223,24 +219,35 @@ func isID(s string, prefix byte) bool {
 // SessionPaneScreen is SessionPane and the pane's visible screen, in one
 // round trip (a send needs both before it starts).
 func (c *Exec) SessionPaneScreen(ctx context.Context, session string) (Pane, []string, error) {
-	mark := "agentmsg-screen-" + newNonce()
-	out, err := c.doCommands(ctx, false, nil, [][]string{
-		{"list-panes", "-t", "=" + session + ":", "-F", paneFormat},
-		{"display-message", "-p", mark},
-		{"capture-pane", "-p", "-J", "-t", "=" + session + ":"},
-	})
+	list, screen, err := c.twoInOne(ctx,
+		[]string{"list-panes", "-t", "=" + session + ":", "-F", paneFormat},
+		[]string{"capture-pane", "-p", "-J", "-t", "=" + session + ":"})
 	if err != nil {
 		return Pane{}, nil, err
 	}
-	list, screen, ok := strings.Cut(string(out), mark+"\n")
-	if !ok {
-		return Pane{}, nil, &Error{Command: "list-panes+capture-pane", Socket: c.server.Socket, Stderr: "tmux's answer lacked its marker", ExitCode: -1}
+	p, err := c.sessionPane(list, session)
+	if err != nil {
+		return Pane{}, nil, err
 	}
-	panes := parsePanes([]byte(list), false, func(string) (string, bool) { return session, true })
-	if len(panes) != 1 {
-		return Pane{}, nil, &Error{Command: "list-panes", Socket: c.server.Socket, Stderr: "can't find session: " + session, Kind: ErrSessionNotFound}
+	return p, strings.Split(strings.TrimSuffix(screen, "\n"), "\n"), nil
+}
+
+// twoInOne runs two read commands in one round trip and returns each one's
+// output. A marker line between them tells them apart, and carries the
+// server's version, so that knowing it costs no call of its own.
+func (c *Exec) twoInOne(ctx context.Context, first, second []string) (string, string, error) {
+	mark := "agentmsg-mark-" + newNonce()
+	out, err := c.doCommands(ctx, false, nil, [][]string{first, {"display-message", "-p", mark + " #{version}"}, second})
+	if err != nil {
+		return "", "", err
 	}
-	return panes[0], strings.Split(strings.TrimSuffix(screen, "\n"), "\n"), nil
+	a, rest, ok := strings.Cut(string(out), mark+" ")
+	version, b, ok2 := strings.Cut(rest, "\n")
+	if !ok || !ok2 {
+		return "", "", &Error{Command: first[0] + "+" + second[0], Socket: c.server.Socket, Stderr: "tmux's answer lacked its marker", ExitCode: -1}
+	}
+	c.noteVersion(Version(version))
+	return a, b, nil
 }
 
 // LeaveModeCapture leaves any mode the pane is in and captures its visible

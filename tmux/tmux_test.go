@@ -382,8 +382,7 @@ func TestWatchCommand(t *testing.T) {
 // per command list, each arriving whole in its own pane.
 func TestPasteOnStdinForOldTmux(t *testing.T) {
 	e, raw := testServer(t)
-	e.oldOnce.Do(func() {})
-	e.old = true
+	e.oldPaste.Store(pasteOld)
 	ctx := context.Background()
 	const n = 6
 	panes := make([]string, n)
@@ -410,5 +409,17 @@ func TestPasteOnStdinForOldTmux(t *testing.T) {
 			lines, err := e.Capture(ctx, p, 0)
 			return err == nil && strings.Contains(strings.Join(lines, "\n"), fmt.Sprintf("text for pane %d;", i))
 		})
+	}
+}
+
+// The server's version comes with a pane lookup, so a paste needs no
+// tmux -V of its own.
+func TestPaneLookupLearnsTheServerVersion(t *testing.T) {
+	e, _ := testServer(t)
+	if _, _, err := e.SessionPaneScreen(context.Background(), "agent-alpha-ana-2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.oldPaste.Load(); got == pasteUnknown {
+		t.Fatal("the server's version was not noted")
 	}
 }
