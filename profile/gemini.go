@@ -83,7 +83,7 @@ func (g Gemini) Read(screen []string) delivery.Reading {
 		if l, ok := containsFold(lines[from:], geminiDialogs...); ok {
 			return dialog("dialog: " + l)
 		}
-		if _, ok := containsFold(lines[from:], "esc to cancel"); ok {
+		if _, ok := containsFold(lines[from:], "esc to cancel", "executing hooks:"); ok {
 			return delivery.Reading{State: delivery.Busy, BoxRow: -1, Detail: "the agent is working; no input box on screen"}
 		}
 		return unknown("no " + g.product() + " input box at the bottom of the screen")
@@ -114,7 +114,10 @@ func (g Gemini) Read(screen []string) delivery.Reading {
 			r.Queued = true
 		}
 	}
-	_, busy := containsFold(status, "esc to cancel")
+	// While it runs hooks (" ⠙ Executing Hooks: CMD", before and after a
+	// turn) it is not idle either: a paste that came then was shown twice
+	// in the box (seen live twice with 0.61.0, TestLiveHooks).
+	_, busy := containsFold(status, "esc to cancel", "executing hooks:")
 	return noteQueued(boxState(r, busy, "input box"))
 }
 

@@ -1,28 +1,30 @@
 # shellcheck shell=bash
-# ensure_cli installs one of the Node agent CLIs that e2e/clis runs live
-# (Codex, Gemini CLI, Qwen Code) from npm into a cache dir, once, and prints
-# the path of its executable. Source this file and call the function, or run
-# it directly:
+# ensure_cli installs one of the agent CLIs that e2e/clis and e2e/claude run
+# live (Claude Code, Codex, Gemini CLI, Qwen Code) from npm into a cache dir,
+# once, and prints the path of its executable. Source this file and call the
+# function, or run it directly:
 #
 #   source scripts/clis.sh && CODEX=$(ensure_cli codex) || exit 1
-#   bash scripts/clis.sh                 # installs all three, prints NAME=PATH lines
+#   bash scripts/clis.sh                 # installs all four, prints NAME=PATH lines
 #   bash scripts/clis.sh gemini          # one of them, prints its path
 #
 # The cache dir is ${AGENTMSG_CACHE:-$HOME/.cache/agentmsg}/NAME. The versions
-# are pinned (the ones the recorded screens in profile/testdata are from);
+# are pinned (the ones the recorded screens in profile/testdata and the
+# README's compatibility table are from); AGENTMSG_CLAUDE_VERSION,
 # AGENTMSG_CODEX_VERSION, AGENTMSG_GEMINI_VERSION and AGENTMSG_QWEN_VERSION
-# choose others ("latest" for the newest). Progress and errors go to stderr;
-# stdout holds only paths.
+# choose others ("latest" for the newest; scripts/compat --latest). Progress
+# and errors go to stderr; stdout holds only paths.
 
 # cli_package NAME prints the npm package, the pinned version and the
 # executable's name, separated by spaces.
 cli_package() {
 	case $1 in
+	claude) printf '%s %s %s\n' @anthropic-ai/claude-code "${AGENTMSG_CLAUDE_VERSION:-2.1.197}" claude ;;
 	codex) printf '%s %s %s\n' @openai/codex "${AGENTMSG_CODEX_VERSION:-0.169.0}" codex ;;
 	gemini) printf '%s %s %s\n' @google/gemini-cli "${AGENTMSG_GEMINI_VERSION:-0.61.0}" gemini ;;
 	qwen) printf '%s %s %s\n' @qwen-code/qwen-code "${AGENTMSG_QWEN_VERSION:-0.24.4}" qwen ;;
 	*)
-		printf 'ensure_cli: unknown CLI %q (want codex, gemini or qwen)\n' "$1" >&2
+		printf 'ensure_cli: unknown CLI %q (want claude, codex, gemini or qwen)\n' "$1" >&2
 		return 1
 		;;
 	esac
@@ -34,12 +36,19 @@ ensure_cli() {
 	[[ -n $pkg ]] || return 1
 	local dir="${AGENTMSG_CACHE:-$HOME/.cache/agentmsg}/$name"
 	local bin="$dir/node_modules/.bin/$exe"
-	if [[ -x $bin ]] && { [[ $version == latest ]] || "$bin" --version 2>/dev/null | grep -qF "$version"; }; then
+	if [[ $version == latest ]]; then
+		# The newest now, so that a cached older "latest" is replaced.
+		version=$(timeout 60 npm view "$pkg" version 2>/dev/null) && [[ -n $version ]] || {
+			printf 'ensure_cli: npm view %s version failed (is the npm registry reachable?)\n' "$pkg" >&2
+			return 1
+		}
+	fi
+	if [[ -x $bin ]] && "$bin" --version 2>/dev/null | grep -qF "$version"; then
 		printf '%s\n' "$bin"
 		return 0
 	fi
 	if ! command -v npm >/dev/null 2>&1; then
-		printf 'ensure_cli: npm not found on PATH; install Node.js 20+ with npm (Debian: apt-get install nodejs npm), then retry\n' >&2
+		printf 'ensure_cli: npm not found on PATH; install Node.js 20+ (Claude Code: 18+) with npm (Debian: apt-get install nodejs npm), then retry\n' >&2
 		return 1
 	fi
 	mkdir -p "$dir" || {
@@ -63,7 +72,7 @@ ensure_cli() {
 	printf '%s\n' "$bin"
 }
 
-# Run directly: install the CLIs named (default: all three) and print paths:
+# Run directly: install the CLIs named (default: all four) and print paths:
 # the bare path for one name, NAME=PATH lines otherwise.
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
 	set -euo pipefail
@@ -72,7 +81,7 @@ if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
 		exit
 	fi
 	names=("$@")
-	[[ ${#names[@]} -gt 0 ]] || names=(codex gemini qwen)
+	[[ ${#names[@]} -gt 0 ]] || names=(claude codex gemini qwen)
 	for n in "${names[@]}"; do
 		p=$(ensure_cli "$n")
 		printf '%s=%s\n' "$n" "$p"

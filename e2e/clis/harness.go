@@ -1,8 +1,9 @@
-// Package clisharness runs the real Node agent CLIs, Codex and Gemini CLI
-// (Qwen Code where it runs), offline in a tmux session on a private tmux
-// server, each talking to its API's stand-in in e2e/fakeapi, whose log is
-// the ground truth of what was submitted. See NOTES.md and
-// ../../../shared/FIELD-NOTES.md for the recipes.
+// Package clisharness runs the real agent CLIs, Claude Code, Codex, Gemini
+// CLI and Qwen Code, offline in a tmux session on a private tmux server,
+// each talking to its API's stand-in in e2e/fakeapi, whose log is the
+// ground truth of what was submitted. See NOTES.md and
+// ../../../shared/FIELD-NOTES.md for the recipes; e2e/claude holds the
+// Claude Code recipe (claudeharness) and its deeper tests.
 //
 // It writes a scratch HOME with each CLI's config (no trust dialog, no
 // update check, no telemetry, the fake API), gives the agent a clean
@@ -25,15 +26,20 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/delivery"
+	claudeharness "github.com/agentmsg/agentmsg/e2e/claude"
 	"github.com/agentmsg/agentmsg/profile"
 )
 
 // The CLIs.
 const (
+	Claude = "claude"
 	Codex  = "codex"
 	Gemini = "gemini"
 	Qwen   = "qwen"
 )
+
+// All are the CLIs this package runs, in the order tests take them.
+var All = []string{Claude, Codex, Gemini, Qwen}
 
 // DefaultCodexModel is a model Codex 0.169 knows and offers no upgrade
 // for; an older one ("gpt-5.6-sol") opens its "Try new model" menu.
@@ -41,7 +47,7 @@ const DefaultCodexModel = "gpt-6.1-sol"
 
 // Options says how to start one CLI.
 type Options struct {
-	CLI     string // Codex, Gemini or Qwen
+	CLI     string // Claude, Codex, Gemini or Qwen
 	Exe     string // its executable (see Find); required
 	Socket  string // the private tmux server socket; required
 	Root    string // a scratch dir; home/ and work/ are made under it; required
@@ -141,6 +147,9 @@ func (a *Agent) Env() []string {
 		env = append(env, "COLORTERM=truecolor")
 	}
 	switch a.Opts.CLI {
+	case Claude:
+		env = append(env, "ANTHROPIC_API_KEY="+claudeharness.FakeAPIKey, "ANTHROPIC_BASE_URL="+a.Opts.APIURL,
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
 	case Codex:
 		env = append(env, "CODEX_HOME="+filepath.Join(a.Home, ".codex"), "FAKE_OPENAI_API_KEY=fake-key")
 	case Gemini:
@@ -155,9 +164,13 @@ func (a *Agent) Env() []string {
 // that runs it and stays).
 func (a *Agent) command() []string {
 	cli := []string{a.Opts.Exe}
-	if a.Opts.CLI == Codex {
+	switch a.Opts.CLI {
+	case Codex:
 		// Without it Codex starts an app-server daemon that outlives tmux.
 		cli = append(cli, "--no-daemon")
+	case Claude:
+		// Ask before running tools, whatever a settings file says.
+		cli = append(cli, "--permission-mode", "default")
 	}
 	argv := append([]string{"env", "-i"}, a.Env()...)
 	if !a.Opts.Wrapper {
@@ -184,6 +197,8 @@ func (a *Agent) writeHome() error {
 		return os.WriteFile(p, []byte(text), 0o600)
 	}
 	switch a.Opts.CLI {
+	case Claude:
+		return claudeharness.WriteHome(a.Home, a.Work, claudeharness.FakeAPIKey)
 	case Codex:
 		return write(".codex/config.toml", fmt.Sprintf(`model = %q
 model_provider = "fake"
@@ -404,6 +419,9 @@ func envName(cli string) string { return "AGENTMSG_" + strings.ToUpper(cli) }
 // Find returns the CLI's executable from $AGENTMSG_<CLI>, else from the
 // cache dir scripts/clis.sh installs into; it installs nothing.
 func Find(cli string) (string, error) {
+	if cli == Claude {
+		return claudeharness.Find()
+	}
 	if p := os.Getenv(envName(cli)); p != "" {
 		if _, err := os.Stat(p); err != nil {
 			return "", fmt.Errorf("clisharness: %s: %w", envName(cli), err)
@@ -420,6 +438,9 @@ func Find(cli string) (string, error) {
 // Ensure runs scripts/clis.sh CLI (found from the module root) to install
 // the CLI if needed, and returns the executable's path.
 func Ensure(cli string) (string, error) {
+	if cli == Claude {
+		return claudeharness.Ensure()
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

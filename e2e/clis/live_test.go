@@ -17,16 +17,19 @@ import (
 	"github.com/agentmsg/agentmsg/e2e/harness"
 )
 
-// These tests run the built agentmsg against the real Codex and Gemini CLI,
-// offline. The fake API's log of prompts decides pass or fail, never the
+// These tests run the built agentmsg against the real Claude Code, Codex,
+// Gemini CLI and Qwen Code, offline. The fake API's log of prompts decides pass or fail, never the
 // screen. They run one CLI at a time (Node CLIs are heavy).
 
 // exeFor returns the CLI's executable, or skips: the live tests run only
-// with AGENTMSG_E2E_CLIS=1 (installing through scripts/clis.sh if needed)
-// or AGENTMSG_<CLI> set to an executable; then only a missing npm skips.
+// with AGENTMSG_E2E_CLIS=1 (installing through scripts/clis.sh if needed),
+// AGENTMSG_<CLI> set to an executable, or for Claude Code also
+// AGENTMSG_E2E_CLAUDE=1 (as e2e/claude); then only a missing npm skips.
 func exeFor(t *testing.T, cli string) string {
 	t.Helper()
-	if os.Getenv("AGENTMSG_E2E_CLIS") != "1" && os.Getenv(envName(cli)) == "" {
+	asked := os.Getenv("AGENTMSG_E2E_CLIS") == "1" || os.Getenv(envName(cli)) != "" ||
+		(cli == Claude && os.Getenv("AGENTMSG_E2E_CLAUDE") == "1")
+	if !asked {
 		t.Skipf("set AGENTMSG_E2E_CLIS=1 to run against the real %s", cli)
 	}
 	if _, err := exec.LookPath("tmux"); err != nil {
@@ -147,6 +150,21 @@ func (l *live) runStdin(stdin string, args ...string) result {
 		l.t.Fatalf("agentmsg %v: %v", args, err)
 	}
 	return res
+}
+
+// checkDetected checks that doctor knows the CLI by its process: the Node
+// CLIs run as "node" (their process's arguments name them), Claude Code as
+// its own native binary (its command is "claude").
+func (l *live) checkDetected() {
+	l.t.Helper()
+	doc := l.run("doctor", "e2e", l.cli)
+	by := "foreground process " + l.cli
+	if l.cli == Claude {
+		by = "foreground "
+	}
+	if !strings.Contains(doc.stdout, "profile   "+l.cli+" ("+by) {
+		l.t.Errorf("doctor does not know %s by its process:\n%s", l.cli, doc.stdout)
+	}
 }
 
 // sendReport is `send --json`, with the profile and pointer fields.
@@ -278,7 +296,7 @@ func (l *live) checkArrived(rep sendReport, msg string, got fakeapi.Record) {
 	}
 }
 
-var clis = []string{Codex, Gemini, Qwen}
+var clis = All
 
 // terminal is a pane shape a case runs in.
 type terminal struct {
@@ -305,10 +323,7 @@ func TestLiveMessages(t *testing.T) {
 				if cmd, _ := l.agent.Command(); cmd != "node" {
 					t.Logf("pane command %q", cmd)
 				}
-				doc := l.run("doctor", "e2e", cli)
-				if !strings.Contains(doc.stdout, "profile   "+cli+" (foreground process "+cli) {
-					t.Errorf("doctor does not know %s by its process:\n%s", cli, doc.stdout)
-				}
+				l.checkDetected()
 				list, err := harness.Decode[harness.ListReport](l.run("--json", "list").stdout)
 				if err != nil || len(list.Agents) != 1 || list.Agents[0].State != "ready" {
 					t.Errorf("list reads the idle %s as %+v (%v)", cli, list, err)
@@ -506,10 +521,7 @@ func TestLiveWrapperThenExited(t *testing.T) {
 			if cmd, _ := l.agent.Command(); cmd != "bash" {
 				t.Logf("pane command %q", cmd)
 			}
-			doc := l.run("doctor", "e2e", cli)
-			if !strings.Contains(doc.stdout, "profile   "+cli+" (foreground process "+cli) {
-				t.Errorf("doctor does not know %s by its process:\n%s", cli, doc.stdout)
-			}
+			l.checkDetected()
 			rep, res := l.send("through the wrapper")
 			if res.code != 0 || (rep.Verdict != "submitted" && rep.Verdict != "queued") {
 				t.Fatalf("want submitted (or queued while Gemini initialises): %s", res)
@@ -519,7 +531,7 @@ func TestLiveWrapperThenExited(t *testing.T) {
 			if err := l.agent.Type("/quit"); err != nil {
 				t.Fatal(err)
 			}
-			l.waitState("/quit in the box", delivery.Draft)
+			// Claude Code opens its command list over it (/exit (quit)).
 			if _, err := l.agent.WaitFor(5*time.Second, func(s string) bool { return strings.Contains(s, "/quit") }); err != nil {
 				t.Fatal(err)
 			}
