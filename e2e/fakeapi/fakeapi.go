@@ -130,9 +130,9 @@ type Record struct {
 	// tool_result record, the text of the result that came back.
 	Tool   string `json:"tool,omitempty"`
 	Result string `json:"result,omitempty"`
-	Body      string `json:"body,omitempty"`   // the start of the body, for unknown paths
-	Query     string `json:"query,omitempty"`
-	Error     string `json:"error,omitempty"`
+	Body   string `json:"body,omitempty"` // the start of the body, for unknown paths
+	Query  string `json:"query,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // Server is the fake API. Create it with New, then Start it or use it as an

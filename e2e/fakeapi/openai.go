@@ -198,7 +198,7 @@ type responsesItem struct {
 	Type    string          `json:"type"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
-	Tools   []nestedTool    `json:"tools"` // type additional_tools
+	Tools   []nestedTool    `json:"tools"`   // type additional_tools
 	CallID  string          `json:"call_id"` // a *_call_output's
 	Output  json.RawMessage `json:"output"`  // a *_call_output's
 }
