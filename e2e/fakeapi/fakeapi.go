@@ -21,6 +21,11 @@
 //     permission for); once the tool result comes back, answer with plain
 //     text.
 //
+// In any mode, Control.Scripts script tool calls: a prompt holding a
+// script's marker is answered with calls of the named tools (an MCP
+// server's, say), one after another, and each result is logged (see
+// script.go).
+//
 // Only the requests that an agent makes for a person's prompt count as
 // prompts (Kind "prompt"); its internal calls (title or topic generation,
 // quota check, Gemini's routing classifier, ...) are logged as "internal"
@@ -99,6 +104,8 @@ type Control struct {
 	Reply       string  `json:"reply,omitempty"`        // text of a reply
 	SlowSeconds float64 `json:"slow_seconds,omitempty"` // how long slow mode streams
 	BashCommand string  `json:"bash_command,omitempty"` // the command bash mode asks to run
+	// Scripts, when not nil, replace the scripted tool calls (script.go).
+	Scripts []Script `json:"scripts,omitempty"`
 }
 
 // Record is one line of the request log.
@@ -119,9 +126,13 @@ type Record struct {
 	Messages  int    `json:"messages,omitempty"`
 	System    string `json:"system,omitempty"` // the system prompt's start, for internal calls
 	Reply     string `json:"reply,omitempty"`  // what was answered: text or tool_use
-	Body      string `json:"body,omitempty"`   // the start of the body, for unknown paths
-	Query     string `json:"query,omitempty"`
-	Error     string `json:"error,omitempty"`
+	// Tool and Result: a scripted call's tool (as called) and, in its
+	// tool_result record, the text of the result that came back.
+	Tool   string `json:"tool,omitempty"`
+	Result string `json:"result,omitempty"`
+	Body   string `json:"body,omitempty"` // the start of the body, for unknown paths
+	Query  string `json:"query,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // Server is the fake API. Create it with New, then Start it or use it as an
@@ -134,6 +145,9 @@ type Server struct {
 	records []Record
 	logFile *os.File
 	nextID  int
+	// inFlight are the scripted calls whose results have not come back,
+	// by tool_use id / call_id.
+	inFlight map[string]pending
 
 	ln   net.Listener
 	srv  *http.Server
@@ -256,6 +270,9 @@ func merge(dst *Control, c Control) {
 	}
 	if c.BashCommand != "" {
 		dst.BashCommand = c.BashCommand
+	}
+	if c.Scripts != nil {
+		dst.Scripts = c.Scripts
 	}
 }
 
@@ -398,9 +415,11 @@ type message struct {
 }
 
 type block struct {
-	Type    string          `json:"type"`
-	Text    string          `json:"text"`
-	Content json.RawMessage `json:"content"`
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Content   json.RawMessage `json:"content"`
+	ToolUseID string          `json:"tool_use_id"` // of a tool_result
+	IsError   bool            `json:"is_error"`    // of a tool_result
 }
 
 // blocks reads a content that is a string or a list of blocks.
@@ -487,6 +506,9 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 
 	c := s.effective()
 	rec.Mode = c.Mode
+	if rec.Kind != KindInternal && s.scriptMessages(w, r, req, rec, c) {
+		return
+	}
 	var rep reply
 	switch {
 	case rec.Kind == KindInternal:
@@ -511,7 +533,13 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	// Log before answering: the log says the prompt reached the API.
 	s.log(rec)
-	rep.id, rep.toolID, rep.model = s.newID("msg"), s.newID("toolu"), req.Model
+	rep.toolID = s.newID("toolu")
+	s.answerMessages(w, r, req, rep)
+}
+
+// answerMessages sends rep (its toolID set when it calls a tool).
+func (s *Server) answerMessages(w http.ResponseWriter, r *http.Request, req request, rep reply) {
+	rep.id, rep.model = s.newID("msg"), req.Model
 	if req.Stream {
 		s.stream(w, r, rep)
 	} else {

@@ -198,7 +198,9 @@ type responsesItem struct {
 	Type    string          `json:"type"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
-	Tools   []nestedTool    `json:"tools"` // type additional_tools
+	Tools   []nestedTool    `json:"tools"`   // type additional_tools
+	CallID  string          `json:"call_id"` // a *_call_output's
+	Output  json.RawMessage `json:"output"`  // a *_call_output's
 }
 
 // nestedTool is a tool or a namespace of tools (Codex 0.169 groups them).
@@ -325,16 +327,28 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	p := planFor(rec.Kind, c, internal)
 	tool, params := shellTool(tools)
-	rec.Reply = p.logged(tool)
-	s.log(rec)
-
 	id, itemID, callID := s.newID("resp"), s.newID("msg"), s.newID("call")
 	var item map[string]any
-	if p.tool() {
+	scripted, final, handled := false, "", false
+	if rec.Kind != KindInternal {
+		item, final, handled = s.scriptResponses(req, tools, rec, c, itemID, callID)
+	}
+	if handled {
+		scripted = item != nil
+		if !scripted {
+			p = plan{text: final}
+		}
+	} else {
+		rec.Reply = p.logged(tool)
+		s.log(rec)
+	}
+	switch {
+	case scripted:
+	case p.tool():
 		args, _ := json.Marshal(shellArgs(params, p.command))
 		item = map[string]any{"type": "function_call", "id": itemID, "call_id": callID, "name": tool,
 			"arguments": string(args), "status": "completed"}
-	} else {
+	default:
 		item = map[string]any{"type": "message", "id": itemID, "role": "assistant", "status": "completed",
 			"content": []any{map[string]any{"type": "output_text", "text": p.text, "annotations": []any{}}}}
 	}
@@ -361,7 +375,16 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	send("response.created", map[string]any{"response": response("in_progress", []any{})})
 	send("response.in_progress", map[string]any{"response": response("in_progress", []any{})})
-	if p.tool() {
+	if scripted && item["type"] == "custom_tool_call" {
+		added := map[string]any{}
+		for k, v := range item {
+			added[k] = v
+		}
+		added["input"], added["status"] = "", "in_progress"
+		send("response.output_item.added", map[string]any{"output_index": 0, "item": added})
+		send("response.custom_tool_call_input.delta", map[string]any{"item_id": itemID, "output_index": 0, "delta": item["input"]})
+		send("response.custom_tool_call_input.done", map[string]any{"item_id": itemID, "output_index": 0, "input": item["input"]})
+	} else if scripted || p.tool() {
 		added := map[string]any{}
 		for k, v := range item {
 			added[k] = v
