@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -196,6 +197,8 @@ args = ["--fast"]
 			Args    []string          `toml:"args"`
 			Env     map[string]string `toml:"env"`
 			Timeout int               `toml:"tool_timeout_sec"`
+			EnvVars []string          `toml:"env_vars"`
+			Approve string            `toml:"default_tools_approval_mode"`
 		} `toml:"mcp_servers"`
 	}
 	if _, err := toml.Decode(string(data), &doc); err != nil {
@@ -205,6 +208,11 @@ args = ["--fast"]
 	if doc.Model != "o3" || doc.MCPServers["docs"].Command != "docs-mcp" || a.Command != "/opt/bin/agentmsg" ||
 		a.Env["AGENTMSG_TEAM"] != "alpha" || a.Env["X"] != "" || a.Timeout < 120 {
 		t.Fatalf("merged:\n%s", data)
+	}
+	// Codex passes an MCP server only what env_vars names, and asks before
+	// each tool call unless approved (both seen live, e2e/mcplive).
+	if !slices.Contains(a.EnvVars, "TMUX_PANE") || !slices.Contains(a.EnvVars, "AGENTMSG_HOME") || a.Approve != "approve" {
+		t.Errorf("env_vars %q, default_tools_approval_mode %q:\n%s", a.EnvVars, a.Approve, data)
 	}
 	if !strings.Contains(string(data), "# my settings") || !strings.Contains(string(data), "# keep me") {
 		t.Errorf("comments lost:\n%s", data)

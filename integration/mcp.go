@@ -57,7 +57,9 @@ func InstallMCP(r MCPInstall) (Report, error) {
 		snippet, _ := merge(nil, r.Server, r.Orchestrator)
 		return Report{}, &MergeError{Path: path, Err: err, Snippet: string(snippet)}
 	}
-	return install(cli.Name, path, old, merged, r.Print, r.Now)
+	rep, err := install(cli.Name, path, old, merged, r.Print, r.Now)
+	rep.Note = cli.MCPNote
+	return rep, err
 }
 
 // mergeJSONServer sets mcpServers.agentmsg in a JSON settings file (Claude
@@ -89,6 +91,14 @@ var (
 	agentmsgTable = regexp.MustCompile(`^\s*\[\s*mcp_servers\s*\.\s*("agentmsg"|agentmsg)\s*(\.[^\]]*)?\]\s*(#.*)?$`)
 	anyTable      = regexp.MustCompile(`^\s*\[`)
 )
+
+// codexPassEnv are the variables Codex passes on to agentmsg's MCP server:
+// the tmux session it runs in, and where agentmsg keeps its state.
+var codexPassEnv = []string{
+	"TMUX", "TMUX_PANE", "TMUX_TMPDIR",
+	"AGENTMSG_HOME", "AGENTMSG_TMUX", "AGENTMSG_SOCKET", "AGENTMSG_SOCKET_NAME", "AGENTMSG_TEAM", "AGENTMSG_FROM",
+	"XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
+}
 
 // mergeTOMLServer sets [mcp_servers.agentmsg] in Codex's config.toml. It
 // edits the text, so that comments and the order of everything else stay:
@@ -140,6 +150,19 @@ func mergeTOMLServer(old []byte, e MCPServer, orchestrator bool) ([]byte, error)
 		}
 		fmt.Fprintf(&b, "env = { %s }\n", strings.Join(pairs, ", "))
 	}
+	// Codex gives an MCP server only a few variables of its own (HOME,
+	// PATH, LANG, TERM, SHELL, seen with 0.169): without these the server
+	// cannot tell which tmux session, so which agent, it serves, nor find
+	// the mailbox and server the person chose.
+	quoted = make([]string, len(codexPassEnv))
+	for i, v := range codexPassEnv {
+		quoted[i] = tomlString(v)
+	}
+	fmt.Fprintf(&b, "env_vars = [%s]\n", strings.Join(quoted, ", "))
+	// Codex asks a person before every MCP tool call unless told not to:
+	// an agent messaging unattended would stop at its first call.
+	b.WriteString("# agentmsg's tools run without asking (agents message each other unattended)\n")
+	b.WriteString("default_tools_approval_mode = \"approve\"\n")
 	// Codex ends a tool call after 60 s by default: wait_for_message may
 	// wait 120 s, and a workflow up to an hour.
 	limit := 180

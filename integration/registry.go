@@ -68,6 +68,9 @@ type CLI struct {
 	// MCP is where agentmsg's MCP server is registered: mcpServers.agentmsg
 	// in a JSON file, [mcp_servers.agentmsg] in a TOML one.
 	MCP *File
+	// MCPNote is what a person must still do before an agent of this CLI
+	// can use the tools unattended.
+	MCPNote string
 }
 
 var registry = []CLI{
@@ -78,6 +81,11 @@ var registry = []CLI{
 			Submit: "UserPromptSubmit", TurnEnd: "Stop",
 		},
 		MCP: &File{Base: Project, Path: ".mcp.json", Format: JSON},
+		// Seen live with 2.1.197 (e2e/mcplive).
+		MCPNote: `Claude Code asks at its next start whether to use a project's .mcp.json servers, and in its ` +
+			`default permission mode before each agentmsg tool call. For agents that message unattended, put ` +
+			`"enabledMcpjsonServers": ["agentmsg"] and "permissions": {"allow": ["mcp__agentmsg"]} in the ` +
+			`project's .claude/settings.json.`,
 	},
 	{
 		Name: "codex", Title: "Codex CLI",

@@ -447,8 +447,9 @@ func userText(msgs []message) (text string, toolResult bool) {
 			case "tool_result":
 				toolResult = true
 			case "text":
-				if strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>") {
-					continue
+				t := strings.TrimSpace(b.Text)
+				if strings.HasPrefix(t, "<system-reminder>") || strings.HasPrefix(t, "[Request interrupted") {
+					continue // the CLI's own notes, not a person's words
 				}
 				parts = append(parts, b.Text)
 			}
@@ -469,7 +470,7 @@ func systemText(raw json.RawMessage) string {
 // classify tells a person's prompt from Claude Code's internal calls: the
 // main loop offers tools (Bash among them); title generation, quota checks
 // and the like offer none.
-func classify(req request, toolResult bool) string {
+func classify(req request, text string, toolResult bool) string {
 	hasBash := false
 	for _, t := range req.Tools {
 		if t.Name == "Bash" {
@@ -479,7 +480,9 @@ func classify(req request, toolResult bool) string {
 	switch {
 	case !hasBash:
 		return KindInternal
-	case toolResult:
+	case toolResult && text == "":
+		// A tool result with a prompt (a person's next words after they
+		// refused the tool, say) is a prompt.
 		return KindToolResult
 	default:
 		return KindPrompt
@@ -500,7 +503,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, toolResult := userText(req.Messages)
-	rec.Kind = classify(req, toolResult)
+	rec.Kind = classify(req, text, toolResult)
 	rec.Model, rec.Stream, rec.Text = req.Model, req.Stream, text
 	rec.Tools, rec.MaxTokens, rec.Messages = len(req.Tools), req.MaxTokens, len(req.Messages)
 

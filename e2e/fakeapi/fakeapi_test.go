@@ -357,6 +357,10 @@ func TestUserText(t *testing.T) {
 		{"last user wins", []message{{"user", raw(`"a"`)}, {"assistant", raw(`"b"`)}, {"user", raw(`"c"`)}}, "c", false},
 		{"reminders dropped", []message{{"user", raw(`[{"type":"text","text":"<system-reminder>x</system-reminder>"},{"type":"text","text":"MSG"}]`)}}, "MSG", false},
 		{"tool result", []message{{"user", raw(`[{"type":"tool_result","tool_use_id":"t","content":"ok"}]`)}}, "", true},
+		// Claude Code after a person refused a tool: the refusal, its
+		// note, then the person's next prompt, in one user message.
+		{"refused tool, then a prompt", []message{{"user", raw(`[{"type":"tool_result","tool_use_id":"t","content":"no","is_error":true},` +
+			`{"type":"text","text":"[Request interrupted by user for tool use]"},{"type":"text","text":"MSG_2: next"}]`)}}, "MSG_2: next", true},
 		{"none", nil, "", false},
 	}
 	for _, tt := range tests {
@@ -364,6 +368,22 @@ func TestUserText(t *testing.T) {
 		if got != tt.want || tr != tt.toolRslt {
 			t.Errorf("%s: userText = %q, %v; want %q, %v", tt.name, got, tr, tt.want, tt.toolRslt)
 		}
+	}
+}
+
+// A tool result alone continues a turn; with a person's words it is a
+// prompt, logged as one.
+func TestClassifyToolResultWithPrompt(t *testing.T) {
+	t.Parallel()
+	var req request
+	if err := json.Unmarshal([]byte(`{"tools":[{"name":"Bash"}]}`), &req); err != nil {
+		t.Fatal(err)
+	}
+	if got := classify(req, "", true); got != KindToolResult {
+		t.Errorf("a tool result alone: %s", got)
+	}
+	if got := classify(req, "MSG_2: next", true); got != KindPrompt {
+		t.Errorf("a tool result with a prompt: %s", got)
 	}
 }
 

@@ -189,10 +189,11 @@ func newScene(t *testing.T, bin string) *scene {
 		t.Fatal(err)
 	}
 	s := &scene{t: t, dir: dir, sock: filepath.Join(dir, "s"), bin: bin}
-	// Codex passes only a few variables (HOME, PATH, ...) to an MCP server,
-	// so bob's server finds the mailbox where HOME says:
-	// ~/.local/state/agentmsg. Ana's is pointed there with AGENTMSG_HOME.
-	s.mailbox = filepath.Join(dir, "bob", "home", ".local", "state", "agentmsg")
+	// One mailbox for both, as two agents of one person share theirs: each
+	// pane's command exports AGENTMSG_HOME, and each CLI must pass it on to
+	// its MCP server (Codex only passes what env_vars, written by mcp
+	// install, names).
+	s.mailbox = filepath.Join(dir, "mailbox")
 	t.Cleanup(s.close)
 	for _, name := range []string{"ana", "bob"} {
 		api, err := fakeapi.New(fakeapi.Config{LogPath: filepath.Join(dir, name+"-api.jsonl")})
@@ -223,7 +224,7 @@ func (s *scene) start(claude, codex string) {
 	anaWork := filepath.Join(anaRoot, "work")
 	must(t, os.MkdirAll(filepath.Join(anaWork, ".claude"), 0o755))
 	must(t, os.WriteFile(filepath.Join(anaWork, ".claude", "settings.json"),
-		[]byte(`{"enableAllProjectMcpServers": true, "permissions": {"allow": ["mcp__agentmsg"]}}`+"\n"), 0o644))
+		[]byte(`{"enabledMcpjsonServers": ["agentmsg"], "permissions": {"allow": ["mcp__agentmsg"]}}`+"\n"), 0o644))
 	if out, err := s.agentmsg(anaRoot, "-S", s.sock, "--team", team, "--from", "ana",
 		"mcp", "install", "claude", "--dir", anaWork); err != nil {
 		t.Fatalf("mcp install claude: %v\n%s", err, out)
@@ -238,14 +239,13 @@ func (s *scene) start(claude, codex string) {
 		t.Fatal(err)
 	}
 	// Codex: the harness writes config.toml when it starts the agent, so
-	// the pane's command registers the server first, then runs Codex. Codex
-	// asks a person before each MCP tool call ("Allow the agentmsg MCP
-	// server to run tool ...?") unless the server's tools are approved:
-	// the line added goes into [mcp_servers.agentmsg], the file's last table.
+	// the pane's command registers the server first, then runs Codex. What
+	// mcp install writes must be enough: the server's tools approved (Codex
+	// asks a person before each call otherwise) and the mailbox passed on.
 	install := filepath.Join(s.dir, "bob-install.log")
 	bobExe := s.script("bob-codex.sh", fmt.Sprintf(`%s -S %s --team %s --from bob mcp install codex --home "$HOME" >%s 2>&1 || exit 1
-echo 'default_tools_approval_mode = "approve"' >>"$CODEX_HOME/config.toml"
-exec %s "$@"`, q(s.bin), q(s.sock), team, q(install), q(codex)))
+export AGENTMSG_HOME=%s
+exec %s "$@"`, q(s.bin), q(s.sock), team, q(install), q(s.mailbox), q(codex)))
 	s.bob, err = clisharness.Start(clisharness.Options{CLI: clisharness.Codex, Exe: bobExe, Socket: s.sock,
 		Root: filepath.Join(s.dir, "bob"), APIURL: s.bobAPI.URL(), Session: "agent-" + team + "-bob", StartTimeout: startTimeout})
 	if err != nil {
