@@ -31,8 +31,11 @@ var cases = []struct{ test, name string }{
 	{"TestLiveDialogDeferred", "dialog or menu"},
 	{"TestLiveWrapperThenExited", "wrapper, exited"},
 	{"TestLiveHooks", "hooks"},
-	{"TestLiveMCP", "MCP tools"},
 }
+
+// mcpCase is the column of e2e/mcplive, whose one test has a real Claude
+// Code and a real Codex message each other through agentmsg's MCP tools.
+const mcpCase = "MCP tools"
 
 // ownCase is the column for a CLI's own package of tests (e2e/claude).
 const ownCase = "own tests"
@@ -120,52 +123,62 @@ func (m *matrix) read(r io.Reader) {
 		if e.Action != "pass" && e.Action != "fail" && e.Action != "skip" || e.Test == "" {
 			continue
 		}
-		cli, name, ok := m.place(e.Package, e.Test)
-		if !ok {
+		clis, name := m.place(e.Package, e.Test)
+		if len(clis) == 0 {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "%-5s %s\n", e.Action, e.Test)
-		if m.cells[cli] == nil {
-			m.cells[cli] = map[string]*cell{}
-		}
-		c := m.cells[cli][name]
-		if c == nil {
-			c = &cell{}
-			m.cells[cli][name] = c
-		}
-		switch e.Action {
-		case "pass":
-			c.pass++
-		case "fail":
-			c.fail++
-			m.failed = true
-		case "skip":
-			c.skip++
+		for _, cli := range clis {
+			m.count(cli, name, e.Action)
 		}
 	}
 }
 
-// place says which CLI and case a leaf test belongs to. In e2e/clis and
-// e2e/mcplive the CLI is the first subtest's name; every test of e2e/claude
-// is Claude Code's own. Parent tests are not counted, only their leaves.
-func (m *matrix) place(pkg, test string) (cli, name string, ok bool) {
+func (m *matrix) count(cli, name, action string) {
+	if m.cells[cli] == nil {
+		m.cells[cli] = map[string]*cell{}
+	}
+	c := m.cells[cli][name]
+	if c == nil {
+		c = &cell{}
+		m.cells[cli][name] = c
+	}
+	switch action {
+	case "pass":
+		c.pass++
+	case "fail":
+		c.fail++
+		m.failed = true
+	case "skip":
+		c.skip++
+	}
+}
+
+// place says which CLIs and case a leaf test belongs to. In e2e/clis the
+// CLI is the first subtest's name; every test of e2e/claude is Claude
+// Code's own; e2e/mcplive's is both Claude Code's and Codex's. Parent
+// tests are not counted, only their leaves.
+func (m *matrix) place(pkg, test string) (clis []string, name string) {
 	parts := strings.Split(test, "/")
-	if strings.HasSuffix(pkg, "/e2e/claude") {
-		return clisharness.Claude, ownCase, true
+	switch {
+	case strings.HasSuffix(pkg, "/e2e/claude"):
+		return []string{clisharness.Claude}, ownCase
+	case strings.HasSuffix(pkg, "/e2e/mcplive"):
+		return []string{clisharness.Claude, clisharness.Codex}, mcpCase
 	}
 	i := slices.IndexFunc(cases, func(c struct{ test, name string }) bool { return c.test == parts[0] })
-	if i < 0 || len(parts) < 2 {
-		return "", "", false
+	if i < 0 {
+		return nil, ""
 	}
 	// Leaves only: TestLiveBusy/codex/24-256, or TestLiveHooks/codex.
 	depth := 3
-	if parts[0] == "TestLiveWrapperThenExited" || parts[0] == "TestLiveHooks" || parts[0] == "TestLiveMCP" {
+	if parts[0] == "TestLiveWrapperThenExited" || parts[0] == "TestLiveHooks" {
 		depth = 2
 	}
 	if len(parts) != depth {
-		return "", "", false
+		return nil, ""
 	}
-	return parts[1], cases[i].name, true
+	return []string{parts[1]}, cases[i].name
 }
 
 // print writes the Markdown table, with each CLI's version.
@@ -174,7 +187,7 @@ func (m *matrix) print(w io.Writer) {
 	for _, c := range cases {
 		header = append(header, c.name)
 	}
-	header = append(header, ownCase)
+	header = append(header, mcpCase, ownCase)
 	fmt.Fprintf(w, "\n| %s |\n|%s\n", strings.Join(header, " | "), strings.Repeat("---|", len(header)))
 	for _, cli := range clisharness.All {
 		row := m.cells[cli]
@@ -185,7 +198,7 @@ func (m *matrix) print(w io.Writer) {
 		for _, c := range cases {
 			cols = append(cols, row[c.name].String())
 		}
-		cols = append(cols, row[ownCase].String())
+		cols = append(cols, row[mcpCase].String(), row[ownCase].String())
 		fmt.Fprintf(w, "| %s |\n", strings.Join(cols, " | "))
 	}
 }
