@@ -89,6 +89,7 @@ func main() {
 // matrix is CLI x case -> results of the subtests.
 type matrix struct {
 	cells  map[string]map[string]*cell
+	output map[string][]string // each test's output so far
 	failed bool
 }
 
@@ -106,7 +107,9 @@ func (c *cell) String() string {
 	return "skip"
 }
 
-func newMatrix() *matrix { return &matrix{cells: map[string]map[string]*cell{}} }
+func newMatrix() *matrix {
+	return &matrix{cells: map[string]map[string]*cell{}, output: map[string][]string{}}
+}
 
 // read consumes go test -json, echoing each test's verdict as it comes.
 func (m *matrix) read(r io.Reader) {
@@ -117,8 +120,12 @@ func (m *matrix) read(r io.Reader) {
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue
 		}
-		if e.Action == "output" && strings.HasPrefix(strings.TrimSpace(e.Output), "--- FAIL") {
-			fmt.Fprint(os.Stderr, e.Output)
+		if e.Action == "output" {
+			m.output[e.Test] = append(m.output[e.Test], e.Output)
+		}
+		if e.Action == "fail" {
+			// What the test said, so that a failure is not just a name.
+			fmt.Fprint(os.Stderr, strings.Join(m.output[e.Test], ""))
 		}
 		if e.Action != "pass" && e.Action != "fail" && e.Action != "skip" || e.Test == "" {
 			continue
