@@ -12,6 +12,10 @@ import (
 // Node launchers, so tmux names the pane's command "node" (or the shell of
 // a wrapper script); what runs is in the foreground processes' arguments:
 // "node /…/node_modules/.bin/gemini", "node /…/@openai/codex/bin/codex.js".
+// Droid's npm shim ("node /…/node_modules/.bin/droid") runs its native
+// binary as a child, "/…/@factory/cli-linux-x64/bin/droid", in the same
+// process group; where npm ran the package's postinstall the shim is
+// replaced by that binary and the command is "droid".
 
 // Procs reads the processes of a pane from a /proc file system.
 type Procs struct {
@@ -149,6 +153,7 @@ var cliMarks = []struct {
 	{"codex", []string{"codex", "codex.js"}, []string{"/@openai/codex/"}},
 	{"gemini", []string{"gemini", "gemini.js"}, []string{"/@google/gemini-cli/"}},
 	{"qwen", []string{"qwen", "qwen.js"}, []string{"/@qwen-code/qwen-code/"}},
+	{"droid", []string{"droid"}, []string{"/@factory/cli"}}, // a native binary, run by npm's Node shim
 	{"aider", []string{"aider"}, []string{"/aider/"}},
 }
 

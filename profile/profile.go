@@ -22,7 +22,7 @@ import (
 
 // Profile says how one agent CLI behaves in a terminal.
 type Profile struct {
-	// Name: "claude", "codex", "gemini", "qwen", "aider", "shell", "generic",
+	// Name: "claude", "codex", "gemini", "qwen", "droid", "aider", "shell", "generic",
 	// or a name the config file adds.
 	Name string
 	// Commands are the pane_current_command values that identify it.
@@ -91,6 +91,20 @@ func Builtin() []Profile {
 			Settle: 200 * time.Millisecond, SubmitKey: cr, Queues: true,
 			FoldBytes: 1000, FoldLines: 15,
 			Reader: Codex{},
+		},
+		{
+			// Factory's Droid 0.225.2 (e2e/clis/DROID.md): pastes of more
+			// than 8 lines fold ("[MSG_… 9 lines]"), and so do single
+			// lines of 450 characters (400 did not). Enter while busy puts
+			// the text under "Steering messages:" and sends it after the
+			// running turn (measured: once). An Enter right after a paste
+			// submitted it in every try; the settle is a small margin.
+			// Before gemini: its box is the rounded one Gemini CLI drew in
+			// 2025, which that reader still takes.
+			Name: "droid", Commands: []string{"droid"},
+			Settle: 50 * time.Millisecond, SubmitKey: cr, Queues: true,
+			FoldBytes: 400, FoldLines: 8,
+			Reader: Droid{},
 		},
 		{
 			// gemini-cli text buffer: "[Pasted Text: N lines]" above 5 lines

@@ -27,7 +27,7 @@ func TestBuiltin(t *testing.T) {
 			commands[c] = p.Name
 		}
 	}
-	for _, n := range []string{"claude", "codex", "gemini", "qwen", "aider", "shell", "generic"} {
+	for _, n := range []string{"claude", "codex", "gemini", "qwen", "droid", "aider", "shell", "generic"} {
 		if _, ok := Lookup(n); !ok {
 			t.Errorf("Lookup(%q) found nothing", n)
 		}
@@ -81,6 +81,9 @@ func TestDetect(t *testing.T) {
 		{"node", "codex/0.169.0/80x24-256/tall-12.txt", "codex", "screen shows Codex's composer (not its command, so it is not trusted to queue while busy)"},
 		{"node", "qwen/idle.txt", "qwen", "screen shows Qwen Code's input box (not its command, so it is not trusted to queue while busy)"},
 		{"qwen", "qwen/draft.txt", "qwen", "foreground command qwen"},
+		{"droid", "droid/0.225.2/100x24-256/busy-typed.txt", "droid", "foreground command droid"},
+		{"node", "droid/0.225.2/100x50-truecolor/idle.txt", "droid", "screen shows Droid's input box (not its command, so it is not trusted to queue while busy)"},
+		{"node", "droid/0.225.2/100x24-truecolor/busy.txt", "droid", "screen shows Droid's input box (not its command, so it is not trusted to queue while busy)"},
 		{"python3", "aider/idle.txt", "aider", "screen shows aider's banner"},
 		{"vim", "shell/running.txt", "generic", "unknown program vim: generic"},
 		{"", "shell/running.txt", "generic", "foreground command unknown: generic"},

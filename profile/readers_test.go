@@ -80,8 +80,12 @@ func TestNoFalseReady(t *testing.T) {
 				continue
 			}
 			r := p.Reader.Read(readScreen(t, f))
+			// Droid draws the rounded box of Gemini CLI's 2025 releases,
+			// which the Gemini reader still takes: an empty one is ready.
+			droidReady := (p.Name == "gemini" || p.Name == "qwen") && strings.Contains(f, "/droid/") &&
+				Droid{}.Read(readScreen(t, f)).State == delivery.Ready
 			// A plain "> " line is every generic prompt, and aider's.
-			if r.State == delivery.Ready && !(p.Name == "generic" && strings.Contains(f, "/aider/")) {
+			if r.State == delivery.Ready && !droidReady && !(p.Name == "generic" && strings.Contains(f, "/aider/")) {
 				t.Errorf("%s reads %s as ready: %+v", p.Name, f, r)
 			}
 		}

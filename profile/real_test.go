@@ -119,11 +119,39 @@ func TestRealScreens(t *testing.T) {
 		"slash-picker":                         {state: delivery.Draft, box: "/quit"},
 		"exited":                               {state: delivery.Unknown, noBox: true, shell: true},
 	}
+	droid := map[string]realWant{
+		// Without a Factory login (no Airgap Mode): a menu, no box.
+		"login": {state: delivery.Dialog, noBox: true},
+		// "Trust this folder?" on a folder's first start.
+		"startup-menu":        {state: delivery.Dialog, noBox: true},
+		"idle":                {state: delivery.Ready},
+		"typed":               {state: delivery.Draft, box: "MSG_0001: hello there"},
+		"after-submit":        {state: delivery.Ready},
+		"tall-2":              {state: delivery.Draft, box: "MSG_0002: line 1 of 2\nline 2 of 2"},
+		"tall-2-after-enter":  {state: delivery.Ready},
+		"tall-12":             {state: delivery.Draft, box: "[MSG_0012: line 1 of 12 line 2 of 12 line 3 of 12 l... 12 lines]"},
+		"tall-12-after-enter": {state: delivery.Ready},
+		"busy":                {state: delivery.Busy},
+		// Typed while busy: the steer hint is a row of the box, not text.
+		"busy-typed": {state: delivery.Busy, box: "MSG_0004: while busy"},
+		// Enter while busy: "Steering messages:", sent after the turn.
+		"busy-queued":      {state: delivery.Busy, queued: true},
+		"busy-streaming":   {state: delivery.Busy, queued: true},
+		"idle-after-queue": {state: delivery.Ready},
+		"draft":            {state: delivery.Draft, box: "I was typing this by hand"},
+		// One Ctrl+C empties the box ("Press Ctrl+C again to exit.").
+		"after-ctrl-c": {state: delivery.Ready},
+		"dialog-tool":  {state: delivery.Dialog, noBox: true},
+		"after-dialog": {state: delivery.Ready},
+		"slash-picker": {state: delivery.Draft, box: "/quit"},
+		"exited":       {state: delivery.Unknown, noBox: true, shell: true},
+	}
 	for _, c := range []struct {
 		dir    string
 		reader delivery.ScreenReader
 		want   map[string]realWant
 	}{
+		{"testdata/droid/0.225.2", Droid{}, droid},
 		{"testdata/qwen/0.24.4", Gemini{Product: "Qwen Code"}, qwen},
 		{"testdata/gemini/0.61.0", Gemini{Product: "Gemini CLI"}, gemini},
 		{"testdata/codex/0.169.0", Codex{}, codex},
@@ -167,6 +195,7 @@ func TestRecognizedWithoutBanner(t *testing.T) {
 	}{
 		{"testdata/codex/0.169.0/*/*.txt", Codex{}, []string{"OpenAI Codex", "Codex"}},
 		{"testdata/gemini/0.61.0/*/*.txt", Gemini{Product: "Gemini CLI"}, []string{"Gemini CLI", "Tips for getting started"}},
+		{"testdata/droid/0.225.2/*/*.txt", Droid{}, []string{"D R O I D", "███", "v0.225.2"}},
 	} {
 		files, _ := filepath.Glob(c.glob)
 		for _, f := range files {
