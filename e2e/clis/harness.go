@@ -1,5 +1,5 @@
 // Package clisharness runs the real agent CLIs, Claude Code, Codex, Gemini
-// CLI and Qwen Code, offline in a tmux session on a private tmux server,
+// CLI, Qwen Code and Factory's Droid, offline in a tmux session on a private tmux server,
 // each talking to its API's stand-in in e2e/fakeapi, whose log is the
 // ground truth of what was submitted. See NOTES.md and
 // ../../../shared/FIELD-NOTES.md for the recipes; e2e/claude holds the
@@ -36,10 +36,11 @@ const (
 	Codex  = "codex"
 	Gemini = "gemini"
 	Qwen   = "qwen"
+	Droid  = "droid"
 )
 
 // All are the CLIs this package runs, in the order tests take them.
-var All = []string{Claude, Codex, Gemini, Qwen}
+var All = []string{Claude, Codex, Gemini, Qwen, Droid}
 
 // DefaultCodexModel is a model Codex 0.169 knows and offers no upgrade
 // for; an older one ("gpt-5.6-sol") opens its "Try new model" menu.
@@ -47,7 +48,7 @@ const DefaultCodexModel = "gpt-6.1-sol"
 
 // Options says how to start one CLI.
 type Options struct {
-	CLI     string // Claude, Codex, Gemini or Qwen
+	CLI     string // Claude, Codex, Gemini, Qwen or Droid
 	Exe     string // its executable (see Find); required
 	Socket  string // the private tmux server socket; required
 	Root    string // a scratch dir; home/ and work/ are made under it; required
@@ -156,6 +157,10 @@ func (a *Agent) Env() []string {
 		env = append(env, "GEMINI_API_KEY=fake-key", "GOOGLE_GEMINI_BASE_URL="+a.Opts.APIURL)
 	case Qwen:
 		env = append(env, "OPENAI_API_KEY=fake-key", "OPENAI_BASE_URL="+a.Opts.APIURL+"/v1", "OPENAI_MODEL=qwen3-coder-plus")
+	case Droid:
+		// Its Airgap Mode: no Factory login, only custom models, no
+		// telemetry or update checks (DROID.md).
+		env = append(env, "FACTORY_AIRGAP_ENABLED=1")
 	}
 	return env
 }
@@ -234,6 +239,18 @@ trust_level = "trusted"
 			return err
 		}
 		return write(dir+"/trustedFolders.json", string(trusted))
+	case Droid:
+		// A custom model at the fake API's Chat Completions (the first
+		// custom model is the default in Airgap Mode), the work dir trusted.
+		settings, _ := json.Marshal(map[string]any{
+			"customModels": []any{map[string]any{
+				"model": "fake-chat", "displayName": "Fake Chat", "baseUrl": a.Opts.APIURL + "/v1",
+				"apiKey": "fake-key", "provider": "generic-chat-completion-api", "maxOutputTokens": 4096,
+			}},
+			"trustedFolders": map[string]any{a.Work: map[string]any{"trustedAt": "2026-01-01T00:00:00.000Z"}},
+			"logoAnimation":  "off",
+		})
+		return write(".factory/settings.json", string(settings))
 	}
 	return fmt.Errorf("clisharness: unknown CLI %q", a.Opts.CLI)
 }

@@ -143,6 +143,14 @@ func shellArgs(params json.RawMessage, command string) map[string]any {
 	if _, ok := schema.Properties["description"]; ok {
 		args["description"] = "Run the fake API's command"
 	}
+	// Droid's Execute wants a summary and a risk level; "medium" makes it
+	// ask a person before it runs the command.
+	if _, ok := schema.Properties["summary"]; ok {
+		args["summary"] = "Run the fake API command"
+	}
+	if _, ok := schema.Properties["riskLevel"]; ok {
+		args["riskLevel"], args["riskLevelReason"] = "medium", "It runs a shell command."
+	}
 	return args
 }
 
@@ -168,7 +176,8 @@ func (t oaTool) name() (string, json.RawMessage) {
 // shellTool picks the shell tool among those offered (the first whose name
 // is one of the known shell tools, else one that mentions shell or exec).
 func shellTool(tools []oaTool) (string, json.RawMessage) {
-	for _, want := range []string{"shell", "shell_command", "exec_command", "run_shell_command", "local_shell"} {
+	// Execute: Factory's Droid.
+	for _, want := range []string{"shell", "shell_command", "exec_command", "run_shell_command", "local_shell", "Execute"} {
 		for _, t := range tools {
 			if n, p := t.name(); n == want {
 				return n, p

@@ -313,3 +313,23 @@ func TestChatQwenShapes(t *testing.T) {
 		}
 	}
 }
+
+// Bash mode finds each CLI's shell tool and fills what its schema asks:
+// Droid's Execute wants a summary and a risk level besides the command.
+func TestShellToolAndArgs(t *testing.T) {
+	t.Parallel()
+	var tools []oaTool
+	if err := json.Unmarshal([]byte(`[{"type":"function","function":{"name":"Read","parameters":{}}},
+		{"type":"function","function":{"name":"Execute","parameters":{"properties":{"command":{"type":"string"},
+		"summary":{"type":"string"},"riskLevel":{"type":"string"},"riskLevelReason":{"type":"string"}}}}}]`), &tools); err != nil {
+		t.Fatal(err)
+	}
+	name, params := shellTool(tools)
+	if name != "Execute" {
+		t.Fatalf("shell tool %q", name)
+	}
+	args := shellArgs(params, "touch /tmp/x")
+	if args["command"] != "touch /tmp/x" || args["summary"] == nil || args["riskLevel"] != "medium" || args["riskLevelReason"] == nil {
+		t.Errorf("args %v", args)
+	}
+}
