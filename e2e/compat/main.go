@@ -60,7 +60,8 @@ func main() {
 			}
 		}
 	}
-	args := []string{"test", "-json", "-count=1", "-timeout", *timeout}
+	// One package at a time: each Node CLI wants a core of its own.
+	args := []string{"test", "-json", "-count=1", "-p", "1", "-timeout", *timeout}
 	if *run != "" {
 		args = append(args, "-run", *run)
 	}
