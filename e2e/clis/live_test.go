@@ -306,18 +306,22 @@ type terminal struct {
 }
 
 // terminals: every case runs in 24 rows with 256 colours and in 50 rows
-// with truecolor.
-var terminals = []terminal{{"24-256", 24, false}, {"50-truecolor", 50, true}}
+// with truecolor; the messages, where height and colours change most of
+// what a reader sees, in all four.
+var (
+	terminals    = []terminal{{"24-256", 24, false}, {"50-truecolor", 50, true}}
+	allTerminals = []terminal{{"24-256", 24, false}, {"24-truecolor", 24, true}, {"50-256", 50, false}, {"50-truecolor", 50, true}}
+)
 
 func (tm terminal) set(o *Options) { o.Width, o.Height, o.Truecolor = 100, tm.h, tm.truecolor }
 
 // Messages of 1, 2, 12, 30 and 60 lines and of 5 KB each arrive exactly
-// once, whole or as a pointer, at heights 24 (256 colours) and 50
-// (truecolor), with the CLI started directly (its command is node) and
+// once, whole or as a pointer, at heights 24 and 50, with 256 colours and
+// with truecolor, with the CLI started directly (its command is node) and
 // known by its process. At the end a person's draft is kept.
 func TestLiveMessages(t *testing.T) {
 	for _, cli := range clis {
-		for _, tm := range terminals {
+		for _, tm := range allTerminals {
 			t.Run(cli+"/"+tm.name, func(t *testing.T) {
 				l := newLive(t, cli, tm.set)
 				if cmd, _ := l.agent.Command(); cmd != "node" {
