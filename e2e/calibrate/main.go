@@ -185,7 +185,7 @@ func (c *calibration) candidate(pause time.Duration) (tally, error) {
 	}
 	for t.sent < c.sends {
 		c.seq++
-		text := fmt.Sprintf("calibration %d at %d ms", c.seq, pause.Milliseconds())
+		text := calibrationText(c.seq, pause)
 		rep, took, err := c.send(text)
 		if err != nil {
 			return t, err
@@ -207,6 +207,22 @@ func (c *calibration) candidate(pause time.Duration) (tally, error) {
 	}
 	t.median, t.p95 = percentile(t.sendDuration, 50), percentile(t.sendDuration, 95)
 	return t, nil
+}
+
+// calibrationText is the seq-th text sent: in turn one short line, two
+// lines, a line as long as a pointer to a folded message, and a line of
+// 300 characters, since a paste-burst guard may take longer pastes longer.
+func calibrationText(seq int, pause time.Duration) string {
+	head := fmt.Sprintf("calibration %d at %d ms", seq, pause.Milliseconds())
+	switch seq % 4 {
+	case 1:
+		return head + "\nand a second line"
+	case 2:
+		return head + ": line 1 of 12: keep the id short and early … (full text: agentmsg read MSG_CALIBRATE_0123abcd)"
+	case 3:
+		return head + ": " + strings.Repeat("a long line of words ", 14)
+	}
+	return head
 }
 
 // send runs `agentmsg --json send cal CLI TEXT` and decodes its report.

@@ -15,6 +15,7 @@ import (
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/e2e/fakeapi"
 	"github.com/agentmsg/agentmsg/e2e/harness"
+	"github.com/agentmsg/agentmsg/internal/shell"
 )
 
 // These tests run the built agentmsg against the real Claude Code, Codex,
@@ -433,23 +434,59 @@ func liveBusy(t *testing.T, cli string, tm terminal) {
 
 // A dialog or startup menu is never answered: the message is deferred,
 // nothing is pressed, and deliver types it once the person has closed it.
+// Each CLI's permission dialog opens for a shell command its (fake) model
+// asks to run; Codex, whose tools offer no shell command to the fake model,
+// shows its startup menu and its approval of an MCP tool call instead.
 func TestLiveDialogDeferred(t *testing.T) {
 	for _, cli := range clis {
 		for _, tm := range terminals {
-			t.Run(cli+"/"+tm.name, func(t *testing.T) { liveDialog(t, cli, tm) })
+			t.Run(cli+"/"+tm.name, func(t *testing.T) { liveDialog(t, cli, tm, "") })
 		}
+	}
+	for _, tm := range terminals {
+		t.Run(Codex+"/mcp-approval-"+tm.name, func(t *testing.T) { liveDialog(t, Codex, tm, "mcp") })
 	}
 }
 
-func liveDialog(t *testing.T, cli string, tm terminal) {
+// codexWithMCP is a pane command that registers agentmsg's MCP server with
+// Codex as `mcp install codex` does, less its approval of agentmsg's tools
+// (so Codex asks a person before each call), then runs Codex.
+func codexWithMCP(t *testing.T, o *Options) {
+	t.Helper()
+	bins, err := harness.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(o.Root, "codex-with-mcp.sh")
+	body := fmt.Sprintf(`#!/bin/sh
+%s -S %s --team e2e --from codex mcp install codex --home "$HOME" >/dev/null 2>&1 || exit 1
+sed -i '/^default_tools_approval_mode/d' "$CODEX_HOME/config.toml"
+exec %s "$@"
+`, shell.Quote(bins.Agentmsg), shell.Quote(o.Socket), shell.Quote(o.Exe))
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o.Exe = script
+}
+
+func liveDialog(t *testing.T, cli string, tm terminal, kind string) {
 	dialogReady := func(lines []string) bool { return Reader(cli).Read(lines).State == delivery.Dialog }
 	var l *live
 	ran := ""
-	if cli == Codex {
+	switch {
+	case kind == "mcp":
+		l = newLive(t, cli, func(o *Options) { tm.set(o); codexWithMCP(t, o) })
+		l.set(fakeapi.Control{Scripts: []fakeapi.Script{{Marker: "check your messages",
+			Calls: []fakeapi.Call{{Tool: "agentmsg__check_messages"}}, Reply: "checked"}}})
+		if _, res := l.send("please check your messages"); res.code != 0 {
+			t.Fatalf("%s", res)
+		}
+		l.waitState("the approval", delivery.Dialog)
+	case cli == Codex:
 		// An older model: Codex opens its "Try new model" menu,
 		// where Enter and Esc both answer.
 		l = newLive(t, cli, func(o *Options) { tm.set(o); o.Model = "gpt-5.6-sol"; o.Ready = dialogReady })
-	} else {
+	default:
 		l = newLive(t, cli, tm.set)
 		ran = filepath.Join(l.dir, "ran")
 		l.set(fakeapi.Control{Mode: fakeapi.ModeBash, BashCommand: "touch " + ran})
@@ -485,7 +522,7 @@ func liveDialog(t *testing.T, cli string, tm terminal) {
 		t.Fatalf("deliver touched the dialog: %+v, prompts %q", rd, l.api.Prompts())
 	}
 	// The person closes it; deliver then types the message once.
-	if cli == Codex {
+	if cli == Codex && kind == "" {
 		err := l.agent.Keys("Down")
 		if err == nil {
 			_, err = l.agent.WaitFor(10*time.Second, func(s string) bool { return strings.Contains(s, "› 2. Use existing model") })
