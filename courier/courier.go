@@ -20,6 +20,8 @@ import (
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Verdicts a courier adds to delivery's.
@@ -250,6 +252,18 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		return nil, err
 	}
 	env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Updated: c.now()}
+	// Each inbox is recorded on its own, all at once: a hundred fsyncs one
+	// after another took longer than typing into a hundred panes.
+	recs := make([]recorded, len(panes))
+	var g errgroup.Group
+	g.SetLimit(recordConcurrency)
+	for i, p := range panes {
+		g.Go(func() error {
+			recs[i] = c.recordOne(ctx, p, env, mode)
+			return nil
+		})
+	}
+	_ = g.Wait()
 	var unlocks []func()
 	defer func() {
 		for _, unlock := range unlocks {
@@ -260,36 +274,19 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 	var now []dispatch.Resolved // recorded as typing: type them now
 	var behind []Result         // older messages waiting: this one waits too
 	var errs []error
-	for _, p := range panes {
-		tm, agent := Inbox(p.Target)
-		box, err := c.Store.Box(tm, agent)
-		if err == nil && mode.Queue && c.mustWait(ctx, tm, agent) {
-			// The same rule as Send's: oldest first, so a broadcast
-			// never overtakes a message deferred to the same agent.
-			e := env
-			e.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent"}
-			if err := box.Append(e); err != nil {
-				errs = append(errs, fmt.Errorf("%s/%s: %w", tm, agent, err))
-				continue
-			}
-			behind = append(behind, Result{Outcome: dispatch.Outcome{Target: p.Target, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred})
-			continue
+	for i, r := range recs {
+		if r.unlock != nil {
+			unlocks = append(unlocks, r.unlock)
 		}
-		if err == nil {
-			var unlock func()
-			if unlock, err = c.holdTyping(ctx, tm, agent, env.ID); err == nil {
-				unlocks = append(unlocks, unlock)
-			}
+		switch {
+		case r.err != nil:
+			errs = append(errs, r.err)
+		case r.behind != nil:
+			behind = append(behind, *r.behind)
+		default:
+			boxes[panes[i].Target.Session] = r.box
+			now = append(now, panes[i])
 		}
-		if err == nil {
-			err = box.Append(env)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s/%s: %w", tm, agent, err))
-			continue
-		}
-		boxes[p.Target.Session] = box
-		now = append(now, p)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("recording the broadcast: %w", err)
@@ -304,6 +301,48 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 	out = append(out, behind...)
 	slices.SortFunc(out, func(a, b Result) int { return strings.Compare(a.Target.Session, b.Target.Session) })
 	return out, nil
+}
+
+// recordConcurrency bounds the inboxes a broadcast records at once.
+const recordConcurrency = 32
+
+// recorded is what recording a broadcast in one agent's inbox gave: the
+// inbox and the message's typing lock (to type it now), or a deferral
+// behind older messages, or an error.
+type recorded struct {
+	box    *mailbox.Box
+	unlock func()
+	behind *Result
+	err    error
+}
+
+// recordOne records a broadcast in the inbox of p's agent: as typing, its
+// typing lock held; or, when older messages still wait for that agent, as
+// deferred behind them (Send's rule: a broadcast never overtakes them).
+func (c *Courier) recordOne(ctx context.Context, p dispatch.Resolved, env mailbox.Envelope, mode Mode) recorded {
+	tm, agent := Inbox(p.Target)
+	fail := func(err error) recorded { return recorded{err: fmt.Errorf("%s/%s: %w", tm, agent, err)} }
+	box, err := c.Store.Box(tm, agent)
+	if err != nil {
+		return fail(err)
+	}
+	if mode.Queue && c.mustWait(ctx, tm, agent) {
+		e := env
+		e.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent"}
+		if err := box.Append(e); err != nil {
+			return fail(err)
+		}
+		return recorded{behind: &Result{Outcome: dispatch.Outcome{Target: p.Target, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred}}
+	}
+	unlock, err := c.holdTyping(ctx, tm, agent, env.ID)
+	if err != nil {
+		return fail(err)
+	}
+	if err := box.Append(env); err != nil {
+		unlock()
+		return fail(err)
+	}
+	return recorded{box: box, unlock: unlock}
 }
 
 // recordBroadcast records env, for reading only, in the inbox of every

@@ -51,12 +51,22 @@ type Profile struct {
 // Settle is a profile's own: a pause before the submit key only where an
 // agent is known to need one. A program that enabled bracketed paste and
 // already shows our whole text in its box has taken the paste, so the
-// press can follow at once (generic, shell, aider: 0). Claude Code keeps
-// the 30 ms it has always had until scripts/calibrate measures it; Codex's
-// paste-burst guard is public (about 120 ms).
+// press can follow at once (generic, shell, aider: 0).
+//
+// The live CLIs' settles are calibrated (scripts/calibrate; two runs of 100
+// sends per candidate pause, 2026-11-23, tmux 3.3a, 2 cores): the shortest
+// pause after which every send submitted on its first press, doubled, and
+// never under calibratedFloor, since a loaded machine shifts both sides.
+//
+//	CLI          run 1 (short texts)  run 2 (four kinds)  settle
+//	Claude Code  0 ms                 0 ms                20 ms
+//	Codex        100 ms               0 ms                200 ms
+//	Gemini CLI   50 ms                75 ms               150 ms
+//	Qwen Code    0 ms                 0 ms                20 ms
+//	Droid        0 ms                 0 ms                20 ms
 const (
-	cr           = 0x0d
-	claudeSettle = 30 * time.Millisecond
+	cr              = 0x0d
+	calibratedFloor = 20 * time.Millisecond
 )
 
 // shellCommands are the pane_current_command values of interactive shells.
@@ -70,7 +80,7 @@ func Builtin() []Profile {
 			// Measured with Claude Code 2.1.197 (e2e/claude/NOTES.md): 4 or
 			// more lines, or one line over 800 characters, fold; it queues.
 			Name: "claude", Commands: []string{"claude", "claude.exe"}, // npm's package runs bin/claude.exe
-			Settle: claudeSettle, SubmitKey: cr, Queues: true,
+			Settle: calibratedFloor, SubmitKey: cr, Queues: true,
 			FoldBytes: 800, FoldLines: 3,
 			Reader: Claude{},
 		},
@@ -98,11 +108,11 @@ func Builtin() []Profile {
 			// lines of 450 characters (400 did not). Enter while busy puts
 			// the text under "Steering messages:" and sends it after the
 			// running turn (measured: once). An Enter right after a paste
-			// submitted it in every try; the settle is a small margin.
+			// submitted it in every try, and 200 of 200 calibration sends.
 			// Before gemini: its box is the rounded one Gemini CLI drew in
 			// 2025, which that reader still takes.
 			Name: "droid", Commands: []string{"droid"},
-			Settle: 50 * time.Millisecond, SubmitKey: cr, Queues: true,
+			Settle: calibratedFloor, SubmitKey: cr, Queues: true,
 			FoldBytes: 400, FoldLines: 8,
 			Reader: Droid{},
 		},
@@ -113,7 +123,7 @@ func Builtin() []Profile {
 			// under "Queued (press ↑ to edit):" and runs after the turn
 			// (measured: once).
 			Name: "gemini", Commands: []string{"gemini"},
-			Settle: 100 * time.Millisecond, SubmitKey: cr, Queues: true,
+			Settle: 150 * time.Millisecond, SubmitKey: cr, Queues: true,
 			FoldBytes: 500, FoldLines: 5,
 			Reader: Gemini{Product: "Gemini CLI"},
 		},
@@ -123,7 +133,7 @@ func Builtin() []Profile {
 			// characters). Enter while busy queues the text ("⏳ 1 queued"),
 			// run after the turn (measured: once).
 			Name: "qwen", Commands: []string{"qwen"},
-			Settle: 100 * time.Millisecond, SubmitKey: cr, Queues: true,
+			Settle: calibratedFloor, SubmitKey: cr, Queues: true,
 			FoldBytes: 1000, FoldLines: 10,
 			Reader: Gemini{Product: "Qwen Code"},
 		},

@@ -46,7 +46,7 @@ func run(sends, senders, each int, claude bool) error {
 	fmt.Fprintf(os.Stderr, "building and measuring on %s (a minute or so)...\n", harness.TmuxVersion())
 	// The stand-in drawn as a plain prompt is read by the generic profile,
 	// which needs no pause before submit; drawn as Claude Code, it is read
-	// as Claude Code, whose profile pauses 30 ms before submit.
+	// as Claude Code, whose profile pauses 20 ms before submit.
 	if err := add(benchSend(sends, "plain")); err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func benchSend(n int, style string) (row, error) {
 	}
 	what, target := "send to a ready agent, process start to verdict", "median <= 20 ms, p95 <= 30 ms"
 	if style == "claude" {
-		what, target = "send to a ready Claude-like agent (30 ms settle)", "the same + its settle"
+		what, target = "send to a ready Claude-like agent (20 ms settle)", "the same + its settle"
 	}
 	return row{
 		what:   fmt.Sprintf("%s (n=%d)", what, n),
