@@ -89,6 +89,8 @@ func TestRealScreens(t *testing.T) {
 		"slash-picker":            {state: delivery.Draft, box: "/quit"},
 		"exited":                  {state: delivery.Unknown, noBox: true, shell: true},
 		"startup-menu":            {state: delivery.Dialog, noBox: true},
+		// Its approval of an MCP tool call (e2e/clis, codex/mcp-approval).
+		"mcp-approval": {state: delivery.Dialog, noBox: true},
 		// A reply streaming: no "Working" line, only the missing "Worked for".
 		"busy-streaming":       {state: delivery.Busy},
 		"busy-streaming-typed": {state: delivery.Busy, box: "MSG_0003: typed while it streams"},

@@ -481,7 +481,7 @@ func liveDialog(t *testing.T, cli string, tm terminal, kind string) {
 		if _, res := l.send("please check your messages"); res.code != 0 {
 			t.Fatalf("%s", res)
 		}
-		l.waitState("the approval", delivery.Dialog)
+		t.Logf("the approval:\n%s", l.waitState("the approval", delivery.Dialog))
 	case cli == Codex:
 		// An older model: Codex opens its "Try new model" menu,
 		// where Enter and Esc both answer.
