@@ -44,6 +44,8 @@ func TestRealScreens(t *testing.T) {
 		"busy-typed":       {state: delivery.Busy, box: "MSG_0003: while busy"},
 		"busy-queued":      {state: delivery.Busy, queued: true},
 		"idle-after-queue": {state: delivery.Ready},
+		// Its folder-trust menu at the first start (e2e/clis, trust-menu).
+		"trust-menu": {state: delivery.Dialog, noBox: true},
 		// Running agentmsg's hooks after a turn (TestLiveHooks).
 		"hooks-running": {state: delivery.Busy},
 		"tall-2":        {state: delivery.Draft, box: lines("", 2)},

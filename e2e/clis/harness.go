@@ -61,6 +61,9 @@ type Options struct {
 	// exits (as in a person's pane): the pane's command is "bash", and
 	// after the CLI quits a shell prompt shows.
 	Wrapper bool
+	// Untrusted leaves the work dir untrusted: the CLI opens its "trust
+	// this folder?" menu at start, a startup menu a person answers.
+	Untrusted bool
 	// Model, for Codex: the configured model (default DefaultCodexModel).
 	Model string
 	// Ready is the screen the start waits for; default: the CLI's reader
@@ -201,10 +204,18 @@ func (a *Agent) writeHome() error {
 		}
 		return os.WriteFile(p, []byte(text), 0o600)
 	}
+	trust := !a.Opts.Untrusted
 	switch a.Opts.CLI {
 	case Claude:
-		return claudeharness.WriteHome(a.Home, a.Work, claudeharness.FakeAPIKey)
+		if err := claudeharness.WriteHome(a.Home, a.Work, claudeharness.FakeAPIKey); err != nil || trust {
+			return err
+		}
+		return untrustClaude(filepath.Join(a.Home, ".claude.json"))
 	case Codex:
+		projects := fmt.Sprintf("\n[projects.%q]\ntrust_level = \"trusted\"\n", a.Work)
+		if !trust {
+			projects = ""
+		}
 		return write(".codex/config.toml", fmt.Sprintf(`model = %q
 model_provider = "fake"
 check_for_update_on_startup = false
@@ -219,10 +230,7 @@ stream_max_retries = 0
 
 [analytics]
 enabled = false
-
-[projects.%q]
-trust_level = "trusted"
-`, a.Opts.Model, a.Opts.APIURL, a.Work))
+%s`, a.Opts.Model, a.Opts.APIURL, projects))
 	case Gemini, Qwen:
 		dir := ".gemini"
 		auth := "gemini-api-key"
@@ -235,24 +243,45 @@ trust_level = "trusted"
 			"privacy":  map[string]any{"usageStatisticsEnabled": false},
 		})
 		trusted, _ := json.Marshal(map[string]string{a.Work: "TRUST_FOLDER"})
-		if err := write(dir+"/settings.json", string(settings)); err != nil {
+		if err := write(dir+"/settings.json", string(settings)); err != nil || !trust {
 			return err
 		}
 		return write(dir+"/trustedFolders.json", string(trusted))
 	case Droid:
 		// A custom model at the fake API's Chat Completions (the first
 		// custom model is the default in Airgap Mode), the work dir trusted.
-		settings, _ := json.Marshal(map[string]any{
+		settings := map[string]any{
 			"customModels": []any{map[string]any{
 				"model": "fake-chat", "displayName": "Fake Chat", "baseUrl": a.Opts.APIURL + "/v1",
 				"apiKey": "fake-key", "provider": "generic-chat-completion-api", "maxOutputTokens": 4096,
 			}},
-			"trustedFolders": map[string]any{a.Work: map[string]any{"trustedAt": "2026-01-01T00:00:00.000Z"}},
-			"logoAnimation":  "off",
-		})
-		return write(".factory/settings.json", string(settings))
+			"logoAnimation": "off",
+		}
+		if trust {
+			settings["trustedFolders"] = map[string]any{a.Work: map[string]any{"trustedAt": "2026-01-01T00:00:00.000Z"}}
+		}
+		b, _ := json.Marshal(settings)
+		return write(".factory/settings.json", string(b))
 	}
 	return fmt.Errorf("clisharness: unknown CLI %q", a.Opts.CLI)
+}
+
+// untrustClaude drops the projects (and their accepted trust dialog) from
+// Claude Code's .claude.json.
+func untrustClaude(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return err
+	}
+	delete(cfg, "projects")
+	if b, err = json.MarshalIndent(cfg, "", "  "); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
 }
 
 // Tmux runs one tmux command on the private server, with no $TMUX so that

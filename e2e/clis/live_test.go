@@ -436,7 +436,8 @@ func liveBusy(t *testing.T, cli string, tm terminal) {
 // nothing is pressed, and deliver types it once the person has closed it.
 // Each CLI's permission dialog opens for a shell command its (fake) model
 // asks to run; Codex, whose tools offer no shell command to the fake model,
-// shows its startup menu and its approval of an MCP tool call instead.
+// shows its startup menu and its approval of an MCP tool call instead. The
+// folder-trust menus at start are startup menus too.
 func TestLiveDialogDeferred(t *testing.T) {
 	for _, cli := range clis {
 		for _, tm := range terminals {
@@ -445,6 +446,12 @@ func TestLiveDialogDeferred(t *testing.T) {
 	}
 	for _, tm := range terminals {
 		t.Run(Codex+"/mcp-approval-"+tm.name, func(t *testing.T) { liveDialog(t, Codex, tm, "mcp") })
+	}
+	// Claude Code, Gemini CLI and Droid ask at their first start in a
+	// folder whether to trust it. (Codex 0.169 and Qwen Code 0.24.4 started
+	// in an untrusted folder without asking.)
+	for _, cli := range []string{Claude, Gemini, Droid} {
+		t.Run(cli+"/trust-menu", func(t *testing.T) { liveDialog(t, cli, terminals[0], "trust") })
 	}
 }
 
@@ -474,6 +481,9 @@ func liveDialog(t *testing.T, cli string, tm terminal, kind string) {
 	var l *live
 	ran := ""
 	switch {
+	case kind == "trust":
+		l = newLive(t, cli, func(o *Options) { tm.set(o); o.Untrusted = true; o.Ready = dialogReady })
+		t.Logf("the trust menu:\n%s", l.waitState("the trust menu", delivery.Dialog))
 	case kind == "mcp":
 		l = newLive(t, cli, func(o *Options) { tm.set(o); codexWithMCP(t, o) })
 		l.set(fakeapi.Control{Scripts: []fakeapi.Script{{Marker: "check your messages",
@@ -522,7 +532,12 @@ func liveDialog(t *testing.T, cli string, tm terminal, kind string) {
 		t.Fatalf("deliver touched the dialog: %+v, prompts %q", rd, l.api.Prompts())
 	}
 	// The person closes it; deliver then types the message once.
-	if cli == Codex && kind == "" {
+	if kind == "trust" {
+		// Its first choice trusts the folder.
+		if err := l.agent.Enter(); err != nil {
+			t.Fatal(err)
+		}
+	} else if cli == Codex && kind == "" {
 		err := l.agent.Keys("Down")
 		if err == nil {
 			_, err = l.agent.WaitFor(10*time.Second, func(s string) bool { return strings.Contains(s, "› 2. Use existing model") })
