@@ -264,6 +264,9 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		})
 	}
 	_ = g.Wait()
+	// Each was written without an fsync of its own: one sync makes them
+	// all durable before anything is typed.
+	syncErr := c.Store.Sync()
 	var unlocks []func()
 	defer func() {
 		for _, unlock := range unlocks {
@@ -288,7 +291,7 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 			now = append(now, panes[i])
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(append(errs, syncErr)...); err != nil {
 		return nil, fmt.Errorf("recording the broadcast: %w", err)
 	}
 	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
@@ -319,6 +322,7 @@ type recorded struct {
 // recordOne records a broadcast in the inbox of p's agent: as typing, its
 // typing lock held; or, when older messages still wait for that agent, as
 // deferred behind them (Send's rule: a broadcast never overtakes them).
+// The caller makes the record durable (Store.Sync).
 func (c *Courier) recordOne(ctx context.Context, p dispatch.Resolved, env mailbox.Envelope, mode Mode) recorded {
 	tm, agent := Inbox(p.Target)
 	fail := func(err error) recorded { return recorded{err: fmt.Errorf("%s/%s: %w", tm, agent, err)} }
@@ -329,7 +333,7 @@ func (c *Courier) recordOne(ctx context.Context, p dispatch.Resolved, env mailbo
 	if mode.Queue && c.mustWait(ctx, tm, agent) {
 		e := env
 		e.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent"}
-		if err := box.Append(e); err != nil {
+		if err := box.AppendBatched(e); err != nil {
 			return fail(err)
 		}
 		return recorded{behind: &Result{Outcome: dispatch.Outcome{Target: p.Target, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred}}
@@ -338,7 +342,7 @@ func (c *Courier) recordOne(ctx context.Context, p dispatch.Resolved, env mailbo
 	if err != nil {
 		return fail(err)
 	}
-	if err := box.Append(env); err != nil {
+	if err := box.AppendBatched(env); err != nil {
 		unlock()
 		return fail(err)
 	}
@@ -361,12 +365,13 @@ func (c *Courier) recordBroadcast(ctx context.Context, team string, env mailbox.
 		tm, agent := Inbox(t)
 		box, err := c.Store.Box(tm, agent)
 		if err == nil {
-			err = box.Append(env)
+			err = box.AppendBatched(env)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s/%s: %w", tm, agent, err))
 		}
 	}
+	errs = append(errs, c.Store.Sync())
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("recording the broadcast: %w", err)
 	}

@@ -122,6 +122,21 @@ func writeTemp(dir, pattern string, data []byte) (string, error) {
 	return f.Name(), nil
 }
 
+// Sync makes everything written to the store durable, AppendBatched's
+// lines and their new files and directories included: one syncfs(2) of the
+// file system that holds the store, one journal commit for them all.
+func (s *Store) Sync() error {
+	d, err := os.Open(s.Root)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := unix.Syncfs(int(d.Fd())); err != nil {
+		return fmt.Errorf("syncing the mailbox (%s): %w", s.Root, err)
+	}
+	return nil
+}
+
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {

@@ -163,3 +163,30 @@ func TestAppendManyBroadcast(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A broadcast writes each inbox with AppendBatched and syncs once: what it
+// wrote reads back like Append's, new inboxes included, and a bad envelope
+// is refused the same way.
+func TestAppendBatchedThenSync(t *testing.T) {
+	s := newStore(t)
+	var want []Envelope
+	for _, agent := range []string{"ana", "bob", "cy"} {
+		e := newEnv(t, "lead", agent, "to everyone")
+		if err := box(t, s, agent).AppendBatched(e); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, e)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for i, agent := range []string{"ana", "bob", "cy"} {
+		got := mustRead(t, s, agent)
+		if len(got.Envelopes) != 1 || got.Envelopes[0].ID != want[i].ID || len(got.Corrupt) != 0 {
+			t.Errorf("%s: %+v", agent, got)
+		}
+	}
+	if err := box(t, s, "ana").AppendBatched(Envelope{ID: "MSG_X_1"}); !errors.Is(err, ErrInvalidEnvelope) {
+		t.Errorf("a bad envelope: %v", err)
+	}
+}

@@ -154,7 +154,7 @@ func benchBroadcast(n int) (row, error) {
 			}
 		}
 		return nil
-	}, harness.Style("plain"))
+	}, harness.Style("plain"), harness.NoCue())
 	if err != nil {
 		return row{}, err
 	}
