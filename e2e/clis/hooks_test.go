@@ -39,16 +39,7 @@ func newHooked(t *testing.T, cli string) *live {
 			t.Fatalf("Codex's hook review is not read as a dialog (%+v):\n%s", rd, screen)
 		}
 		// The person trusts the hooks; Codex records that in its config.
-		err := l.agent.Keys("Down")
-		if err == nil {
-			_, err = l.agent.WaitFor(10*time.Second, func(s string) bool { return strings.Contains(s, "› 2. Trust all and continue") })
-		}
-		if err == nil {
-			err = l.agent.Enter()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		l.choose("› 2. Trust all and continue")
 		l.waitState("ready after the review", delivery.Ready)
 		cfg, _ := os.ReadFile(filepath.Join(l.agent.Home, ".codex", "config.toml"))
 		if strings.Count(string(cfg), "trusted_hash") != 2 {
