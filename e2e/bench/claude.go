@@ -99,7 +99,7 @@ func benchClaude(n int) (row, error) {
 	return row{
 		what: fmt.Sprintf("send to the real Claude Code, idle (n=%d, profile %s)", n, reps[mid].Profile),
 		result: fmt.Sprintf("median %s, p95 %s; the median one: type %.1f, settle %.1f, confirm %.1f, lock+ready %.1f, process+tmux attach %.1f ms",
-			ms(times[mid]), ms(percentile(times, 95)), p.Type, p.Settle, p.Confirm, p.Lock+p.Ready, total-inside),
+			ms(times[mid]), ms(harness.Percentile(times, 95)), p.Type, p.Settle, p.Confirm, p.Lock+p.Ready, total-inside),
 		target: "shows where the time goes",
 	}, nil
 }

@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -128,7 +127,7 @@ func benchSend(n int, style string) (row, error) {
 	}
 	return row{
 		what:   fmt.Sprintf("%s (n=%d)", what, n),
-		result: fmt.Sprintf("median %s, p95 %s", ms(percentile(times, 50)), ms(percentile(times, 95))),
+		result: fmt.Sprintf("median %s, p95 %s", ms(harness.Percentile(times, 50)), ms(harness.Percentile(times, 95))),
 		target: target,
 	}, nil
 }
@@ -160,7 +159,7 @@ func benchBroadcast(n int) (row, error) {
 	}
 	return row{
 		what:   fmt.Sprintf("broadcast to %d agents (%d runs)", n, runs),
-		result: fmt.Sprintf("median %s, max %s", ms(percentile(times, 50)), ms(percentile(times, 100))),
+		result: fmt.Sprintf("median %s, max %s", ms(harness.Percentile(times, 50)), ms(harness.Percentile(times, 100))),
 		target: "100 agents <= 300 ms",
 	}, nil
 }
@@ -228,13 +227,6 @@ func benchConcurrent(senders, each int) (row, error) {
 		result: fmt.Sprintf("%.0f msgs/s, %d of %d merged or lost", float64(total)/elapsed.Seconds(), merged, total),
 		target: ">= 60 msgs/s, 0 merged",
 	}, nil
-}
-
-func percentile(ds []time.Duration, p int) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	return s[max(0, min(len(s)-1, i-1))]
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }

@@ -205,7 +205,7 @@ func (c *calibration) candidate(pause time.Duration) (tally, error) {
 			fmt.Fprintf(os.Stderr, "    %d ms: %d sends\n", pause.Milliseconds(), t.sent)
 		}
 	}
-	t.median, t.p95 = percentile(t.sendDuration, 50), percentile(t.sendDuration, 95)
+	t.median, t.p95 = harness.Percentile(t.sendDuration, 50), harness.Percentile(t.sendDuration, 95)
 	return t, nil
 }
 
@@ -230,13 +230,7 @@ func (c *calibration) send(text string) (harness.SendReport, time.Duration, erro
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.bin, "-S", c.sock, "--json", "send", "cal", c.cli, text)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TMUX") && !strings.HasPrefix(kv, "AGENTMSG_") && !strings.HasPrefix(kv, "XDG_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "AGENTMSG_FROM=calibrate", "XDG_STATE_HOME="+filepath.Join(c.dir, "state"),
-		"XDG_CONFIG_HOME="+filepath.Join(c.dir, "config"), "XDG_RUNTIME_DIR="+filepath.Join(c.dir, "run"))
+	cmd.Env = harness.AgentmsgEnv(c.dir, "calibrate") // the config candidate writes is under c.dir
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	start := time.Now()
@@ -280,18 +274,4 @@ func (c *calibration) arrivedOnce(id string) error {
 		return fmt.Errorf("%s reached the API %d times", id, n)
 	}
 	return nil
-}
-
-// percentile is the p-th percentile (nearest rank) of ds.
-func percentile(ds []time.Duration, p int) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := (p*len(s)+99)/100 - 1
-	if i < 0 {
-		i = 0
-	}
-	return s[i]
 }

@@ -513,6 +513,23 @@ func Ensure(cli string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// ErrNoNPM: the CLI is not installed, and without npm it cannot be; a test
+// skips on it.
+var ErrNoNPM = errors.New("npm is missing")
+
+// Executable finds the CLI (Find), else installs it (Ensure) when npm is
+// there; without npm the error wraps ErrNoNPM.
+func Executable(cli string) (string, error) {
+	p, err := Find(cli)
+	if err == nil {
+		return p, nil
+	}
+	if _, lerr := exec.LookPath("npm"); lerr != nil {
+		return "", fmt.Errorf("%w, so %s cannot be installed: %v", ErrNoNPM, cli, err)
+	}
+	return Ensure(cli)
+}
+
 // Version runs `CLI --version`.
 func Version(exe string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -36,12 +36,9 @@ func exeFor(t *testing.T, cli string) string {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not installed")
 	}
-	p, err := Find(cli)
-	if err != nil {
-		if _, lerr := exec.LookPath("npm"); lerr != nil {
-			t.Skipf("npm is missing, so %s cannot be installed: %v", cli, err)
-		}
-		p, err = Ensure(cli)
+	p, err := Executable(cli)
+	if errors.Is(err, ErrNoNPM) {
+		t.Skip(err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -129,13 +126,7 @@ func (l *live) runStdin(stdin string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, l.bin, append([]string{"-S", l.sock}, args...)...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TMUX") && !strings.HasPrefix(kv, "AGENTMSG_") && !strings.HasPrefix(kv, "XDG_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "AGENTMSG_FROM=tester", "XDG_STATE_HOME="+l.state,
-		"XDG_CONFIG_HOME="+filepath.Join(l.dir, "config"), "XDG_RUNTIME_DIR="+filepath.Join(l.dir, "run"))
+	cmd.Env = harness.AgentmsgEnv(l.dir, "tester") // its state in l.state
 	var out, errOut bytes.Buffer
 	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -384,24 +385,18 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	send("response.created", map[string]any{"response": response("in_progress", []any{})})
 	send("response.in_progress", map[string]any{"response": response("in_progress", []any{})})
-	if scripted && item["type"] == "custom_tool_call" {
-		added := map[string]any{}
-		for k, v := range item {
-			added[k] = v
+	if scripted || p.tool() {
+		// A tool call streams its input: a custom tool's (Codex's exec) as
+		// "input", a function's as "arguments".
+		field, event := "arguments", "function_call_arguments"
+		if item["type"] == "custom_tool_call" {
+			field, event = "input", "custom_tool_call_input"
 		}
-		added["input"], added["status"] = "", "in_progress"
+		added := maps.Clone(item)
+		added[field], added["status"] = "", "in_progress"
 		send("response.output_item.added", map[string]any{"output_index": 0, "item": added})
-		send("response.custom_tool_call_input.delta", map[string]any{"item_id": itemID, "output_index": 0, "delta": item["input"]})
-		send("response.custom_tool_call_input.done", map[string]any{"item_id": itemID, "output_index": 0, "input": item["input"]})
-	} else if scripted || p.tool() {
-		added := map[string]any{}
-		for k, v := range item {
-			added[k] = v
-		}
-		added["arguments"], added["status"] = "", "in_progress"
-		send("response.output_item.added", map[string]any{"output_index": 0, "item": added})
-		send("response.function_call_arguments.delta", map[string]any{"item_id": itemID, "output_index": 0, "delta": item["arguments"]})
-		send("response.function_call_arguments.done", map[string]any{"item_id": itemID, "output_index": 0, "arguments": item["arguments"]})
+		send("response."+event+".delta", map[string]any{"item_id": itemID, "output_index": 0, "delta": item[field]})
+		send("response."+event+".done", map[string]any{"item_id": itemID, "output_index": 0, field: item[field]})
 	} else {
 		send("response.output_item.added", map[string]any{"output_index": 0, "item": map[string]any{
 			"type": "message", "id": itemID, "role": "assistant", "status": "in_progress", "content": []any{}}})

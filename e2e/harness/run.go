@@ -74,17 +74,23 @@ func (s *Server) Exec(ctx context.Context, stdin io.Reader, args ...string) (Res
 	return res, nil
 }
 
-// Env is agentmsg's environment: the caller's, without anything that would
-// point it at another tmux server or another configuration, sender
-// "tester", and every XDG dir inside the server's dir (config file, locks).
+// Env is agentmsg's environment: AgentmsgEnv in the server's dir, sender
+// "tester", and the tmux the server runs.
 func (s *Server) Env() []string {
+	return append(AgentmsgEnv(s.Dir, "tester"), "AGENTMSG_TMUX="+TmuxBin()) // the matrix's tmux, or $PATH's
+}
+
+// AgentmsgEnv is an environment for an agentmsg under test: the caller's,
+// without anything that would point it at another tmux server or another
+// configuration, with sender from and every XDG dir inside dir (config
+// file, mailbox, locks).
+func AgentmsgEnv(dir, from string) []string {
 	env := withoutVars(os.Environ(), "TMUX", "TMUX_PANE", "TMUX_TMPDIR", "AGENTMSG_*",
 		"XDG_CONFIG_HOME", "XDG_RUNTIME_DIR", "XDG_STATE_HOME")
 	return append(env,
-		"AGENTMSG_FROM=tester",
-		"AGENTMSG_TMUX="+TmuxBin(), // the matrix's tmux, or $PATH's
-		"XDG_CONFIG_HOME="+filepath.Join(s.Dir, "config"),
-		"XDG_RUNTIME_DIR="+filepath.Join(s.Dir, "runtime"),
-		"XDG_STATE_HOME="+filepath.Join(s.Dir, "state"),
+		"AGENTMSG_FROM="+from,
+		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
+		"XDG_RUNTIME_DIR="+filepath.Join(dir, "runtime"),
+		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
 	)
 }

@@ -15,6 +15,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -48,28 +49,17 @@ func executables(t *testing.T) (claude, codex string) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not installed")
 	}
-	npm := func(err error) {
-		if _, lerr := exec.LookPath("npm"); lerr != nil {
-			t.Skipf("npm is missing, so the CLI cannot be installed: %v", err)
+	exe := func(cli string) string {
+		p, err := clisharness.Executable(cli)
+		if errors.Is(err, clisharness.ErrNoNPM) {
+			t.Skip(err)
 		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
-	claude, err := claudeharness.Find()
-	if err != nil {
-		npm(err)
-		claude, err = claudeharness.Ensure()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	codex, err = clisharness.Find(clisharness.Codex)
-	if err != nil {
-		npm(err)
-		codex, err = clisharness.Ensure(clisharness.Codex)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return claude, codex
+	return exe(clisharness.Claude), exe(clisharness.Codex)
 }
 
 // scene is the private tmux server with both agents and their fake APIs.
