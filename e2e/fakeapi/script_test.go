@@ -80,11 +80,7 @@ func TestScriptMessagesCallsToolsInTurnAndLogsResults(t *testing.T) {
 		t.Errorf("final reply %q", got)
 	}
 	recs := s.Records()
-	var kinds []string
-	for _, r := range recs {
-		kinds = append(kinds, r.Kind+":"+r.Tool)
-	}
-	if strings.Join(kinds, ",") != "prompt:,tool_result:mcp__agentmsg__send_message,tool_result:mcp__agentmsg__check_messages,prompt:" {
+	if kinds := kindsOf(recs); kinds != "prompt:,tool_result:mcp__agentmsg__send_message,tool_result:mcp__agentmsg__check_messages,prompt:" {
 		t.Fatalf("records %v", kinds)
 	}
 	if recs[1].Result != `{"delivered":true}` || recs[2].Result != "PONG-7 arrived" || recs[3].Text != "queued meanwhile" {
@@ -176,11 +172,7 @@ func TestScriptResponsesCallsDeferredMCPToolsThroughExec(t *testing.T) {
 		t.Errorf("last item %v", last)
 	}
 	recs := s.Records()
-	var kinds []string
-	for _, r := range recs {
-		kinds = append(kinds, r.Kind+":"+r.Tool)
-	}
-	if strings.Join(kinds, ",") != "prompt:,tool_result:mcp__agentmsg__send_message,tool_result:mcp__agentmsg__check_messages,prompt:" {
+	if kinds := kindsOf(recs); kinds != "prompt:,tool_result:mcp__agentmsg__send_message,tool_result:mcp__agentmsg__check_messages,prompt:" {
 		t.Fatalf("records %v", kinds)
 	}
 	if recs[1].Result != `{"delivered":true}` || recs[2].Result != "inbox: PONG" || recs[3].Text != "steered in" {
@@ -212,4 +204,13 @@ func TestDeferredNamespaces(t *testing.T) {
 	if strings.Join(got, ",") != "mcp__agentmsg,mcp__codex_tui" {
 		t.Errorf("got %q", got)
 	}
+}
+
+// kindsOf lists the records' kinds and tools: "prompt:,tool_result:NAME".
+func kindsOf(recs []Record) string {
+	var kinds []string
+	for _, r := range recs {
+		kinds = append(kinds, r.Kind+":"+r.Tool)
+	}
+	return strings.Join(kinds, ",")
 }
