@@ -130,7 +130,7 @@ func (o Options) Decide(rd Reading) Action {
 	switch {
 	case rd.State == Ready || (rd.Shell && o.Force && rd.Box == ""):
 		return ActType
-	case rd.State == Busy && o.QueueWhileBusy && rd.BoxRow >= 0 && rd.Box == "":
+	case rd.State == Busy && o.QueueWhileBusy && rd.BoxRow >= 0 && rd.Box == "" && !rd.Hold:
 		return ActQueue // it queues what is submitted now
 	case rd.Shell && !o.Force:
 		return ActRefuse
@@ -618,6 +618,7 @@ func (r *run) typeText(ctx context.Context) error {
 	}
 	deadline := r.d.Clock.Now().Add(r.d.Opts.ConfirmTimeout)
 	wait := backoff{max: r.d.Opts.Poll}
+	lookedAgain := false
 	for {
 		rd, _, err := r.read(ctx)
 		if err != nil {
@@ -641,6 +642,14 @@ func (r *run) typeText(ctx context.Context) error {
 			// was empty right before and we hold the lock.
 			r.label = rd.Box
 			return nil
+		case !r.d.Clock.Now().Before(deadline) && !lookedAgain:
+			// What is decided at the deadline rests on two looks.
+			lookedAgain = true
+			r.next = nil
+			if err := r.sleep(ctx, lookAgainAfter); err != nil {
+				return err
+			}
+			continue
 		case !r.d.Clock.Now().Before(deadline):
 			r.next = nil
 			// Until now the paste may have been arriving in pieces.
@@ -681,7 +690,15 @@ func (r *run) pressSubmit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	switch r.holds(rd) {
+	holds := r.holds(rd)
+	if holds != holdsOurs {
+		// Not pressing is decided on two looks: one frame can be torn.
+		if rd, err = r.lookAgain(ctx); err != nil {
+			return err
+		}
+		holds = r.holds(rd)
+	}
+	switch holds {
 	case holdsMixed:
 		// A person typed into the box while we settled: submitting would
 		// send their half-typed text with ours.
@@ -708,6 +725,22 @@ func (r *run) pressSubmit(ctx context.Context) error {
 	r.res.Presses++
 	// Like a paste, a press once decided on is made whole.
 	return r.term(r.d.Term.SendBytes(context.WithoutCancel(ctx), r.pane, '\r'))
+}
+
+// lookAgainAfter spaces the two looks a delivery that stops without
+// pressing is decided on. A capture can catch a frame half drawn: the
+// agent writes a redraw in pieces, and under load tmux may take a look
+// between them. A redraw finishes within milliseconds.
+const lookAgainAfter = 20 * time.Millisecond
+
+// lookAgain takes a fresh look, lookAgainAfter after the last one.
+func (r *run) lookAgain(ctx context.Context) (Reading, error) {
+	if err := r.sleep(ctx, lookAgainAfter); err != nil {
+		return Reading{}, err
+	}
+	r.next = nil // a new capture, never the last one kept
+	rd, _, err := r.read(ctx)
+	return rd, err
 }
 
 // reach tells Opts.OnStep of a step before it is first taken.
@@ -743,12 +776,24 @@ func (r *run) confirm(ctx context.Context, last bool) (inBox bool, err error) {
 	deadline := pressed.Add(r.d.Opts.ConfirmTimeout)
 	wait := backoff{max: r.d.Opts.Poll}
 	var nextLook time.Time
+	mixedBefore := false // the previous look showed other text with ours
 	for {
 		rd, lines, err := r.read(ctx)
 		if err != nil {
 			return false, err
 		}
 		holds := r.holds(rd)
+		if holds == holdsMixed && !mixedBefore {
+			// Decided on two looks: one frame can be torn (seen in CI:
+			// Codex's box showed the first 24 characters of our text
+			// for one look right after a press that was taken).
+			mixedBefore = true
+			if err := r.sleep(ctx, lookAgainAfter); err != nil {
+				return false, err
+			}
+			continue
+		}
+		mixedBefore = holds == holdsMixed
 		if holds == holdsMixed {
 			r.leftInBox = true
 			return false, fmt.Errorf("%w: after %d submit presses, someone typed into the input box along with our text (it holds %q); not pressed again, and the text is left as it is", ErrUnconfirmed, r.res.Presses, clip(rd.Box))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -542,6 +543,7 @@ func TestDecide(t *testing.T) {
 		{box(Ready, ""), false, false, ActType},
 		{box(Busy, ""), false, false, ActWait},
 		{box(Busy, ""), false, true, ActQueue},
+		{Reading{State: Busy, BoxRow: 2, Hold: true}, false, true, ActWait},
 		{box(Busy, "a draft"), false, true, ActWait},
 		{Reading{State: Busy, BoxRow: -1}, false, true, ActWait},
 		{box(Draft, "a draft"), true, true, ActWait},
@@ -558,6 +560,58 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// One look can catch a frame half drawn, before or after the press (seen
+// in CI: Codex's box showed the first 24 characters of our text right
+// after a press it took). A delivery never stops on one such look: it
+// looks again, and the second look decides.
+func TestTornFrameNeverStopsADelivery(t *testing.T) {
+	ours := string(testID) + ": hello"
+	reader := readerFunc(func(lines []string) Reading {
+		switch lines[len(lines)-1] {
+		case "ready":
+			return Reading{State: Ready, BoxRow: len(lines) - 1}
+		case "ours":
+			return Reading{State: Ready, BoxRow: 0, Box: ours}
+		case "torn":
+			return Reading{State: Ready, BoxRow: 0, Box: ours[:len(ours)-3]}
+		case "empty":
+			return Reading{State: Ready, BoxRow: 0}
+		}
+		panic(lines)
+	})
+	for _, tt := range []struct {
+		name    string
+		screens []string
+	}{
+		// Looks: two to agree before typing, one after the paste, one
+		// before the press, then the confirm's.
+		{"torn after the press", []string{"ready", "ready", "ours", "ours", "torn", "> " + ours + "\nready"}},
+		{"empty before the press", []string{"ready", "ready", "ours", "empty", "ours", "> " + ours + "\nready"}},
+		{"torn before the press", []string{"ready", "ready", "ours", "torn", "ours", "> " + ours + "\nready"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			term := &torn{screens: tt.screens}
+			opts := DefaultOptions()
+			opts.Settle = time.Millisecond // a fresh look before the press
+			opts.Reader = reader
+			d := &Deliverer{Term: term, Locks: &noLocks{}, Clock: &fakeClock{now: time.Unix(0, 0)}, Opts: opts}
+			res := d.Deliver(context.Background(), "%1", testID, "hello")
+			if res.Verdict != Submitted || !slices.Equal(term.typed, []string{"paste", "key"}) {
+				t.Fatalf("verdict %s (%v) after %v; want submitted after one paste and one press", res.Verdict, res.Err, term.typed)
+			}
+		})
+	}
+	// Two looks that agree still stop it: a person's text beside ours.
+	term := &torn{screens: []string{"ready", "ready", "ours", "ours", "torn"}}
+	opts := DefaultOptions()
+	opts.Settle = time.Millisecond
+	opts.Reader = reader
+	d := &Deliverer{Term: term, Locks: &noLocks{}, Clock: &fakeClock{now: time.Unix(0, 0)}, Opts: opts}
+	if res := d.Deliver(context.Background(), "%1", testID, "hello"); res.Verdict != Typed {
+		t.Fatalf("verdict %s (%v) after %v; want typed, pressed once", res.Verdict, res.Err, term.typed)
+	}
+}
+
 // torn is a terminal whose screens come from a script: one string a look,
 // the last one repeating. It records every paste and key.
 type torn struct {
@@ -570,7 +624,7 @@ func (t *torn) LeaveMode(context.Context, string) error { return nil }
 func (t *torn) Capture(context.Context, string, int) ([]string, error) {
 	s := t.screens[min(t.looks, len(t.screens)-1)]
 	t.looks++
-	return []string{s}, nil
+	return strings.Split(s, "\n"), nil
 }
 func (t *torn) Paste(_ context.Context, _ string, text string) error {
 	t.typed = append(t.typed, "paste")

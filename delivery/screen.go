@@ -36,6 +36,10 @@ type Reading struct {
 	// Shell: the pane shows a shell prompt, not an agent: typed text would
 	// run as a command.
 	Shell bool
+	// Hold: the agent is busy in a way that loses or mangles what is typed
+	// now, even where it queues what comes during a turn (Gemini CLI
+	// running its hooks), so nothing is typed until it is over.
+	Hold bool
 }
 
 // ScreenReader interprets the visible lines of an agent's pane. Agent

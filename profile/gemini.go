@@ -114,11 +114,20 @@ func (g Gemini) Read(screen []string) delivery.Reading {
 			r.Queued = true
 		}
 	}
-	// While it runs hooks (" ⠙ Executing Hooks: CMD", before and after a
-	// turn) it is not idle either: a paste that came then was shown twice
-	// in the box (seen live twice with 0.61.0, TestLiveHooks).
-	_, busy := containsFold(status, "esc to cancel", "executing hooks:")
-	return noteQueued(boxState(r, busy, "input box"))
+	// While it shows its hooks running (" ⠙ Executing Hook: CMD", or
+	// "Hooks:" for more than one, before and after a turn, and for at
+	// least 3 s each) a paste is lost or doubled: it showed twice in the
+	// box, or vanished from it before the press (seen live with 0.61.0,
+	// TestLiveHooks, 1 send in 4). Nothing is typed then, not even into
+	// its queue.
+	_, hooks := containsFold(status, "executing hook")
+	_, busy := containsFold(status, "esc to cancel")
+	r = noteQueued(boxState(r, busy || hooks, "input box"))
+	if hooks {
+		r.Hold = true
+		r.Detail += "; it is running its hooks"
+	}
+	return r
 }
 
 func (g Gemini) product() string {

@@ -17,6 +17,7 @@ type realWant struct {
 	noBox  bool
 	queued bool
 	shell  bool
+	hold   bool
 }
 
 func lines(prefix string, n int) string {
@@ -47,17 +48,21 @@ func TestRealScreens(t *testing.T) {
 		// Its folder-trust menu at the first start (e2e/clis, trust-menu).
 		"trust-menu": {state: delivery.Dialog, noBox: true},
 		// Running agentmsg's hooks after a turn (TestLiveHooks).
-		"hooks-running": {state: delivery.Busy},
-		"tall-2":        {state: delivery.Draft, box: lines("", 2)},
-		"tall-12":       {state: delivery.Draft, box: "[Pasted Text: 12 lines]"},
-		"tall-30":       {state: delivery.Draft, box: "[Pasted Text: 30 lines]"},
-		"tall-60":       {state: delivery.Draft, box: "[Pasted Text: 60 lines]"},
-		"after-tall":    {state: delivery.Ready},
-		"draft":         {state: delivery.Draft, box: "I was typing this by hand"},
-		"dialog-tool":   {state: delivery.Dialog, noBox: true},
-		"after-dialog":  {state: delivery.Ready},
-		"slash-picker":  {state: delivery.Draft, box: "/quit"},
-		"exited":        {state: delivery.Unknown, noBox: true, shell: true},
+		"hooks-running": {state: delivery.Busy, hold: true},
+		// One hook ("Executing Hook:"), shown for 3 s after it ends; and
+		// a paste made then, doubled in the box.
+		"hooks-running-one":   {state: delivery.Busy, hold: true},
+		"hooks-paste-doubled": {state: delivery.Busy, hold: true, box: "MSG_TESTER_3a2a02f9: a long taskMSG_TESTER_3a2a02f9: a long task"},
+		"tall-2":              {state: delivery.Draft, box: lines("", 2)},
+		"tall-12":             {state: delivery.Draft, box: "[Pasted Text: 12 lines]"},
+		"tall-30":             {state: delivery.Draft, box: "[Pasted Text: 30 lines]"},
+		"tall-60":             {state: delivery.Draft, box: "[Pasted Text: 60 lines]"},
+		"after-tall":          {state: delivery.Ready},
+		"draft":               {state: delivery.Draft, box: "I was typing this by hand"},
+		"dialog-tool":         {state: delivery.Dialog, noBox: true},
+		"after-dialog":        {state: delivery.Ready},
+		"slash-picker":        {state: delivery.Draft, box: "/quit"},
+		"exited":              {state: delivery.Unknown, noBox: true, shell: true},
 		// An Enter 120 ms after a paste became a newline: a blank row in
 		// the box, then the next paste after it.
 		"enter-as-newline": {state: delivery.Draft, box: "MSG_TESTER_111: line 1 of 12: keep the id short and early … (full text: agentmsg read\nMSG_TESTER_111)"},
@@ -177,7 +182,7 @@ func TestRealScreens(t *testing.T) {
 					t.Fatalf("no expectation for %s", state)
 				}
 				got := c.reader.Read(readScreen(t, f))
-				if got.State != w.state || got.Box != w.box || (got.BoxRow < 0) != w.noBox || got.Queued != w.queued || got.Shell != w.shell {
+				if got.State != w.state || got.Box != w.box || (got.BoxRow < 0) != w.noBox || got.Queued != w.queued || got.Shell != w.shell || got.Hold != w.hold {
 					t.Errorf("Read = %+v\nwant %+v", got, w)
 				}
 				if got.State != delivery.Ready && got.Detail == "" {

@@ -118,6 +118,7 @@ func (a *Agent) Env() []string {
 	return []string{
 		"PATH=" + path,
 		"HOME=" + a.Home,
+		"TMPDIR=" + filepath.Join(a.Home, "tmp"), // its per-folder files go with the test
 		"TERM=tmux-256color",
 		"LANG=C.UTF-8",
 		"SHELL=/bin/bash",
@@ -295,7 +296,7 @@ func alive(pid int) bool {
 // "use this API key?" question (approved by the key's last 20 characters).
 // It makes the work dir too.
 func WriteHome(home, work, apiKey string) error {
-	if err := os.MkdirAll(home, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(home, "tmp"), 0o700); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(work, 0o755); err != nil {

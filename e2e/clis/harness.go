@@ -142,6 +142,7 @@ func (a *Agent) Env() []string {
 	env := []string{
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + a.Home,
+		"TMPDIR=" + filepath.Join(a.Home, "tmp"), // its sockets and caches go with the test
 		"TERM=tmux-256color",
 		"LANG=C.UTF-8",
 		"SHELL=/bin/bash",
@@ -192,7 +193,7 @@ func (a *Agent) command() []string {
 // writeHome writes each CLI's configuration into the scratch HOME: the
 // fake API, the work dir trusted, no update checks or telemetry.
 func (a *Agent) writeHome() error {
-	for _, d := range []string{a.Home, a.Work} {
+	for _, d := range []string{a.Home, filepath.Join(a.Home, "tmp"), a.Work} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return err
 		}
