@@ -93,11 +93,13 @@ var (
 )
 
 // codexPassEnv are the variables Codex passes on to agentmsg's MCP server:
-// the tmux session it runs in, and where agentmsg keeps its state.
+// the tmux session it runs in, and where agentmsg keeps its state and its
+// locks. TMPDIR too: without XDG_RUNTIME_DIR the pane locks live under it,
+// and a server locking elsewhere than the senders could type over them.
 var codexPassEnv = []string{
 	"TMUX", "TMUX_PANE", "TMUX_TMPDIR",
 	"AGENTMSG_HOME", "AGENTMSG_TMUX", "AGENTMSG_SOCKET", "AGENTMSG_SOCKET_NAME", "AGENTMSG_TEAM", "AGENTMSG_FROM",
-	"XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
+	"XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "TMPDIR",
 }
 
 // mergeTOMLServer sets [mcp_servers.agentmsg] in Codex's config.toml. It
