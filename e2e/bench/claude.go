@@ -86,22 +86,28 @@ func benchClaude(n int) (row, error) {
 	if got := len(api.Prompts()); got != n {
 		return row{}, fmt.Errorf("the API got %d prompts, want %d", got, n)
 	}
-	// The phases of the send whose total is the median.
-	order := make([]int, n)
+	return row{
+		what:   fmt.Sprintf("send to the real Claude Code, idle (n=%d, profile %s)", n, reps[0].Profile),
+		result: fmt.Sprintf("median %s, p95 %s; %s", ms(harness.Percentile(times, 50)), ms(harness.Percentile(times, 95)), medianPhases(times, reps)),
+		target: "shows where the time goes",
+	}, nil
+}
+
+// medianPhases splits the send whose total is the median into its phases;
+// what the delivery does not account for is the process starting, reading
+// its config and finding the agent (one tmux call).
+func medianPhases(times []time.Duration, reps []claudeReport) string {
+	order := make([]int, len(times))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return int(times[a] - times[b]) })
-	mid := order[n/2]
+	mid := order[len(order)/2]
 	p := reps[mid].Phases
 	inside := p.Lock + p.Ready + p.Type + p.Settle + p.Confirm
 	total := float64(times[mid].Microseconds()) / 1000
-	return row{
-		what: fmt.Sprintf("send to the real Claude Code, idle (n=%d, profile %s)", n, reps[mid].Profile),
-		result: fmt.Sprintf("median %s, p95 %s; the median one: type %.1f, settle %.1f, confirm %.1f, lock+ready %.1f, process+tmux attach %.1f ms",
-			ms(times[mid]), ms(harness.Percentile(times, 95)), p.Type, p.Settle, p.Confirm, p.Lock+p.Ready, total-inside),
-		target: "shows where the time goes",
-	}, nil
+	return fmt.Sprintf("the median one: type %.1f, settle %.1f, confirm %.1f, lock+ready %.1f, process+find %.1f ms",
+		p.Type, p.Settle, p.Confirm, p.Lock+p.Ready, total-inside)
 }
 
 // harnessEnv is the environment for agentmsg runs: no TMUX, no AGENTMSG_*

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -101,16 +102,19 @@ func withServer(n int, fn func(s *harness.Server, agents []*harness.Agent) error
 
 func benchSend(n int, style string) (row, error) {
 	var times []time.Duration
+	var reps []claudeReport
 	err := withServer(1, func(s *harness.Server, agents []*harness.Agent) error {
 		for i := range n {
-			res, err := s.Run("send", "bench", "a000", fmt.Sprintf("message %d", i))
+			res, err := s.Run("--json", "send", "bench", "a000", fmt.Sprintf("message %d", i))
 			if err != nil {
 				return err
 			}
-			if res.Code != 0 {
+			var rep claudeReport
+			if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &rep) != nil {
 				return fmt.Errorf("send %d: %s", i, res)
 			}
 			times = append(times, res.Elapsed)
+			reps = append(reps, rep)
 		}
 		got, err := agents[0].WaitReceived(n, 10*time.Second)
 		if err != nil || len(got) != n {
@@ -127,7 +131,7 @@ func benchSend(n int, style string) (row, error) {
 	}
 	return row{
 		what:   fmt.Sprintf("%s (n=%d)", what, n),
-		result: fmt.Sprintf("median %s, p95 %s", ms(harness.Percentile(times, 50)), ms(harness.Percentile(times, 95))),
+		result: fmt.Sprintf("median %s, p95 %s; %s", ms(harness.Percentile(times, 50)), ms(harness.Percentile(times, 95)), medianPhases(times, reps)),
 		target: target,
 	}, nil
 }
