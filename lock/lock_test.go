@@ -242,3 +242,90 @@ func TestSymlinkAtALockNameIsRefused(t *testing.T) {
 		t.Errorf("the link's target %s was created", victim)
 	}
 }
+
+// A waiter takes a lock the moment it is let go, not at its next poll:
+// with polls an hour apart, it still has the lock within seconds, both
+// when the holder unlocks and when the holder dies (the kernel closes its
+// file).
+func TestWaiterIsWokenWhenTheLockIsLetGo(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("waiters are woken by inotify, on Linux only; elsewhere they poll")
+	}
+	defer func(lo, hi time.Duration) { pollMin, pollMax = lo, hi }(pollMin, pollMax)
+	pollMin, pollMax = time.Hour, time.Hour
+	d := Dir{Path: t.TempDir()}
+	take := func() <-chan func() {
+		got := make(chan func(), 1)
+		go func() {
+			unlock, err := d.Pane(context.Background(), "/tmp/s", "%1")
+			if err != nil {
+				t.Error(err)
+				unlock = func() {}
+			}
+			got <- unlock
+		}()
+		return got
+	}
+	unlock, err := d.Pane(context.Background(), "/tmp/s", "%1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiter := take()
+	time.Sleep(50 * time.Millisecond) // it is waiting now
+	unlock()
+	select {
+	case unlock = <-waiter:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiter did not take the lock after it was let go")
+	}
+	unlock()
+
+	// A holder that dies: a helper process, killed.
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "LOCK_HELPER_DIR="+d.Path)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "held\n" {
+		t.Fatalf("helper said %q", line)
+	}
+	waiter = take()
+	time.Sleep(50 * time.Millisecond)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	select {
+	case unlock = <-waiter:
+		unlock()
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiter did not take the lock after its holder died")
+	}
+}
+
+// BenchmarkPaneHandoff is the time from a holder's unlock to a waiter's
+// lock (handoff-µs): what a sender queued behind another loses per message.
+func BenchmarkPaneHandoff(b *testing.B) {
+	d := Dir{Path: b.TempDir()}
+	ctx := context.Background()
+	var total time.Duration
+	for b.Loop() {
+		unlock, err := d.Pane(ctx, "/tmp/s", "%1")
+		if err != nil {
+			b.Fatal(err)
+		}
+		got := make(chan time.Time, 1)
+		go func() {
+			u, err := d.Pane(ctx, "/tmp/s", "%1")
+			if err != nil {
+				b.Error(err)
+			}
+			got <- time.Now()
+			u()
+		}()
+		time.Sleep(20 * time.Millisecond) // the waiter polls at its slowest by now
+		released := time.Now()
+		unlock()
+		total += (<-got).Sub(released)
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N), "handoff-µs")
+}

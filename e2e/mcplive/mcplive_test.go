@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -69,6 +70,7 @@ type scene struct {
 	sock    string
 	bin     string // the agentmsg under test
 	mailbox string // the one mailbox both MCP servers use
+	tmp     string // the one TMPDIR everyone uses: the pane locks are under it
 	anaAPI  *fakeapi.Server
 	bobAPI  *fakeapi.Server
 	ana     *claudeharness.Agent
@@ -170,6 +172,41 @@ func TestMCPToolsFromRealClaudeAndCodex(t *testing.T) {
 			}
 		}
 	}
+	// Both MCP servers take their pane locks where the senders take
+	// theirs: under the one TMPDIR (Codex passes it on through env_vars).
+	servers := mcpServers(s.bin)
+	if len(servers) != 2 {
+		t.Errorf("found %d agentmsg MCP servers running, want 2", len(servers))
+	}
+	for pid, env := range servers {
+		if !slices.Contains(env, "TMPDIR="+s.tmp) {
+			t.Errorf("MCP server %d runs without the shared TMPDIR: %q", pid, env)
+		}
+	}
+}
+
+// mcpServers are the running `agentmsg mcp` processes of bin, with their
+// environments (from /proc).
+func mcpServers(bin string) map[int][]string {
+	found := map[int][]string{}
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, c := range cmdlines {
+		b, err := os.ReadFile(c)
+		if err != nil {
+			continue
+		}
+		argv := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if argv[0] != bin || !slices.Contains(argv, "mcp") || slices.Contains(argv, "install") {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(filepath.Dir(c), "environ"))
+		if err != nil {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(c)))
+		found[pid] = strings.Split(strings.TrimRight(string(env), "\x00"), "\x00")
+	}
+	return found
 }
 
 func newScene(t *testing.T, bin string) *scene {
@@ -184,6 +221,11 @@ func newScene(t *testing.T, bin string) *scene {
 	// its MCP server (Codex only passes what env_vars, written by mcp
 	// install, names).
 	s.mailbox = filepath.Join(dir, "mailbox")
+	// One TMPDIR for all, as one person's processes share theirs: with no
+	// XDG_RUNTIME_DIR the pane locks live under it, so the senders and
+	// both MCP servers (Codex passes it on through env_vars) must agree.
+	s.tmp = filepath.Join(dir, "tmp")
+	must(t, os.MkdirAll(s.tmp, 0o700))
 	t.Cleanup(s.close)
 	for _, name := range []string{"ana", "bob"} {
 		api, err := fakeapi.New(fakeapi.Config{LogPath: filepath.Join(dir, name+"-api.jsonl")})
@@ -221,7 +263,7 @@ func (s *scene) start(claude, codex string) {
 	}
 	// Claude Code gives its MCP servers its own environment: the wrapper
 	// adds the mailbox.
-	anaExe := s.script("ana-claude.sh", "export AGENTMSG_HOME="+q(s.mailbox)+"\nexec "+q(claude)+` "$@"`)
+	anaExe := s.script("ana-claude.sh", "export AGENTMSG_HOME="+q(s.mailbox)+" TMPDIR="+q(s.tmp)+"\nexec "+q(claude)+` "$@"`)
 	var err error
 	s.ana, err = claudeharness.Start(claudeharness.Options{Claude: anaExe, Socket: s.sock, Root: anaRoot,
 		APIURL: s.anaAPI.URL(), Session: "agent-" + team + "-ana", StartTimeout: startTimeout})
@@ -234,8 +276,8 @@ func (s *scene) start(claude, codex string) {
 	// asks a person before each call otherwise) and the mailbox passed on.
 	install := filepath.Join(s.dir, "bob-install.log")
 	bobExe := s.script("bob-codex.sh", fmt.Sprintf(`%s -S %s --team %s --from bob mcp install codex --home "$HOME" >%s 2>&1 || exit 1
-export AGENTMSG_HOME=%s
-exec %s "$@"`, q(s.bin), q(s.sock), team, q(install), q(s.mailbox), q(codex)))
+export AGENTMSG_HOME=%s TMPDIR=%s
+exec %s "$@"`, q(s.bin), q(s.sock), team, q(install), q(s.mailbox), q(s.tmp), q(codex)))
 	s.bob, err = clisharness.Start(clisharness.Options{CLI: clisharness.Codex, Exe: bobExe, Socket: s.sock,
 		Root: filepath.Join(s.dir, "bob"), APIURL: s.bobAPI.URL(), Session: "agent-" + team + "-bob", StartTimeout: startTimeout})
 	if err != nil {
@@ -264,7 +306,7 @@ func (s *scene) agentmsg(root string, args ...string) (string, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, s.bin, args...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + filepath.Join(root, "home"),
-		"LANG=C.UTF-8", "AGENTMSG_HOME=" + s.mailbox}
+		"LANG=C.UTF-8", "AGENTMSG_HOME=" + s.mailbox, "TMPDIR=" + s.tmp}
 	cmd.WaitDelay = 2 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
