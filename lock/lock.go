@@ -120,12 +120,10 @@ func (d Dir) Named(ctx context.Context, name string) (unlock func(), err error) 
 	return d.take(ctx, "named-"+name, name)
 }
 
-// Waiters poll: from pollMin, doubling up to pollMax, and are woken at
-// once when a lock file in the directory is let go (dirWatch, on Linux). A
-// blocking flock cannot be called off when ctx ends, and one left behind
-// ties up a thread until the holder lets go (forever, behind a stopped
-// holder).
-var (
+// Waiters poll: from pollMin, doubling up to pollMax. A blocking flock
+// cannot be called off when ctx ends, and one left behind ties up a thread
+// until the holder lets go (forever, behind a stopped holder).
+const (
 	pollMin = 500 * time.Microsecond
 	pollMax = 10 * time.Millisecond
 )
@@ -134,8 +132,6 @@ func (d Dir) take(ctx context.Context, name, what string) (unlock func(), err er
 	path := filepath.Join(d.Path, name+".lock")
 	wait := pollMin
 	var f *os.File
-	var watch *dirWatch
-	watched := false
 	for {
 		if f == nil {
 			// Never through a symbolic link: it would make us create or
@@ -164,43 +160,17 @@ func (d Dir) take(ctx context.Context, name, what string) (unlock func(), err er
 			f.Close()
 			return nil, fmt.Errorf("locking %s: %w", what, err)
 		}
-		if !watched {
-			watched = true
-			if watch = watchDir(d.Path); watch != nil {
-				defer watch.close()
-				continue // try again: from now on no release goes unseen
-			}
-		}
-		var woke bool
-		if watch != nil {
-			woke = watch.wait(ctx, wait)
-		} else {
-			sleep(ctx, wait)
-		}
-		if ctx.Err() != nil {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
 			herr := heldBy(f, what, ctx.Err())
 			f.Close()
 			return nil, herr
+		case <-t.C:
 		}
-		if woke {
-			// The close that woke us comes a moment before the flock is
-			// released: look again soon.
-			wait = pollMin
-		} else {
-			wait = min(2*wait, pollMax)
-		}
+		wait = min(2*wait, pollMax)
 	}
-}
-
-// sleep waits d or until ctx ends; it never reports a wake-up.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-	return false
 }
 
 // claim writes who holds f into it (best effort: the lock holds anyway).
