@@ -691,8 +691,10 @@ func (r *run) pressSubmit(ctx context.Context) error {
 		return err
 	}
 	holds := r.holds(rd)
-	if holds != holdsOurs {
+	if holds != holdsOurs && rd.State != Dialog {
 		// Not pressing is decided on two looks: one frame can be torn.
+		// Never after a dialog, though: a frame half drawn over it can
+		// show the old box with our text, and the press would answer it.
 		if rd, err = r.lookAgain(ctx); err != nil {
 			return err
 		}

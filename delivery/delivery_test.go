@@ -601,12 +601,30 @@ func TestTornFrameNeverStopsADelivery(t *testing.T) {
 			}
 		})
 	}
-	// Two looks that agree still stop it: a person's text beside ours.
-	term := &torn{screens: []string{"ready", "ready", "ours", "ours", "torn"}}
+	// A dialog seen before the press is never looked past: the next look
+	// may be a frame half drawn over it that shows our text in the old
+	// box, and a press would answer the dialog.
+	reader2 := readerFunc(func(lines []string) Reading {
+		if lines[len(lines)-1] == "dialog" {
+			return Reading{State: Dialog, BoxRow: -1, Detail: "Do you want to proceed?"}
+		}
+		return reader.Read(lines)
+	})
+	term := &torn{screens: []string{"ready", "ready", "ours", "dialog", "ours"}}
 	opts := DefaultOptions()
 	opts.Settle = time.Millisecond
-	opts.Reader = reader
+	opts.Reader = reader2
 	d := &Deliverer{Term: term, Locks: &noLocks{}, Clock: &fakeClock{now: time.Unix(0, 0)}, Opts: opts}
+	if res := d.Deliver(context.Background(), "%1", testID, "hello"); res.Verdict != Typed || slices.Contains(term.typed, "key") {
+		t.Fatalf("verdict %s (%v) after %v; want typed, never pressed", res.Verdict, res.Err, term.typed)
+	}
+
+	// Two looks that agree still stop it: a person's text beside ours.
+	term = &torn{screens: []string{"ready", "ready", "ours", "ours", "torn"}}
+	opts = DefaultOptions()
+	opts.Settle = time.Millisecond
+	opts.Reader = reader
+	d = &Deliverer{Term: term, Locks: &noLocks{}, Clock: &fakeClock{now: time.Unix(0, 0)}, Opts: opts}
 	if res := d.Deliver(context.Background(), "%1", testID, "hello"); res.Verdict != Typed {
 		t.Fatalf("verdict %s (%v) after %v; want typed, pressed once", res.Verdict, res.Err, term.typed)
 	}
