@@ -62,6 +62,11 @@ var geminiRuledPromptRe = regexp.MustCompile(`^(>|\*|!|\(r:\))(\s|$)`)
 // geminiQueuedRe is Qwen Code's footer count of queued prompts: "⏳ 1 queued".
 var geminiQueuedRe = regexp.MustCompile(`\b\d+ queued\b`)
 
+// geminiHooksRe is its hooks' status row: " ⠙ Executing Hook: CMD" while
+// one runs (a braille spinner), "  Executing Hooks: A, B" in the seconds
+// after. Anchored, so that a reply that mentions hooks is not taken for it.
+var geminiHooksRe = regexp.MustCompile(`^\s*(?:[\x{2800}-\x{28FF}]\s+)?Executing Hooks?: `)
+
 // geminiTail is how many rows may follow the box: the footer (two rows,
 // more when narrow) and a completion list.
 const geminiTail = 12
@@ -83,7 +88,7 @@ func (g Gemini) Read(screen []string) delivery.Reading {
 		if l, ok := containsFold(lines[from:], geminiDialogs...); ok {
 			return dialog("dialog: " + l)
 		}
-		if _, ok := containsFold(lines[from:], "esc to cancel", "executing hooks:"); ok {
+		if _, ok := containsFold(lines[from:], "esc to cancel"); ok || slices.ContainsFunc(lines[from:], geminiHooksRe.MatchString) {
 			return delivery.Reading{State: delivery.Busy, BoxRow: -1, Detail: "the agent is working; no input box on screen"}
 		}
 		return unknown("no " + g.product() + " input box at the bottom of the screen")
@@ -120,7 +125,7 @@ func (g Gemini) Read(screen []string) delivery.Reading {
 	// box, or vanished from it before the press (seen live with 0.61.0,
 	// TestLiveHooks, 1 send in 4). Nothing is typed then, not even into
 	// its queue.
-	_, hooks := containsFold(status, "executing hook")
+	hooks := slices.ContainsFunc(status, geminiHooksRe.MatchString)
 	_, busy := containsFold(status, "esc to cancel")
 	r = noteQueued(boxState(r, busy || hooks, "input box"))
 	if hooks {

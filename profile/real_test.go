@@ -3,6 +3,7 @@ package profile
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -225,6 +226,31 @@ func TestRecognizedWithoutBanner(t *testing.T) {
 			} else if why == "" {
 				t.Errorf("%s: no reason", f)
 			}
+		}
+	}
+}
+
+// Gemini's hooks row is its status row, not any line that mentions hooks:
+// a reply saying "Executing Hooks: …" right above the box leaves an idle
+// Gemini ready, and the real row, with or without its spinner, holds it.
+func TestGeminiHooksRowIsTheStatusRow(t *testing.T) {
+	screen := readScreen(t, filepath.Join("testdata", "gemini", "0.61.0", "120x40-256", "after-submit.txt"))
+	// The row over "? for shortcuts", where Gemini draws its status.
+	i := slices.IndexFunc(screen, func(l string) bool { return strings.HasSuffix(l, "? for shortcuts") }) - 1
+	if i < 0 {
+		t.Fatal("no status row on the screen")
+	}
+	for line, hold := range map[string]bool{
+		"✦ Executing Hooks: is what it shows while they run": false,
+		"  the words executing hook: are in this reply":      false,
+		" ⠙ Executing Hook: /bin/true":                       true,
+		"  Executing Hooks: /bin/true, /bin/false":           true,
+	} {
+		s := slices.Clone(screen)
+		s[i] = line
+		got := Gemini{}.Read(s)
+		if got.Hold != hold || (got.State == delivery.Busy) != hold {
+			t.Errorf("with %q above the box: %+v, want hold %v", line, got, hold)
 		}
 	}
 }
