@@ -64,6 +64,12 @@ type Options struct {
 	// Untrusted leaves the work dir untrusted: the CLI opens its "trust
 	// this folder?" menu at start, a startup menu a person answers.
 	Untrusted bool
+	// RuntimeDir is the agent's XDG_RUNTIME_DIR, where an agentmsg its
+	// hooks run keeps its locks: the senders' own, as one person's
+	// processes share theirs. A hook locking elsewhere than the sender
+	// typed a message the sender was typing (seen in CI: Codex's Stop
+	// hook's deliver, 1 run in 7). Empty: none (TMPDIR then).
+	RuntimeDir string
 	// Model, for Codex: the configured model (default DefaultCodexModel).
 	Model string
 	// Ready is the screen the start waits for; default: the CLI's reader
@@ -150,6 +156,9 @@ func (a *Agent) Env() []string {
 	}
 	if a.Opts.Truecolor {
 		env = append(env, "COLORTERM=truecolor")
+	}
+	if a.Opts.RuntimeDir != "" {
+		env = append(env, "XDG_RUNTIME_DIR="+a.Opts.RuntimeDir)
 	}
 	switch a.Opts.CLI {
 	case Claude:

@@ -1,6 +1,7 @@
 package clisharness
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -118,6 +119,12 @@ func TestLiveHooks(t *testing.T) {
 			slices.Sort(got2)
 			if !slices.Equal(sent, got2) {
 				t.Errorf("receipts %q, want the ids that reached the API %q", got2, sent)
+			}
+			// The hooks' agentmsg took its locks where the senders take
+			// theirs (the CLI passed XDG_RUNTIME_DIR on), never under the
+			// agent's own TMPDIR.
+			if _, err := os.Stat(filepath.Join(l.agent.Home, "tmp", fmt.Sprintf("agentmsg-%d", os.Getuid()))); err == nil {
+				t.Errorf("the hooks' agentmsg locked under the agent's TMPDIR, not the senders' XDG_RUNTIME_DIR")
 			}
 		})
 	}

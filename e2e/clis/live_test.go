@@ -97,7 +97,8 @@ func newLive(t *testing.T, cli string, set func(*Options)) *live {
 	if err := l.api.Start(); err != nil {
 		t.Fatal(err)
 	}
-	o := Options{CLI: cli, Exe: exe, Socket: l.sock, Root: dir, APIURL: l.api.URL()}
+	// The agent's hooks lock where this test's agentmsg does (AgentmsgEnv).
+	o := Options{CLI: cli, Exe: exe, Socket: l.sock, Root: dir, APIURL: l.api.URL(), RuntimeDir: filepath.Join(dir, "runtime")}
 	if set != nil {
 		set(&o)
 	}
