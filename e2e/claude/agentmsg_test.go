@@ -74,7 +74,9 @@ func newLiveShell(t *testing.T, hooks, keepShell bool) *live {
 			t.Fatalf("hooks install: %s", res)
 		}
 	}
-	l.agent, err = Start(Options{Claude: claude, Socket: l.sock, Root: dir, APIURL: l.api.URL(), KeepShell: keepShell})
+	// Its hooks lock where this test's agentmsg does (runStdin).
+	l.agent, err = Start(Options{Claude: claude, Socket: l.sock, Root: dir, APIURL: l.api.URL(), KeepShell: keepShell,
+		RuntimeDir: filepath.Join(dir, "run")})
 	if err != nil {
 		_ = exec.Command(harness.TmuxBin(), "-S", l.sock, "kill-server").Run()
 		t.Fatal(err)

@@ -49,6 +49,11 @@ type Options struct {
 	// as in a person's pane: after /exit the pane shows a shell prompt.
 	// Without it the pane (and the session) close when claude exits.
 	KeepShell bool
+	// RuntimeDir is Claude Code's XDG_RUNTIME_DIR, where an agentmsg its
+	// hooks run keeps its locks: the senders' own, as one person's
+	// processes share theirs (a hook locking elsewhere can type a message
+	// its sender is still typing). Empty: none.
+	RuntimeDir string
 
 	Width, Height int           // window size; default 200x50
 	Args          []string      // more claude arguments
@@ -115,7 +120,7 @@ func Start(o Options) (*Agent, error) {
 // Env is the agent's whole environment: nothing is inherited.
 func (a *Agent) Env() []string {
 	path := "/usr/local/bin:/usr/bin:/bin"
-	return []string{
+	env := []string{
 		"PATH=" + path,
 		"HOME=" + a.Home,
 		"TMPDIR=" + filepath.Join(a.Home, "tmp"), // its per-folder files go with the test
@@ -127,6 +132,10 @@ func (a *Agent) Env() []string {
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 		"DISABLE_AUTOUPDATER=1",
 	}
+	if a.Opts.RuntimeDir != "" {
+		env = append(env, "XDG_RUNTIME_DIR="+a.Opts.RuntimeDir)
+	}
+	return env
 }
 
 // command is the pane's argv: env -i with Env, then claude (or a shell
