@@ -252,6 +252,18 @@ func (a *Agent) Close() error {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	// Anything left is ours: end it, or it writes its session log into
+	// HOME after the test has removed it (seen once in CI, under load).
+	for _, pid := range pids {
+		if alive(pid) {
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
+			}
+			for end := time.Now().Add(2 * time.Second); alive(pid) && time.Now().Before(end); {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
 	return err
 }
 
