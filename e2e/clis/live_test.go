@@ -82,6 +82,15 @@ func newLive(t *testing.T, cli string, set func(*Options)) *live {
 			if t.Failed() {
 				s, _ := l.agent.Capture()
 				t.Logf("screen at the end:\n%s", s)
+				// What the fake API made of each request (a prompt is
+				// delayed in slow mode, an internal call never is).
+				if l.api != nil {
+					var b strings.Builder
+					for _, r := range l.api.Records() {
+						fmt.Fprintf(&b, "%s %s kind=%s mode=%s tools=%d %.60q\n", r.T.Format("15:04:05.000"), r.Path, r.Kind, r.Mode, r.Tools, r.Text)
+					}
+					t.Logf("the fake API's requests:\n%s", b.String())
+				}
 			}
 			_ = l.agent.Close()
 		}
