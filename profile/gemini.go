@@ -88,7 +88,7 @@ func (g Gemini) Read(screen []string) delivery.Reading {
 		if l, ok := containsFold(lines[from:], geminiDialogs...); ok {
 			return dialog("dialog: " + l)
 		}
-		if _, ok := containsFold(lines[from:], "esc to cancel"); ok || slices.ContainsFunc(lines[from:], geminiHooksRe.MatchString) {
+		if wrappedContainsFold(lines[from:], "esc to cancel") || slices.ContainsFunc(lines[from:], geminiHooksRe.MatchString) {
 			return delivery.Reading{State: delivery.Busy, BoxRow: -1, Detail: "the agent is working; no input box on screen"}
 		}
 		return unknown("no " + g.product() + " input box at the bottom of the screen")
@@ -126,7 +126,8 @@ func (g Gemini) Read(screen []string) delivery.Reading {
 	// TestLiveHooks, 1 send in 4). Nothing is typed then, not even into
 	// its queue.
 	hooks := slices.ContainsFunc(status, geminiHooksRe.MatchString)
-	_, busy := containsFold(status, "esc to cancel")
+	// A long loading phrase wraps the end of the busy row onto the next.
+	busy := wrappedContainsFold(status, "esc to cancel")
 	r = noteQueued(boxState(r, busy || hooks, "input box"))
 	if hooks {
 		r.Hold = true

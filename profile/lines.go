@@ -119,6 +119,25 @@ func containsFold(lines []string, phrases ...string) (string, bool) {
 	return "", false
 }
 
+// wrappedContainsFold is containsFold for a phrase a TUI may have wrapped
+// onto the next row: Qwen Code's busy row, with a long loading phrase,
+// ends "(2s · esc to" and the next row holds "cancel)" (seen live at 100
+// columns). Consecutive rows are joined with one space, their padding
+// trimmed.
+func wrappedContainsFold(lines []string, phrase string) bool {
+	phrase = strings.ToLower(phrase)
+	for i, l := range lines {
+		low := strings.ToLower(strings.TrimSpace(l))
+		if strings.Contains(low, phrase) {
+			return true
+		}
+		if i+1 < len(lines) && strings.Contains(low+" "+strings.ToLower(strings.TrimSpace(lines[i+1])), phrase) {
+			return true
+		}
+	}
+	return false
+}
+
 // menuDialog finds a selection menu in lines and describes it by its
 // question: the nearest line above the menu that ends with "?" (else holds
 // one), or the highlighted choice.

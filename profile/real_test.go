@@ -111,6 +111,11 @@ func TestRealScreens(t *testing.T) {
 		"busy":         {state: delivery.Busy},
 		"busy-typed":   {state: delivery.Busy, box: "MSG_0003: while busy"},
 		"busy-queued":  {state: delivery.Busy, queued: true},
+		// A long loading phrase wraps the busy row's end ("(2s · esc to" /
+		// "cancel)"); recorded with the longest of its phrases set as
+		// ui.customWittyPhrases. The reader read Ready: CI's flake of
+		// TestLiveBusy/qwen (1 phrase in 127 is that long at 100 columns).
+		"busy-long-phrase": {state: delivery.Busy},
 		// After a turn Qwen Code shows a suggested next prompt, dimmed, in
 		// the box (here "ok", from the fake model). Without colours it is
 		// text: read as a draft, never typed over (see e2e/clis/NOTES.md).

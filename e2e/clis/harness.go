@@ -72,6 +72,11 @@ type Options struct {
 	RuntimeDir string
 	// Model, for Codex: the configured model (default DefaultCodexModel).
 	Model string
+	// LoadingPhrases, for Gemini CLI and Qwen Code: the phrases their
+	// busy row shows (ui.customWittyPhrases) instead of their own, picked
+	// at random. A long one pushes the row's "esc to cancel" past the
+	// pane's width.
+	LoadingPhrases []string
 	// Ready is the screen the start waits for; default: the CLI's reader
 	// says Ready.
 	Ready        func(lines []string) bool
@@ -247,11 +252,15 @@ enabled = false
 		if a.Opts.CLI == Qwen {
 			dir, auth = ".qwen", "openai"
 		}
-		settings, _ := json.Marshal(map[string]any{
+		s := map[string]any{
 			"security": map[string]any{"auth": map[string]any{"selectedType": auth}},
 			"general":  map[string]any{"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
 			"privacy":  map[string]any{"usageStatisticsEnabled": false},
-		})
+		}
+		if len(a.Opts.LoadingPhrases) > 0 {
+			s["ui"] = map[string]any{"customWittyPhrases": a.Opts.LoadingPhrases}
+		}
+		settings, _ := json.Marshal(s)
 		trusted, _ := json.Marshal(map[string]string{a.Work: "TRUST_FOLDER"})
 		if err := write(dir+"/settings.json", string(settings)); err != nil || !trust {
 			return err

@@ -415,8 +415,17 @@ func TestLiveBusy(t *testing.T) {
 	}
 }
 
+// longPhrase is the longest of Qwen Code 0.24.4's loading phrases: at 100
+// columns its busy row's "esc to cancel" wraps onto the next row, which
+// the reader once missed (1 phrase in 127; CI saw TestLiveBusy/qwen fail
+// twice in 11 runs). The busy case always shows it.
+const longPhrase = "I've seen things you people wouldn't believe... like a user who reads loading messages."
+
 func liveBusy(t *testing.T, cli string, tm terminal) {
-	l := newLive(t, cli, tm.set)
+	l := newLive(t, cli, func(o *Options) {
+		tm.set(o)
+		o.LoadingPhrases = []string{longPhrase}
+	})
 	l.set(fakeapi.Control{Mode: fakeapi.ModeSlow, SlowSeconds: 8})
 	first, res := l.send("a long task")
 	if res.code != 0 || (first.Verdict != "submitted" && first.Verdict != "queued") {
