@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/tmux"
@@ -919,9 +920,14 @@ func squash(s string) string {
 // foldLabelRe is how agents show a long paste in the box, one bracketed
 // label: "[Pasted text #1 +11 lines]" (Claude Code), "[Pasted Content 1200
 // chars]" (Codex, Qwen), "[Pasted Text: 12 lines]" (Gemini).
-var foldLabelRe = regexp.MustCompile(`^\[[^\[\]\n]{1,80}\]$`)
+// Its label is at most 80 characters, counted apart from the regexp (a
+// counted repetition compiles to that many copies at every start).
+var foldLabelRe = regexp.MustCompile(`^\[[^\[\]\n]+\]$`)
 
-func isFoldLabel(box string) bool { return foldLabelRe.MatchString(strings.TrimSpace(box)) }
+func isFoldLabel(box string) bool {
+	box = strings.TrimSpace(box)
+	return utf8.RuneCountInString(box) <= 82 && foldLabelRe.MatchString(box)
+}
 
 // clip keeps a box's text short in an error.
 func clip(s string) string {

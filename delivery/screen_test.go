@@ -46,3 +46,21 @@ func TestGenericRead(t *testing.T) {
 		})
 	}
 }
+
+// A folded paste shows as one bracketed label of at most 80 characters.
+func TestIsFoldLabel(t *testing.T) {
+	for box, want := range map[string]bool{
+		"[Pasted text #1 +11 lines]":            true,
+		"  [Pasted Content 1200 chars]  ":       true,
+		"[" + strings.Repeat("é", 80) + "]":     true,
+		"[" + strings.Repeat("x", 81) + "]":     false,
+		"[]":                                    false,
+		"[a] [b]":                               false,
+		"[two\nlines]":                          false,
+		"MSG_LEAD_1: [Pasted text #1 +3 lines]": false,
+	} {
+		if got := isFoldLabel(box); got != want {
+			t.Errorf("isFoldLabel(%.30q) = %v, want %v", box, got, want)
+		}
+	}
+}

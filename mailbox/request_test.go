@@ -3,6 +3,7 @@ package mailbox
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,5 +89,27 @@ func TestRequestStates(t *testing.T) {
 	}
 	if reqs[0].ID != "a" || reqs[0].Timeout != time.Hour {
 		t.Fatalf("first = %+v", reqs[0])
+	}
+}
+
+// A request id is a token of at most 128 characters that cannot leave its
+// directory.
+func TestValidRequestID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"MSG_LEAD_0badcafe":      true,
+		"a":                      true,
+		strings.Repeat("a", 128): true,
+		strings.Repeat("a", 129): false,
+		"":                       false,
+		"-lead":                  false,
+		"../x":                   false,
+		"a.b":                    false,
+		"a/b":                    false,
+		"é":                      false,
+		"MSG_x\n":                false,
+	} {
+		if got := ValidRequestID(id); got != want {
+			t.Errorf("ValidRequestID(%.20q) = %v, want %v", id, got, want)
+		}
 	}
 }

@@ -92,6 +92,8 @@ func TestWorkflowValidation(t *testing.T) {
 		{[]WorkflowStep{{Name: "a", Agent: "ana", Prompt: "x", DependsOn: []string{"b"}}, {Name: "b", Agent: "ana", Prompt: "y", DependsOn: []string{"a"}}},
 			ErrBadWorkflow, "cycle: a -> b -> a"},
 		{[]WorkflowStep{{Name: "a b", Agent: "ana", Prompt: "x"}}, ErrBadWorkflow, "name"},
+		{[]WorkflowStep{{Name: strings.Repeat("s", 65), Agent: "ana", Prompt: "x"}}, ErrBadWorkflow, "1 to 64"},
+		{[]WorkflowStep{{Name: "", Agent: "ana", Prompt: "x"}}, ErrBadWorkflow, "1 to 64"},
 		{[]WorkflowStep{{Name: "a", Agent: "lead", Prompt: "x"}}, ErrBadWorkflow, "is you"},
 		{[]WorkflowStep{{Name: "a", Agent: "ana", Prompt: " "}}, ErrBadWorkflow, "empty prompt"},
 	} {
