@@ -31,6 +31,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/tmux"
 )
@@ -58,6 +59,21 @@ type leaveCapturer interface {
 type Locker interface {
 	Pane(ctx context.Context, socket, pane string) (unlock func(), err error)
 }
+
+// handoffLocker is a Locker whose holders leave their last look at the
+// pane for the next holder (lock.Dir). A delivery that had to wait for the
+// pane takes that look, when recent, as the first of the two looks that
+// must agree before it types, and so pays one look less.
+type handoffLocker interface {
+	PaneHandoff(ctx context.Context, socket, pane string) (prior *lock.Look, release func(last *lock.Look), err error)
+}
+
+// handoffMaxAge is how old the last holder's look may be when it stands
+// for a first look. Two looks guard against a frame half drawn; a change
+// that starts between them can slip through, so the gap stays within a few
+// times that of a lone send (its first look, taken with the pane before
+// the lock, is 3 to 4 ms old at the second).
+const handoffMaxAge = 10 * time.Millisecond
 
 // Clock is time, replaceable in tests.
 type Clock interface {
@@ -377,6 +393,11 @@ type run struct {
 	queued    bool     // confirmed while the agent showed it queued
 	shell     bool     // forced into a shell prompt: its command line is the box
 	lastLines []string // the screen as last read
+	// fresh is the last screen captured from the pane and when (left for
+	// the next holder of its lock); prior is what the last holder left.
+	fresh, prior *lock.Look
+	// leaveNext: the next capture also leaves any mode the pane is in.
+	leaveNext bool
 	// mayBeInBox: our text was pasted (or found in the box) and may still
 	// be there; an interrupted delivery reports it typed.
 	mayBeInBox bool
@@ -390,14 +411,18 @@ func (r *run) deliver(ctx context.Context) error {
 	}
 	defer unlock()
 
+	_, canLeave := r.d.Term.(leaveCapturer)
 	if r.d.Opts.Screen != nil && r.res.Phases.Lock < lockAtOnce {
 		r.next, r.nextIsOld = r.d.Opts.Screen, true
-	} else if lc, ok := r.d.Term.(leaveCapturer); ok {
-		lines, err := lc.LeaveModeCapture(ctx, r.pane)
-		if err := r.term(err); err != nil {
+	} else if p := r.prior; p != nil && canLeave && !r.d.Opts.Resume && r.d.Clock.Now().Sub(p.At) <= handoffMaxAge {
+		// The holder we waited for looked a moment ago: its look is the
+		// first one, and the next, fresh one leaves any mode too.
+		r.next, r.nextIsOld, r.leaveNext = p.Screen, true, true
+	} else if canLeave {
+		if err := r.term(r.capture(ctx, true)); err != nil {
 			return err
 		}
-		r.next = lines
+		r.next = r.fresh.Screen
 	} else if err := r.term(r.d.Term.LeaveMode(ctx, r.pane)); err != nil {
 		return err
 	}
@@ -460,7 +485,15 @@ func (r *run) lock(ctx context.Context) (unlock func(), err error) {
 	defer done()
 	lctx, cancel := context.WithTimeout(ctx, r.d.Opts.ReadyTimeout)
 	defer cancel()
-	unlock, err = r.d.Locks.Pane(lctx, r.d.Socket, r.pane)
+	if hl, ok := r.d.Locks.(handoffLocker); ok {
+		var release func(*lock.Look)
+		r.prior, release, err = hl.PaneHandoff(lctx, r.d.Socket, r.pane)
+		if err == nil {
+			unlock = func() { release(r.fresh) }
+		}
+	} else {
+		unlock, err = r.d.Locks.Pane(lctx, r.d.Socket, r.pane)
+	}
 	if err != nil && ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
 		r.res.LastSeen = Locked
 		return nil, &NotReadyError{State: Locked, Detail: err.Error(), Waited: r.d.Clock.Now().Sub(r.start)}
@@ -546,6 +579,7 @@ func (r *run) waitReady(ctx context.Context) error {
 	var steady *Reading // the previous look, when it said the box could be typed into
 	var steadyAt time.Time
 	for {
+		lookedAt := r.d.Clock.Now() // about when tmux takes the look
 		rd, _, err := r.read(ctx)
 		if err != nil {
 			return err
@@ -558,7 +592,9 @@ func (r *run) waitReady(ctx context.Context) error {
 			if steady != nil && r.d.Opts.Decide(*steady) == act && sameBox(*steady, rd) {
 				return nil
 			}
-			steady, steadyAt = &rd, r.d.Clock.Now()
+			// The gap runs from this look's start: the next look's own
+			// round trip counts towards it.
+			steady, steadyAt = &rd, lookedAt
 			if r.lastWasOld {
 				continue // read before the lock: the next look is later enough
 			}
@@ -593,8 +629,9 @@ func (r *run) waitReady(ctx context.Context) error {
 	}
 }
 
-// steadyGap is the least time between the two looks that must agree before
-// typing (one tmux round trip usually takes longer).
+// steadyGap is the least time between the starts of the two looks that
+// must agree before typing: a tmux round trip (2 to 3 ms) usually covers
+// it, so the second look follows the first at once.
 const steadyGap = 2 * time.Millisecond
 
 // sameBox reports whether two looks show the same box in the same state.
@@ -979,11 +1016,11 @@ func (r *run) read(ctx context.Context) (Reading, []string, error) {
 	r.lastWasOld, r.nextIsOld = r.nextIsOld && lines != nil, false
 	r.next = nil
 	if lines == nil {
-		var err error
-		lines, err = r.d.Term.Capture(ctx, r.pane, 0)
-		if err := r.term(err); err != nil {
+		if err := r.term(r.capture(ctx, r.leaveNext)); err != nil {
 			return Reading{}, nil, err
 		}
+		r.leaveNext = false
+		lines = r.fresh.Screen
 	}
 	r.lastLines = lines
 	rd := r.d.Opts.Reader.Read(lines)
@@ -995,6 +1032,24 @@ func (r *run) read(ctx context.Context) (Reading, []string, error) {
 	}
 	r.res.LastSeen = rd.State
 	return rd, lines, nil
+}
+
+// capture takes a fresh look at the pane's screen (r.fresh), leaving any
+// mode first when leave is set and the terminal can in the same call.
+func (r *run) capture(ctx context.Context, leave bool) error {
+	at := r.d.Clock.Now()
+	var lines []string
+	var err error
+	if lc, ok := r.d.Term.(leaveCapturer); ok && leave {
+		lines, err = lc.LeaveModeCapture(ctx, r.pane)
+	} else {
+		lines, err = r.d.Term.Capture(ctx, r.pane, 0)
+	}
+	if err != nil {
+		return err
+	}
+	r.fresh = &lock.Look{At: at, Screen: lines}
+	return nil
 }
 
 func (r *run) sleep(ctx context.Context, d time.Duration) error {

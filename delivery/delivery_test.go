@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/message"
 )
 
@@ -671,5 +672,103 @@ func TestTornFrameIsNeverTypedInto(t *testing.T) {
 	res := d.Deliver(context.Background(), "%1", testID, "hello")
 	if len(term.typed) != 0 || res.Verdict != NotReady {
 		t.Fatalf("typed %v, verdict %s (%v); want nothing typed, not ready", term.typed, res.Verdict, res.Err)
+	}
+}
+
+// leaveAgent is the fake agent behind a terminal that leaves a mode and
+// captures in one call (tmux.Exec).
+type leaveAgent struct{ *fakeAgent }
+
+func (a leaveAgent) LeaveModeCapture(ctx context.Context, pane string) ([]string, error) {
+	if err := a.LeaveMode(ctx, pane); err != nil {
+		return nil, err
+	}
+	return a.Capture(ctx, pane, 0)
+}
+
+// handoffLocks is a pane lock that was held by another delivery: it is
+// ours after wait, with the look its last holder left (lock.Dir).
+type handoffLocks struct {
+	clock *fakeClock
+	wait  time.Duration
+	prior func(now time.Time) *lock.Look
+	left  **lock.Look // what our delivery leaves for the next holder
+}
+
+func (l handoffLocks) Pane(ctx context.Context, socket, pane string) (func(), error) {
+	panic("a handoff locker is asked for its handoff")
+}
+
+func (l handoffLocks) PaneHandoff(ctx context.Context, socket, pane string) (*lock.Look, func(*lock.Look), error) {
+	l.clock.now = l.clock.now.Add(l.wait)
+	return l.prior(l.clock.now), func(last *lock.Look) { *l.left = last }, nil
+}
+
+// A delivery that waited for the pane takes its last holder's look, when
+// recent, as the first of the two looks that must agree, and so looks once
+// before it pastes; an old look, a Resume, or one that does not agree with
+// the fresh look counts for nothing. It leaves its own last look behind.
+func TestHandoffLookStandsForTheFirstLook(t *testing.T) {
+	ready, _ := newFakeAgent()
+	readyScreen := ready.screen()
+	dialog, _ := newFakeAgent()
+	dialog.mode = "dialog"
+	tests := []struct {
+		name         string
+		age          time.Duration
+		screen       []string
+		resume       bool
+		wantLooks    int // captures before the paste
+		wantVerdict  Verdict
+		agentDialogs bool
+	}{
+		{name: "recent", age: 3 * time.Millisecond, screen: readyScreen, wantLooks: 1, wantVerdict: Submitted},
+		{name: "at the limit", age: handoffMaxAge, screen: readyScreen, wantLooks: 1, wantVerdict: Submitted},
+		{name: "too old", age: handoffMaxAge + time.Millisecond, screen: readyScreen, wantLooks: 2, wantVerdict: Submitted},
+		// Resuming looks for traces first (its own look and the
+		// scrollback), then twice before typing: the handoff is not used.
+		{name: "resumed", age: time.Millisecond, screen: readyScreen, resume: true, wantLooks: 4, wantVerdict: Submitted},
+		{name: "a dialog then, ready now", age: time.Millisecond, screen: dialog.screen(), wantLooks: 2, wantVerdict: Submitted},
+		// A frame that shows the old box over a dialog being drawn could
+		// agree with the handoff; the fresh look decides, and here it
+		// shows the dialog: nothing is typed.
+		{name: "ready then, a dialog now", age: time.Millisecond, screen: readyScreen, agentDialogs: true, wantLooks: -1, wantVerdict: NotReady},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, c := newFakeAgent()
+			if tt.agentDialogs {
+				a.mode = "dialog"
+			}
+			looks, pasted := 0, false
+			a.onCall = func(op string) {
+				if op == "capture" && !pasted {
+					looks++
+				}
+				pasted = pasted || op == "paste"
+			}
+			var left *lock.Look
+			opts := DefaultOptions()
+			opts.ReadyTimeout, opts.Resume = 500*time.Millisecond, tt.resume
+			locks := handoffLocks{clock: c, wait: 40 * time.Millisecond, left: &left,
+				prior: func(now time.Time) *lock.Look { return &lock.Look{At: now.Add(-tt.age), Screen: tt.screen} }}
+			d := &Deliverer{Term: leaveAgent{a}, Locks: locks, Clock: c, Opts: opts}
+			res := d.Deliver(context.Background(), "%1", testID, "hello")
+			if res.Verdict != tt.wantVerdict {
+				t.Fatalf("verdict %s (%v), want %s", res.Verdict, res.Err, tt.wantVerdict)
+			}
+			if tt.wantLooks >= 0 && looks != tt.wantLooks {
+				t.Errorf("%d looks before the paste, want %d", looks, tt.wantLooks)
+			}
+			if tt.wantVerdict == Submitted && len(a.submitted) != 1 {
+				t.Errorf("submitted %q", a.submitted)
+			}
+			if len(a.keys) != 0 {
+				t.Errorf("keys reached the dialog: %q", a.keys)
+			}
+			if left == nil || !strings.Contains(strings.Join(left.Screen, "\n"), "Bash command") && !strings.Contains(strings.Join(left.Screen, "\n"), string(testID)) {
+				t.Errorf("left no look of the pane as it was at the end for the next holder: %+v", left)
+			}
+		})
 	}
 }

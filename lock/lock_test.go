@@ -242,3 +242,87 @@ func TestSymlinkAtALockNameIsRefused(t *testing.T) {
 		t.Errorf("the link's target %s was created", victim)
 	}
 }
+
+// A holder's last look reaches the waiter that takes over from it, and
+// only that waiter: a lock taken free, after a holder that left no look,
+// or after someone else held it since, comes with none.
+func TestHandoffGoesToTheNextHolder(t *testing.T) {
+	d := Dir{Path: t.TempDir()}
+	ctx := context.Background()
+	if prior, release, err := d.PaneHandoff(ctx, "/tmp/s", "%1"); err != nil || prior != nil {
+		t.Fatalf("a free lock: prior %v, err %v", prior, err)
+	} else {
+		release(&Look{At: time.Now(), Screen: []string{"left while nobody waited"}})
+	}
+	if prior, release, err := d.PaneHandoff(ctx, "/tmp/s", "%1"); err != nil || prior != nil {
+		t.Fatalf("a lock nobody waited for: prior %v, err %v", prior, err)
+	} else {
+		// Held now; a waiter starts.
+		got := make(chan *Look)
+		go func() {
+			p, rel, err := d.PaneHandoff(ctx, "/tmp/s", "%1")
+			if err != nil {
+				t.Error(err)
+			}
+			rel(nil)
+			got <- p
+		}()
+		time.Sleep(20 * time.Millisecond)
+		at := time.Now().UTC().Truncate(time.Microsecond)
+		release(&Look{At: at, Screen: []string{"╭──╮", "│ > │", "MSG_LEAD_1: done"}})
+		p := <-got
+		if p == nil || !p.At.Equal(at) || len(p.Screen) != 3 || p.Screen[2] != "MSG_LEAD_1: done" {
+			t.Fatalf("the waiter got %+v", p)
+		}
+	}
+	// The waiter above released with no look: the next one gets none.
+	_, release, err := d.PaneHandoff(ctx, "/tmp/s", "%1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *Look)
+	go func() {
+		p, rel, err := d.PaneHandoff(ctx, "/tmp/s", "%1")
+		if err != nil {
+			t.Error(err)
+		}
+		rel(nil)
+		got <- p
+	}()
+	time.Sleep(20 * time.Millisecond)
+	release(nil)
+	if p := <-got; p != nil {
+		t.Errorf("a holder that left no look handed over %+v", p)
+	}
+	if ents, _ := os.ReadDir(d.Path); len(ents) != 0 {
+		t.Errorf("lock files left behind: %v", ents)
+	}
+}
+
+// A waiter that times out names the holder, as before, and a look too
+// large is not handed over.
+func TestHandoffLimits(t *testing.T) {
+	d := Dir{Path: t.TempDir(), Owner: "agentmsg send"}
+	ctx := context.Background()
+	_, release, err := d.PaneHandoff(ctx, "/tmp/s", "%2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	var held *HeldError
+	if _, _, err := d.PaneHandoff(short, "/tmp/s", "%2"); !errors.As(err, &held) || held.Holder == nil || held.Holder.Command != "agentmsg send" {
+		t.Errorf("a waiter that timed out: %v", err)
+	}
+	got := make(chan *Look)
+	go func() {
+		p, rel, _ := d.PaneHandoff(ctx, "/tmp/s", "%2")
+		rel(nil)
+		got <- p
+	}()
+	time.Sleep(20 * time.Millisecond)
+	release(&Look{At: time.Now(), Screen: make([]string, maxHandoffRows+1)})
+	if p := <-got; p != nil {
+		t.Errorf("a look of %d rows was handed over", len(p.Screen))
+	}
+}
