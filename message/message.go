@@ -18,7 +18,6 @@ import (
 type ID string
 
 var (
-	idRe      = regexp.MustCompile(`^MSG_[A-Z0-9_]+_[0-9a-f]{8}$`)
 	senderBad = regexp.MustCompile(`[^A-Z0-9_]+`)
 )
 
@@ -81,7 +80,27 @@ func NewToken(prefix string, random io.Reader) (string, error) {
 }
 
 // Valid reports whether s has the shape of an id.
-func Valid(s string) bool { return idRe.MatchString(s) }
+//
+// It is ^MSG_[A-Z0-9_]+_[0-9a-f]{8}$, checked by hand: every line of an
+// inbox is checked on every read, and the regexp took a quarter of the
+// time of reading one (mailbox.Summarize).
+func Valid(s string) bool {
+	const tail = 9 // "_" and 8 hex digits
+	if len(s) < len("MSG_")+1+tail || s[:4] != "MSG_" || s[len(s)-tail] != '_' {
+		return false
+	}
+	for _, c := range []byte(s[4 : len(s)-tail]) {
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	for _, c := range []byte(s[len(s)-tail+1:]) {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // Format is the exact text typed into the agent: the id, then text as
 // Clean leaves it. Whatever a caller passes, and whichever fields it was

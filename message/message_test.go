@@ -2,6 +2,7 @@ package message
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
@@ -226,4 +227,47 @@ func FuzzPrintable(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Valid is exactly the regexp it replaces, on ids and near misses.
+func TestValidIsTheRegexp(t *testing.T) {
+	re := regexp.MustCompile(`^MSG_[A-Z0-9_]+_[0-9a-f]{8}$`)
+	cases := []string{"", "MSG_", "MSG__0badcafe", "MSG_A_0badcafe", "MSG_LEAD_0badcafe", "MSG_A_B_0badcafe",
+		"MSG_a_0badcafe", "MSG_A_0BADCAFE", "MSG_A_0badcaf", "MSG_A_0badcafe0", "MSG_A-0badcafe", "msg_A_0badcafe",
+		"MSG_A_0badcafe\n", "MSG_É_0badcafe", "MSG___0badcafe", "MSG_A__0badcafe"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []byte("MSG_AZ09az_fx-\n")
+	for range 20000 {
+		b := []byte("MSG_")
+		for range rng.IntN(16) {
+			b = append(b, alphabet[rng.IntN(len(alphabet))])
+		}
+		cases = append(cases, string(b))
+	}
+	for range 20000 {
+		b := []byte("MSG_")
+		for range 1 + rng.IntN(5) {
+			b = append(b, "AZ09_"[rng.IntN(5)])
+		}
+		b = append(b, '_')
+		for range 8 {
+			b = append(b, "0123456789abcdef"[rng.IntN(16)])
+		}
+		if rng.IntN(2) == 0 {
+			b[rng.IntN(len(b))] = alphabet[rng.IntN(len(alphabet))]
+		}
+		cases = append(cases, string(b))
+	}
+	valid := 0
+	for _, c := range cases {
+		if re.MatchString(c) {
+			valid++
+		}
+		if Valid(c) != re.MatchString(c) {
+			t.Errorf("Valid(%q) = %v, the regexp says %v", c, Valid(c), re.MatchString(c))
+		}
+	}
+	if valid < 5000 {
+		t.Errorf("only %d of %d cases were ids", valid, len(cases))
+	}
 }
