@@ -172,20 +172,32 @@ func TestBroadcastRecordsEachTarget(t *testing.T) {
 	}
 }
 
+// An inbox past Keep and its slack is compacted to Keep by the next send
+// or deliver; within the slack it is left as it is.
 func TestDeliverCompactsAnOutgrownInbox(t *testing.T) {
 	c, _ := newCourier(t, "agent-alpha-ana")
-	c.Keep = mailbox.Retention{MaxCount: 2}
-	for range 5 {
+	c.Keep = mailbox.Retention{MaxCount: 20}
+	for range 23 {
 		if res := c.Send(context.Background(), ana(t), envelope(t, "m"), Mode{Queue: true}); !res.OK() {
 			t.Fatal(res.Err)
 		}
+	}
+	// 23 is within Keep and its slack (20 + 3): nothing to do yet.
+	if _, err := c.Deliver(context.Background(), "", dispatch.Call{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := c.Store.Read("alpha", "ana"); err != nil || len(b.Envelopes) != 23 {
+		t.Errorf("within the slack: %d messages, %v; want 23", len(b.Envelopes), err)
+	}
+	if res := c.Send(context.Background(), ana(t), envelope(t, "m"), Mode{Queue: true}); !res.OK() {
+		t.Fatal(res.Err)
 	}
 	if _, err := c.Deliver(context.Background(), "", dispatch.Call{}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := c.Store.Read("alpha", "ana")
-	if err != nil || len(b.Envelopes) != 2 {
-		t.Errorf("after compaction: %d messages, %v; want 2", len(b.Envelopes), err)
+	if err != nil || len(b.Envelopes) != 20 {
+		t.Errorf("after compaction: %d messages, %v; want 20", len(b.Envelopes), err)
 	}
 }
 
@@ -243,18 +255,25 @@ func TestOlderMessagesGoFirst(t *testing.T) {
 }
 
 // A send reads the inbox to keep the order, so it also keeps the inbox to
-// its bound: sends alone, with no deliver run, never let it grow past Keep.
+// its bound: sends alone, with no deliver run, never let it grow past Keep
+// and its slack (a tenth), and compact it once per slack, not every time.
 func TestSendKeepsTheInboxBounded(t *testing.T) {
 	c, _ := newCourier(t, "agent-alpha-ana")
-	c.Keep = mailbox.Retention{MaxCount: 2}
-	for range 6 {
+	c.Keep = mailbox.Retention{MaxCount: 20}
+	gens := map[string]bool{}
+	for range 60 {
 		if res := c.Send(context.Background(), ana(t), envelope(t, "m"), Mode{Queue: true}); !res.OK() {
 			t.Fatal(res.Err)
 		}
+		b, err := c.Store.Read("alpha", "ana")
+		if err != nil || len(b.Envelopes) > 20+3+1 {
+			t.Fatalf("%d messages with keep 20 (%v); want at most 24 (20 kept, a slack of 3, the newest)", len(b.Envelopes), err)
+		}
+		gens[b.End.Gen] = true
 	}
-	b, err := c.Store.Read("alpha", "ana")
-	if err != nil || len(b.Envelopes) > 3 {
-		t.Errorf("%d messages after 6 sends with keep 2 (%v); want at most 3 (2 kept + the newest)", len(b.Envelopes), err)
+	// 60 sends, one compaction per 4 past the first 24: about 10.
+	if n := len(gens) - 1; n < 5 || n > 15 {
+		t.Errorf("%d compactions in 60 sends with keep 20, want about 10", n)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
@@ -76,7 +77,7 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 	}
 	if c.outgrown(batch) {
 		// Compaction keeps every unread or undelivered message.
-		if _, err := c.Store.Compact(team, agent, c.Keep); err != nil {
+		if err := c.compactSide(team, agent); err != nil {
 			return nil, err
 		}
 	}
@@ -189,12 +190,33 @@ func (c *Courier) skip(box *mailbox.Box, t target.Target, env mailbox.Envelope, 
 // outgrown reports whether an inbox holds more, or older, messages than
 // Keep allows.
 func (c *Courier) outgrown(b mailbox.Batch) bool {
-	n := len(b.Envelopes)
+	if len(b.Envelopes) == 0 {
+		return false
+	}
+	return c.outgrownBy(len(b.Envelopes), b.Envelopes[0].Timestamp)
+}
+
+// outgrownBy is outgrown for an inbox of n messages, the oldest from then.
+func (c *Courier) outgrownBy(n int, oldest time.Time) bool {
 	if n == 0 {
 		return false
 	}
-	if c.Keep.MaxCount > 0 && n > c.Keep.MaxCount {
+	if c.Keep.MaxCount > 0 && n > c.Keep.MaxCount+slack(c.Keep.MaxCount) {
 		return true
 	}
-	return c.Keep.MaxAge > 0 && c.now().Sub(b.Envelopes[0].Timestamp) > c.Keep.MaxAge
+	return c.Keep.MaxAge > 0 && c.now().Sub(oldest) > c.Keep.MaxAge
+}
+
+// slack is how far past its Keep an inbox may grow before a send or a
+// deliver compacts it, and how many messages that compaction must drop to
+// rewrite it: one compaction per tenth of Keep, not one per send (each
+// rewrites the whole inbox; at Keep 1000 a send took 36 ms instead of 21).
+func slack(keep int) int { return keep/10 + 1 }
+
+// compactSide compacts an outgrown inbox on the side of a send or deliver.
+func (c *Courier) compactSide(team, agent string) error {
+	r := c.Keep
+	r.MinDrop = slack(r.MaxCount)
+	_, err := c.Store.Compact(team, agent, r)
+	return err
 }

@@ -12,6 +12,11 @@ import (
 type Retention struct {
 	MaxCount int           // keep at most the newest MaxCount messages...
 	MaxAge   time.Duration // ...that are younger than MaxAge
+	// MinDrop: rewrite the inbox only when it drops at least this many
+	// messages (or a corrupt or torn line). The compaction a send or a
+	// deliver runs on the side sets it, so that an inbox whose messages
+	// must all be kept is not rewritten by every send.
+	MinDrop int
 }
 
 // CompactResult says what Compact did.
@@ -76,7 +81,8 @@ func (b *Box) compact(r Retention) (CompactResult, error) {
 		}
 	}
 	res.Dropped = len(keep) - res.Kept
-	if res.Dropped == 0 && sc.updates == 0 && res.Corrupt == 0 && !res.Torn && sc.gen != "" {
+	clean := res.Corrupt == 0 && !res.Torn && sc.gen != ""
+	if clean && (res.Dropped == 0 && sc.updates == 0 || r.MinDrop > 0 && res.Dropped < r.MinDrop) {
 		return res, nil
 	}
 

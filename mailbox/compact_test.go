@@ -176,3 +176,31 @@ func TestCompactMissingInbox(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 }
+
+// With MinDrop, a compaction that would drop fewer messages rewrites
+// nothing (not even to fold the updates in); one that drops enough does.
+func TestCompactMinDrop(t *testing.T) {
+	s := newStore(t)
+	b := box(t, s, "ana")
+	for range 10 {
+		e := newEnv(t, "lead", "ana", "x")
+		e.Delivery = &Delivery{State: StatePending}
+		if err := b.Append(e); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.SetDelivery(e.ID, Delivery{State: StateSubmitted}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Advance(team, "ana", "ana", mustUnread(t, s, "ana", "ana").End); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Compact(team, "ana", Retention{MaxCount: 8, MinDrop: 3})
+	if err != nil || res.Rewritten || len(mustRead(t, s, "ana").Envelopes) != 10 {
+		t.Fatalf("dropping 2 with MinDrop 3: %+v, %v", res, err)
+	}
+	res, err = s.Compact(team, "ana", Retention{MaxCount: 7, MinDrop: 3})
+	if err != nil || !res.Rewritten || res.Dropped != 3 || len(mustRead(t, s, "ana").Envelopes) != 7 {
+		t.Fatalf("dropping 3 with MinDrop 3: %+v, %v", res, err)
+	}
+}

@@ -10,11 +10,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/agentmsg/agentmsg/e2e/harness"
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
 )
 
 func main() {
@@ -47,10 +50,15 @@ func run(sends, senders, each int, claude bool) error {
 	// The stand-in drawn as a plain prompt is read by the generic profile,
 	// which needs no pause before submit; drawn as Claude Code, it is read
 	// as Claude Code, whose profile pauses 20 ms before submit.
-	if err := add(benchSend(sends, "plain")); err != nil {
+	if err := add(benchSend(sends, "plain", 0)); err != nil {
 		return err
 	}
-	if err := add(benchSend(sends, "claude")); err != nil {
+	// An agent that has had many messages: its inbox at the default
+	// bound, which every send reads to keep older messages first.
+	if err := add(benchSend(sends, "plain", fullInbox)); err != nil {
+		return err
+	}
+	if err := add(benchSend(sends, "claude", 0)); err != nil {
 		return err
 	}
 	for _, n := range []int{20, 100} {
@@ -100,10 +108,16 @@ func withServer(n int, fn func(s *harness.Server, agents []*harness.Agent) error
 	return fn(s, agents)
 }
 
-func benchSend(n int, style string) (row, error) {
+// fullInbox is the default bound of an inbox (keep_count).
+const fullInbox = 1000
+
+func benchSend(n int, style string, inbox int) (row, error) {
 	var times []time.Duration
 	var reps []claudeReport
 	err := withServer(1, func(s *harness.Server, agents []*harness.Agent) error {
+		if err := fillInbox(s, inbox); err != nil {
+			return err
+		}
 		for i := range n {
 			res, err := s.Run("--json", "send", "bench", "a000", fmt.Sprintf("message %d", i))
 			if err != nil {
@@ -129,11 +143,48 @@ func benchSend(n int, style string) (row, error) {
 	if style == "claude" {
 		what, target = "send to a ready Claude-like agent (20 ms settle)", "the same + its settle"
 	}
+	if inbox > 0 {
+		what += fmt.Sprintf(", its inbox holding %d messages", inbox)
+	}
 	return row{
 		what:   fmt.Sprintf("%s (n=%d)", what, n),
 		result: fmt.Sprintf("median %s, p95 %s; %s", ms(harness.Percentile(times, 50)), ms(harness.Percentile(times, 95)), medianPhases(times, reps)),
 		target: target,
 	}, nil
+}
+
+// fillInbox gives agent a000 an inbox of n delivered messages, each with
+// the updates a send leaves (pasted, pressed, submitted).
+func fillInbox(s *harness.Server, n int) error {
+	if n == 0 {
+		return nil
+	}
+	box, err := mailbox.New(filepath.Join(s.Dir, "state", "agentmsg")).Box("bench", "a000")
+	if err != nil {
+		return err
+	}
+	for i := range n {
+		id, err := message.NewID("LEAD", nil)
+		if err != nil {
+			return err
+		}
+		env := mailbox.Envelope{ID: id, From: "lead", To: "a000", Type: mailbox.TypeText,
+			Content:  fmt.Sprintf("earlier message %d: a line or two of what to do next and why", i),
+			Delivery: &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1}}
+		if err := box.Append(env); err != nil {
+			return err
+		}
+		for _, d := range []mailbox.Delivery{
+			{State: mailbox.StateTyping, Attempts: 1, Reached: "pasted"},
+			{State: mailbox.StateTyping, Attempts: 1, Reached: "pressed"},
+			{State: mailbox.StateSubmitted, Attempts: 1, LastVerdict: "submitted", Reached: "pressed"},
+		} {
+			if err := box.SetDelivery(id, d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func benchBroadcast(n int) (row, error) {

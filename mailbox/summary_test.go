@@ -1,0 +1,141 @@
+package mailbox
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+)
+
+// summaryOf is Summarize's answer computed from Read: what it must equal.
+func summaryOf(b Batch) Summary {
+	sum := Summary{Messages: len(b.Envelopes), States: map[DeliveryState]int{}}
+	if len(b.Envelopes) > 0 {
+		sum.Oldest = b.Envelopes[0].Timestamp
+	}
+	for _, e := range b.Envelopes {
+		st := DeliveryState("")
+		if e.Delivery != nil {
+			st = e.Delivery.State
+		}
+		sum.States[st]++
+	}
+	return sum
+}
+
+func sameSummary(a, b Summary) bool {
+	return a.Messages == b.Messages && a.Oldest.Equal(b.Oldest) && maps.Equal(a.States, b.States)
+}
+
+// Summarize agrees with Read on inboxes of every shape: texts and metadata
+// that spell out a delivery or a timestamp, messages with and without a
+// delivery, updates (also for unknown ids), compaction, a corrupt line, a
+// duplicate, and a last line still being written.
+func TestSummarizeAgreesWithRead(t *testing.T) {
+	tricky := []string{
+		"plain",
+		`"delivery":{"state":"pending"}`,
+		`{"id":"MSG_LEAD_00000001","delivery":{"state":"deferred"}}`,
+		`"timestamp":"2001-01-01T00:00:00Z"`,
+		"quote \" backslash \\ newline \n tab \t",
+		"ünïcødé ✓",
+	}
+	states := []DeliveryState{StatePending, StateDeferred, StateTyping, StateTyped, StateSubmitted, StateQueued, StateFailed}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 20 {
+		s := newStore(t)
+		b := box(t, s, "ana")
+		check := func(when string) {
+			t.Helper()
+			got, err := s.Summarize(team, "ana")
+			want := summaryOf(mustRead(t, s, "ana"))
+			if err != nil || !sameSummary(got, want) {
+				t.Fatalf("round %d, %s: Summarize = %+v, %v; Read says %+v", round, when, got, err, want)
+			}
+		}
+		check("no inbox")
+		var ids []Envelope
+		for i := range 30 + rng.IntN(30) {
+			e := newEnv(t, "lead", "ana", tricky[rng.IntN(len(tricky))])
+			if rng.IntN(3) == 0 {
+				e.Metadata = map[string]string{"k": tricky[rng.IntN(len(tricky))], "delivery": `{"state":"typed"}`}
+			}
+			if rng.IntN(4) > 0 {
+				e.Delivery = &Delivery{State: states[rng.IntN(len(states))], Attempts: 1}
+			}
+			e.Timestamp = time.Date(2026, 1, 1, 0, 0, i, rng.IntN(1e9), time.UTC)
+			if err := b.Append(e); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, e)
+			for range rng.IntN(3) {
+				target := ids[rng.IntN(len(ids))]
+				if err := b.SetDelivery(target.ID, Delivery{State: states[rng.IntN(len(states))], LastVerdict: tricky[rng.IntN(len(tricky))]}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		check("appended")
+		if _, err := s.Compact(team, "ana", Retention{MaxCount: 20}); err != nil {
+			t.Fatal(err)
+		}
+		check("compacted")
+		// A corrupt line, a duplicate of a message, an update for an
+		// unknown id, and a torn last line.
+		f, err := os.OpenFile(b.path(), os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dup := ids[len(ids)-1]
+		fmt.Fprintf(f, "not json\n")
+		fmt.Fprintf(f, `{"id":"%s","from":"lead","to":"ana","type":"text","content":"again","timestamp":"2026-02-01T00:00:00Z","delivery":{"state":"pending"}}`+"\n", dup.ID)
+		fmt.Fprintf(f, `{"update":"MSG_LEAD_ffffffff","delivery":{"state":"typed"}}`+"\n")
+		fmt.Fprintf(f, `{"update":"%s","delivery":{"state":"deferred"}}`+"\n", dup.ID)
+		fmt.Fprintf(f, `{"id":"MSG_LEAD_0000000a","from":"lead","to":"ana"`)
+		f.Close()
+		check("with odd lines")
+	}
+}
+
+// BenchmarkSummarize and BenchmarkReadForSummary read an inbox at the
+// default bound: 1,000 messages, each with three delivery updates.
+func BenchmarkSummarize(b *testing.B) {
+	s := fullInbox(b)
+	for b.Loop() {
+		if sum, err := s.Summarize(team, "ana"); err != nil || sum.Messages != 1000 {
+			b.Fatal(sum, err)
+		}
+	}
+}
+
+func BenchmarkReadForSummary(b *testing.B) {
+	s := fullInbox(b)
+	for b.Loop() {
+		if batch, err := s.Read(team, "ana"); err != nil || len(batch.Envelopes) != 1000 {
+			b.Fatal(err)
+		}
+	}
+}
+
+func fullInbox(b *testing.B) *Store {
+	s := newStore(b)
+	bx := box(b, s, "ana")
+	for range 1000 {
+		e := newEnv(b, "lead", "ana", "a message of a typical length, a line or two of what to do next and why")
+		e.Delivery = &Delivery{State: StateTyping, Attempts: 1}
+		if err := bx.Append(e); err != nil {
+			b.Fatal(err)
+		}
+		for _, st := range []string{"pasted", "pressed"} {
+			if err := bx.SetDelivery(e.ID, Delivery{State: StateTyping, Attempts: 1, Reached: st}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := bx.SetDelivery(e.ID, Delivery{State: StateSubmitted, Attempts: 1, LastVerdict: "submitted"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
+}
