@@ -142,11 +142,21 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 		}
 		return res
 	}
+	// The pane and its screen (one tmux call, 2 to 3 ms) are looked up
+	// while the inbox is read and the typing lock taken.
+	early := make(chan resolved, 1)
+	go func() {
+		pane, err := c.Dispatch.Resolve(ctx, t, mode.Call)
+		early <- resolved{pane, err}
+	}()
 	// Older messages still waiting for this agent go first: oldest first
 	// is the order an agent reads in. If they still cannot go, neither can
 	// this one; it waits behind them.
+	typedOlder := false
 	if mode.Queue {
-		if wait, err := c.olderFirst(ctx, team, agent); wait {
+		wait, typed, err := c.olderFirst(ctx, team, agent)
+		typedOlder = typed
+		if wait {
 			why := "behind older messages to the same agent"
 			if err != nil {
 				why += " (" + err.Error() + ")"
@@ -166,7 +176,12 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 	defer unlock()
 	// Resolve, record, deliver, record: the message is recorded once t's
 	// pane is found, so one to a missing agent leaves no inbox.
-	pane, err := c.Dispatch.Resolve(ctx, t, mode.Call)
+	r := <-early
+	if typedOlder {
+		// Its screen is from before the older messages were typed.
+		r.pane, r.err = c.Dispatch.Resolve(ctx, t, mode.Call)
+	}
+	pane, err := r.pane, r.err
 	if err != nil {
 		return Result{Outcome: c.Dispatch.Unsent(pane, env.ID, err)}
 	}
@@ -202,17 +217,26 @@ func (c *Courier) onStep(boxOf func(target.Target) *mailbox.Box, id message.ID, 
 // and reports whether some still wait; the new message then waits behind
 // them. Should typing them fail (interrupted, another deliverer busy with
 // the inbox), the new one waits too: kept, not lost (err says why).
-func (c *Courier) olderFirst(ctx context.Context, team, agent string) (wait bool, err error) {
+//
+// typed says whether it went on to type (or try to): the pane has changed
+// since a look taken before.
+func (c *Courier) olderFirst(ctx context.Context, team, agent string) (wait, typed bool, err error) {
 	if !c.waiting(team, agent) {
-		return false, nil
+		return false, false, nil
 	}
 	_, err = c.deliverInbox(ctx, team, agent, false, dispatch.Call{})
-	return err != nil || c.waiting(team, agent), err
+	return err != nil || c.waiting(team, agent), true, err
+}
+
+// resolved is a pane lookup's answer.
+type resolved struct {
+	pane dispatch.Resolved
+	err  error
 }
 
 // mustWait is olderFirst's answer alone.
 func (c *Courier) mustWait(ctx context.Context, team, agent string) bool {
-	wait, _ := c.olderFirst(ctx, team, agent)
+	wait, _, _ := c.olderFirst(ctx, team, agent)
 	return wait
 }
 
