@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
@@ -81,7 +82,7 @@ func (f *Factory) courier(d *dispatch.Dispatcher) (*courier.Courier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &courier.Courier{Store: store, Dispatch: d, Locks: f.locks(),
+	return &courier.Courier{Store: store, Dispatch: d, Locks: lock.ForMailbox(store.Root, store.Base, f.Command),
 		Keep: mailbox.Retention{MaxCount: cfg.Settings.KeepCount, MaxAge: cfg.Settings.KeepAge}}, nil
 }
 

@@ -70,8 +70,9 @@ type Factory struct {
 	Command string
 }
 
-// locks is the lock directory, with this process named as the holder of
-// the locks it takes.
+// locks is the runtime lock directory, with this process named as the
+// holder of the locks it takes: the pane locks of a server whose socket
+// sits in a shared directory (see lock.ForServer).
 func (f *Factory) locks() lock.Dir {
 	d := lock.DefaultDir(f.LookupEnv)
 	d.Owner = f.Command
@@ -141,7 +142,7 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 		Self:        self,
 		Profile:     pick,
 		Tmux:        client,
-		Locks:       f.locks(),
+		Locks:       lock.ForServer(server.Socket, f.locks()),
 		Clock:       realClock{},
 		Opts:        opts,
 		Concurrency: s.Concurrency,

@@ -82,9 +82,10 @@ func TestStoppedLockHolderBlocksNoOne(t *testing.T) {
 	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("dialog"))
 	holder := startAgentmsg(t, s, nil, nil, "--json", "send", "--ready-timeout", "60s", "alpha", "ana", "first")
 	pid := holder.cmd.Process.Pid
-	// It holds the pane's lock once its pid is in the pane's lock file
-	// (named-*.lock are other locks: one per inbox, one per message).
-	locks := filepath.Join(s.Dir, "runtime", "agentmsg", "locks")
+	// It holds the pane's lock once its pid is in the pane's lock file,
+	// beside the server's socket (the inbox and message locks are in the
+	// mailbox).
+	locks := filepath.Join(filepath.Dir(s.Socket), ".agentmsg-locks")
 	waitFor(t, "the holder's lock file", 10*time.Second, func() bool {
 		files, _ := filepath.Glob(filepath.Join(locks, "*.lock"))
 		for _, f := range files {

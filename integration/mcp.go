@@ -93,11 +93,12 @@ var (
 )
 
 // codexPassEnv are the variables Codex passes on to agentmsg's MCP server:
-// the tmux session it runs in, and where agentmsg keeps its state and its
-// locks. TMPDIR too: without XDG_RUNTIME_DIR the pane locks live under it,
-// and a server locking elsewhere than the senders could type over them
-// (Codex 0.169 passes TMPDIR of its own accord, e2e/mcplive; named here so
-// that it does not rest on that).
+// the tmux session it runs in, and where agentmsg keeps its state. The
+// runtime directories too: the pane locks of a server whose socket sits in
+// a shared directory (-S /tmp/x) live under XDG_RUNTIME_DIR, else TMPDIR
+// (lock.ForServer), and a server locking elsewhere than the senders could
+// type over them (Codex 0.169 passes TMPDIR of its own accord,
+// e2e/mcplive; named here so that it does not rest on that).
 var codexPassEnv = []string{
 	"TMUX", "TMUX_PANE", "TMUX_TMPDIR",
 	"AGENTMSG_HOME", "AGENTMSG_TMUX", "AGENTMSG_SOCKET", "AGENTMSG_SOCKET_NAME", "AGENTMSG_TEAM", "AGENTMSG_FROM",

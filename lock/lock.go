@@ -1,5 +1,11 @@
 // Package lock serialises deliveries to one tmux pane across processes.
 //
+// Where: a pane's lock beside its server's socket (ForServer), the locks of
+// an inbox in its mailbox (ForMailbox), so that processes whose
+// environments differ (a hook, an MCP server, a desktop app) still share
+// them; the runtime directory (DefaultDir) only for a socket in a shared
+// directory.
+//
 // Two senders that each type text and then press Enter in separate tmux
 // commands interleave (measured: 279 of 321 lines merged); inside one flock
 // per (server socket, pane) none did. The lock is an flock(2) on a file, so
@@ -58,6 +64,34 @@ func DefaultDir(lookupEnv func(string) (string, bool)) Dir {
 	// it is checked before use (see Base).
 	tmp := os.TempDir()
 	return Dir{Path: filepath.Join(tmp, fmt.Sprintf("agentmsg-%d", os.Getuid()), "locks"), Base: tmp}
+}
+
+// ForServer is where the pane locks of the tmux server at socket live:
+// in the socket's own directory (.agentmsg-locks), when that directory is
+// private to this user, as tmux makes its /tmp/tmux-UID. Every process that
+// types into that server's panes knows its socket, whatever its
+// XDG_RUNTIME_DIR or TMPDIR: a sender, an agent's hook that runs deliver,
+// an MCP server started by an agent CLI, a desktop app's backend. Locks
+// under each one's own runtime directory let two of them type into one pane
+// at once when their environments differed (seen in the live tests: a
+// turn-end hook's deliver pasted a message its sender was still typing).
+// A socket in a directory others can write to (-S /tmp/x) uses fallback,
+// the runtime directory.
+func ForServer(socket string, fallback Dir) Dir {
+	dir := filepath.Dir(socket)
+	if socket == "" || safedir.Check("", dir) != nil {
+		return fallback
+	}
+	return Dir{Path: filepath.Join(dir, ".agentmsg-locks"), Base: dir, Owner: fallback.Owner}
+}
+
+// ForMailbox is where the locks of a mailbox's inboxes live (one deliverer
+// per inbox, one typist per message): in the mailbox root, which every
+// process that reads and writes those inboxes shares by definition. base is
+// the directory root was made under when it is a shared fallback (see
+// mailbox.Store.Base), else "".
+func ForMailbox(root, base, owner string) Dir {
+	return Dir{Path: filepath.Join(root, "locks"), Base: base, Owner: owner}
 }
 
 // Holder is who holds a lock, as its lock file says.

@@ -326,3 +326,40 @@ func TestHandoffLimits(t *testing.T) {
 		t.Errorf("a look of %d rows was handed over", len(p.Screen))
 	}
 }
+
+// A server's pane locks live beside its socket when the socket's directory
+// is private to us, and in the runtime directory otherwise; a mailbox's in
+// its root.
+func TestWhereLocksLive(t *testing.T) {
+	fallback := Dir{Path: filepath.Join(t.TempDir(), "runtime"), Owner: "agentmsg send"}
+	private := t.TempDir()
+	if err := os.Chmod(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d := ForServer(filepath.Join(private, "default"), fallback)
+	if d.Path != filepath.Join(private, ".agentmsg-locks") || d.Owner != "agentmsg send" {
+		t.Errorf("a socket in a private directory: %+v", d)
+	}
+	unlock, err := d.Pane(context.Background(), filepath.Join(private, "default"), "%1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	if fi, err := os.Stat(d.Path); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the lock directory: %v, %v", fi, err)
+	}
+
+	shared := t.TempDir()
+	if err := os.Chmod(shared, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	if d := ForServer(filepath.Join(shared, "x"), fallback); d.Path != fallback.Path {
+		t.Errorf("a socket in a shared directory locks in %s, want %s", d.Path, fallback.Path)
+	}
+	if d := ForServer("", fallback); d.Path != fallback.Path {
+		t.Errorf("no socket: %s", d.Path)
+	}
+	if d := ForMailbox("/home/u/.local/state/agentmsg", "", "agentmsg deliver"); d.Path != "/home/u/.local/state/agentmsg/locks" || d.Owner != "agentmsg deliver" {
+		t.Errorf("a mailbox's locks: %+v", d)
+	}
+}
