@@ -122,9 +122,12 @@ func TestStoppedLockHolderBlocksNoOne(t *testing.T) {
 	}
 }
 
-// Without XDG_RUNTIME_DIR the locks go to $TMPDIR/agentmsg-<uid>. One that
-// another user made first, open to everyone, is refused with a clear
-// error: nothing is typed, and nothing is created in it.
+// A server whose socket sits in a directory others can write to keeps its
+// pane locks in the runtime directory: without XDG_RUNTIME_DIR,
+// $TMPDIR/agentmsg-<uid>. One that another user made first, open to
+// everyone, is refused with a clear error: nothing is typed, and nothing is
+// created in it. A server whose socket's directory is private (tmux's own
+// /tmp/tmux-<uid>) keeps them beside the socket and never goes there.
 func TestLockDirOthersMadeIsRefused(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
@@ -137,7 +140,13 @@ func TestLockDirOthersMadeIsRefused(t *testing.T) {
 	if err := os.Chmod(shared, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	b := startAgentmsg(t, s, nil, []string{"XDG_RUNTIME_DIR=", "TMPDIR=" + tmp}, "send", "alpha", "ana", "through a lock dir someone else made")
+	sockDir := filepath.Dir(s.Socket)
+	if err := os.Chmod(sockDir, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Chmod(sockDir, 0o700) })
+	env := []string{"XDG_RUNTIME_DIR=", "TMPDIR=" + tmp}
+	b := startAgentmsg(t, s, nil, env, "send", "alpha", "ana", "through a lock dir someone else made")
 	res := b.finish(t)
 	if res.Code == 0 || !strings.Contains(res.Stderr, "refusing to use "+shared) || !strings.Contains(res.Stderr, "writable by other users") {
 		t.Errorf("want a refusal naming %s, got %s", shared, res)
@@ -146,4 +155,19 @@ func TestLockDirOthersMadeIsRefused(t *testing.T) {
 		t.Errorf("agentmsg made %d entries in a directory it refused", len(left))
 	}
 	wantUntouched(t, ana)
+
+	// The socket's directory private again: the pane lock is beside it.
+	if err := os.Chmod(sockDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b = startAgentmsg(t, s, nil, env, "--json", "send", "alpha", "ana", "beside the socket")
+	if res := b.finish(t); res.Code != 0 {
+		t.Fatalf("with a private socket directory: %s", res)
+	}
+	if got := ana.Received(); len(got) != 1 || !strings.HasSuffix(got[0], ": beside the socket") {
+		t.Errorf("received %q", got)
+	}
+	if left, _ := os.ReadDir(shared); len(left) != 0 {
+		t.Errorf("agentmsg made %d entries in the runtime directory it does not need", len(left))
+	}
 }
