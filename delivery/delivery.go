@@ -70,10 +70,17 @@ type handoffLocker interface {
 
 // handoffMaxAge is how old the last holder's look may be when it stands
 // for a first look. Two looks guard against a frame half drawn; a change
-// that starts between them can slip through, so the gap stays within a few
-// times that of a lone send (its first look, taken with the pane before
-// the lock, is 3 to 4 ms old at the second).
-const handoffMaxAge = 10 * time.Millisecond
+// that starts between them can slip through, so the gap stays near that of
+// a lone send (its first look, taken with the pane before the lock, is 3
+// to 4 ms old at the second). It is also shorter than any delivery that
+// types: a holder that slipped in between unseen (lock.PaneHandoff) and
+// typed took six tmux calls, over 1 ms each, so its predecessor's look is
+// too old by then.
+const handoffMaxAge = 5 * time.Millisecond
+
+// fresh reports whether a look of this age may stand for a first look: not
+// older than handoffMaxAge, nor from the future (a clock stepped back).
+func fresh(age time.Duration) bool { return age >= 0 && age <= handoffMaxAge }
 
 // Clock is time, replaceable in tests.
 type Clock interface {
@@ -414,7 +421,7 @@ func (r *run) deliver(ctx context.Context) error {
 	_, canLeave := r.d.Term.(leaveCapturer)
 	if r.d.Opts.Screen != nil && r.res.Phases.Lock < lockAtOnce {
 		r.next, r.nextIsOld = r.d.Opts.Screen, true
-	} else if p := r.prior; p != nil && canLeave && !r.d.Opts.Resume && r.d.Clock.Now().Sub(p.At) <= handoffMaxAge {
+	} else if p := r.prior; p != nil && canLeave && !r.d.Opts.Resume && fresh(r.d.Clock.Now().Sub(p.At)) {
 		// The holder we waited for looked a moment ago: its look is the
 		// first one, and the next, fresh one leaves any mode too.
 		r.next, r.nextIsOld, r.leaveNext = p.Screen, true, true
@@ -651,6 +658,9 @@ func (r *run) typeText(ctx context.Context) error {
 	// cut short by the caller: half of it (a loaded buffer, a paste
 	// without its end) would leave a state nobody can tell apart.
 	r.mayBeInBox = true
+	// The last look no longer shows the pane as it is: none is left for
+	// the next holder until a look after the paste.
+	r.fresh = nil
 	if err := r.term(r.d.Term.Paste(context.WithoutCancel(ctx), r.pane, r.typed)); err != nil {
 		return err
 	}
@@ -764,6 +774,7 @@ func (r *run) pressSubmit(ctx context.Context) error {
 	}
 	r.res.Presses++
 	// Like a paste, a press once decided on is made whole.
+	r.fresh = nil // as for a paste
 	return r.term(r.d.Term.SendBytes(context.WithoutCancel(ctx), r.pane, '\r'))
 }
 
