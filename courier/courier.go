@@ -254,7 +254,7 @@ func (c *Courier) waiting(team, agent string) bool {
 	if err != nil {
 		return false
 	}
-	if c.outgrownBy(sum.Messages, sum.Oldest) {
+	if c.outgrownBy(sum.Messages, sum.OldestSeen) {
 		_ = c.compactSide(team, agent) // best effort; deliver retries
 	}
 	for st, n := range sum.States {

@@ -649,3 +649,51 @@ func mustTarget(t *testing.T, team, name string) target.Target {
 	}
 	return tg
 }
+
+// Past keep_age a send compacts the seen messages away, however few; a
+// message that still waits is older but never counts (every send would
+// compact in vain).
+func TestSendDropsExpiredMessages(t *testing.T) {
+	c, _ := newCourier(t, "agent-alpha-ana")
+	c.Keep = mailbox.Retention{MaxCount: 1000, MaxAge: 24 * time.Hour}
+	now := time.Now()
+	c.Now = func() time.Time { return now }
+	// A message that waits (mailbox-only, never typed) and three that
+	// arrive, all two days old.
+	old := envelope(t, "waits")
+	old.Timestamp = now.Add(-48 * time.Hour)
+	if res := c.Send(context.Background(), ana(t), old, Mode{MailboxOnly: true}); !res.OK() && res.Verdict != Recorded {
+		t.Fatal(res.Err)
+	}
+	for range 3 {
+		e := envelope(t, "seen")
+		e.Timestamp = now.Add(-48 * time.Hour)
+		if res := c.Send(context.Background(), ana(t), e, Mode{Queue: true}); !res.OK() {
+			t.Fatal(res.Err)
+		}
+	}
+	// The next send finds them past keep_age: the three seen ones go.
+	if res := c.Send(context.Background(), ana(t), envelope(t, "now"), Mode{Queue: true}); !res.OK() {
+		t.Fatal(res.Err)
+	}
+	b, err := c.Store.Read("alpha", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range b.Envelopes {
+		left = append(left, e.Content)
+	}
+	if strings.Join(left, ",") != "waits,now" {
+		t.Errorf("left %q, want the waiting message and the newest", left)
+	}
+	gen := b.End.Gen
+	for range 3 {
+		if res := c.Send(context.Background(), ana(t), envelope(t, "more"), Mode{Queue: true}); !res.OK() {
+			t.Fatal(res.Err)
+		}
+	}
+	if b, _ := c.Store.Read("alpha", "ana"); b.End.Gen != gen {
+		t.Errorf("the inbox was compacted again for a message that waits")
+	}
+}

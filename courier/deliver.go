@@ -190,21 +190,28 @@ func (c *Courier) skip(box *mailbox.Box, t target.Target, env mailbox.Envelope, 
 // outgrown reports whether an inbox holds more, or older, messages than
 // Keep allows.
 func (c *Courier) outgrown(b mailbox.Batch) bool {
-	if len(b.Envelopes) == 0 {
-		return false
+	var oldestSeen time.Time
+	for _, e := range b.Envelopes {
+		if e.Delivery != nil && e.Delivery.State.Seen() {
+			oldestSeen = e.Timestamp
+			break
+		}
 	}
-	return c.outgrownBy(len(b.Envelopes), b.Envelopes[0].Timestamp)
+	return c.outgrownBy(len(b.Envelopes), oldestSeen)
 }
 
-// outgrownBy is outgrown for an inbox of n messages, the oldest from then.
-func (c *Courier) outgrownBy(n int, oldest time.Time) bool {
+// outgrownBy is outgrown for an inbox of n messages, the oldest one the
+// agent has seen from oldestSeen (zero: none). Age counts from a seen
+// message, the oldest that retention may drop: an older one that still
+// waits, or was never seen, would make every send compact in vain.
+func (c *Courier) outgrownBy(n int, oldestSeen time.Time) bool {
 	if n == 0 {
 		return false
 	}
 	if c.Keep.MaxCount > 0 && n > c.Keep.MaxCount+slack(c.Keep.MaxCount) {
 		return true
 	}
-	return c.Keep.MaxAge > 0 && c.now().Sub(oldest) > c.Keep.MaxAge
+	return c.Keep.MaxAge > 0 && !oldestSeen.IsZero() && c.now().Sub(oldestSeen) > c.Keep.MaxAge
 }
 
 // slack is how far past its Keep an inbox may grow before a send or a

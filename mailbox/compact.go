@@ -13,9 +13,9 @@ type Retention struct {
 	MaxCount int           // keep at most the newest MaxCount messages...
 	MaxAge   time.Duration // ...that are younger than MaxAge
 	// MinDrop: rewrite the inbox only when it drops at least this many
-	// messages (or a corrupt or torn line). The compaction a send or a
-	// deliver runs on the side sets it, so that an inbox whose messages
-	// must all be kept is not rewritten by every send.
+	// messages, one past MaxAge, or a corrupt or torn line. The compaction
+	// a send or a deliver runs on the side sets it, so that an inbox whose
+	// messages must all be kept is not rewritten by every send.
 	MinDrop int
 }
 
@@ -75,14 +75,21 @@ func (b *Box) compact(r Retention) (CompactResult, error) {
 	keep := b.retain(sc, cursors, r)
 
 	res := CompactResult{Corrupt: len(sc.corrupt), Torn: sc.torn > 0}
-	for _, k := range keep {
-		if k {
+	expired := 0 // dropped for their age
+	now := b.s.now()
+	for i, k := range keep {
+		switch {
+		case k:
 			res.Kept++
+		case r.MaxAge > 0 && now.Sub(sc.entries[i].env.Timestamp) >= r.MaxAge:
+			expired++
 		}
 	}
 	res.Dropped = len(keep) - res.Kept
 	clean := res.Corrupt == 0 && !res.Torn && sc.gen != ""
-	if clean && (res.Dropped == 0 && sc.updates == 0 || r.MinDrop > 0 && res.Dropped < r.MinDrop) {
+	// MinDrop spares a rewrite for a few messages over the count; a
+	// message past its age goes whatever the count.
+	if clean && (res.Dropped == 0 && sc.updates == 0 || r.MinDrop > 0 && res.Dropped < r.MinDrop && expired == 0) {
 		return res, nil
 	}
 

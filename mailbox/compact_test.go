@@ -204,3 +204,26 @@ func TestCompactMinDrop(t *testing.T) {
 		t.Fatalf("dropping 3 with MinDrop 3: %+v, %v", res, err)
 	}
 }
+
+// Messages past MaxAge are dropped even when fewer than MinDrop.
+func TestCompactMinDropSparesNoExpiredMessage(t *testing.T) {
+	s := newStore(t)
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	s.Now = func() time.Time { return now }
+	b := box(t, s, "ana")
+	for i := range 10 {
+		e := newEnv(t, "lead", "ana", "x")
+		e.Timestamp = now.Add(-time.Duration(60-i) * 24 * time.Hour) // 60 to 51 days old
+		if i >= 5 {
+			e.Timestamp = now.Add(-time.Hour)
+		}
+		e.Delivery = &Delivery{State: StateSubmitted}
+		if err := b.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := s.Compact(team, "ana", Retention{MaxCount: 1000, MaxAge: 30 * 24 * time.Hour, MinDrop: 101})
+	if err != nil || !res.Rewritten || res.Dropped != 5 || len(mustRead(t, s, "ana").Envelopes) != 5 {
+		t.Fatalf("5 expired with MinDrop 101: %+v, %v", res, err)
+	}
+}

@@ -18,7 +18,11 @@ import (
 type Summary struct {
 	Messages int
 	Oldest   time.Time // the first message's timestamp; zero when empty
-	States   map[DeliveryState]int
+	// OldestSeen is the timestamp of the first message the agent has seen
+	// (DeliveryState.Seen): the oldest one retention by age may drop. Zero
+	// when there is none.
+	OldestSeen time.Time
+	States     map[DeliveryState]int
 }
 
 // Summarize reads agent's inbox for its Summary without decoding the
@@ -56,8 +60,9 @@ var (
 // the raw lines (see Summarize).
 func summarize(data []byte) Summary {
 	var states []DeliveryState // one per message line, as parse's entries
+	var lines [][]byte         // each message's line, for its time
+	var times []time.Time      // each message's time, when already known
 	latest := map[message.ID]int{}
-	var oldest time.Time
 	for off := 0; off < len(data); {
 		nl := bytes.IndexByte(data[off:], '\n')
 		if nl < 0 {
@@ -65,6 +70,11 @@ func summarize(data []byte) Summary {
 		}
 		line := data[off : off+nl]
 		off += nl + 1
+		if !json.Valid(line) {
+			// A fragment a dead writer left, ended by the next append's
+			// newline: parse skips it as corrupt, and so must this.
+			continue
+		}
 		id, st, isUpdate, at, err := quickRecord(line, len(states) == 0)
 		if err != nil {
 			if id, st, isUpdate, at, err = slowRecord(line); err != nil {
@@ -77,15 +87,26 @@ func summarize(data []byte) Summary {
 			}
 			continue
 		}
-		if len(states) == 0 {
-			oldest = at
-		}
 		latest[id] = len(states)
 		states = append(states, st)
+		lines = append(lines, line)
+		times = append(times, at)
 	}
-	sum := Summary{Messages: len(states), Oldest: oldest, States: map[DeliveryState]int{}}
+	sum := Summary{Messages: len(states), States: map[DeliveryState]int{}}
 	for _, st := range states {
 		sum.States[st]++
+	}
+	if len(states) > 0 {
+		sum.Oldest = times[0]
+	}
+	for i, st := range states {
+		if !st.Seen() {
+			continue
+		}
+		if sum.OldestSeen = times[i]; sum.OldestSeen.IsZero() {
+			_, _, _, sum.OldestSeen, _ = quickRecord(lines[i], true)
+		}
+		break
 	}
 	return sum
 }

@@ -16,6 +16,12 @@ func summaryOf(b Batch) Summary {
 		sum.Oldest = b.Envelopes[0].Timestamp
 	}
 	for _, e := range b.Envelopes {
+		if e.Delivery != nil && e.Delivery.State.Seen() {
+			sum.OldestSeen = e.Timestamp
+			break
+		}
+	}
+	for _, e := range b.Envelopes {
 		st := DeliveryState("")
 		if e.Delivery != nil {
 			st = e.Delivery.State
@@ -26,7 +32,7 @@ func summaryOf(b Batch) Summary {
 }
 
 func sameSummary(a, b Summary) bool {
-	return a.Messages == b.Messages && a.Oldest.Equal(b.Oldest) && maps.Equal(a.States, b.States)
+	return a.Messages == b.Messages && a.Oldest.Equal(b.Oldest) && a.OldestSeen.Equal(b.OldestSeen) && maps.Equal(a.States, b.States)
 }
 
 // Summarize agrees with Read on inboxes of every shape: texts and metadata
@@ -96,6 +102,23 @@ func TestSummarizeAgreesWithRead(t *testing.T) {
 		fmt.Fprintf(f, `{"id":"MSG_LEAD_0000000a","from":"lead","to":"ana"`)
 		f.Close()
 		check("with odd lines")
+		// The torn line ended by the next append's newline, and a torn
+		// update (cut after its state) ended the same way: both corrupt.
+		last := newEnv(t, "lead", "ana", "after a torn line")
+		last.Delivery = &Delivery{State: StateSubmitted}
+		if err := b.Append(last); err != nil {
+			t.Fatal(err)
+		}
+		f, err = os.OpenFile(b.path(), os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(f, `{"update":"%s","delivery":{"state":"deferred","attempts":2,"last_verdict":"agent bu`, last.ID)
+		f.Close()
+		if err := b.SetDelivery(last.ID, Delivery{State: StateSubmitted}); err != nil {
+			t.Fatal(err)
+		}
+		check("with torn lines ended by later appends")
 	}
 }
 
