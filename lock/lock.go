@@ -16,7 +16,7 @@
 // it lets go (PaneHandoff), and the waiter that takes over reads it from the
 // file it won: a delivery that waited for the pane then needs one fresh look,
 // not two, before it types (package delivery; eight senders to one agent
-// went from 46 to 53-58 messages a second, scripts/bench).
+// went from 46 to 50-57 messages a second on tmux 3.3a, scripts/bench).
 //
 // A waiter never waits past its context: a holder that is stopped
 // (SIGSTOP) or stuck is named (pid, command, since when: the holder writes
