@@ -298,7 +298,7 @@ func (d Dir) take(ctx context.Context, name, what string) (h held, prior *Look, 
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			herr := heldBy(f, what, ctx.Err())
+			herr := heldNow(f, path, what, ctx.Err())
 			f.Close()
 			return held{}, nil, herr
 		case <-t.C:
@@ -320,6 +320,22 @@ func (d Dir) claim(f *os.File) {
 	if f.Truncate(0) == nil {
 		_, _ = f.WriteAt(append(b, '\n'), 0)
 	}
+}
+
+// heldNow reads who holds the lock from the file now at path: a waiter's
+// own file f may have been let go and removed (its last holder's look in
+// it, or nothing) while another holder took a new one, which names who
+// holds the lock now. f when it is still that file, or path cannot be read.
+func heldNow(f *os.File, path, what string, cause error) *HeldError {
+	if same(f, path) {
+		return heldBy(f, what, cause)
+	}
+	now, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return heldBy(f, what, cause)
+	}
+	defer now.Close()
+	return heldBy(now, what, cause)
 }
 
 // heldBy reads who holds the lock on f.

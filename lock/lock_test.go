@@ -418,3 +418,34 @@ func TestHandoffComesFromTheLastHolder(t *testing.T) {
 		}
 	}
 }
+
+// A waiter that gives up names who holds the lock now: the holder of the
+// file at the lock's path, not the last holder of the removed file it was
+// waiting on (which holds that holder's look, or nothing).
+func TestGivingUpNamesTheCurrentHolder(t *testing.T) {
+	d := Dir{Path: t.TempDir(), Owner: "agentmsg send"}
+	path := filepath.Join(d.Path, "x.lock")
+	old, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	leaveLook(old, &Look{At: time.Now(), Screen: []string{"the last holder's look"}})
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	now, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer now.Close()
+	Dir{Owner: "agentmsg deliver"}.claim(now)
+	herr := heldNow(old, path, "pane %1", context.DeadlineExceeded)
+	if herr.Holder == nil || herr.Holder.Command != "agentmsg deliver" || herr.Holder.PID != os.Getpid() {
+		t.Errorf("gave up naming %+v, want the current holder (agentmsg deliver, pid %d)", herr.Holder, os.Getpid())
+	}
+	// Still the file at the path: read from it.
+	if herr := heldNow(now, path, "pane %1", context.DeadlineExceeded); herr.Holder == nil || herr.Holder.Command != "agentmsg deliver" {
+		t.Errorf("from the file at the path: %+v", herr.Holder)
+	}
+}
