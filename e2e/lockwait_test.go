@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,15 +16,19 @@ import (
 	"github.com/agentmsg/agentmsg/mailbox"
 )
 
-// Senders queued behind one another for an agent showing a dialog: the
-// wait for the pane's lock counts against each sender's own ready timeout,
-// so all of them give up (deferred) after about that long, instead of one
-// timeout after another (1, 2, 3, 4, 5 s). Deliver then types each once.
+// Senders queued behind another for an agent showing a dialog: the wait
+// for the pane's lock counts against each sender's own ready timeout, so
+// each gives up (deferred) after about that long, naming the holder,
+// instead of one timeout after another (1, 2, 3, 4 s). Deliver then types
+// each once. The holder waits longer (3 s) than the others (1 s), so that
+// every one of them is still behind it when it gives up.
 func TestSendersBehindADialogEachWaitOnlyTheirTimeout(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
 	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("dialog"))
-	const n = 5
+	holder := startAgentmsg(t, s, nil, nil, "--json", "send", "--ready-timeout", "3s", "alpha", "ana", "the holder")
+	waitForPaneLock(t, s, holder.cmd.Process.Pid)
+	const n = 4
 	reps := make([]harness.SendReport, n)
 	results := make([]harness.Result, n)
 	errs := make([]error, n)
@@ -37,7 +42,7 @@ func TestSendersBehindADialogEachWaitOnlyTheirTimeout(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	locked := 0
+	held := fmt.Sprintf("held by pid %d (agentmsg send", holder.cmd.Process.Pid)
 	for i := range n {
 		if errs[i] != nil {
 			t.Fatal(errs[i])
@@ -47,30 +52,48 @@ func TestSendersBehindADialogEachWaitOnlyTheirTimeout(t *testing.T) {
 			t.Errorf("sender %d: want deferred (exit 0), got %s", i, res)
 		}
 		// A second's wait, and some slack for a loaded machine; one
-		// sender after another would take 1, 2, 3, 4 and 5 s.
-		if rep.ElapsedMS > 2900 {
+		// sender after another would take 1, 2, 3 and 4 s.
+		if rep.ElapsedMS > 2500 {
 			t.Errorf("sender %d took %.0fms with a 1s ready timeout", i, rep.ElapsedMS)
 		}
-		if strings.Contains(rep.Error, "held by pid") {
-			locked++
+		if !strings.Contains(rep.Error, held) {
+			t.Errorf("sender %d should name the holder (%s ...): %q", i, held, rep.Error)
 		}
 	}
-	if locked == 0 {
-		t.Errorf("no sender said who held the pane; reports: %+v", reps)
+	first := holder.finish(t)
+	var hrep harness.SendReport
+	if err := json.Unmarshal([]byte(first.Stdout), &hrep); err != nil || hrep.Verdict != "deferred" {
+		t.Fatalf("the holder: want deferred, got %s", first)
 	}
 	wantUntouched(t, ana)
 
 	ana.SetState("ready")
 	wantCode(t, s.Run("deliver"), 0)
 	got := ana.Received()
-	if len(got) != n {
-		t.Fatalf("received %d prompts, want each of %d once: %q", len(got), n, got)
+	if len(got) != n+1 {
+		t.Fatalf("received %d prompts, want each of %d once: %q", len(got), n+1, got)
 	}
-	for _, rep := range reps {
+	for _, rep := range append(reps, hrep) {
 		if st := deliveryState(t, s, "alpha", "ana", rep.ID); st != mailbox.StateSubmitted {
 			t.Errorf("%s is %s, want submitted", rep.ID, st)
 		}
 	}
+}
+
+// waitForPaneLock waits until the agentmsg with this pid holds a pane's
+// lock: its pid is in a pane lock file, beside the server's socket.
+func waitForPaneLock(t *testing.T, s *harness.TestServer, pid int) {
+	t.Helper()
+	locks := filepath.Join(filepath.Dir(s.Socket), ".agentmsg-locks")
+	waitFor(t, "the holder's lock file", 10*time.Second, func() bool {
+		files, _ := filepath.Glob(filepath.Join(locks, "*.lock"))
+		for _, f := range files {
+			if b, _ := os.ReadFile(f); strings.Contains(string(b), `"pid":`+strconv.Itoa(pid)) {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // A sender stopped (SIGSTOP) while it holds the pane's lock blocks no one
@@ -82,22 +105,7 @@ func TestStoppedLockHolderBlocksNoOne(t *testing.T) {
 	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("dialog"))
 	holder := startAgentmsg(t, s, nil, nil, "--json", "send", "--ready-timeout", "60s", "alpha", "ana", "first")
 	pid := holder.cmd.Process.Pid
-	// It holds the pane's lock once its pid is in the pane's lock file,
-	// beside the server's socket (the inbox and message locks are in the
-	// mailbox).
-	locks := filepath.Join(filepath.Dir(s.Socket), ".agentmsg-locks")
-	waitFor(t, "the holder's lock file", 10*time.Second, func() bool {
-		files, _ := filepath.Glob(filepath.Join(locks, "*.lock"))
-		for _, f := range files {
-			if strings.HasPrefix(filepath.Base(f), "named-") {
-				continue
-			}
-			if b, _ := os.ReadFile(f); strings.Contains(string(b), `"pid":`+strconv.Itoa(pid)) {
-				return true
-			}
-		}
-		return false
-	})
+	waitForPaneLock(t, s, pid)
 	holder.signal(t, syscall.SIGSTOP)
 
 	rep, res := sendJSON(t, s, nil, "--ready-timeout", "1s", "alpha", "ana", "second")
