@@ -257,8 +257,8 @@ func (c *Courier) waiting(team, agent string) bool {
 	if c.outgrownBy(sum.Messages, sum.OldestSeen) {
 		_ = c.compactSide(team, agent) // best effort; deliver retries
 	}
-	for st, n := range sum.States {
-		if n > 0 && st.Outstanding() && st != mailbox.StateTyping {
+	for st := range sum.States {
+		if st.Outstanding() && st != mailbox.StateTyping {
 			return true
 		}
 	}

@@ -190,14 +190,7 @@ func (c *Courier) skip(box *mailbox.Box, t target.Target, env mailbox.Envelope, 
 // outgrown reports whether an inbox holds more, or older, messages than
 // Keep allows.
 func (c *Courier) outgrown(b mailbox.Batch) bool {
-	var oldestSeen time.Time
-	for _, e := range b.Envelopes {
-		if e.Delivery != nil && e.Delivery.State.Seen() {
-			oldestSeen = e.Timestamp
-			break
-		}
-	}
-	return c.outgrownBy(len(b.Envelopes), oldestSeen)
+	return c.outgrownBy(len(b.Envelopes), b.OldestSeen())
 }
 
 // outgrownBy is outgrown for an inbox of n messages, the oldest one the

@@ -250,47 +250,26 @@ func TestSymlinkAtALockNameIsRefused(t *testing.T) {
 func TestHandoffGoesToTheNextHolder(t *testing.T) {
 	d := Dir{Path: t.TempDir()}
 	ctx := context.Background()
-	if prior, release, err := d.PaneHandoff(ctx, "/tmp/s", "%1"); err != nil || prior != nil {
+	prior, release, err := d.PaneHandoff(ctx, "/tmp/s", "%1")
+	if err != nil || prior != nil {
 		t.Fatalf("a free lock: prior %v, err %v", prior, err)
-	} else {
-		release(&Look{At: time.Now(), Screen: []string{"left while nobody waited"}})
 	}
-	if prior, release, err := d.PaneHandoff(ctx, "/tmp/s", "%1"); err != nil || prior != nil {
+	release(&Look{At: time.Now(), Screen: []string{"left while nobody waited"}})
+	prior, release, err = d.PaneHandoff(ctx, "/tmp/s", "%1")
+	if err != nil || prior != nil {
 		t.Fatalf("a lock nobody waited for: prior %v, err %v", prior, err)
-	} else {
-		// Held now; a waiter starts.
-		got := make(chan *Look)
-		go func() {
-			p, rel, err := d.PaneHandoff(ctx, "/tmp/s", "%1")
-			if err != nil {
-				t.Error(err)
-			}
-			rel(nil)
-			got <- p
-		}()
-		time.Sleep(20 * time.Millisecond)
-		at := time.Now().UTC().Truncate(time.Microsecond)
-		release(&Look{At: at, Screen: []string{"╭──╮", "│ > │", "MSG_LEAD_1: done"}})
-		p := <-got
-		if p == nil || !p.At.Equal(at) || len(p.Screen) != 3 || p.Screen[2] != "MSG_LEAD_1: done" {
-			t.Fatalf("the waiter got %+v", p)
-		}
+	}
+	got := waiter(t, d, "%1")
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	release(&Look{At: at, Screen: []string{"╭──╮", "│ > │", "MSG_LEAD_1: done"}})
+	if p := <-got; p == nil || !p.At.Equal(at) || len(p.Screen) != 3 || p.Screen[2] != "MSG_LEAD_1: done" {
+		t.Fatalf("the waiter got %+v", p)
 	}
 	// The waiter above released with no look: the next one gets none.
-	_, release, err := d.PaneHandoff(ctx, "/tmp/s", "%1")
-	if err != nil {
+	if _, release, err = d.PaneHandoff(ctx, "/tmp/s", "%1"); err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan *Look)
-	go func() {
-		p, rel, err := d.PaneHandoff(ctx, "/tmp/s", "%1")
-		if err != nil {
-			t.Error(err)
-		}
-		rel(nil)
-		got <- p
-	}()
-	time.Sleep(20 * time.Millisecond)
+	got = waiter(t, d, "%1")
 	release(nil)
 	if p := <-got; p != nil {
 		t.Errorf("a holder that left no look handed over %+v", p)
@@ -298,6 +277,26 @@ func TestHandoffGoesToTheNextHolder(t *testing.T) {
 	if ents, _ := os.ReadDir(d.Path); len(ents) != 0 {
 		t.Errorf("lock files left behind: %v", ents)
 	}
+}
+
+// waiter starts waiting for pane's lock on socket /tmp/s and, once it is
+// waiting, returns where the look it gets will come (it lets the lock go
+// at once, leaving none).
+func waiter(t *testing.T, d Dir, pane string) <-chan *Look {
+	t.Helper()
+	got := make(chan *Look, 1)
+	go func() {
+		p, release, err := d.PaneHandoff(context.Background(), "/tmp/s", pane)
+		if err != nil {
+			t.Error(err)
+			got <- nil
+			return
+		}
+		release(nil)
+		got <- p
+	}()
+	time.Sleep(20 * time.Millisecond) // waiting by now
+	return got
 }
 
 // A waiter that times out names the holder, as before, and a look too
@@ -315,13 +314,7 @@ func TestHandoffLimits(t *testing.T) {
 	if _, _, err := d.PaneHandoff(short, "/tmp/s", "%2"); !errors.As(err, &held) || held.Holder == nil || held.Holder.Command != "agentmsg send" {
 		t.Errorf("a waiter that timed out: %v", err)
 	}
-	got := make(chan *Look)
-	go func() {
-		p, rel, _ := d.PaneHandoff(ctx, "/tmp/s", "%2")
-		rel(nil)
-		got <- p
-	}()
-	time.Sleep(20 * time.Millisecond)
+	got := waiter(t, d, "%2")
 	release(&Look{At: time.Now(), Screen: make([]string, maxHandoffRows+1)})
 	if p := <-got; p != nil {
 		t.Errorf("a look of %d rows was handed over", len(p.Screen))

@@ -166,8 +166,8 @@ func parse(data []byte, base int64) *scan {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var r record
-		if err := json.Unmarshal(line, &r); err != nil {
+		r, err := decodeLine(line)
+		if err != nil {
 			sc.corrupt = append(sc.corrupt, CorruptLine{Offset: start, Err: err})
 			continue
 		}
@@ -177,22 +177,35 @@ func parse(data []byte, base int64) *scan {
 				sc.gen = r.Gen
 			}
 		case r.Update != "":
-			if r.Delivery == nil {
-				sc.corrupt = append(sc.corrupt, CorruptLine{Offset: start, Err: errors.New("update without delivery")})
-				continue
-			}
 			sc.updates++
 			if i, ok := byID[r.Update]; ok {
 				sc.entries[i].env.Delivery = r.Delivery // latest wins
 			}
-		case !message.Valid(string(r.ID)):
-			sc.corrupt = append(sc.corrupt, CorruptLine{Offset: start, Err: fmt.Errorf("no valid message id (%q)", r.ID)})
 		default:
 			byID[r.ID] = len(sc.entries)
 			sc.entries = append(sc.entries, entry{env: r.Envelope, start: start, end: sc.end})
 		}
 	}
 	return sc
+}
+
+// decodeLine decodes one inbox line that is a record: the header (Gen), an
+// update with its delivery, or a message with a valid id.
+func decodeLine(line []byte) (record, error) {
+	var r record
+	if err := json.Unmarshal(line, &r); err != nil {
+		return r, err
+	}
+	switch {
+	case r.Gen != "":
+	case r.Update != "":
+		if r.Delivery == nil {
+			return r, errors.New("update without delivery")
+		}
+	case !message.Valid(string(r.ID)):
+		return r, fmt.Errorf("no valid message id (%q)", r.ID)
+	}
+	return r, nil
 }
 
 // after returns the index of the first entry after pos.

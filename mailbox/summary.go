@@ -25,6 +25,17 @@ type Summary struct {
 	States     map[DeliveryState]int
 }
 
+// OldestSeen is the timestamp of the batch's first message the agent has
+// seen (DeliveryState.Seen), as Summary.OldestSeen; zero when none.
+func (b Batch) OldestSeen() time.Time {
+	for _, e := range b.Envelopes {
+		if e.Delivery != nil && e.Delivery.State.Seen() {
+			return e.Timestamp
+		}
+	}
+	return time.Time{}
+}
+
 // Summarize reads agent's inbox for its Summary without decoding the
 // messages: a send reads the whole inbox to keep older messages first, and
 // decoding an inbox at its default bound (1,000 messages and their
@@ -50,7 +61,6 @@ func (s *Store) Summarize(team, agent string) (Summary, error) {
 var (
 	idPrefix       = []byte(`{"id":"`)
 	updatePrefix   = []byte(`{"update":"`)
-	genPrefix      = []byte(`{"gen":"`)
 	deliveryKey    = []byte(`"delivery":{"state":"`)
 	timestampKey   = []byte(`"timestamp":"`)
 	errOtherRecord = errors.New("not a message or update line")
@@ -70,11 +80,6 @@ func summarize(data []byte) Summary {
 		}
 		line := data[off : off+nl]
 		off += nl + 1
-		if !json.Valid(line) {
-			// A fragment a dead writer left, ended by the next append's
-			// newline: parse skips it as corrupt, and so must this.
-			continue
-		}
 		id, st, isUpdate, at, err := quickRecord(line, len(states) == 0)
 		if err != nil {
 			if id, st, isUpdate, at, err = slowRecord(line); err != nil {
@@ -140,6 +145,9 @@ func quickRecord(line []byte, wantTime bool) (id message.ID, st DeliveryState, i
 		}
 		st = DeliveryState(v[:q])
 	}
+	if !whole(line, isUpdate) {
+		return "", "", false, time.Time{}, errOtherRecord // decoded: corrupt
+	}
 	if wantTime && !isUpdate {
 		i := bytes.Index(line, timestampKey)
 		if i < 0 || bytes.Count(line, timestampKey) != 1 {
@@ -157,25 +165,52 @@ func quickRecord(line []byte, wantTime bool) (id message.ID, st DeliveryState, i
 	return id, st, isUpdate, at, nil
 }
 
-// slowRecord decodes a line as parse does.
+// whole reports whether a line of agentmsg's own shape was written to its
+// end, not cut short by a dead writer (the next append's newline ends such
+// a fragment, and parse finds it corrupt). Only the end needs checking:
+// a message's timestamp follows all of its free text and is followed by
+// nothing or its delivery, and in a delivery last_verdict is the one free
+// text, so only a delivery holding one is checked as JSON. (json.Valid on
+// every line doubled the time of Summarize.)
+func whole(line []byte, isUpdate bool) bool {
+	if !bytes.HasSuffix(line, []byte("}")) {
+		return false
+	}
+	k := bytes.Index(line, deliveryKey) // at most once (quickRecord)
+	if !isUpdate {
+		i := bytes.Index(line, timestampKey)
+		if i < 0 {
+			return false
+		}
+		v := line[i+len(timestampKey):]
+		q := bytes.IndexByte(v, '"')
+		if q < 0 {
+			return false
+		}
+		if after := v[q+1:]; k < 0 || !bytes.HasPrefix(after, []byte(`,"delivery":{`)) {
+			return k < 0 && string(after) == "}"
+		}
+	}
+	obj := line[k+len(`"delivery":`) : len(line)-1]
+	if bytes.Contains(obj, []byte(`"last_verdict":"`)) {
+		return json.Valid(obj)
+	}
+	return bytes.IndexByte(obj, '}') == len(obj)-1
+}
+
+// slowRecord decodes a line as parse does (decodeLine).
 func slowRecord(line []byte) (id message.ID, st DeliveryState, isUpdate bool, at time.Time, err error) {
-	if len(bytes.TrimSpace(line)) == 0 || bytes.HasPrefix(line, genPrefix) {
+	if len(bytes.TrimSpace(line)) == 0 {
 		return "", "", false, time.Time{}, errOtherRecord
 	}
-	var r record
-	if err := json.Unmarshal(line, &r); err != nil {
-		return "", "", false, time.Time{}, err
-	}
+	r, err := decodeLine(line)
 	switch {
+	case err != nil:
+		return "", "", false, time.Time{}, err
 	case r.Gen != "":
 		return "", "", false, time.Time{}, errOtherRecord
 	case r.Update != "":
-		if r.Delivery == nil {
-			return "", "", false, time.Time{}, errOtherRecord
-		}
 		return r.Update, r.Delivery.State, true, time.Time{}, nil
-	case !message.Valid(string(r.ID)):
-		return "", "", false, time.Time{}, errOtherRecord
 	}
 	if r.Delivery != nil {
 		st = r.Delivery.State

@@ -1,10 +1,12 @@
 package mailbox
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 	"time"
 )
@@ -15,12 +17,7 @@ func summaryOf(b Batch) Summary {
 	if len(b.Envelopes) > 0 {
 		sum.Oldest = b.Envelopes[0].Timestamp
 	}
-	for _, e := range b.Envelopes {
-		if e.Delivery != nil && e.Delivery.State.Seen() {
-			sum.OldestSeen = e.Timestamp
-			break
-		}
-	}
+	sum.OldestSeen = b.OldestSeen()
 	for _, e := range b.Envelopes {
 		st := DeliveryState("")
 		if e.Delivery != nil {
@@ -161,4 +158,50 @@ func fullInbox(b *testing.B) *Store {
 		}
 	}
 	return s
+}
+
+// A line cut short at any byte, and ended by a later append's newline, is
+// skipped by Summarize as Read skips it: every prefix of an envelope with
+// and without a delivery, and of an update whose verdict spells JSON.
+func TestSummarizeSkipsEveryCutOfALine(t *testing.T) {
+	s := newStore(t)
+	b := box(t, s, "ana")
+	first := newEnv(t, "lead", "ana", `text with "quotes", }} and {"a":1}`)
+	first.Metadata = map[string]string{"k": `}"}`}
+	first.Delivery = &Delivery{State: StateSubmitted}
+	if err := b.Append(first); err != nil {
+		t.Fatal(err)
+	}
+	plain := newEnv(t, "lead", "ana", "no delivery }")
+	withDelivery := newEnv(t, "lead", "ana", "deferred }}")
+	withDelivery.Delivery = &Delivery{State: StateDeferred, LastVerdict: `busy "}}`, Attempts: 2}
+	var lines [][]byte
+	for _, v := range []any{plain, withDelivery,
+		updateRecord{Update: first.ID, Delivery: &Delivery{State: StateDeferred, LastVerdict: `a "}} b`, Reached: "pasted"}},
+		updateRecord{Update: first.ID, Delivery: &Delivery{State: StateTyped, Attempts: 3}}} {
+		line, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, line)
+	}
+	base, err := os.ReadFile(b.path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail := newEnv(t, "lead", "ana", "after")
+	tail.Timestamp = time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+	after, _ := json.Marshal(tail)
+	for _, line := range lines {
+		for cut := 1; cut <= len(line); cut++ {
+			data := append(append(append(slices.Clone(base), line[:cut]...), '\n'), append(after, '\n')...)
+			if err := os.WriteFile(b.path(), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Summarize(team, "ana")
+			if want := summaryOf(mustRead(t, s, "ana")); err != nil || !sameSummary(got, want) {
+				t.Fatalf("cut at %d of %s: Summarize = %+v, %v; Read says %+v", cut, line, got, err, want)
+			}
+		}
+	}
 }

@@ -48,10 +48,20 @@ func (s *Server) withSocket(args []string) []string {
 // error is for a run that could not start or did not finish; a non-zero
 // exit is in Result.Code.
 func (s *Server) Exec(ctx context.Context, stdin io.Reader, args ...string) (Result, error) {
+	return s.ExecEnv(ctx, stdin, nil, args...)
+}
+
+// RunEnv is Run with env added to the environment (later entries win).
+func (s *Server) RunEnv(env []string, args ...string) (Result, error) {
+	return s.ExecEnv(context.Background(), nil, env, s.withSocket(args)...)
+}
+
+// ExecEnv is Exec with env added to the environment (later entries win).
+func (s *Server) ExecEnv(ctx context.Context, stdin io.Reader, env []string, args ...string) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, RunTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, s.Bins.Agentmsg, args...)
-	cmd.Env = s.Env()
+	cmd.Env = append(s.Env(), env...)
 	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
