@@ -55,6 +55,7 @@ tmux client a send uses.`,
 	}
 	c.Flags().BoolVar(&opts.Probe, "probe", false, "also time ten harmless round trips (screen captures)")
 	opts.Agent.register(c, true)
+	opts.Agent.registerPane(c)
 	return c
 }
 
@@ -92,12 +93,22 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 			"queued": in.Reading.Queued, "shell": in.Reading.Shell,
 			"would": would, "probe_ms": probeMS, "exit_code": ExitOK,
 		}
-		if !in.Found {
+		var panes []map[string]any
+		for _, p := range in.Panes {
+			panes = append(panes, map[string]any{"pane": p.ID, "address": dispatch.PaneAddress(p), "window": p.WindowName,
+				"command": p.Command, "active": p.Active, "agent": p.ID == in.Pane.ID})
+		}
+		doc["panes"] = panes
+		switch {
+		case !in.Found:
 			doc["exit_code"], doc["error"] = ExitNotFound, "no session named exactly "+t.Session
-			writeJSON(f, doc)
-			return exitError{ExitNotFound}
+		case in.PaneErr != nil:
+			doc["exit_code"], doc["error"] = ExitNotFound, errText(in.PaneErr)
 		}
 		writeJSON(f, doc)
+		if code := doc["exit_code"].(int); code != ExitOK {
+			return exitError{code}
+		}
 		return nil
 	}
 	w := f.IO.Out
@@ -110,6 +121,21 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 	}
 	if len(in.Similar) > 0 {
 		fmt.Fprintf(w, "          a bare tmux -t %s would have reached %s instead; agentmsg never does\n", t.Session, show(strings.Join(in.Similar, ", ")))
+	}
+	if len(in.Panes) > 1 {
+		fmt.Fprintf(w, "panes     %d in the session:\n", len(in.Panes))
+		for _, p := range in.Panes {
+			mark := " "
+			if p.ID == in.Pane.ID {
+				mark = "*" // the agent's
+			}
+			fmt.Fprintf(w, "        %s %s %s running %s (window %s)\n", mark, dispatch.PaneAddress(p), show(p.ID), show(p.Command), show(p.WindowName))
+		}
+	}
+	if in.PaneErr != nil {
+		fmt.Fprintf(w, "pane      %s\n", showErr(in.PaneErr))
+		fmt.Fprintf(w, "a send would: %s\n", show(would))
+		return exitError{ExitNotFound}
 	}
 	if in.Found {
 		mode := ""
@@ -157,6 +183,8 @@ func wouldSay(p dispatch.Plan, session string) string {
 		return "fail: the program in the pane has exited"
 	case dispatch.StopSelf:
 		return "refuse: that is the pane you run in"
+	case dispatch.StopPaneChoice:
+		return fmt.Sprintf("refuse with exit %d: it cannot tell which pane is the agent's", ExitNotFound)
 	}
 	wait := "wait up to " + p.ReadyTimeout.String()
 	keep := fmt.Sprintf("; then keep it for deliver (or exit %d with --no-queue)", ExitNotReady)

@@ -11,12 +11,15 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentmsg/agentmsg/config"
+	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/profile"
 	"github.com/agentmsg/agentmsg/receipt"
 	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )
 
@@ -141,12 +144,46 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 	return &dispatch.Dispatcher{
 		Self:        self,
 		Profile:     pick,
+		Known:       knownAgent(profiles),
+		Registered:  registeredPane(f, server),
+		PaneFor:     func(t target.Target) string { return cfg.Panes[t.String()] },
 		Tmux:        client,
 		Locks:       lock.ForServer(server.Socket, f.locks()),
 		Clock:       realClock{},
 		Opts:        opts,
 		Concurrency: s.Concurrency,
 	}, nil
+}
+
+// knownAgent says whether a pane runs an agent CLI that profiles know, by
+// its foreground command and processes: what tells the agent's pane from a
+// shell or a dev server beside it.
+func knownAgent(profiles []profile.Profile) func(tmux.Pane) (string, bool) {
+	return func(pane tmux.Pane) (string, bool) {
+		procs := func() [][]string { return profile.Procs{}.Foreground(pane.PID) }
+		p, _ := profile.DetectPane(profiles, profile.Pane{Command: pane.Command, Procs: procs}, nil)
+		return p.Name, p.Name != "generic" && p.Name != "shell"
+	}
+}
+
+// registeredPane is the pane spawn recorded for an agent on server, read
+// from the mailbox's registry.
+func registeredPane(f *Factory, server tmux.Server) func(target.Target) (dispatch.Registration, bool) {
+	return func(t target.Target) (dispatch.Registration, bool) {
+		store, err := f.Mailbox()
+		if err != nil {
+			return dispatch.Registration{}, false
+		}
+		team, agent := courier.Inbox(t)
+		rec, err := store.RegisteredAgent(team, agent)
+		if err != nil || rec.Pane == "" {
+			return dispatch.Registration{}, false
+		}
+		if sock, err := tmux.CanonicalSocket(rec.Socket); err != nil || sock != server.Socket {
+			return dispatch.Registration{}, false
+		}
+		return dispatch.Registration{Pane: rec.Pane, PID: rec.PID}, true
+	}
 }
 
 // Service is the caller and the parts that serve it, built once per

@@ -34,7 +34,10 @@ func errText(err error) string {
 		return fmt.Sprint(err)
 	}
 	s := err.Error()
+	var pc *dispatch.PaneChoiceError
 	switch {
+	case errors.As(err, &pc):
+		s += fmt.Sprintf("; choose one with --pane WINDOW.PANE (e.g. --pane %s), or in the config file: [panes] %q = %q", pc.Example(), pc.Target.String(), pc.Example())
 	case errors.Is(err, delivery.ErrNotAgent):
 		s += " (--force types it anyway)"
 	case errors.Is(err, delivery.ErrTextOffBox):

@@ -77,7 +77,8 @@ func profileNames(ps []profile.Profile) []string {
 // agentFlags are the per-command flags about how the target agent behaves.
 type agentFlags struct {
 	kind      string
-	waitIdle  bool // the default now; kept so that scripts that pass it still run
+	pane      string // --pane, for commands that name one agent
+	waitIdle  bool   // the default now; kept so that scripts that pass it still run
 	whileBusy bool
 	force     bool
 }
@@ -91,9 +92,14 @@ func (a *agentFlags) register(c *cobra.Command, delivers bool) {
 	}
 }
 
+// registerPane adds --pane, for commands that name one agent.
+func (a *agentFlags) registerPane(c *cobra.Command) {
+	c.Flags().StringVar(&a.pane, "pane", "", "the agent's pane, when its session has several and agentmsg cannot tell: WINDOW.PANE (\"1.0\"), a window name, or a pane id (%3); default: the only pane, the one spawn started, or the one running a known agent CLI (config: [panes] \"team/agent\" = \"1.0\")")
+}
+
 // call turns them into the per-call choices of a send or a look.
 func (a *agentFlags) call(f *Factory) (dispatch.Call, error) {
-	call := dispatch.Call{WhileBusy: a.whileBusy && !a.waitIdle, Force: a.force}
+	call := dispatch.Call{WhileBusy: a.whileBusy && !a.waitIdle, Force: a.force, Pane: a.pane}
 	if a.kind == "" {
 		return call, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/tmux"
 )
 
 type fakeServer = faketmux.Server
@@ -71,3 +72,5 @@ func TestSendReportsAFailedRecord(t *testing.T) {
 		t.Errorf("stderr does not say the record failed:\n%s", errOut)
 	}
 }
+
+func (f *fullDisk) Pinned(tmux.Pane) tmux.Client { return f }

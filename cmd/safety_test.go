@@ -126,11 +126,15 @@ func (h hostileTmux) ListPanes(ctx context.Context) ([]tmux.Pane, error) {
 	return panes, err
 }
 
-func (h hostileTmux) SessionPane(ctx context.Context, session string) (tmux.Pane, error) {
-	p, err := h.Client.SessionPane(ctx, session)
-	p.Command = hostile
-	return p, err
+func (h hostileTmux) SessionPanes(ctx context.Context, session string) ([]tmux.Pane, error) {
+	panes, err := h.Client.SessionPanes(ctx, session)
+	for i := range panes {
+		panes[i].Command = hostile
+	}
+	return panes, err
 }
+
+func (h hostileTmux) Pinned(tmux.Pane) tmux.Client { return h }
 
 func (h hostileTmux) Capture(context.Context, string, int) ([]string, error) {
 	return []string{" Do you want to proceed? " + hostile, " ❯ 1. Yes " + hostile, "   2. No", ""}, nil

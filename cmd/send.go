@@ -80,6 +80,7 @@ the agent is ready. --no-queue makes that a failure (exit 4) instead.
 	c.Flags().BoolVar(&opts.Delivery.MailboxOnly, "mailbox-only", false, "only record the message in the agent's inbox (for agents that read their inbox; the agent need not exist)")
 	opts.Envelope.register(c)
 	opts.Agent.register(c, true)
+	opts.Agent.registerPane(c)
 	c.PreRun = func(*cobra.Command, []string) { opts.Delivery.Queue = !noQueue }
 	return c
 }

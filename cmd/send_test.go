@@ -170,8 +170,8 @@ type brokenTmux struct{ *fakeServer }
 
 var errBroken = errors.New("tmux: protocol version mismatch")
 
-func (brokenTmux) SessionPane(context.Context, string) (tmux.Pane, error) {
-	return tmux.Pane{}, errBroken
+func (brokenTmux) SessionPanes(context.Context, string) ([]tmux.Pane, error) {
+	return nil, errBroken
 }
 
 // When tmux fails to say whether the sender has a session, a reply is an

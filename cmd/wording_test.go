@@ -136,3 +136,5 @@ func TestCLIWordsTheEngineErrors(t *testing.T) {
 		}
 	}
 }
+
+func (s shellTmux) Pinned(tmux.Pane) tmux.Client { return s }

@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/BurntSushi/toml"
 	"github.com/agentmsg/agentmsg/delivery"
@@ -317,6 +318,10 @@ type Loaded struct {
 	sources  map[string]Source
 	// Profiles are the [profiles.NAME] tables of the config file.
 	Profiles map[string]ProfileSettings
+	// Panes is the [panes] table: which pane of an agent's session is the
+	// agent's, by agent ("alpha/ana", "ralph-7") to a pane choice ("%3",
+	// "1.0", a window name).
+	Panes map[string]string
 }
 
 // Source says where the value of key came from; "" for an unknown key.
@@ -460,7 +465,7 @@ func (l *Loaded) loadFile(path string) error {
 			continue // inside a table, whose own key is reported as unknown
 		}
 		key := k[0]
-		if key == "profiles" {
+		if key == "profiles" || key == "panes" {
 			continue // below
 		}
 		sp, known := lookup(key)
@@ -501,11 +506,33 @@ func (l *Loaded) loadFile(path string) error {
 		}
 		return invalidf("%s = %s in %s: %v", key, literal(value), at, rejected)
 	}
+	if prim, ok := top["panes"]; ok {
+		if err := l.loadPanes(md, prim, path); err != nil {
+			return err
+		}
+	}
 	// [profiles.NAME] tables: "profiles" itself is implicit, so it is
 	// not among md.Keys().
 	if prim, ok := top["profiles"]; ok {
 		return l.loadProfiles(md, prim, path)
 	}
+	return nil
+}
+
+// loadPanes reads the [panes] table: "team/agent" (or "ralph-ID") = a
+// pane choice. The names are checked where they are used, with the rest
+// of a target; here only that each is a plain string a person could mean.
+func (l *Loaded) loadPanes(md toml.MetaData, prim toml.Primitive, path string) error {
+	var panes map[string]string
+	if err := md.PrimitiveDecode(prim, &panes); err != nil {
+		return invalidf("%s: [panes]: want \"team/agent\" = \"WINDOW.PANE\" (or a pane id %%N, or a window name): %v", path, err)
+	}
+	for agent, pane := range panes {
+		if strings.TrimSpace(pane) == "" || strings.ContainsFunc(pane+agent, unicode.IsControl) {
+			return invalidf("%s: [panes] %q = %q: want a pane such as \"1.0\", \"%%3\" or a window name", path, agent, pane)
+		}
+	}
+	l.Panes = panes
 	return nil
 }
 

@@ -274,9 +274,20 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 	if mode.MailboxOnly {
 		return c.recordBroadcast(ctx, team, env)
 	}
-	panes, err := c.Dispatch.ResolveTeam(ctx, team)
+	all, err := c.Dispatch.ResolveTeam(ctx, team, mode.Call)
 	if err != nil {
 		return nil, err
+	}
+	// An agent whose pane cannot be told gets nothing, as a send to it
+	// would: no record, no typing, its own verdict.
+	var panes []dispatch.Resolved
+	var refused []Result
+	for _, r := range all {
+		if r.Err != nil {
+			refused = append(refused, Result{Outcome: c.Dispatch.Unsent(r, env.ID, r.Err)})
+			continue
+		}
+		panes = append(panes, r)
 	}
 	env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Updated: c.now()}
 	// Each inbox is recorded on its own, all at once: a hundred fsyncs one
@@ -329,6 +340,7 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		out = append(out, c.settle(ctx, boxes[o.Target.Session], env.ID, o, mode, 1, prior{}))
 	}
 	out = append(out, behind...)
+	out = append(out, refused...)
 	slices.SortFunc(out, func(a, b Result) int { return strings.Compare(a.Target.Session, b.Target.Session) })
 	return out, nil
 }

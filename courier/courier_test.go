@@ -17,6 +17,7 @@ import (
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/tmux"
 )
 
 func newCourier(t *testing.T, sessions ...string) (*Courier, *faketmux.Server) {
@@ -697,3 +698,5 @@ func TestSendDropsExpiredMessages(t *testing.T) {
 		t.Errorf("the inbox was compacted again for a message that waits")
 	}
 }
+
+func (f *fullDisk) Pinned(tmux.Pane) tmux.Client { return f }

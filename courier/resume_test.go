@@ -225,3 +225,5 @@ func TestDeliverLeavesAMessageItsLiveSenderIsTyping(t *testing.T) {
 		t.Fatalf("typed %q, want both messages once", got)
 	}
 }
+
+func (s *spyTmux) Pinned(tmux.Pane) tmux.Client { return s }

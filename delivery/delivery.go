@@ -320,6 +320,7 @@ func (e *NotReadyError) Error() string {
 		Draft:   "its input box held someone else's text (left untouched)",
 		Unknown: "no input box was on screen",
 		Locked:  "another sender held the pane the whole time (nothing was typed)",
+		Gone:    "the agent's pane went away before anything was typed",
 	}[e.State]
 	if what == "" {
 		what = string(e.State)
@@ -1068,11 +1069,20 @@ func (r *run) sleep(ctx context.Context, d time.Duration) error {
 }
 
 // term turns a vanished pane into ErrPaneGone and keeps other tmux errors.
+// A pane that went before anything of ours reached it (its session ended,
+// a person moved it, the tmux server stopped or was restarted at the same
+// socket) is
+// an agent not ready, not a failure: nothing was typed, so the message can
+// wait for its agent to be found again.
 func (r *run) term(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, tmux.ErrPaneNotFound) || errors.Is(err, tmux.ErrSessionNotFound) {
+	if errors.Is(err, tmux.ErrPaneNotFound) || errors.Is(err, tmux.ErrSessionNotFound) || errors.Is(err, tmux.ErrNoServer) {
+		if !r.mayBeInBox && r.res.Typings == 0 && r.res.Presses == 0 && !r.res.Reached.Further(NotReached) {
+			r.res.LastSeen = Gone
+			return &NotReadyError{State: Gone, Detail: err.Error(), Waited: r.d.Clock.Now().Sub(r.start)}
+		}
 		return fmt.Errorf("%w: %s (%v)", ErrPaneGone, r.pane, err)
 	}
 	return err

@@ -16,6 +16,9 @@ const (
 	Unknown State = "unknown" // no input box found
 	// Locked is no screen state: another sender held the pane's lock.
 	Locked State = "locked"
+	// Gone is none either: the pane found for the agent is no longer
+	// there (its session ended, it moved, or the server was replaced).
+	Gone State = "gone"
 )
 
 // Reading is one interpretation of a screen.

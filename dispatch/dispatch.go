@@ -48,6 +48,14 @@ type Dispatcher struct {
 	Self        string
 	Concurrency int       // broadcast deliveries in flight
 	Random      io.Reader // for message ids; nil is crypto/rand
+	// In a session of several panes, these say which is the agent's (see
+	// choosePane): PaneFor, the pane the configuration names for an
+	// agent ("" none); Registered, the pane spawn recorded; Known, whether
+	// a pane runs an agent CLI agentmsg has a profile for, by its
+	// command and processes (never its screen, which anything can draw).
+	PaneFor    func(target.Target) string
+	Registered func(target.Target) (Registration, bool)
+	Known      func(tmux.Pane) (profile string, ok bool)
 }
 
 // Call is what one send, broadcast or look chooses, beside the
@@ -77,6 +85,9 @@ type Call struct {
 	// IntoSelf types into the caller's own pane (Self) too: a deliver run
 	// by an agent's Stop hook is there for exactly that agent's messages.
 	IntoSelf bool
+	// Pane, when set, names the agent's pane in its session (--pane):
+	// "%N", "WINDOW.PANE" or a window of one pane.
+	Pane string
 }
 
 // profile says how the agent in pane behaves: the call's choice, else
@@ -163,6 +174,9 @@ func NewMessage(sender, text string, random io.Reader) (Message, error) {
 type Resolved struct {
 	Target target.Target
 	Pane   tmux.Pane
+	// Err, from ResolveTeam: the agent's session is there but its pane
+	// cannot be told (ErrPaneChoice); nothing is to be typed.
+	Err    error
 	screen []string  // read with the pane (nil: Deliver reads it)
 	start  time.Time // when the send began (zero: when Deliver does)
 }
@@ -170,20 +184,29 @@ type Resolved struct {
 // Resolve finds t's pane for a send, with its screen when the tmux client
 // reads both in one round trip, and types nothing. It fails with
 // ErrTargetNotFound, naming the agents that are there, when t's session is
-// not; with ErrSelf when the pane is the caller's own (Self), unless
-// call.IntoSelf.
+// not; with ErrPaneChoice when the session has several panes and none can
+// be told to be the agent's; with ErrSelf when the pane is the caller's
+// own (Self), unless call.IntoSelf.
 func (d *Dispatcher) Resolve(ctx context.Context, t target.Target, call Call) (Resolved, error) {
 	r := Resolved{Target: t, start: d.Clock.Now()}
-	pane, screen, err := d.sessionPane(ctx, t.Session)
+	panes, screen, err := d.sessionPanes(ctx, t.Session)
 	switch {
 	case errors.Is(err, tmux.ErrSessionNotFound):
 		return r, d.notFound(ctx, t)
 	case err != nil:
 		return r, err
+	}
+	pane, err := d.choosePane(t, panes, call.Pane)
+	switch {
+	case err != nil:
+		return r, err
 	case d.Self != "" && !call.IntoSelf && pane.ID == d.Self:
 		return r, fmt.Errorf("%w: %s is the pane you run in; your own prompt is busy running this command", ErrSelf, t.Session)
 	}
-	r.Pane, r.screen = pane, screen
+	r.Pane = pane
+	if pane.Active {
+		r.screen = screen // the screen read was this pane's
+	}
 	return r, nil
 }
 
@@ -198,29 +221,31 @@ func (d *Dispatcher) Unsent(r Resolved, id message.ID, err error) Outcome {
 	return out
 }
 
-// paneScreener is a tmux client that reads a session's pane and its screen
-// in one round trip.
-type paneScreener interface {
-	SessionPaneScreen(ctx context.Context, session string) (tmux.Pane, []string, error)
+// panesScreener is a tmux client that reads a session's panes and the
+// screen of its active one in one round trip.
+type panesScreener interface {
+	SessionPanesScreen(ctx context.Context, session string) ([]tmux.Pane, []string, error)
 }
 
-// sessionPane finds session's active pane and, when that comes at no extra
-// cost, its screen (nil otherwise: deliver captures it).
-func (d *Dispatcher) sessionPane(ctx context.Context, session string) (tmux.Pane, []string, error) {
-	if ps, ok := d.Tmux.(paneScreener); ok {
-		return ps.SessionPaneScreen(ctx, session)
+// sessionPanes finds session's panes and, when that comes at no extra
+// cost, the screen of its active pane (nil otherwise: deliver captures it).
+func (d *Dispatcher) sessionPanes(ctx context.Context, session string) ([]tmux.Pane, []string, error) {
+	if ps, ok := d.Tmux.(panesScreener); ok {
+		return ps.SessionPanesScreen(ctx, session)
 	}
-	pane, err := d.Tmux.SessionPane(ctx, session)
-	return pane, nil, err
+	panes, err := d.Tmux.SessionPanes(ctx, session)
+	return panes, nil, err
 }
 
 // ResolveTeam finds the panes of every agent of team ("" for all) for a
 // broadcast, sorted by session name, and types nothing. It leaves out the
 // caller's own pane (Self): an agent broadcasting to its team is busy
-// running us and would wait for itself until the ready timeout. It fails
-// with ErrNoTargets when no agent is left.
-func (d *Dispatcher) ResolveTeam(ctx context.Context, team string) ([]Resolved, error) {
-	agents, err := d.find(ctx, team)
+// running us and would wait for itself until the ready timeout. An agent
+// whose pane cannot be told (ErrPaneChoice) comes back with Err set, for
+// the broadcast to report. It fails with ErrNoTargets when no agent is
+// left.
+func (d *Dispatcher) ResolveTeam(ctx context.Context, team string, call Call) ([]Resolved, error) {
+	agents, err := d.find(ctx, team, call)
 	if err != nil {
 		return nil, err
 	}
@@ -230,13 +255,16 @@ func (d *Dispatcher) ResolveTeam(ctx context.Context, team string) ([]Resolved, 
 	}
 	out := make([]Resolved, len(agents))
 	for i, a := range agents {
-		out[i] = Resolved{Target: a.Target, Pane: a.pane}
+		out[i] = Resolved{Target: a.Target, Pane: a.pane, Err: a.err}
 	}
 	return out, nil
 }
 
 // Deliver types msg into r's pane, found by Resolve or ResolveTeam.
 func (d *Dispatcher) Deliver(ctx context.Context, r Resolved, msg Message, call Call) Outcome {
+	if r.Err != nil {
+		return d.Unsent(r, msg.ID, r.Err)
+	}
 	start := r.start
 	if start.IsZero() {
 		start = d.Clock.Now()
@@ -269,13 +297,17 @@ type Agent struct {
 // Agents lists the agents of team ("" for all) and reads each one's screen,
 // in parallel.
 func (d *Dispatcher) Agents(ctx context.Context, team string, call Call) ([]Agent, error) {
-	agents, err := d.find(ctx, team)
+	agents, err := d.find(ctx, team, call)
 	if err != nil {
 		return nil, err
 	}
 	return broadcast.Each(ctx, agents, d.Concurrency, func(ctx context.Context, a found) Agent {
 		out := Agent{Target: a.Target, Pane: a.pane, State: delivery.Unknown}
-		lines, err := d.Tmux.Capture(ctx, a.pane.ID, 0)
+		if a.err != nil {
+			out.Detail = a.err.Error()
+			return out
+		}
+		lines, err := d.Tmux.Pinned(a.pane).Capture(ctx, a.pane.ID, 0)
 		if err != nil {
 			out.Detail = err.Error()
 			return out
@@ -297,7 +329,7 @@ func (d *Dispatcher) Agents(ctx context.Context, team string, call Call) ([]Agen
 
 // Exists reports whether t's session is on the server (exactly).
 func (d *Dispatcher) Exists(ctx context.Context, t target.Target) (bool, error) {
-	_, err := d.Tmux.SessionPane(ctx, t.Session)
+	_, err := d.Tmux.SessionPanes(ctx, t.Session)
 	if errors.Is(err, tmux.ErrSessionNotFound) {
 		return false, nil
 	}
@@ -306,7 +338,7 @@ func (d *Dispatcher) Exists(ctx context.Context, t target.Target) (bool, error) 
 
 // Targets lists the agents of team ("" for all), for completion and checks.
 func (d *Dispatcher) Targets(ctx context.Context, team string) ([]target.Target, error) {
-	agents, err := d.find(ctx, team)
+	agents, err := d.find(ctx, team, Call{})
 	out := make([]target.Target, len(agents))
 	for i, a := range agents {
 		out[i] = a.Target
@@ -317,23 +349,33 @@ func (d *Dispatcher) Targets(ctx context.Context, team string) ([]target.Target,
 type found struct {
 	Target target.Target
 	pane   tmux.Pane
+	err    error // the agent's pane cannot be told (ErrPaneChoice)
 }
 
 // find lists the agent sessions of team ("" for every team and ralph
-// agents), sorted by session name. Sessions that do not follow the naming
-// scheme are not agents and are left out.
-func (d *Dispatcher) find(ctx context.Context, team string) ([]found, error) {
+// agents), each with its agent's pane, sorted by session name. Sessions
+// that do not follow the naming scheme are not agents and are left out.
+func (d *Dispatcher) find(ctx context.Context, team string, call Call) ([]found, error) {
 	panes, err := d.Tmux.ListPanes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []found
+	bySession := map[string][]tmux.Pane{}
+	var targets []target.Target
 	for _, p := range panes {
 		t, ok := target.FromSession(p.Session)
 		if !ok || (team != "" && t.Team != team) {
 			continue
 		}
-		out = append(out, found{Target: t, pane: p})
+		if _, seen := bySession[p.Session]; !seen {
+			targets = append(targets, t)
+		}
+		bySession[p.Session] = append(bySession[p.Session], p)
+	}
+	out := make([]found, 0, len(targets))
+	for _, t := range targets {
+		p, err := d.choosePane(t, bySession[t.Session], call.Pane)
+		out = append(out, found{Target: t, pane: p, err: err})
 	}
 	slices.SortFunc(out, func(a, b found) int { return strings.Compare(a.Target.Session, b.Target.Session) })
 	return out, nil
@@ -342,7 +384,9 @@ func (d *Dispatcher) find(ctx context.Context, team string) ([]found, error) {
 // deliver types msg into pane; screen is the pane's screen when already
 // read (nil: read it here, for the profile).
 func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pane, screen []string, msg Message, call Call) Outcome {
-	term := d.Tmux
+	// Every look, paste and press names this pane in full and checks the
+	// server is the one it was found on.
+	term := d.Tmux.Pinned(pane)
 	out := Outcome{Target: t, Pane: pane.ID, ID: msg.ID}
 	if pane.Dead {
 		out.Verdict, out.Err = delivery.Failed, fmt.Errorf("the program in %s (pane %s) has exited", t.Session, pane.ID)
@@ -427,7 +471,7 @@ func (d *Dispatcher) notFound(ctx context.Context, t target.Target) error {
 	if t.IsRalph() {
 		team = ""
 	}
-	if agents, err := d.find(ctx, team); err == nil {
+	if agents, err := d.find(ctx, team, Call{}); err == nil {
 		var names []string
 		for _, a := range agents {
 			if a.Target.IsRalph() == t.IsRalph() {

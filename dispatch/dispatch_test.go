@@ -50,7 +50,7 @@ func broadcastText(d *Dispatcher, team, sender, text string) (report, error) {
 	if err != nil {
 		return report{}, err
 	}
-	rs, err := d.ResolveTeam(context.Background(), team)
+	rs, err := d.ResolveTeam(context.Background(), team, Call{})
 	if err != nil {
 		return report{}, err
 	}

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,7 +18,11 @@ type Inspection struct {
 	Server  tmux.Info
 	Found   bool
 	Similar []string // sessions a prefix match would have reached instead
+	// Panes are all the panes of the session; Pane is the agent's, unless
+	// it cannot be told (PaneErr, Would.Stop StopPaneChoice).
+	Panes   []tmux.Pane
 	Pane    tmux.Pane
+	PaneErr error
 	Profile AgentProfile
 	Why     string // how the profile was chosen
 	Reading delivery.Reading
@@ -42,18 +47,24 @@ func (d *Dispatcher) Inspect(ctx context.Context, t target.Target, probe int, ca
 	if err != nil {
 		return in, err
 	}
+	var mine []tmux.Pane
 	for _, p := range panes {
 		if p.Session == t.Session {
-			in.Found, in.Pane = true, p
-		} else if strings.HasPrefix(p.Session, t.Session) {
+			mine = append(mine, p)
+		} else if strings.HasPrefix(p.Session, t.Session) && !slices.Contains(in.Similar, p.Session) {
 			in.Similar = append(in.Similar, p.Session)
 		}
 	}
-	if !in.Found {
+	if len(mine) == 0 {
 		in.Would.Stop = StopNotFound
 		return in, nil
 	}
-	if in.Screen, err = d.Tmux.Capture(ctx, in.Pane.ID, 0); err != nil {
+	in.Found, in.Panes = true, mine
+	if in.Pane, err = d.choosePane(t, mine, call.Pane); err != nil {
+		in.Would.Stop, in.PaneErr = StopPaneChoice, err
+		return in, nil
+	}
+	if in.Screen, err = d.Tmux.Pinned(in.Pane).Capture(ctx, in.Pane.ID, 0); err != nil {
 		if errors.Is(err, tmux.ErrPaneNotFound) {
 			in.Found, in.Would.Stop = false, StopGone
 			return in, nil
@@ -71,7 +82,7 @@ func (d *Dispatcher) Inspect(ctx context.Context, t target.Target, probe int, ca
 	in.Would = d.plan(in, opts)
 	for range probe {
 		start := time.Now()
-		if _, err := d.Tmux.Capture(ctx, in.Pane.ID, 0); err != nil {
+		if _, err := d.Tmux.Pinned(in.Pane).Capture(ctx, in.Pane.ID, 0); err != nil {
 			return in, err
 		}
 		in.Probe = append(in.Probe, time.Since(start))
@@ -100,6 +111,9 @@ const (
 	StopGone     Stop = "gone"      // the session went away while it was looked at
 	StopDead     Stop = "dead"      // the program in the pane has exited
 	StopSelf     Stop = "self"      // the pane the caller runs in
+	// StopPaneChoice: the session has several panes and none can be told
+	// to be the agent's.
+	StopPaneChoice Stop = "pane_choice"
 )
 
 // plan applies a send's rules to what in found, for a delivery with opts.

@@ -31,20 +31,22 @@ func (c *countingTmux) Calls() []string {
 	return slices.Clone(c.calls)
 }
 
-func (c *countingTmux) SessionPaneScreen(ctx context.Context, session string) (tmux.Pane, []string, error) {
-	c.count("SessionPaneScreen")
-	p, err := c.Client.SessionPane(ctx, session)
+func (c *countingTmux) SessionPanesScreen(ctx context.Context, session string) ([]tmux.Pane, []string, error) {
+	c.count("SessionPanesScreen")
+	panes, err := c.Client.SessionPanes(ctx, session)
 	if err != nil {
-		return p, nil, err
+		return nil, nil, err
 	}
-	lines, err := c.Client.Capture(ctx, p.ID, 0)
-	return p, lines, err
+	lines, err := c.Client.Capture(ctx, panes[0].ID, 0)
+	return panes, lines, err
 }
 
-func (c *countingTmux) SessionPane(ctx context.Context, session string) (tmux.Pane, error) {
-	c.count("SessionPane")
-	return c.Client.SessionPane(ctx, session)
+func (c *countingTmux) SessionPanes(ctx context.Context, session string) ([]tmux.Pane, error) {
+	c.count("SessionPanes")
+	return c.Client.SessionPanes(ctx, session)
 }
+
+func (c *countingTmux) Pinned(tmux.Pane) tmux.Client { return c }
 
 func (c *countingTmux) ListPanes(ctx context.Context) ([]tmux.Pane, error) {
 	c.count("ListPanes")
@@ -71,8 +73,8 @@ func TestResolveThenDeliver(t *testing.T) {
 	if r.Target != ana || r.Pane.ID != s.PaneID("agent-alpha-ana") {
 		t.Fatalf("resolved %+v", r)
 	}
-	if got := tm.Calls(); !slices.Equal(got, []string{"SessionPaneScreen"}) {
-		t.Errorf("resolve made tmux calls %q, want one SessionPaneScreen", got)
+	if got := tm.Calls(); !slices.Equal(got, []string{"SessionPanesScreen"}) {
+		t.Errorf("resolve made tmux calls %q, want one SessionPanesScreen", got)
 	}
 	if got := s.Received("agent-alpha-ana"); len(got) != 0 {
 		t.Fatalf("resolve typed %q", got)
@@ -117,7 +119,7 @@ func TestResolveTeam(t *testing.T) {
 	tm := &countingTmux{Client: s}
 	d := newDispatcher(s)
 	d.Tmux, d.Self = tm, s.PaneID("agent-alpha-bob")
-	rs, err := d.ResolveTeam(context.Background(), "alpha")
+	rs, err := d.ResolveTeam(context.Background(), "alpha", Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +137,7 @@ func TestResolveTeam(t *testing.T) {
 		t.Errorf("resolve made tmux calls %q, want one ListPanes", got)
 	}
 	d.Self = s.PaneID("agent-beta-dee")
-	if _, err := d.ResolveTeam(context.Background(), "beta"); !errors.Is(err, ErrNoTargets) {
+	if _, err := d.ResolveTeam(context.Background(), "beta", Call{}); !errors.Is(err, ErrNoTargets) {
 		t.Errorf("only the caller: err %v, want ErrNoTargets", err)
 	}
 }

@@ -41,7 +41,7 @@ func (m *Manager) Kill(ctx context.Context, t target.Target, grace time.Duration
 	start := m.now()
 	res := KillResult{Target: t}
 	team, agent := courier.Inbox(t)
-	pane, err := m.Tmux.SessionPane(ctx, t.Session)
+	panes, err := m.Tmux.SessionPanes(ctx, t.Session)
 	if errors.Is(err, tmux.ErrSessionNotFound) || errors.Is(err, tmux.ErrNoServer) {
 		if _, rerr := m.Store.RegisteredAgent(team, agent); rerr == nil {
 			_ = m.Store.Unregister(team, agent)
@@ -53,21 +53,31 @@ func (m *Manager) Kill(ctx context.Context, t target.Target, grace time.Duration
 	if err != nil {
 		return res, err
 	}
+	// Every pane of the session: an agent's session may hold a shell or a
+	// dev server beside it, and kill-session ends their ptys too.
 	var procs []proc
-	if !pane.Dead && pane.PID > 0 {
+	var roots []int // the panes' first processes
+	for _, pane := range panes {
+		if !pane.Dead && pane.PID > 0 {
+			roots = append(roots, pane.PID)
+		}
+	}
+	if len(roots) > 0 {
 		all, err := scanProcs()
 		if err != nil {
 			return res, err
 		}
-		// The pane's first process is the tmux server's child. If it is
+		// A pane's first process is the tmux server's child. If it is
 		// not, the pane's process has ended and its pid was reused by an
 		// unrelated process, whose family must not be touched.
 		info, err := m.Tmux.Info(ctx)
 		if err != nil {
 			return res, err
 		}
-		if p, ok := all[pane.PID]; ok && p.PPID == info.PID {
-			procs = family(all, pane.PID)
+		for _, root := range roots {
+			if p, ok := all[root]; ok && p.PPID == info.PID {
+				procs = append(procs, family(all, root)...)
+			}
 		}
 	}
 	for _, p := range procs {
@@ -81,11 +91,13 @@ func (m *Manager) Kill(ctx context.Context, t target.Target, grace time.Duration
 	left := waitGone(ctx, procs, grace)
 	if len(left) > 0 || ctx.Err() != nil {
 		// Whatever the pane started since the scan goes too.
-		if all, err := scanProcs(); err == nil && pane.PID > 0 {
-			for _, p := range family(all, pane.PID) {
-				if !containsPID(procs, p.PID) && p.PID != os.Getpid() {
-					procs = append(procs, p)
-					left = append(left, p)
+		if all, err := scanProcs(); err == nil {
+			for _, root := range roots {
+				for _, p := range family(all, root) {
+					if !containsPID(procs, p.PID) && p.PID != os.Getpid() {
+						procs = append(procs, p)
+						left = append(left, p)
+					}
 				}
 			}
 		}

@@ -47,7 +47,7 @@ const (
 )
 
 // maxPayloads is how many payloads one command list may carry.
-func (c *Exec) maxPayloads() int {
+func (c *core) maxPayloads() int {
 	if c.payloadsOnStdin() {
 		return 1
 	}
@@ -59,7 +59,7 @@ func (c *Exec) maxPayloads() int {
 // open a file a command names, and /dev/fd/N would then be one of the
 // server's own files. The server's version comes free with the first pane
 // lookup (twoInOne); only without one is the binary asked (tmux -V).
-func (c *Exec) payloadsOnStdin() bool {
+func (c *core) payloadsOnStdin() bool {
 	switch c.oldPaste.Load() {
 	case pasteNew:
 		return false
@@ -80,7 +80,7 @@ const (
 )
 
 // noteVersion remembers how the server of version v takes message text.
-func (c *Exec) noteVersion(v Version) {
+func (c *core) noteVersion(v Version) {
 	if v.AtLeast(3, 2) {
 		c.oldPaste.Store(pasteNew)
 	} else {
@@ -99,8 +99,24 @@ func (c *Exec) do(ctx context.Context, write bool, payloads []string, args ...st
 }
 
 // doCommands runs one call of the given commands (whose arguments may be
-// anything, ";" included) and returns its output.
+// anything, ";" included) and returns its output. A pinned view's calls
+// first check the server instance (guard).
 func (c *Exec) doCommands(ctx context.Context, write bool, payloads []string, cmds [][]string) ([]byte, error) {
+	if c.pin != nil && !c.pin.Server.IsZero() {
+		cmds = append([][]string{c.pin.Server.guard()}, cmds...)
+	}
+	return c.core.submit(ctx, write, payloads, cmds)
+}
+
+// guard is a command that fails, and so ends the command list before
+// anything after it runs, on any server but instance i: it asks for the
+// hidden variable only i carries (Exec.mark). tmux 3.2a's show-options
+// does not fail for a missing user option; show-environment does, on
+// every release from 3.2a to 3.7c (measured).
+func (i Instance) guard() []string { return []string{"show-environment", "-g", "-h", i.marker()} }
+
+// submit queues one call and waits for its answer.
+func (c *core) submit(ctx context.Context, write bool, payloads []string, cmds [][]string) ([]byte, error) {
 	cl := &call{ctx: ctx, cmds: cmds, payloads: payloads, write: write, done: make(chan callResult, 1)}
 	start := time.Now()
 	c.mu.Lock()
@@ -142,7 +158,7 @@ func splitCommands(args []string) [][]string {
 }
 
 // drain runs command lists until no call is waiting.
-func (c *Exec) drain() {
+func (c *core) drain() {
 	for {
 		c.mu.Lock()
 		list := c.takeList()
@@ -163,7 +179,7 @@ func (c *Exec) drain() {
 // takeList takes the calls for the next command list off the queue, within
 // its limits; a call whose caller has given up is answered, never run.
 // c.mu is held.
-func (c *Exec) takeList() []*call {
+func (c *core) takeList() []*call {
 	var list []*call
 	size, files := 0, 0
 	for len(c.queue) > 0 {
@@ -193,7 +209,7 @@ func (c *Exec) takeList() []*call {
 
 // runList runs calls as one command list in one tmux process, answers the
 // calls that ran or failed, and returns those that never ran.
-func (c *Exec) runList(list []*call) (again []*call) {
+func (c *core) runList(list []*call) (again []*call) {
 	nonce := newNonce()
 	args := []string{"-S", c.server.Socket}
 	var payloads []string

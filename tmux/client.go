@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,19 +12,54 @@ import (
 	"time"
 )
 
-// Pane is what agentmsg needs to know about a session's active pane.
+// Pane is one pane of a session, as agentmsg needs to know it.
 type Pane struct {
-	ID      string // "%12": stable for the pane's life, used for every later command
-	Session string
-	Command string // foreground command (pane_current_command)
-	PID     int    // the pane's first process
-	InMode  bool   // copy mode or another mode that would eat keys
-	Dead    bool
-	Width   int
-	Height  int
+	ID          string // "%12": stable for the pane's life, used for every later command
+	Session     string
+	Window      string // "@3": the window it is in
+	WindowIndex int
+	WindowName  string
+	Index       int    // its index in its window
+	Active      bool   // the pane a bare session target reaches: the active pane of the current window
+	Command     string // foreground command (pane_current_command)
+	PID         int    // the pane's first process
+	InMode      bool   // copy mode or another mode that would eat keys
+	Dead        bool
+	Width       int
+	Height      int
+	// Server is the run of the tmux server the pane was found on: pane ids
+	// start again at %0 when a server is replaced at the same socket.
+	Server Instance
 
 	sessionID string // "$3", while parsing
 }
+
+// Target is the tmux target that reaches this pane and no other: its
+// session by exact name, its window and its id. tmux refuses it when the
+// pane has left that window or session (a person moved it), where a bare
+// "%N" would reach whatever pane has that id now.
+func (p Pane) Target() string {
+	if p.Session == "" || p.Window == "" {
+		return p.ID
+	}
+	return "=" + p.Session + ":" + p.Window + "." + p.ID
+}
+
+// Instance is one run of a tmux server: its pid and start time. A server
+// started again at the same socket is another instance, whose pane ids
+// start again at %0, so a pane found on one must never be typed into on
+// another (see Exec.Pinned).
+type Instance struct {
+	PID   int
+	Start int64 // #{start_time}: seconds since the epoch
+}
+
+func (i Instance) IsZero() bool   { return i.PID == 0 && i.Start == 0 }
+func (i Instance) String() string { return fmt.Sprintf("%d_%d", i.PID, i.Start) }
+
+// marker is the hidden global environment variable that names this
+// instance on the server itself (Exec.Pinned's guard).
+func (i Instance) marker() string { return "AGENTMSG_SERVER_" + i.String() }
 
 // Info is the server's own description of itself.
 type Info struct {
@@ -37,11 +73,19 @@ type Client interface {
 	Server() Server
 	// Info reports the server's version and pid.
 	Info(ctx context.Context) (Info, error)
-	// ListPanes returns the active pane of every session.
+	// ListPanes returns every pane of every session.
 	ListPanes(ctx context.Context) ([]Pane, error)
-	// SessionPane returns the active pane of the session named exactly
-	// session (never a prefix match); ErrSessionNotFound when there is none.
-	SessionPane(ctx context.Context, session string) (Pane, error)
+	// SessionPanes returns every pane, in every window, of the session
+	// named exactly session (never a prefix match); ErrSessionNotFound when
+	// there is none.
+	SessionPanes(ctx context.Context, session string) ([]Pane, error)
+	// Pinned is a client for typing into pane p and nothing else: every
+	// command that names p reaches it by its full Target, and every
+	// command list first checks that the server is still the instance p
+	// was found on. A pane that moved fails with ErrPaneNotFound, a
+	// server replaced at the same socket with ErrServerReplaced, instead
+	// of reaching whatever has p's id now.
+	Pinned(p Pane) Client
 	// LeaveMode takes the pane out of copy mode or any other mode; a no-op
 	// when it is in none.
 	LeaveMode(ctx context.Context, pane string) error
@@ -58,8 +102,15 @@ type Client interface {
 
 // Exec runs tmux client processes (never a control client: see doc.go),
 // one command list per process, and batches the calls that arrive while one
-// runs (batch.go). It is safe for concurrent use.
+// runs (batch.go). It is safe for concurrent use. A Pinned view shares its
+// batches.
 type Exec struct {
+	*core
+	pin *Pane // the pane this view is pinned to (Pinned), or nil
+}
+
+// core is what every view of one Exec shares.
+type core struct {
 	server  Server
 	bin     string
 	timeout time.Duration
@@ -72,6 +123,8 @@ type Exec struct {
 	procs    atomic.Int64 // tmux processes started, for tests and benchmarks
 
 	oldPaste atomic.Int32 // pasteUnknown, pasteNew or pasteOld: see payloadsOnStdin
+	// marked: the server instances known to carry their marker (Pinned).
+	marked sync.Map
 }
 
 // DefaultCommandTimeout bounds the wait for one tmux call, so that a wedged
@@ -86,7 +139,7 @@ func NewExec(server Server, bin string) (*Exec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Exec{server: server, bin: path, timeout: DefaultCommandTimeout}, nil
+	return &Exec{core: &core{server: server, bin: path, timeout: DefaultCommandTimeout}}, nil
 }
 
 // FindBinary resolves the tmux binary to run: bin itself when it is a path
@@ -113,69 +166,118 @@ func (c *Exec) Server() Server { return c.server }
 
 // paneFormat lists the fields of a Pane, separated by spaces. Only the
 // last field, the foreground command, is free text (it may hold spaces);
-// the session is named by its id ($N), and its name read separately
-// (sessionFormat), so that no free text ever stands between two fields.
-// Control characters make no safe separator: tmux 3.4 and 3.5 print them
-// as octal escapes ("\037"), and a session name can hold those four
-// characters too.
+// the session and window are named by their ids ($N, @N), and their names
+// read separately (sessionFormat, windowFormat), so that no free text ever
+// stands between two fields. Control characters make no safe separator:
+// tmux 3.4 and 3.5 print them as octal escapes ("\037"), and a session
+// name can hold those four characters too.
 const (
 	sep        = " "
 	paneFormat = "#{pane_id} #{pane_pid} #{pane_in_mode} #{pane_dead} #{pane_width} #{pane_height} " +
-		"#{pane_active} #{window_active} #{session_id} #{pane_current_command}"
-	paneFields    = 10
+		"#{pane_active} #{window_active} #{session_id} #{window_id} #{pane_index} #{pane_current_command}"
+	paneFields    = 12
 	sessionFormat = "#{session_id} #{session_name}"
+	windowFormat  = "#{window_id} #{window_index} #{window_name}"
+	// serverFormat is the instance and version of the server that answers.
+	serverFormat = "#{pid} #{start_time} #{version}"
 )
 
+// ListPanes lists every pane of every session, from one moment (one call).
 func (c *Exec) ListPanes(ctx context.Context) ([]Pane, error) {
-	// One call, so that names and panes come from the same moment.
-	sessions, panes, err := c.twoInOne(ctx,
+	r, err := c.read(ctx,
 		[]string{"list-sessions", "-F", sessionFormat},
+		[]string{"list-windows", "-a", "-F", windowFormat},
 		[]string{"list-panes", "-a", "-F", paneFormat})
 	if err != nil {
 		return nil, err
 	}
 	names := map[string]string{}
-	for line := range strings.SplitSeq(strings.TrimSuffix(sessions, "\n"), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSuffix(r.outs[0], "\n"), "\n") {
 		if id, name, ok := strings.Cut(line, " "); ok && isID(id, '$') {
 			names[id] = name
 		}
 	}
-	return parsePanes([]byte(panes), true, func(id string) (string, bool) {
+	return parsePanes(r.outs[2], r.server, parseWindows(r.outs[1]), func(id string) (string, bool) {
 		name, ok := names[id]
 		return name, ok
 	}), nil
 }
 
-func (c *Exec) SessionPane(ctx context.Context, session string) (Pane, error) {
+// SessionPanes lists every pane of the session named exactly session.
+func (c *Exec) SessionPanes(ctx context.Context, session string) ([]Pane, error) {
+	panes, _, err := c.sessionPanes(ctx, session, false)
+	return panes, err
+}
+
+// SessionPanesScreen is SessionPanes and the visible screen of the pane
+// a bare session target reaches (the one marked Active), in one round
+// trip: a send needs both before it starts, and most agents' sessions have
+// that one pane only.
+func (c *Exec) SessionPanesScreen(ctx context.Context, session string) ([]Pane, []string, error) {
+	return c.sessionPanes(ctx, session, true)
+}
+
+func (c *Exec) sessionPanes(ctx context.Context, session string, screen bool) ([]Pane, []string, error) {
 	// "=NAME:" is an exact match on the session (a bare name prefix-matches).
-	out, err := c.run(ctx, "list-panes", "-t", "="+session+":", "-F", paneFormat)
+	at := "=" + session + ":"
+	cmds := [][]string{
+		{"list-panes", "-s", "-t", at, "-F", paneFormat},
+		{"list-windows", "-t", at, "-F", windowFormat},
+	}
+	if screen {
+		cmds = append(cmds, []string{"capture-pane", "-p", "-J", "-t", at})
+	}
+	r, err := c.read(ctx, cmds...)
 	if err != nil {
-		return Pane{}, err
+		return nil, nil, err
 	}
-	return c.sessionPane(string(out), session)
+	panes := parsePanes(r.outs[0], r.server, parseWindows(r.outs[1]), func(string) (string, bool) { return session, true })
+	if len(panes) == 0 {
+		return nil, nil, &Error{Command: "list-panes", Socket: c.server.Socket, Stderr: "can't find session: " + session, Kind: ErrSessionNotFound}
+	}
+	var lines []string
+	if screen {
+		lines = strings.Split(strings.TrimSuffix(r.outs[2], "\n"), "\n")
+	}
+	return panes, lines, nil
 }
 
-// sessionPane is session's one active pane in list-panes -t output.
-func (c *Exec) sessionPane(list, session string) (Pane, error) {
-	panes := parsePanes([]byte(list), false, func(string) (string, bool) { return session, true })
-	if len(panes) == 1 {
-		return panes[0], nil
-	}
-	return Pane{}, &Error{Command: "list-panes", Socket: c.server.Socket, Stderr: "can't find session: " + session, Kind: ErrSessionNotFound}
+// window is what a pane's listing says of its window.
+type window struct {
+	index int
+	name  string
 }
 
-// parsePanes keeps each session's active pane (of its active window when
-// activeWindowOnly is set; list-panes -t already lists only that window),
-// naming sessions by their id. A line that does not parse, or a session
-// that seems to have two active panes (a foreground command whose name
-// holds a newline could forge a line), is left out: better no target than
-// a wrong one.
-func parsePanes(out []byte, activeWindowOnly bool, sessionName func(id string) (string, bool)) []Pane {
+// parseWindows reads list-windows output in windowFormat, by window id.
+func parseWindows(out string) map[string]window {
+	ws := map[string]window{}
+	for line := range strings.SplitSeq(strings.TrimSuffix(out, "\n"), "\n") {
+		f := strings.SplitN(line, sep, 3)
+		if len(f) != 3 || !isID(f[0], '@') {
+			continue
+		}
+		if i, err := strconv.Atoi(f[1]); err == nil {
+			ws[f[0]] = window{index: i, name: f[2]}
+		}
+	}
+	return ws
+}
+
+// parsePanes reads list-panes output in paneFormat, naming sessions by
+// their id. A line that does not parse, or a session that seems to have
+// two active panes (a foreground command whose name holds a newline could
+// forge a line), leaves that session out: better no target than a wrong
+// one.
+func parsePanes(out string, server Instance, windows map[string]window, sessionName func(id string) (string, bool)) []Pane {
 	var panes []Pane
-	seen := map[string]int{}
-	for line := range strings.SplitSeq(strings.TrimRight(string(out), "\n"), "\n") {
+	active := map[string]int{}
+	bad := map[string]bool{}
+	for line := range strings.SplitSeq(strings.TrimRight(out, "\n"), "\n") {
 		f := strings.SplitN(line, sep, paneFields)
-		if len(f) != paneFields || !isID(f[0], '%') || !isID(f[8], '$') || f[6] != "1" || (activeWindowOnly && f[7] != "1") {
+		if len(f) != paneFields || !isID(f[0], '%') || !isID(f[8], '$') || !isID(f[9], '@') {
+			if len(f) > 8 && isID(f[8], '$') {
+				bad[f[8]] = true
+			}
 			continue
 		}
 		name, ok := sessionName(f[8])
@@ -185,18 +287,26 @@ func parsePanes(out []byte, activeWindowOnly bool, sessionName func(id string) (
 		pid, err1 := strconv.Atoi(f[1])
 		w, err2 := strconv.Atoi(f[4])
 		h, err3 := strconv.Atoi(f[5])
-		if err1 != nil || err2 != nil || err3 != nil {
+		idx, err4 := strconv.Atoi(f[10])
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+			bad[f[8]] = true
 			continue
 		}
-		seen[f[8]]++
-		panes = append(panes, Pane{
+		win := windows[f[9]]
+		p := Pane{
 			ID: f[0], PID: pid, InMode: f[2] == "1", Dead: f[3] == "1",
-			Width: w, Height: h, Command: f[9], Session: name, sessionID: f[8],
-		})
+			Width: w, Height: h, Command: f[11], Session: name, sessionID: f[8],
+			Window: f[9], WindowIndex: win.index, WindowName: win.name, Index: idx,
+			Active: f[6] == "1" && f[7] == "1", Server: server,
+		}
+		if p.Active {
+			active[f[8]]++
+		}
+		panes = append(panes, p)
 	}
 	kept := panes[:0]
 	for _, p := range panes {
-		if seen[p.sessionID] == 1 {
+		if !bad[p.sessionID] && active[p.sessionID] == 1 {
 			kept = append(kept, p)
 		}
 	}
@@ -216,43 +326,129 @@ func isID(s string, prefix byte) bool {
 	return true
 }
 
-// SessionPaneScreen is SessionPane and the pane's visible screen, in one
-// round trip (a send needs both before it starts).
-func (c *Exec) SessionPaneScreen(ctx context.Context, session string) (Pane, []string, error) {
-	list, screen, err := c.twoInOne(ctx,
-		[]string{"list-panes", "-t", "=" + session + ":", "-F", paneFormat},
-		[]string{"capture-pane", "-p", "-J", "-t", "=" + session + ":"})
-	if err != nil {
-		return Pane{}, nil, err
-	}
-	p, err := c.sessionPane(list, session)
-	if err != nil {
-		return Pane{}, nil, err
-	}
-	return p, strings.Split(strings.TrimSuffix(screen, "\n"), "\n"), nil
+// reading is the answer to several read commands run in one round trip.
+type reading struct {
+	outs   []string // each command's output
+	server Instance // the server that answered
 }
 
-// twoInOne runs two read commands in one round trip and returns each one's
-// output. A marker line between them tells them apart, and carries the
-// server's version, so that knowing it costs no call of its own.
-func (c *Exec) twoInOne(ctx context.Context, first, second []string) (string, string, error) {
-	mark := "agentmsg-mark-" + newNonce()
-	out, err := c.doCommands(ctx, false, nil, [][]string{first, {"display-message", "-p", mark + " #{version}"}, second})
+// read runs read commands in one round trip and returns each one's
+// output. Marker lines between them tell them apart; the first carries the
+// server's instance and version, so that knowing them costs no call of its
+// own. A server instance seen for the first time gets its marker (Pinned's
+// guard) before read returns.
+func (c *Exec) read(ctx context.Context, cmds ...[]string) (reading, error) {
+	nonce := newNonce()
+	mark := func(i int) string { return "agentmsg-mark-" + nonce + "-" + strconv.Itoa(i) }
+	list := [][]string{{"display-message", "-p", mark(0) + " " + serverFormat}}
+	for i, cmd := range cmds {
+		list = append(list, cmd)
+		if i < len(cmds)-1 {
+			list = append(list, []string{"display-message", "-p", mark(i + 1)})
+		}
+	}
+	firstContact := c.firstContact()
+	if firstContact {
+		// The hidden variables, to learn whether this instance is marked.
+		list = append(list, []string{"display-message", "-p", mark(len(cmds))}, []string{"show-environment", "-g", "-h"})
+	}
+	out, err := c.doCommands(ctx, false, nil, list)
 	if err != nil {
-		return "", "", err
+		return reading{}, err
 	}
-	a, rest, ok := strings.Cut(string(out), mark+" ")
-	version, b, ok2 := strings.Cut(rest, "\n")
-	if !ok || !ok2 {
-		return "", "", &Error{Command: first[0] + "+" + second[0], Socket: c.server.Socket, Stderr: "tmux's answer lacked its marker", ExitCode: -1}
+	bad := &Error{Command: cmds[0][0], Socket: c.server.Socket, Stderr: "tmux's answer lacked its markers", ExitCode: -1}
+	head, rest, ok := strings.Cut(string(out), mark(0)+" ")
+	if !ok || head != "" {
+		return reading{}, bad
 	}
-	c.noteVersion(Version(version))
-	return a, b, nil
+	info, rest, ok := strings.Cut(rest, "\n")
+	if !ok {
+		return reading{}, bad
+	}
+	r := reading{}
+	f := strings.SplitN(info, " ", 3)
+	if len(f) != 3 {
+		return reading{}, bad
+	}
+	r.server.PID, _ = strconv.Atoi(f[0])
+	r.server.Start, _ = strconv.ParseInt(f[1], 10, 64)
+	c.noteVersion(Version(f[2]))
+	n := len(cmds)
+	if firstContact {
+		n++
+	}
+	for i := 1; i < n; i++ {
+		out, after, ok := strings.Cut(rest, mark(i)+"\n")
+		if !ok {
+			return reading{}, bad
+		}
+		r.outs = append(r.outs, out)
+		rest = after
+	}
+	r.outs = append(r.outs, rest)
+	if firstContact {
+		hidden := r.outs[len(cmds)]
+		r.outs = r.outs[:len(cmds)]
+		if slices.Contains(strings.Split(hidden, "\n"), r.server.marker()+"=1") {
+			c.marked.Store(r.server, true)
+		}
+	}
+	if err := c.mark(ctx, r.server); err != nil {
+		return reading{}, err
+	}
+	return r, nil
+}
+
+// firstContact reports whether this client has yet to learn of any
+// server instance.
+func (c *Exec) firstContact() bool {
+	none := true
+	c.marked.Range(func(any, any) bool { none = false; return false })
+	return none
+}
+
+// mark gives server instance s its marker, a hidden global environment
+// variable named after it (Instance.marker), unless it is known to have
+// one: Pinned's guard asks for that variable, and only the instance that
+// carries it answers. The variable is set only where the server's own pid
+// and start time match, so a server that replaced s between our look and
+// this call never gets s's name. Once per instance and process; hidden
+// variables are not passed to the programs in new panes.
+func (c *Exec) mark(ctx context.Context, s Instance) error {
+	if s.IsZero() {
+		return nil
+	}
+	if _, ok := c.marked.Load(s); ok {
+		return nil
+	}
+	_, err := c.core.submit(ctx, true, nil, [][]string{{"if-shell", "-F",
+		"#{==:#{pid}_#{start_time}," + s.String() + "}",
+		"set-environment -g -h " + s.marker() + " 1"}})
+	if err != nil {
+		return err
+	}
+	c.marked.Store(s, true)
+	return nil
+}
+
+// Pinned is a view of c for typing into p only (see Client.Pinned).
+func (c *Exec) Pinned(p Pane) Client {
+	return &Exec{core: c.core, pin: &p}
+}
+
+// target is how a command names pane: by its full Target when this view is
+// pinned to it.
+func (c *Exec) target(pane string) string {
+	if c.pin != nil && pane == c.pin.ID {
+		return c.pin.Target()
+	}
+	return pane
 }
 
 // LeaveModeCapture leaves any mode the pane is in and captures its visible
 // screen, in one round trip.
 func (c *Exec) LeaveModeCapture(ctx context.Context, pane string) ([]string, error) {
+	pane = c.target(pane)
 	out, err := c.run(ctx, "copy-mode", "-q", "-t", pane, ";", "capture-pane", "-p", "-J", "-t", pane)
 	if err != nil {
 		return nil, err
@@ -261,12 +457,12 @@ func (c *Exec) LeaveModeCapture(ctx context.Context, pane string) ([]string, err
 }
 
 func (c *Exec) LeaveMode(ctx context.Context, pane string) error {
-	_, err := c.run(ctx, "copy-mode", "-q", "-t", pane)
+	_, err := c.run(ctx, "copy-mode", "-q", "-t", c.target(pane))
 	return err
 }
 
 func (c *Exec) Capture(ctx context.Context, pane string, history int) ([]string, error) {
-	args := []string{"capture-pane", "-p", "-J", "-t", pane}
+	args := []string{"capture-pane", "-p", "-J", "-t", c.target(pane)}
 	if history > 0 {
 		args = append(args, "-S", strconv.Itoa(-history))
 	}
@@ -287,7 +483,7 @@ func (c *Exec) Paste(ctx context.Context, pane, text string) error {
 	// markers (-p), LF kept as LF (-r), and delete it (-d).
 	_, err := c.do(ctx, true, []string{text},
 		"load-buffer", "-b", buffer, payloadArg(0), ";",
-		"paste-buffer", "-p", "-d", "-r", "-b", buffer, "-t", pane)
+		"paste-buffer", "-p", "-d", "-r", "-b", buffer, "-t", c.target(pane))
 	if err != nil {
 		// The paste failed after the load: do not leave our text behind.
 		_, _ = c.do(context.WithoutCancel(ctx), true, nil, "delete-buffer", "-b", buffer)
@@ -296,7 +492,7 @@ func (c *Exec) Paste(ctx context.Context, pane, text string) error {
 }
 
 func (c *Exec) SendBytes(ctx context.Context, pane string, b ...byte) error {
-	args := []string{"send-keys", "-t", pane, "-H"}
+	args := []string{"send-keys", "-t", c.target(pane), "-H"}
 	for _, x := range b {
 		args = append(args, fmt.Sprintf("%02x", x))
 	}

@@ -13,6 +13,11 @@ var (
 	ErrNoServer        = errors.New("no tmux server is running on that socket")
 	ErrSessionNotFound = errors.New("no such tmux session")
 	ErrPaneNotFound    = errors.New("no such tmux pane")
+	// ErrServerReplaced: the server at the socket is not the run of it
+	// that the pane was found on (it was restarted), so the pane's id may
+	// name another agent's pane now. It wraps ErrPaneNotFound: the pane
+	// that was found is gone.
+	ErrServerReplaced = fmt.Errorf("%w: the tmux server was replaced since the pane was found", ErrPaneNotFound)
 )
 
 // Error is a failed tmux command with what tmux said.
@@ -30,6 +35,9 @@ func (e *Error) Error() string {
 		// "error connecting to ... (No such file or directory)", "no
 		// sessions"); one sentence serves the reader better.
 		return fmt.Sprintf("no tmux server is running on %s (start one, or choose another with -L NAME or -S PATH)", e.Socket)
+	}
+	if e.Kind == ErrServerReplaced {
+		return fmt.Sprintf("the tmux server on %s was restarted since the agent's pane was found there; nothing was run on the new one", e.Socket)
 	}
 	msg := strings.TrimSpace(e.Stderr)
 	if msg == "" {
@@ -49,7 +57,12 @@ func classify(stderr string) error {
 		// no sessions and exits at once: for us, no server.
 		strings.Contains(stderr, "no sessions"):
 		return ErrNoServer
-	case strings.Contains(stderr, "can't find session"):
+	case strings.Contains(stderr, "unknown variable: AGENTMSG_SERVER_"):
+		return ErrServerReplaced
+	case strings.Contains(stderr, "can't find session"),
+		// A server with no sessions yet (one starting up at the socket)
+		// answers a command that needs a session so.
+		strings.Contains(stderr, "no current target"):
 		return ErrSessionNotFound
 	case strings.Contains(stderr, "can't find pane"),
 		strings.Contains(stderr, "can't find window"):

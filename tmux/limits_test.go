@@ -16,7 +16,7 @@ func TestManyCallsAtOnceStayWithinTmuxLimits(t *testing.T) {
 	for i := range n {
 		name := fmt.Sprintf("agent-many-a%03d", i)
 		raw("new-session", "-d", "-s", name, "-x", "40", "-y", "5", "cat")
-		p, err := e.SessionPane(ctx, name)
+		p, err := sessionPane(ctx, e, name)
 		if err != nil {
 			t.Fatal(err)
 		}

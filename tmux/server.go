@@ -10,9 +10,31 @@ import (
 	"strings"
 )
 
-// Server names one tmux server by the path of its socket.
+// Server names one tmux server by the path of its socket, canonical (see
+// CanonicalSocket): two spellings of one socket are one server, for every
+// lock and every inbox.
 type Server struct {
 	Socket string
+}
+
+// CanonicalSocket is the one spelling of a socket path: absolute, with
+// every symbolic link resolved (the socket's own, when it exists, else its
+// directory's). tmux writes $TMUX with the path as the server was started,
+// a person may type a relative path or go through a symbolic link; each
+// would otherwise key its own pane locks, and two senders would type into
+// one pane at once.
+func CanonicalSocket(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("socket path %q: %w", path, err)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real, nil
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(dir, filepath.Base(abs)), nil
+	}
+	return abs, nil
 }
 
 // ErrBothSocketFlags is returned when -L and -S are both given.
@@ -26,21 +48,30 @@ func ResolveServer(socketPath, socketName string, lookupEnv func(string) (string
 	case socketPath != "" && socketName != "":
 		return Server{}, ErrBothSocketFlags
 	case socketPath != "":
-		abs, err := filepath.Abs(socketPath)
+		sock, err := CanonicalSocket(socketPath)
 		if err != nil {
-			return Server{}, fmt.Errorf("socket path %q: %w", socketPath, err)
+			return Server{}, err
 		}
-		return Server{Socket: abs}, nil
+		return Server{Socket: sock}, nil
 	case socketName != "":
 		if strings.ContainsRune(socketName, '/') {
 			return Server{}, fmt.Errorf("socket name %q must not contain '/': use -S PATH for a path", socketName)
 		}
-		return Server{Socket: filepath.Join(socketDir(lookupEnv), socketName)}, nil
+		return canonical(filepath.Join(socketDir(lookupEnv), socketName)), nil
 	}
 	if c := CallerFrom(lookupEnv); c.Socket != "" {
 		return Server{Socket: c.Socket}, nil
 	}
-	return Server{Socket: filepath.Join(socketDir(lookupEnv), "default")}, nil
+	return canonical(filepath.Join(socketDir(lookupEnv), "default")), nil
+}
+
+// canonical is the server at an absolute socket path, spelled canonically.
+func canonical(abs string) Server {
+	sock, err := CanonicalSocket(abs)
+	if err != nil {
+		sock = abs
+	}
+	return Server{Socket: sock}
 }
 
 // Caller is the tmux pane the calling process runs in, as tmux tells its
@@ -63,6 +94,9 @@ func CallerFrom(lookupEnv func(string) (string, bool)) Caller {
 	pidText, _, _ := strings.Cut(rest, ",")
 	pid, _ := strconv.Atoi(pidText)
 	pane, _ := lookupEnv("TMUX_PANE")
+	if filepath.IsAbs(sock) {
+		sock = canonical(sock).Socket
+	}
 	return Caller{Socket: sock, ServerPID: pid, Pane: pane}
 }
 

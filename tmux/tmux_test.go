@@ -76,7 +76,7 @@ func TestClient(t *testing.T) {
 			ctx := context.Background()
 
 			// Exact resolution: agent-alpha-ana must not find agent-alpha-ana-2.
-			if _, err := c.SessionPane(ctx, "agent-alpha-ana"); !errors.Is(err, ErrSessionNotFound) {
+			if _, err := sessionPane(ctx, c, "agent-alpha-ana"); !errors.Is(err, ErrSessionNotFound) {
 				t.Fatalf("SessionPane(agent-alpha-ana) = %v, want ErrSessionNotFound", err)
 			}
 			// The pane's command is tmux's own until the child has exec'd
@@ -84,7 +84,7 @@ func TestClient(t *testing.T) {
 			var p Pane
 			waitFor(t, func() bool {
 				var err error
-				p, err = c.SessionPane(ctx, "agent-alpha-ana-2")
+				p, err = sessionPane(ctx, c, "agent-alpha-ana-2")
 				return err == nil && p.Command == "cat"
 			})
 			if !strings.HasPrefix(p.ID, "%") || p.Width <= 0 || p.Height <= 0 { // tmux 3.2a sizes a detached session 80x23
@@ -128,7 +128,7 @@ func TestClient(t *testing.T) {
 			if err := c.LeaveMode(ctx, p.ID); err != nil {
 				t.Fatalf("LeaveMode when in no mode: %v", err)
 			}
-			if p2, _ := c.SessionPane(ctx, "agent-alpha-ana-2"); p2.InMode {
+			if p2, _ := sessionPane(ctx, c, "agent-alpha-ana-2"); p2.InMode {
 				t.Errorf("still in copy mode")
 			}
 
@@ -229,7 +229,7 @@ func TestBatchedCalls(t *testing.T) {
 	for i := range panes {
 		name := fmt.Sprintf("agent-batch-a%02d", i)
 		raw("new-session", "-d", "-s", name, "-x", "80", "-y", "10", fmt.Sprintf("printf 'pane %d here\\n'; exec cat", i))
-		p, err := e.SessionPane(ctx, name)
+		p, err := sessionPane(ctx, e, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,7 +260,7 @@ func TestBatchedCalls(t *testing.T) {
 			errs <- nil
 		}()
 		go func() {
-			_, err := e.SessionPane(ctx, fmt.Sprintf("agent-batch-a%02d", i))
+			_, err := sessionPane(ctx, e, fmt.Sprintf("agent-batch-a%02d", i))
 			errs <- err
 		}()
 	}
@@ -389,7 +389,7 @@ func TestPasteOnStdinForOldTmux(t *testing.T) {
 	for i := range panes {
 		name := fmt.Sprintf("agent-old-a%d", i)
 		raw("new-session", "-d", "-s", name, "-x", "80", "-y", "10", "cat")
-		p, err := e.SessionPane(ctx, name)
+		p, err := sessionPane(ctx, e, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -416,10 +416,22 @@ func TestPasteOnStdinForOldTmux(t *testing.T) {
 // tmux -V of its own.
 func TestPaneLookupLearnsTheServerVersion(t *testing.T) {
 	e, _ := testServer(t)
-	if _, _, err := e.SessionPaneScreen(context.Background(), "agent-alpha-ana-2"); err != nil {
+	if _, _, err := e.SessionPanesScreen(context.Background(), "agent-alpha-ana-2"); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.oldPaste.Load(); got == pasteUnknown {
 		t.Fatal("the server's version was not noted")
 	}
+}
+
+// sessionPane is the one pane of session.
+func sessionPane(ctx context.Context, c Client, session string) (Pane, error) {
+	panes, err := c.SessionPanes(ctx, session)
+	if err != nil {
+		return Pane{}, err
+	}
+	if len(panes) != 1 {
+		return Pane{}, fmt.Errorf("%s has %d panes, want 1", session, len(panes))
+	}
+	return panes[0], nil
 }

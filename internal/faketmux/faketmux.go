@@ -141,7 +141,8 @@ func (s *Server) Received(session string) []string {
 }
 
 func (p *pane) info() tmux.Pane {
-	return tmux.Pane{ID: p.id, Session: p.session, Command: "agent", Dead: p.dead}
+	// One window per session, as "@" plus the pane's number.
+	return tmux.Pane{ID: p.id, Session: p.session, Window: "@" + p.id[1:], Command: "agent", Dead: p.dead, Active: true}
 }
 
 func (s *Server) pane(id string) (*pane, error) {
@@ -169,14 +170,18 @@ func (s *Server) ListPanes(context.Context) ([]tmux.Pane, error) {
 	return out, nil
 }
 
-func (s *Server) SessionPane(_ context.Context, session string) (tmux.Pane, error) {
+func (s *Server) SessionPanes(_ context.Context, session string) ([]tmux.Pane, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p, ok := s.sessions[session]; ok { // exact, as "=NAME:" is
-		return p.info(), nil
+		return []tmux.Pane{p.info()}, nil
 	}
-	return tmux.Pane{}, &tmux.Error{Command: "list-panes", Stderr: "can't find session: " + session, Kind: tmux.ErrSessionNotFound}
+	return nil, &tmux.Error{Command: "list-panes", Stderr: "can't find session: " + session, Kind: tmux.ErrSessionNotFound}
 }
+
+// Pinned is the server itself: a fake server is never replaced, and its
+// panes never move.
+func (s *Server) Pinned(tmux.Pane) tmux.Client { return s }
 
 func (s *Server) LeaveMode(context.Context, string) error { return nil }
 
