@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/mcpserver"
+	"github.com/agentmsg/agentmsg/tmux"
 )
 
 // These run `agentmsg mcp` in-process as main wires it: the CLI with the
@@ -41,6 +43,9 @@ func testFactory(t *testing.T, env map[string]string) (*cmd.Factory, *bytes.Buff
 func TestMCPServesStdio(t *testing.T) {
 	home := t.TempDir()
 	store := mailbox.New(home)
+	server, _ := tmux.ResolveServer("", "", func(string) (string, bool) { return "", false })
+	host, _ := os.Hostname()
+	store.Place = mailbox.Place{Host: host, Socket: server.Socket} // tmux's default server, as the command finds it
 	f, _, errOut := testFactory(t, map[string]string{"AGENTMSG_HOME": home, "AGENTMSG_TEAM": "alpha", "AGENTMSG_FROM": "ana"})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

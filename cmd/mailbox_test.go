@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/tmux"
 )
 
 // mbHome is a mailbox in a temp dir that commands run against as team
@@ -28,7 +28,7 @@ type mbHome struct {
 func newMBHome(t *testing.T) *mbHome {
 	t.Helper()
 	home := t.TempDir()
-	return &mbHome{t: t, home: home, store: mailbox.New(home)}
+	return &mbHome{t: t, home: home, store: storeAt(home)}
 }
 
 type mbResult struct {
@@ -558,11 +558,11 @@ func TestTeamClean(t *testing.T) {
 	if !strings.Contains(r.stderr, "2 inbox(es) (ana, bob)") || !strings.Contains(r.stderr, "--yes") {
 		t.Fatalf("without --yes:\n%s", r)
 	}
-	if _, err := os.Stat(filepath.Join(m.home, "teams", "alpha")); err != nil {
+	if _, err := os.Stat(m.store.TeamDir("alpha")); err != nil {
 		t.Fatalf("removed without --yes: %v", err)
 	}
 	m.want(m.run("ana", "team", "clean", "alpha", "--yes"), ExitOK)
-	if _, err := os.Stat(filepath.Join(m.home, "teams", "alpha")); !os.IsNotExist(err) {
+	if _, err := os.Stat(m.store.TeamDir("alpha")); !os.IsNotExist(err) {
 		t.Fatalf("still there after --yes: %v", err)
 	}
 	m.want(m.run("ana", "team", "clean", "Alpha", "--yes"), ExitUsage)
@@ -584,7 +584,7 @@ func TestLog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	other, _ := mailbox.New(m.home).Box("beta", "cy")
+	other, _ := storeAt(m.home).Box("beta", "cy")
 	if err := other.Append(mailbox.Envelope{ID: "MSG_DANA_0000cccc", From: "dana", To: "cy", Type: mailbox.TypeText}); err != nil {
 		t.Fatal(err)
 	}
@@ -663,4 +663,13 @@ func TestMailboxOnlySendNeedsNoTmux(t *testing.T) {
 	if !strings.Contains(r.stdout, "read me later") {
 		t.Errorf("ana's inbox:\n%s", r)
 	}
+}
+
+// storeAt is the mailbox under home as a command run without server flags
+// or $TMUX opens it: in the place of tmux's default server.
+func storeAt(home string) *mailbox.Store {
+	s := mailbox.New(home)
+	server, _ := tmux.ResolveServer("", "", func(string) (string, bool) { return "", false })
+	s.Place = mailbox.Place{Host: hostName(), Socket: server.Socket}
+	return s
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/integration"
-	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
 )
 
@@ -61,7 +60,7 @@ func TestMCPServesTheCaller(t *testing.T) {
 	if got.Team != "alpha" || got.Name != "ana" || got.Sender != "ANA" || !orchestrator || got.Store == nil || got.Lifecycle == nil {
 		t.Errorf("served with %+v, orchestrator %v", got, orchestrator)
 	}
-	board, _ := mailbox.New(home).Board("alpha")
+	board, _ := storeAt(home).Board("alpha")
 	if len(board) != 1 || board[0].Agent != "ana" {
 		t.Errorf("board: %+v", board)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/tmux"
 )
 
 // version is set at build time with -ldflags "-X github.com/agentmsg/agentmsg/cmd.version=...".
@@ -58,6 +59,39 @@ func NewFactory(io *IOStreams, lookupEnv func(string) (string, bool)) *Factory {
 	// person's keystrokes). Plain text logs are worth neither.
 	f.Log = log.NewWithOptions(plainWriter{io.ErrOut}, log.Options{Prefix: "agentmsg", Level: log.WarnLevel})
 	return f
+}
+
+// openMailbox opens the mailbox of the tmux server this command talks to:
+// its agents' teams live apart from every other server's (mailbox.Place).
+// A root others control is refused; the layout before places moves to
+// the places it belongs to on first use.
+func openMailbox(f *Factory) (*mailbox.Store, error) {
+	s := mailbox.Default(f.LookupEnv)
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	cfg, err := f.Config()
+	if err != nil {
+		return nil, err
+	}
+	server, err := tmux.ResolveServer(cfg.Settings.Socket, cfg.Settings.SocketName, f.LookupEnv)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	s.Place = mailbox.Place{Host: hostName(), Socket: server.Socket}
+	if err := s.MigrateLegacy(); err != nil {
+		return nil, fmt.Errorf("moving the mailbox to its per-server layout: %w", err)
+	}
+	return s, nil
+}
+
+// hostName names this machine in a mailbox place.
+func hostName() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return h
 }
 
 // typedString is a string flag that reports a type name in --help.
@@ -161,12 +195,14 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 		f.Dispatcher = service.CachedDispatcher(func() (*dispatch.Dispatcher, error) { return newDispatcher(f) }) // built once per process
 	}
 	if f.Mailbox == nil {
+		var (
+			storeOnce sync.Once
+			store     *mailbox.Store
+			storeErr  error
+		)
 		f.Mailbox = func() (*mailbox.Store, error) {
-			s := mailbox.Default(f.LookupEnv)
-			if err := s.Check(); err != nil { // a root others control is refused
-				return nil, err
-			}
-			return s, nil
+			storeOnce.Do(func() { store, storeErr = openMailbox(f) })
+			return store, storeErr
 		}
 	}
 	if f.Identity == nil {

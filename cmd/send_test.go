@@ -37,7 +37,7 @@ func newRunFixture(t *testing.T, sessions ...string) *runFixture {
 		"AGENTMSG_FROM": "lead", "AGENTMSG_TEAM": "alpha", "AGENTMSG_HOME": root,
 		"XDG_CONFIG_HOME": t.TempDir(), "XDG_RUNTIME_DIR": t.TempDir(),
 	})
-	fx := &runFixture{f: f, srv: faketmux.New(sessions...), store: mailbox.New(root), out: out, errOut: errOut}
+	fx := &runFixture{f: f, srv: faketmux.New(sessions...), store: storeAt(root), out: out, errOut: errOut}
 	fx.client = fx.srv
 	locks := t.TempDir()
 	f.Dispatcher = func() (*dispatch.Dispatcher, error) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -20,7 +19,7 @@ import (
 // store opens the mailbox the server's agentmsg runs use (XDG_STATE_HOME
 // inside the server's dir).
 func store(s *harness.TestServer) *mailbox.Store {
-	return mailbox.New(filepath.Join(s.Dir, "state", "agentmsg"))
+	return s.Mailbox()
 }
 
 func deliveryState(t *testing.T, s *harness.TestServer, team, agent string, id string) mailbox.DeliveryState {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +19,7 @@ import (
 
 // mailboxOf is the store the server's agentmsg runs use.
 func mailboxOf(s *harness.TestServer) *mailbox.Store {
-	return mailbox.New(filepath.Join(s.Dir, "state", "agentmsg"))
+	return s.Mailbox()
 }
 
 // as runs agentmsg as agent name of team alpha.
@@ -99,7 +98,7 @@ func TestWaitWokenByAnotherProcess(t *testing.T) {
 	s := harness.NewTestServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), harness.RunTimeout)
 	defer cancel()
-	waiter := exec.CommandContext(ctx, s.Bins.Agentmsg, as("ana", "--json", "wait", "--sender", "lead", "--timeout", "20s")...)
+	waiter := exec.CommandContext(ctx, s.Bins.Agentmsg, append([]string{"-S", s.Socket}, as("ana", "--json", "wait", "--sender", "lead", "--timeout", "20s")...)...)
 	waiter.Env = s.Env()
 	stderr, stderrW := io.Pipe()
 	defer stderr.Close()

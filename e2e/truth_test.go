@@ -147,3 +147,47 @@ func TestServerReplacedWhileWaiting(t *testing.T) {
 		t.Fatalf("bob got %q", bob.Received())
 	}
 }
+
+// Two tmux servers of one user, each with an agent-tw-ana: a message kept
+// for one server's ana is never typed into the other's by a deliver run
+// against it, nor listed there (item 3). On main, deliver against the
+// second server typed it.
+func TestInboxesBelongToTheirServer(t *testing.T) {
+	t.Parallel()
+	one, two := harness.NewTestServer(t), harness.NewTestServer(t)
+	ana1 := one.StartAgent("agent-tw-ana", harness.InitialState("dialog"))
+	ana2 := two.StartAgent("agent-tw-ana")
+	// Both servers' agentmsg runs share the first one's mailbox, as one
+	// user's do.
+	shared := []string{"XDG_STATE_HOME=" + filepath.Join(one.Dir, "state"), "XDG_RUNTIME_DIR=" + filepath.Join(one.Dir, "runtime")}
+	onTwo := func(args ...string) harness.Result {
+		t.Helper()
+		res, err := two.Server.RunEnv(shared, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	rep, res := sendJSON(t, one, nil, "--ready-timeout", "300ms", "tw", "ana", "for the first server's ana")
+	wantCode(t, res, 0)
+	if rep.Verdict != "deferred" {
+		t.Fatalf("want deferred, got %s", res)
+	}
+	res = onTwo("--json", "deliver")
+	wantCode(t, res, 0)
+	if got := ana2.Received(); len(got) != 0 {
+		t.Fatalf("the second server's ana got %q", got)
+	}
+	if out := onTwo("log").Stdout; strings.Contains(out, rep.ID) {
+		t.Errorf("the second server's log lists the first one's message:\n%s", out)
+	}
+	if out := onTwo("inbox", "--team", "tw", "--from", "ana").Stdout; strings.Contains(out, "first server") {
+		t.Errorf("the second server's ana reads the first one's message:\n%s", out)
+	}
+	ana1.SetState("ready")
+	wantCode(t, one.Run("deliver"), 0)
+	wantReceived(t, ana1, harness.Submitted(rep.ID, "for the first server's ana"))
+	if got := ana2.Received(); len(got) != 0 {
+		t.Fatalf("the second server's ana got %q", got)
+	}
+}

@@ -10,7 +10,7 @@ import (
 
 // Teams lists the teams that have anything stored, by name.
 func (s *Store) Teams() ([]string, error) {
-	return listNames(filepath.Join(s.Root, "teams"), "team", "", true)
+	return listNames(filepath.Join(s.home(), "teams"), "team", "", true)
 }
 
 // Agents lists the agents of team that have an inbox, by name.

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/agentmsg/agentmsg/internal/safedir"
@@ -41,6 +42,10 @@ type Store struct {
 	// LockWait bounds the wait for another writer's lock (ErrLocked
 	// after it); 0 means DefaultLockWait.
 	LockWait time.Duration
+	// Place is the tmux server (on its host) whose agents this store
+	// serves: their teams live under <root>/places/<key>. Zero keeps them
+	// in <root>/teams, the layout before places (see MigrateLegacy).
+	Place Place
 }
 
 func (s *Store) lockWait() time.Duration {
@@ -78,13 +83,20 @@ func (s *Store) Check() error {
 }
 
 // mkdir makes dir (a directory under Root) and checks every directory
-// from Root (from Base, when set) down to it.
+// from Root (from Base, when set) down to it. A place's directory gets its
+// description as it is first made.
 func (s *Store) mkdir(dir string) error {
 	base := s.Root
 	if s.Base != "" {
 		base = s.Base
 	}
-	return safedir.Ensure(base, dir)
+	if err := safedir.Ensure(base, dir); err != nil {
+		return err
+	}
+	if !s.Place.IsZero() && strings.HasPrefix(dir, s.home()+string(filepath.Separator)) {
+		return s.ensurePlace()
+	}
+	return nil
 }
 
 // DefaultRoot is $AGENTMSG_HOME, else $XDG_STATE_HOME/agentmsg, else
@@ -130,7 +142,10 @@ func (s *Store) now() time.Time {
 	return time.Now().UTC()
 }
 
-func (s *Store) teamDir(team string) string { return filepath.Join(s.Root, "teams", team) }
+func (s *Store) teamDir(team string) string { return filepath.Join(s.home(), "teams", team) }
+
+// TeamDir is where everything stored for team lives.
+func (s *Store) TeamDir(team string) string { return s.teamDir(team) }
 
 // CleanTeam removes everything stored for team. Writers still running for
 // that team recreate their own files; stopping them first is the caller's

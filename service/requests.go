@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -367,7 +366,7 @@ type CleanResult struct {
 // CleanTeam removes a team's inboxes and read cursors, requests and
 // status board. Messages not yet delivered are lost with it.
 func (s *Service) CleanTeam(ctx context.Context, req CleanTeam) (CleanResult, error) {
-	out := CleanResult{Team: req.Team, Path: filepath.Join(s.Store.Root, "teams", req.Team)}
+	out := CleanResult{Team: req.Team, Path: s.Store.TeamDir(req.Team)}
 	agents, err := s.Store.Agents(req.Team)
 	if err != nil {
 		return out, err

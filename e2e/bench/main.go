@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -159,7 +158,7 @@ func fillInbox(s *harness.Server, n int) error {
 	if n == 0 {
 		return nil
 	}
-	box, err := mailbox.New(filepath.Join(s.Dir, "state", "agentmsg")).Box("bench", "a000")
+	box, err := s.Mailbox().Box("bench", "a000")
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/tmux"
 )
 
 // TmuxTimeout bounds every tmux call the harness makes, so that a wedged
@@ -203,4 +206,17 @@ func RemoveSettled(dir string) error {
 			return fmt.Errorf("%s keeps coming back", dir)
 		}
 	}
+}
+
+// Mailbox is the store the server's agentmsg runs use (XDG_STATE_HOME
+// inside the server's dir), in this server's place.
+func (s *Server) Mailbox() *mailbox.Store {
+	store := mailbox.New(filepath.Join(s.Dir, "state", "agentmsg"))
+	host, _ := os.Hostname()
+	socket, err := tmux.CanonicalSocket(s.Socket)
+	if err != nil {
+		socket = s.Socket
+	}
+	store.Place = mailbox.Place{Host: host, Socket: socket}
+	return store
 }
