@@ -16,6 +16,7 @@ import (
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/profile"
 	"github.com/agentmsg/agentmsg/receipt"
 	"github.com/agentmsg/agentmsg/service"
@@ -119,9 +120,12 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 	opts := delivery.DefaultOptions()
 	opts.ReadyTimeout, opts.ConfirmTimeout, opts.Retries = s.ReadyTimeout, s.ConfirmTimeout, s.Retries
 	opts.Settle, opts.Repress, opts.Poll = s.Settle, s.Repress, s.Poll
-	// Receipts from the agent's own prompt-submit hook (agentmsg hooks install).
+	// Receipts from the agent's own prompt-submit hook (agentmsg hooks
+	// install), each naming the pane that received the message.
 	receipts := &receipt.Log{Path: receipt.DefaultPath(mailbox.DefaultRoot(f.LookupEnv))}
-	opts.Receipt = receipts.Has
+	received := func(id message.ID, pane tmux.Pane) bool {
+		return receipts.Has(id, receipt.Recipient{Pane: pane.ID, ServerPID: pane.Server.PID, Socket: server.Socket})
+	}
 	f.Log.Debug("tmux server", "socket", server.Socket)
 	if f.Log.GetLevel() <= log.DebugLevel {
 		client.Trace = func(command string, took time.Duration, err error) {
@@ -145,6 +149,7 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 		Self:        self,
 		Profile:     pick,
 		Known:       knownAgent(profiles),
+		Received:    received,
 		Registered:  registeredPane(f, server),
 		PaneFor:     func(t target.Target) string { return cfg.Panes[t.String()] },
 		Tmux:        client,

@@ -13,6 +13,7 @@ import (
 	"github.com/agentmsg/agentmsg/integration"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/receipt"
+	"github.com/agentmsg/agentmsg/tmux"
 )
 
 // HooksInstallOptions are hooks install's inputs.
@@ -128,6 +129,7 @@ func hooksTable() string {
 // HookOptions are the inputs of the hook the agent CLIs run.
 type HookOptions struct {
 	IO        *IOStreams
+	LookupEnv func(string) (string, bool)
 	Receipts  string
 	ReplyJSON bool
 }
@@ -136,7 +138,7 @@ type HookOptions struct {
 func NewCmdHook(f *Factory) *cobra.Command { return newCmdHook(f, nil) }
 
 func newCmdHook(f *Factory, runF func(context.Context, *HookOptions) error) *cobra.Command {
-	opts := &HookOptions{IO: f.IO}
+	opts := &HookOptions{IO: f.IO, LookupEnv: f.LookupEnv}
 	c := &cobra.Command{
 		Use:    "hook prompt-submit",
 		Hidden: true,
@@ -160,7 +162,11 @@ func newCmdHook(f *Factory, runF func(context.Context, *HookOptions) error) *cob
 // hookRun records the prompt's receipt. A hook must never stand in the
 // agent's way: errors are reported on stderr and the exit is 0.
 func hookRun(_ context.Context, opts *HookOptions) error {
-	if err := integration.RecordPrompt(opts.IO.In, opts.Receipts); err != nil {
+	// The pane the hook runs in is the agent's: its receipt proves the
+	// copy typed there, no other.
+	c := tmux.CallerFrom(opts.LookupEnv)
+	at := receipt.Recipient{Pane: c.Pane, ServerPID: c.ServerPID, Socket: c.Socket}
+	if err := integration.RecordPrompt(opts.IO.In, opts.Receipts, at); err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "agentmsg hook: %s\n", showErr(err))
 	}
 	if opts.ReplyJSON {

@@ -14,8 +14,9 @@ import (
 // when its input is not what it expects.
 func TestHookPromptSubmitReplies(t *testing.T) {
 	dir := t.TempDir()
+	env := map[string]string{"TMUX": "/tmp/tmux-0/x,4242,0", "TMUX_PANE": "%7"}
 	for _, in := range []string{`{"prompt": "MSG_ANA_0123abcd: hi"}`, "not json"} {
-		f, out, _ := testFactory(nil)
+		f, out, _ := testFactory(env)
 		f.IO.In = strings.NewReader(in)
 		if code := Run(context.Background(), f, []string{"hook", "prompt-submit", "--reply-json", "--receipts", dir + "/r.log"}); code != 0 {
 			t.Fatalf("exit %d", code)
@@ -24,8 +25,9 @@ func TestHookPromptSubmitReplies(t *testing.T) {
 			t.Errorf("stdout %q, want {}", out)
 		}
 	}
-	if l := (&receipt.Log{Path: dir + "/r.log"}); !l.Has("MSG_ANA_0123abcd") {
-		t.Error("no receipt recorded")
+	at := receipt.Recipient{Pane: "%7", ServerPID: 4242, Socket: "/tmp/tmux-0/x"}
+	if l := (&receipt.Log{Path: dir + "/r.log"}); !l.Has("MSG_ANA_0123abcd", at) {
+		t.Error("no receipt recorded for the hook's own pane")
 	}
 }
 

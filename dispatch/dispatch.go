@@ -53,7 +53,11 @@ type Dispatcher struct {
 	// agent ("" none); Registered, the pane spawn recorded; Known, whether
 	// a pane runs an agent CLI agentmsg has a profile for, by its
 	// command and processes (never its screen, which anything can draw).
-	PaneFor    func(target.Target) string
+	PaneFor func(target.Target) string
+	// Received, when set, reports whether the agent in pane has itself
+	// recorded receiving message id (its prompt-submit hook): proof of
+	// that copy, bound to its pane and server, for the delivery into it.
+	Received   func(id message.ID, pane tmux.Pane) bool
 	Registered func(target.Target) (Registration, bool)
 	Known      func(tmux.Pane) (profile string, ok bool)
 }
@@ -399,6 +403,9 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 	}
 	if call.OnWait != nil {
 		opts.OnWait = func(w delivery.Wait) { call.OnWait(t, w) }
+	}
+	if d.Received != nil {
+		opts.Receipt = func(id message.ID) bool { return d.Received(id, pane) }
 	}
 	if msg.OnStep != nil {
 		opts.OnStep = func(s delivery.Step) error { return msg.OnStep(t, s) }

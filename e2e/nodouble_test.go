@@ -2,9 +2,10 @@ package e2e
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -54,6 +55,20 @@ func (w tlog) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// recordReceipt runs the prompt-submit hook as the agent in a's pane would
+// on submitting prompt: in that pane's environment ($TMUX, $TMUX_PANE).
+func recordReceipt(t *testing.T, s *harness.TestServer, a *harness.TestAgent, prompt string) {
+	t.Helper()
+	pid := strings.TrimSpace(s.Tmux("display-message", "-p", "#{pid}"))
+	in, _ := json.Marshal(map[string]string{"prompt": prompt, "hook_event_name": "UserPromptSubmit"})
+	path := filepath.Join(s.Dir, "state", "agentmsg", "receipts.log")
+	res, err := s.Server.ExecEnv(context.Background(), bytes.NewReader(in),
+		[]string{"TMUX=" + s.Socket + "," + pid + ",0", "TMUX_PANE=" + a.Pane}, "hook", "prompt-submit", "--receipts", path)
+	if err != nil || res.Code != 0 || res.Stderr != "" {
+		t.Fatalf("the hook: %v\n%s", err, res)
+	}
+}
+
 // A send killed right after its submit press leaves the message "typing",
 // and the agent prints 300 lines under it. deliver must find that it was
 // submitted (in the whole scrollback, or the agent's receipt) and never
@@ -92,10 +107,7 @@ func TestDeliverAfterKilledSendNeverTypesTwice(t *testing.T) {
 			}
 			ana.WaitScreen("output line 300 of 300", 10*time.Second)
 			if tt.receipt {
-				path := filepath.Join(s.Dir, "state", "agentmsg", "receipts.log")
-				if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
-					t.Fatal(err)
-				}
+				recordReceipt(t, s, ana, got[0])
 			}
 
 			res := s.Run("--json", "deliver")

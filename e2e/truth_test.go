@@ -191,3 +191,30 @@ func TestInboxesBelongToTheirServer(t *testing.T) {
 		t.Fatalf("the second server's ana got %q", got)
 	}
 }
+
+// A broadcast gives every copy one id. ana's prompt-submit hook records
+// it as she takes her copy; bob, busy, gets his later from deliver, which
+// must type it: ana's receipt proves ana's copy only (item 4). On main,
+// deliver reported bob's copy submitted and typed nothing.
+func TestReceiptProvesOnlyItsOwnCopy(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-t-ana")
+	bob := s.StartAgent("agent-t-bob", harness.InitialState("busy"))
+	res := s.Run("--json", "broadcast", "--ready-timeout", "300ms", "t", "stand-up now")
+	wantCode(t, res, 0)
+	got := ana.WaitReceived(1, 10*time.Second)
+	recordReceipt(t, s, ana, got[0])
+	if len(bob.Received()) != 0 {
+		t.Fatalf("busy bob got %q", bob.Received())
+	}
+	bob.SetState("ready")
+	res = s.Run("--json", "deliver")
+	wantCode(t, res, 0)
+	rep, err := harness.Decode[deliverReport](res.Stdout)
+	if err != nil || len(rep.Results) != 1 || rep.Results[0].Verdict != "submitted" || rep.Results[0].Typings != 1 {
+		t.Fatalf("deliver: %v; want bob's copy typed once and submitted:\n%s", err, res)
+	}
+	wantReceived(t, bob, got[0])
+	wantReceived(t, ana, got[0])
+}

@@ -163,9 +163,10 @@ func hasAgentmsgHook(groups []any, want string) bool {
 // RecordPrompt is the prompt-submit hook's work: it reads the hook's input
 // (JSON with the submitted "prompt"; the same field in every CLI
 // registered) and records the message id the prompt starts with in the
-// receipts log. Receipts are proof of delivery: never written into a
-// directory others control, or through a symbolic link.
-func RecordPrompt(in io.Reader, receipts string) error {
+// receipts log, as received in the pane at. Receipts are proof of
+// delivery: never written into a directory others control, or through a
+// symbolic link.
+func RecordPrompt(in io.Reader, receipts string, at receipt.Recipient) error {
 	var hook struct {
 		Prompt string `json:"prompt"`
 	}
@@ -182,7 +183,7 @@ func RecordPrompt(in io.Reader, receipts string) error {
 	}
 	err = safedir.CheckFollow(filepath.Dir(receipts))
 	if err == nil || errors.Is(err, fs.ErrNotExist) {
-		err = (&receipt.Log{Path: receipts}).Record(id)
+		err = (&receipt.Log{Path: receipts}).Record(id, at)
 	}
 	return err
 }

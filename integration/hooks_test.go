@@ -165,19 +165,20 @@ func TestLocate(t *testing.T) {
 // The prompt-submit hook records only the id a prompt starts with.
 func TestRecordPrompt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.log")
+	at := receipt.Recipient{Pane: "%3", ServerPID: 99, Socket: "/tmp/s"}
 	for _, in := range []string{
 		`{"prompt": "MSG_ANA_0123abcd: hi", "hook_event_name": "UserPromptSubmit"}`,
 		`{"prompt": "please read MSG_BOB_89abcdef: it"}`,
 	} {
-		if err := RecordPrompt(strings.NewReader(in), path); err != nil {
+		if err := RecordPrompt(strings.NewReader(in), path, at); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := RecordPrompt(strings.NewReader("not json"), path); err == nil {
+	if err := RecordPrompt(strings.NewReader("not json"), path, at); err == nil {
 		t.Error("no error for input that is not JSON")
 	}
 	l := &receipt.Log{Path: path}
-	if !l.Has("MSG_ANA_0123abcd") || l.Has("MSG_BOB_89abcdef") {
+	if !l.Has("MSG_ANA_0123abcd", at) || l.Has("MSG_BOB_89abcdef", at) {
 		t.Error("receipts wrong")
 	}
 }

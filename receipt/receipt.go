@@ -11,10 +11,12 @@ package receipt
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -51,8 +53,35 @@ func FromPrompt(prompt string) (message.ID, bool) {
 	return message.ID(m[1]), true
 }
 
-// Record appends id in one write, so concurrent hooks never interleave.
-func (l *Log) Record(id message.ID) error {
+// Recipient is the pane a receipt was recorded in.
+type Recipient struct {
+	Pane      string // "%3"
+	ServerPID int    // the pane's tmux server
+	Socket    string // that server's socket, canonical
+}
+
+// valid reports whether r names a pane on a server.
+func (r Recipient) valid() bool {
+	return strings.HasPrefix(r.Pane, "%") && !strings.ContainsAny(r.Pane, " \n") &&
+		r.ServerPID > 0 && r.Socket != "" && !strings.Contains(r.Socket, "\n")
+}
+
+// line is the record of id received at r: the socket last, since a path
+// may hold spaces.
+func line(id message.ID, r Recipient) string {
+	return fmt.Sprintf("%s %s %d %s", id, r.Pane, r.ServerPID, r.Socket)
+}
+
+// ErrNoRecipient: a receipt must say which pane received the message, and
+// the hook runs outside a tmux pane (no $TMUX_PANE).
+var ErrNoRecipient = errors.New("not recorded: the hook runs outside a tmux pane, so the receipt could name no recipient")
+
+// Record appends that id was received at r, in one write, so concurrent
+// hooks never interleave.
+func (l *Log) Record(id message.ID, at Recipient) error {
+	if !at.valid() {
+		return ErrNoRecipient
+	}
 	if err := os.MkdirAll(filepath.Dir(l.Path), 0o700); err != nil {
 		return err
 	}
@@ -63,7 +92,7 @@ func (l *Log) Record(id message.ID) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write([]byte(string(id) + "\n"))
+	_, err = f.Write([]byte(line(id, at) + "\n"))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -90,9 +119,13 @@ func (l *Log) trim() {
 	}
 }
 
-// Has reports whether id has been recorded. It rereads the file only when
-// it has grown, so a confirm loop can ask every few milliseconds.
-func (l *Log) Has(id message.ID) bool {
+// Has reports whether id has been recorded as received at r. It rereads
+// the file only when it has grown, so a confirm loop can ask every few
+// milliseconds.
+func (l *Log) Has(id message.ID, at Recipient) bool {
+	if !at.valid() {
+		return false
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	fi, err := os.Stat(l.Path)
@@ -107,5 +140,5 @@ func (l *Log) Has(id message.ID) bool {
 		// A leading newline makes every id a whole line to match.
 		l.data, l.size = append([]byte("\n"), data...), int64(len(data))
 	}
-	return bytes.Contains(l.data, []byte("\n"+string(id)+"\n"))
+	return bytes.Contains(l.data, []byte("\n"+line(id, at)+"\n"))
 }

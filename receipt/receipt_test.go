@@ -29,9 +29,11 @@ func TestFromPrompt(t *testing.T) {
 	}
 }
 
+var ana = Recipient{Pane: "%1", ServerPID: 100, Socket: "/tmp/tmux-0/default"}
+
 func TestRecordAndHas(t *testing.T) {
 	l := &Log{Path: filepath.Join(t.TempDir(), "sub", "receipts.log")}
-	if l.Has("MSG_A_00000001") {
+	if l.Has("MSG_A_00000001", ana) {
 		t.Fatal("Has before any Record")
 	}
 	var wg sync.WaitGroup
@@ -39,19 +41,46 @@ func TestRecordAndHas(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := (&Log{Path: l.Path}).Record(message.ID(fmt.Sprintf("MSG_A_%08x", i))); err != nil {
+			if err := (&Log{Path: l.Path}).Record(message.ID(fmt.Sprintf("MSG_A_%08x", i)), ana); err != nil {
 				t.Error(err)
 			}
 		}()
 	}
 	wg.Wait()
 	for i := range 20 {
-		if id := message.ID(fmt.Sprintf("MSG_A_%08x", i)); !l.Has(id) {
+		if id := message.ID(fmt.Sprintf("MSG_A_%08x", i)); !l.Has(id, ana) {
 			t.Errorf("%s not found", id)
 		}
 	}
 	// A prefix of a recorded id is not a receipt.
-	if l.Has("MSG_A_0000000") {
+	if l.Has("MSG_A_0000000", ana) {
 		t.Error("a prefix matched")
+	}
+}
+
+// A broadcast gives every copy one id: one agent's receipt proves its own
+// copy, never another pane's, nor a pane of another server or of a server
+// restarted at the same socket (issue 17, item 4).
+func TestReceiptProvesOneRecipient(t *testing.T) {
+	l := &Log{Path: filepath.Join(t.TempDir(), "receipts.log")}
+	const id = "MSG_LEAD_0123abcd"
+	if err := l.Record(id, ana); err != nil {
+		t.Fatal(err)
+	}
+	if !l.Has(id, ana) {
+		t.Fatal("the recipient's own receipt is not found")
+	}
+	for _, other := range []Recipient{
+		{Pane: "%2", ServerPID: 100, Socket: ana.Socket},        // bob, beside ana
+		{Pane: "%1", ServerPID: 101, Socket: ana.Socket},        // a restarted server's %1
+		{Pane: "%1", ServerPID: 100, Socket: "/tmp/other/sock"}, // another server's %1
+		{Pane: "%1", ServerPID: 100, Socket: ana.Socket + " x"}, // a longer socket path
+	} {
+		if l.Has(id, other) {
+			t.Errorf("ana's receipt proves %+v's copy", other)
+		}
+	}
+	if err := l.Record("MSG_LEAD_89abcdef", Recipient{}); err == nil {
+		t.Error("a receipt without a recipient was recorded")
 	}
 }
