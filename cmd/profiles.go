@@ -22,7 +22,7 @@ func agentProfiles(cfg *config.Loaded) ([]profile.Profile, error) {
 	}
 	overrides := make(map[string]profile.Override, len(cfg.Profiles))
 	for name, p := range cfg.Profiles {
-		o := profile.Override{Base: p.Base, Commands: p.Commands, Queues: p.Queues, FoldBytes: p.FoldBytes, FoldLines: p.FoldLines,
+		o := profile.Override{Base: p.Base, Commands: p.Commands, Queues: p.Queues, BracketedPaste: p.BracketedPaste, FoldBytes: p.FoldBytes, FoldLines: p.FoldLines,
 			ReadyPattern: p.Ready, BusyPattern: p.Busy, DialogPattern: p.Dialog, PlaceholderPattern: p.Placeholder}
 		if p.Settle != "" {
 			d, err := time.ParseDuration(p.Settle) // checked by config already
@@ -62,7 +62,7 @@ func profilePicker(profiles []profile.Profile, kind string) (func(tmux.Pane, []s
 
 func toAgentProfile(p profile.Profile) dispatch.AgentProfile {
 	return dispatch.AgentProfile{Name: p.Name, Reader: p.Reader, Settle: p.Settle, Queues: p.Queues,
-		FoldBytes: p.FoldBytes, FoldLines: p.FoldLines}
+		BracketedPaste: p.BracketedPaste, FoldBytes: p.FoldBytes, FoldLines: p.FoldLines}
 }
 
 func profileNames(ps []profile.Profile) []string {

@@ -539,12 +539,15 @@ func (l *Loaded) loadPanes(md toml.MetaData, prim toml.Primitive, path string) e
 // ProfileSettings is one [profiles.NAME] table of the config file: changes
 // to a built-in agent profile, or a new profile based on another.
 type ProfileSettings struct {
-	Base      string   `toml:"base" json:"base,omitempty"`         // the profile this one starts from (a new one)
-	Commands  []string `toml:"commands" json:"commands,omitempty"` // foreground commands that identify it
-	Settle    string   `toml:"settle" json:"settle,omitempty"`     // a duration: "150ms"
-	Queues    *bool    `toml:"queues" json:"queues,omitempty"`
-	FoldBytes *int     `toml:"fold_bytes" json:"fold_bytes,omitempty"`
-	FoldLines *int     `toml:"fold_lines" json:"fold_lines,omitempty"`
+	Base     string   `toml:"base" json:"base,omitempty"`         // the profile this one starts from (a new one)
+	Commands []string `toml:"commands" json:"commands,omitempty"` // foreground commands that identify it
+	Settle   string   `toml:"settle" json:"settle,omitempty"`     // a duration: "150ms"
+	Queues   *bool    `toml:"queues" json:"queues,omitempty"`
+	// BracketedPaste: the program turns bracketed paste on (a multi-line
+	// message is pasted whole, not as a pointer line).
+	BracketedPaste *bool `toml:"bracketed_paste" json:"bracketed_paste,omitempty"`
+	FoldBytes      *int  `toml:"fold_bytes" json:"fold_bytes,omitempty"`
+	FoldLines      *int  `toml:"fold_lines" json:"fold_lines,omitempty"`
 	// Regular expressions matched against the bottom rows of the screen.
 	Ready       string `toml:"ready" json:"ready,omitempty"`
 	Busy        string `toml:"busy" json:"busy,omitempty"`
@@ -559,7 +562,7 @@ func (l *Loaded) loadProfiles(md toml.MetaData, prim toml.Primitive, path string
 	}
 	for _, k := range md.Undecoded() {
 		if len(k) > 0 && k[0] == "profiles" {
-			return invalidf("%s: unknown key %q in [profiles]; known: base, commands, settle, queues, fold_bytes, fold_lines, ready, busy, dialog, placeholder", path, k.String())
+			return invalidf("%s: unknown key %q in [profiles]; known: base, commands, settle, queues, bracketed_paste, fold_bytes, fold_lines, ready, busy, dialog, placeholder", path, k.String())
 		}
 	}
 	for name, p := range profiles {

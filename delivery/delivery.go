@@ -544,6 +544,14 @@ func (r *run) resume(ctx context.Context) (done, inBox bool, err error) {
 			if containsID(above(lines, rd), r.id) {
 				return true, false, nil
 			}
+			if rd.BoxRow < 0 && containsID(lines, r.id) {
+				// Our earlier text shows where no box is recognised: it may
+				// wait unsubmitted on a prompt line the profile does not
+				// know. Typing it again would double it; pressing would
+				// submit whatever else is there.
+				r.leftInBox = true
+				return false, false, fmt.Errorf("%w: %w; an earlier attempt's text shows there, so it is not typed again", ErrUnconfirmed, ErrTextOffBox)
+			}
 			// The whole scrollback, once: the agent may have printed a lot
 			// since (never in a poll: that can take a while).
 			if seen, err := r.idInHistory(ctx, fullHistory); err != nil || seen {
@@ -1005,13 +1013,16 @@ func (r *run) idInHistory(ctx context.Context, history int) (bool, error) {
 	return containsID(above(lines, r.d.Opts.Reader.Read(lines)), r.id), nil
 }
 
-// above is the transcript: the lines above the box, or all of them when
-// no box is on screen.
+// above is the transcript: the lines above the box. With no box the
+// profile recognises on screen, nothing tells the transcript from a prompt
+// line that still holds our text (a program whose prompt the profile does
+// not know, an error printed under the prompt), so none of it is proof:
+// the id there may be ours, unsubmitted.
 func above(lines []string, rd Reading) []string {
 	if rd.BoxRow >= 0 && rd.BoxRow <= len(lines) {
 		return lines[:rd.BoxRow]
 	}
-	return lines
+	return nil
 }
 
 func containsID(lines []string, id message.ID) bool {

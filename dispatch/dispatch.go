@@ -136,12 +136,15 @@ func (o Outcome) OK() bool { return o.Verdict == delivery.Submitted || o.Verdict
 // AgentProfile is what a delivery needs to know about one agent CLI (see
 // package profile, which fills it).
 type AgentProfile struct {
-	Name      string
-	Reader    delivery.ScreenReader // nil: Opts.Reader
-	Settle    time.Duration         // at least this long before submit
-	Queues    bool                  // it queues what is submitted while it works
-	FoldBytes int                   // a longer text goes as a pointer line (0: never)
-	FoldLines int                   // ...as does one with more lines (0: never)
+	Name   string
+	Reader delivery.ScreenReader // nil: Opts.Reader
+	Settle time.Duration         // at least this long before submit
+	Queues bool                  // it queues what is submitted while it works
+	// BracketedPaste: it turns bracketed paste on, so a multi-line paste
+	// reaches it as one input (where tmux cannot tell; see package profile).
+	BracketedPaste bool
+	FoldBytes      int // a longer text goes as a pointer line (0: never)
+	FoldLines      int // ...as does one with more lines (0: never)
 }
 
 // Message is a cleaned text with its id, ready to type.
@@ -421,11 +424,26 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 			return out
 		}
 	}
+	bracketed := false // what a program no profile describes is assumed to do
 	if p, why, ok := d.profile(call, pane, screen); ok {
 		out.Profile, out.ProfileWhy = p.Name, why
 		opts = d.options(opts, p, call)
+		bracketed = p.BracketedPaste
 		if msg.Stored && tooLong(text, p) {
 			text, out.Pointer = Pointer(msg.ID, text), true
+		}
+	}
+	if pane.BracketedPaste != tmux.PasteUnknown {
+		bracketed = pane.BracketedPaste == tmux.PasteOn // tmux 3.7+ says
+	}
+	if strings.Contains(text, "\n") && !bracketed {
+		// Without bracketed paste every pasted line would be submitted on
+		// its own, and a line such as "/exit" or "!rm" would run as the
+		// receiver's command: the message goes as one line.
+		if msg.Stored {
+			text, out.Pointer = Pointer(msg.ID, text), true
+		} else {
+			text = strings.Join(strings.Fields(text), " ")
 		}
 	}
 	if !pane.InMode {

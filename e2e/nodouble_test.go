@@ -159,7 +159,7 @@ func TestLongMessageIsTypedOnce(t *testing.T) {
 			s := harness.NewTestServer(t)
 			name := fmt.Sprintf("pl%d", i)
 			a := s.StartAgent("agent-bg-"+name, tt.opts...)
-			rep, res := sendJSON(t, s, &text, "--agent", "generic", "bg", name, "-")
+			rep, res := sendJSON(t, s, &text, "--agent", "nofold", "bg", name, "-")
 			wantCode(t, res, tt.code)
 			if rep.Verdict != tt.verdict || rep.Typings != 1 {
 				t.Errorf("verdict %s after %d typings, want %s after 1\n%s", rep.Verdict, rep.Typings, tt.verdict, res)

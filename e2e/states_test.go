@@ -123,7 +123,7 @@ func TestSendFoldedPaste(t *testing.T) {
 	// Read as Claude Code, whose box would fold it: the agent gets one
 	// line, and agentmsg read gives the rest.
 	text := "first line of a long one\n" + strings.Repeat("folded paste ", 2048/13) + "end"
-	rep, res := sendJSON(t, s, nil, "alpha", "ana", text)
+	rep, res := sendJSON(t, s, nil, "--agent", "claude", "alpha", "ana", text)
 	wantCode(t, res, 0)
 	wantReceived(t, ana, harness.Submitted(rep.ID, "first line of a long one … (full text: agentmsg read "+rep.ID+")"))
 	read := s.Run("read", rep.ID)
@@ -132,9 +132,9 @@ func TestSendFoldedPaste(t *testing.T) {
 		t.Errorf("agentmsg read gave %d bytes, want the %d sent", len(read.Stdout), len(text)+1)
 	}
 
-	// Typed whole when the profile does not fold (--agent generic): the
+	// Typed whole when the profile does not fold (--agent nofold: generic, with bracketed paste): the
 	// stand-in folds it in its box, and the id check copes.
-	rep, res = sendJSON(t, s, nil, "--agent", "generic", "alpha", "ana", text)
+	rep, res = sendJSON(t, s, nil, "--agent", "nofold", "alpha", "ana", text)
 	wantCode(t, res, 0)
 	if got := ana.Received(); got[len(got)-1] != harness.Submitted(rep.ID, text) {
 		t.Errorf("received %.80q, want the whole text", got[len(got)-1])

@@ -46,10 +46,10 @@ func TestTextsArriveExactly(t *testing.T) {
 			var rep harness.SendReport
 			var res harness.Result
 			if tt.stdin {
-				rep, res = sendJSON(t, s, &tt.text, "--agent", "generic", "alpha", name, "-")
+				rep, res = sendJSON(t, s, &tt.text, "--agent", "nofold", "alpha", name, "-")
 			} else {
 				// "--" ends the flags so that a text starting with "-" is a text.
-				rep, res = sendJSON(t, s, nil, "--agent", "generic", "alpha", name, "--", tt.text)
+				rep, res = sendJSON(t, s, nil, "--agent", "nofold", "alpha", name, "--", tt.text)
 			}
 			wantCode(t, res, 0)
 			want := tt.want

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,19 +8,17 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/e2e/harness"
+	"github.com/agentmsg/agentmsg/tmux"
 )
 
 // Issue 17: agentmsg types into the agent's own pane on the server it was
 // found on, or into nothing.
 
-// writeConfig writes agentmsg's config file for the tests' agentmsg runs.
+// writeConfig writes agentmsg's config file for the tests' agentmsg runs:
+// the harness's base and toml.
 func writeConfig(t *testing.T, s *harness.TestServer, toml string) {
 	t.Helper()
-	dir := filepath.Join(s.Dir, "config", "agentmsg")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(toml), 0o600); err != nil {
+	if err := os.WriteFile(s.ConfigPath(), []byte(harness.BaseConfig+toml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -39,65 +36,80 @@ func readLines(t *testing.T, path string) []string {
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
-// promptProgram is a program with a "> " prompt (what agentmsg's generic
-// reader takes for an empty input box) that appends every line it reads
-// to log: a second program a person left in the agent's session.
-func promptProgram(log string) string {
-	return fmt.Sprintf(`while IFS= read -r -p '> ' l; do printf '%%s\n' "$l" >> '%s'; done`, log)
+// promptProgram is the argv of a program with a "> " prompt (what
+// agentmsg's generic reader takes for an empty input box) that appends
+// every line it reads to log: a second program a person left in the
+// agent's session. Not a shell, which agentmsg never types into.
+func promptProgram(log string) []string {
+	return []string{"perl", "-e", `$| = 1; while (1) { print "> "; my $l = <STDIN>; last unless defined $l; open(my $f, ">>", $ARGV[0]) or die; print $f $l; close $f }`, log}
 }
 
 // A person opened a second window in the agent's session (a program with
-// a prompt) and left it current, and split a shell beside the agent:
-// a send types into the agent's pane or, when it cannot tell which that
-// is, into nothing (item 1). On main the text went into the current window
-// and was reported submitted; the split shell made it "the agent has
-// exited".
+// a prompt) and left it current, and split a shell beside the agent: a
+// send types into the agent's pane (item 1). On main the text went into
+// the current window and was reported submitted; the split shell made it
+// "the agent has exited".
 func TestSendTypesIntoTheAgentsPaneOnly(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
 	fay := s.StartAgent("agent-beta-fay")
-	other := filepath.Join(s.Dir, "logs", "other.log")
+	dev := filepath.Join(s.Dir, "logs", "dev.log")
 	s.Tmux("split-window", "-d", "-t", fay.Pane, "sh")
-	s.Tmux("new-window", "-t", "=agent-beta-fay:", "-n", "dev", "bash", "--norc", "-c", promptProgram(other))
+	s.Tmux(append([]string{"new-window", "-t", "=agent-beta-fay:", "-n", "dev"}, promptProgram(dev)...)...)
 	waitFor(t, "the dev window's prompt", 10*time.Second, func() bool { return strings.Contains(s.Capture("=agent-beta-fay:dev"), ">") })
 
-	// Three panes, none running an agent CLI agentmsg knows: refused,
-	// naming them and how to choose.
-	res := s.Run("send", "beta", "fay", "not into the dev window")
-	wantCode(t, res, 3)
-	for _, want := range []string{"3 panes", "0.0", "1.0", "--pane", `[panes] "beta/fay"`} {
-		if !strings.Contains(res.Stderr+res.Stdout, want) {
-			t.Errorf("refusal does not say %q:\n%s", want, res)
-		}
-	}
-	wantUntouched(t, fay)
-	if got := readLines(t, other); got != nil {
-		t.Fatalf("the dev window's program read %q", got)
-	}
-
-	// Chosen by flag, by the config file, or known by its profile: the
-	// agent's pane, whichever window is current.
-	rep, res := sendJSON(t, s, nil, "--pane", "0.0", "beta", "fay", "by flag")
+	// Three panes; the stand-in is a known agent CLI (the harness's
+	// profile), the shell and the prompt program are not.
+	rep, res := sendJSON(t, s, nil, "beta", "fay", "into the agent's pane")
 	wantCode(t, res, 0)
 	if rep.Pane != fay.Pane || rep.Verdict != "submitted" {
 		t.Fatalf("sent to pane %s (%s), want %s:\n%s", rep.Pane, rep.Verdict, fay.Pane, res)
 	}
-	writeConfig(t, s, "[panes]\n\"beta/fay\" = \"0.0\"\n")
-	wantCode(t, s.Run("send", "beta", "fay", "by config"), 0)
-	writeConfig(t, s, "[profiles.standin]\nbase = \"generic\"\ncommands = [\"standin\"]\n")
-	wantCode(t, s.Run("send", "beta", "fay", "known by its profile"), 0)
-	res = s.Run("broadcast", "beta", "to the team")
-	wantCode(t, res, 0)
+	wantCode(t, s.Run("broadcast", "beta", "to the team"), 0)
 	got := fay.Received()
-	if len(got) != 4 || !strings.HasSuffix(got[0], ": by flag") || !strings.HasSuffix(got[3], ": to the team") {
+	if len(got) != 2 || !strings.HasSuffix(got[0], ": into the agent's pane") || !strings.HasSuffix(got[1], ": to the team") {
 		t.Fatalf("fay received %q", got)
 	}
-	if got := readLines(t, other); got != nil {
+	if got := readLines(t, dev); got != nil {
 		t.Fatalf("the dev window's program read %q", got)
 	}
-	list := s.Run("list", "beta")
-	if !strings.Contains(list.Stdout, fay.Pane) {
+	if list := s.Run("list", "beta"); !strings.Contains(list.Stdout, fay.Pane) {
 		t.Errorf("list does not show fay's pane %s:\n%s", fay.Pane, list)
+	}
+}
+
+// A session of two programs agentmsg knows nothing of: nothing is typed
+// until a person says which pane is the agent's, by flag or config.
+func TestSendRefusesAPaneItCannotTell(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	first, second := filepath.Join(s.Dir, "logs", "first.log"), filepath.Join(s.Dir, "logs", "second.log")
+	s.Tmux(append([]string{"new-session", "-d", "-s", "agent-beta-gus", "-n", "main"}, promptProgram(first)...)...)
+	s.Tmux(append([]string{"new-window", "-t", "=agent-beta-gus:", "-n", "dev"}, promptProgram(second)...)...)
+	waitFor(t, "both prompts", 10*time.Second, func() bool {
+		return strings.Contains(s.Capture("=agent-beta-gus:main"), ">") && strings.Contains(s.Capture("=agent-beta-gus:dev"), ">")
+	})
+	res := s.Run("send", "beta", "gus", "into no pane")
+	wantCode(t, res, 3)
+	for _, want := range []string{"2 panes", "0.0", "1.0", "--pane", `[panes] "beta/gus"`} {
+		if !strings.Contains(res.Stderr+res.Stdout, want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, res)
+		}
+	}
+	if readLines(t, first) != nil || readLines(t, second) != nil {
+		t.Fatalf("typed into a pane: %q, %q", readLines(t, first), readLines(t, second))
+	}
+	if res := s.Run("broadcast", "beta", "to nobody"); res.Code == 0 || !strings.Contains(res.Stdout+res.Stderr, "cannot be told") {
+		t.Errorf("a broadcast to the team should report gus's pane as not told apart:\n%s", res)
+	}
+	wantCode(t, s.Run("send", "--pane", "0.0", "beta", "gus", "by flag"), 0)
+	writeConfig(t, s, "[panes]\n\"beta/gus\" = \"dev\"\n")
+	wantCode(t, s.Run("send", "beta", "gus", "by config"), 0)
+	if got := readLines(t, first); len(got) != 1 || !strings.HasSuffix(got[0], ": by flag") {
+		t.Errorf("the first program read %q", got)
+	}
+	if got := readLines(t, second); len(got) != 1 || !strings.HasSuffix(got[0], ": by config") {
+		t.Errorf("the second program read %q", got)
 	}
 }
 
@@ -217,4 +229,37 @@ func TestReceiptProvesOnlyItsOwnCopy(t *testing.T) {
 	}
 	wantReceived(t, bob, got[0])
 	wantReceived(t, ana, got[0])
+}
+
+// A multi-line message to a program without bracketed paste would be
+// submitted line by line, so a sender could make it run a bare "/exit" or
+// "!command" (item 6): it goes as one line, a pointer to the whole text.
+// On tmux 3.7 and newer the pane's own flag decides, even against a
+// profile that says the program takes bracketed paste.
+func TestMultiLineNeverSubmittedLineByLine(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	log := filepath.Join(s.Dir, "logs", "repl.log")
+	s.Tmux(append([]string{"new-session", "-d", "-s", "agent-t-repl"}, promptProgram(log)...)...)
+	waitFor(t, "the prompt", 10*time.Second, func() bool { return strings.Contains(s.Capture("=agent-t-repl:"), ">") })
+	text := "please look\n/exit\n!touch pwned"
+	check := func(args ...string) {
+		t.Helper()
+		before := len(readLines(t, log))
+		rep, res := sendJSON(t, s, &text, append(args, "t", "repl", "-")...)
+		wantCode(t, res, 0)
+		got := readLines(t, log)[before:]
+		if len(got) != 1 || !rep.Pointer || !strings.HasPrefix(got[0], rep.ID+": please look") || !strings.Contains(got[0], "agentmsg read "+rep.ID) {
+			t.Fatalf("%v: the program read %q (pointer %v); want one line pointing at %s:\n%s", args, got, rep.Pointer, rep.ID, res)
+		}
+		full := s.Run("read", rep.ID)
+		wantCode(t, full, 0)
+		if !strings.Contains(full.Stdout, "/exit\n!touch pwned") {
+			t.Errorf("agentmsg read %s:\n%s", rep.ID, full)
+		}
+	}
+	check()
+	if tmux.Version(strings.TrimPrefix(harness.TmuxVersion(), "tmux ")).AtLeast(3, 7) {
+		check("--agent", "nofold") // the profile says bracketed paste; the pane says no
+	}
 }

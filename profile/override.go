@@ -17,12 +17,14 @@ type Override struct {
 	// Base names the profile to start from. Empty: change the profile of
 	// the override's own name, which must exist. Set: a new profile (or a
 	// replacement of an existing one) based on that profile.
-	Base      string
-	Commands  []string
-	Settle    *time.Duration
-	Queues    *bool
-	FoldBytes *int
-	FoldLines *int
+	Base     string
+	Commands []string
+	Settle   *time.Duration
+	Queues   *bool
+	// BracketedPaste says whether the program turns bracketed paste on.
+	BracketedPaste *bool
+	FoldBytes      *int
+	FoldLines      *int
 	// Regular expressions matched against each of the bottom rows of the
 	// screen (trailing spaces trimmed), refining the base's reader:
 	//   DialogPattern: a match means a dialog is open (never type).
@@ -117,6 +119,9 @@ func applyOne(name string, p Profile, o Override) (Profile, error) {
 	}
 	if o.Queues != nil {
 		p.Queues = *o.Queues
+	}
+	if o.BracketedPaste != nil {
+		p.BracketedPaste = *o.BracketedPaste
 	}
 	if o.FoldBytes != nil {
 		if *o.FoldBytes < 0 {

@@ -38,6 +38,13 @@ type Profile struct {
 	// Queues: the CLI accepts text submitted while it is busy and runs it
 	// after the current turn (Claude Code does, measured).
 	Queues bool
+	// BracketedPaste: the CLI turns bracketed paste on, so a pasted text
+	// with several lines reaches it as one input. A program that does not
+	// (a plain REPL, a read loop) takes each pasted line as submitted on
+	// its own: a multi-line message then goes to it as one line, a
+	// pointer to the whole text. On tmux 3.7 and newer the pane itself
+	// says, and that decides (#{bracket_paste_flag}).
+	BracketedPaste bool
 	// FoldBytes and FoldLines: a paste with more bytes, or more lines, than
 	// these is shown folded in the box ("[Pasted text #1 +11 lines]"), so
 	// the text cannot be checked there. 0 means never folded on that count.
@@ -80,7 +87,7 @@ func Builtin() []Profile {
 			// Measured with Claude Code 2.1.197 (e2e/claude/NOTES.md): 4 or
 			// more lines, or one line over 800 characters, fold; it queues.
 			Name: "claude", Commands: []string{"claude", "claude.exe"}, // npm's package runs bin/claude.exe
-			Settle: calibratedFloor, SubmitKey: cr, Queues: true,
+			Settle: calibratedFloor, SubmitKey: cr, Queues: true, BracketedPaste: true,
 			FoldBytes: 800, FoldLines: 3,
 			Reader: Claude{},
 		},
@@ -98,7 +105,7 @@ func Builtin() []Profile {
 			// 45 lines were never confirmed, and retyped), so a text of
 			// more than 15 lines goes as a pointer.
 			Name: "codex", Commands: []string{"codex"},
-			Settle: 200 * time.Millisecond, SubmitKey: cr, Queues: true,
+			Settle: 200 * time.Millisecond, SubmitKey: cr, Queues: true, BracketedPaste: true,
 			FoldBytes: 1000, FoldLines: 15,
 			Reader: Codex{},
 		},
@@ -112,7 +119,7 @@ func Builtin() []Profile {
 			// Before gemini: its box is the rounded one Gemini CLI drew in
 			// 2025, which that reader still takes.
 			Name: "droid", Commands: []string{"droid"},
-			Settle: calibratedFloor, SubmitKey: cr, Queues: true,
+			Settle: calibratedFloor, SubmitKey: cr, Queues: true, BracketedPaste: true,
 			FoldBytes: 400, FoldLines: 8,
 			Reader: Droid{},
 		},
@@ -123,7 +130,7 @@ func Builtin() []Profile {
 			// under "Queued (press ↑ to edit):" and runs after the turn
 			// (measured: once).
 			Name: "gemini", Commands: []string{"gemini"},
-			Settle: 150 * time.Millisecond, SubmitKey: cr, Queues: true,
+			Settle: 150 * time.Millisecond, SubmitKey: cr, Queues: true, BracketedPaste: true,
 			FoldBytes: 500, FoldLines: 5,
 			Reader: Gemini{Product: "Gemini CLI"},
 		},
@@ -133,15 +140,15 @@ func Builtin() []Profile {
 			// characters). Enter while busy queues the text ("⏳ 1 queued"),
 			// run after the turn (measured: once).
 			Name: "qwen", Commands: []string{"qwen"},
-			Settle: calibratedFloor, SubmitKey: cr, Queues: true,
+			Settle: calibratedFloor, SubmitKey: cr, Queues: true, BracketedPaste: true,
 			FoldBytes: 1000, FoldLines: 10,
 			Reader: Gemini{Product: "Qwen Code"},
 		},
 		{
 			// aider reads with prompt_toolkit (bracketed paste); no folding.
 			Name: "aider", Commands: []string{"aider"},
-			SubmitKey: cr,
-			Reader:    Aider{},
+			SubmitKey: cr, BracketedPaste: true,
+			Reader: Aider{},
 		},
 		{
 			// A shell runs whatever is typed: never an agent.

@@ -1,6 +1,7 @@
 package tmux
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -102,10 +103,19 @@ func (c *Exec) do(ctx context.Context, write bool, payloads []string, args ...st
 // anything, ";" included) and returns its output. A pinned view's calls
 // first check the server instance (guard).
 func (c *Exec) doCommands(ctx context.Context, write bool, payloads []string, cmds [][]string) ([]byte, error) {
-	if c.pin != nil && !c.pin.Server.IsZero() {
-		cmds = append([][]string{c.pin.Server.guard()}, cmds...)
+	if c.pin == nil || c.pin.Server.IsZero() {
+		return c.core.submit(ctx, write, payloads, cmds)
 	}
-	return c.core.submit(ctx, write, payloads, cmds)
+	out, err := c.core.submit(ctx, write, payloads, append([][]string{c.pin.Server.guard()}, cmds...))
+	if err != nil {
+		return nil, err
+	}
+	// The guard prints the variable it found: not part of the answer.
+	rest, ok := bytes.CutPrefix(out, []byte(c.pin.Server.marker()+"=1\n"))
+	if !ok {
+		return nil, &Error{Command: cmds[0][0], Socket: c.server.Socket, Stderr: "tmux's answer lacked the server check", ExitCode: -1}
+	}
+	return rest, nil
 }
 
 // guard is a command that fails, and so ends the command list before

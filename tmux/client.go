@@ -27,12 +27,24 @@ type Pane struct {
 	Dead        bool
 	Width       int
 	Height      int
+	// BracketedPaste is whether the pane's program turned bracketed paste
+	// on, as tmux 3.7 and newer report it; PasteUnknown before 3.7.
+	BracketedPaste PasteMode
 	// Server is the run of the tmux server the pane was found on: pane ids
 	// start again at %0 when a server is replaced at the same socket.
 	Server Instance
 
 	sessionID string // "$3", while parsing
 }
+
+// PasteMode is what is known of a pane's bracketed paste.
+type PasteMode int
+
+const (
+	PasteUnknown PasteMode = iota // tmux before 3.7 does not say
+	PasteOff                      // each pasted line arrives as typed, Enter and all
+	PasteOn                       // a paste arrives as one input
+)
 
 // Target is the tmux target that reaches this pane and no other: its
 // session by exact name, its window and its id. tmux refuses it when the
@@ -174,8 +186,8 @@ func (c *Exec) Server() Server { return c.server }
 const (
 	sep        = " "
 	paneFormat = "#{pane_id} #{pane_pid} #{pane_in_mode} #{pane_dead} #{pane_width} #{pane_height} " +
-		"#{pane_active} #{window_active} #{session_id} #{window_id} #{pane_index} #{pane_current_command}"
-	paneFields    = 12
+		"#{pane_active} #{window_active} #{session_id} #{window_id} #{pane_index} #{bracket_paste_flag}. #{pane_current_command}"
+	paneFields    = 13
 	sessionFormat = "#{session_id} #{session_name}"
 	windowFormat  = "#{window_id} #{window_index} #{window_name}"
 	// serverFormat is the instance and version of the server that answers.
@@ -295,8 +307,9 @@ func parsePanes(out string, server Instance, windows map[string]window, sessionN
 		win := windows[f[9]]
 		p := Pane{
 			ID: f[0], PID: pid, InMode: f[2] == "1", Dead: f[3] == "1",
-			Width: w, Height: h, Command: f[11], Session: name, sessionID: f[8],
-			Window: f[9], WindowIndex: win.index, WindowName: win.name, Index: idx,
+			Width: w, Height: h, Command: f[12], Session: name, sessionID: f[8],
+			BracketedPaste: pasteMode(f[11]),
+			Window:         f[9], WindowIndex: win.index, WindowName: win.name, Index: idx,
 			Active: f[6] == "1" && f[7] == "1", Server: server,
 		}
 		if p.Active {
@@ -311,6 +324,18 @@ func parsePanes(out string, server Instance, windows map[string]window, sessionN
 		}
 	}
 	return kept
+}
+
+// pasteMode reads #{bracket_paste_flag}, followed by a dot so that the
+// empty expansion of tmux before 3.7 still fills its field.
+func pasteMode(field string) PasteMode {
+	switch field {
+	case "1.":
+		return PasteOn
+	case "0.":
+		return PasteOff
+	}
+	return PasteUnknown
 }
 
 // isID reports whether s is a tmux id: the prefix (%, $ or @) and digits.

@@ -183,3 +183,28 @@ func TestCanonicalSocket(t *testing.T) {
 		t.Errorf("a caller whose $TMUX goes through the alias is not in %s: %+v", want, c)
 	}
 }
+
+// The server check adds nothing to what a pinned command answers: a
+// capture is the screen, line for line.
+func TestPinnedCaptureIsTheScreenOnly(t *testing.T) {
+	sock, raw := privateServer(t)
+	ctx := context.Background()
+	raw("new-session", "-d", "-s", "agent-t-ana", "-x", "80", "-y", "5", "printf 'first\\nsecond\\n'; cat")
+	e, err := NewExec(Server{Socket: sock}, testBin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ana, err := sessionPane(ctx, e, "agent-t-ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		plain, _ := e.Capture(ctx, ana.ID, 0)
+		return len(plain) > 0 && plain[0] == "first"
+	})
+	plain, _ := e.Capture(ctx, ana.ID, 0)
+	pinned, err := e.Pinned(ana).Capture(ctx, ana.ID, 0)
+	if err != nil || strings.Join(pinned, "\n") != strings.Join(plain, "\n") {
+		t.Fatalf("pinned capture = %q, %v; want %q", pinned, err, plain)
+	}
+}

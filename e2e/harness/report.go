@@ -21,6 +21,7 @@ type Outcome struct {
 	ElapsedMS float64 `json:"elapsed_ms"`
 	ExitCode  int     `json:"exit_code"`
 	Error     string  `json:"error"`
+	Pointer   bool    `json:"pointer"`
 }
 
 // SendReport is `send --json`.

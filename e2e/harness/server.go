@@ -47,11 +47,15 @@ func NewServer() (*Server, error) {
 		return nil, err
 	}
 	s := &Server{Bins: bins, Dir: dir, Socket: filepath.Join(dir, "sock")}
-	for _, sub := range []string{"logs", "config", "runtime", "state"} {
+	for _, sub := range []string{"logs", "config", "config/agentmsg", "runtime", "state"} {
 		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}
+	}
+	if err := os.WriteFile(s.ConfigPath(), []byte(BaseConfig), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
 	}
 	// -f /dev/null: no user config can change key handling or sizes.
 	if _, err := s.Tmux("-f", "/dev/null", "new-session", "-d", "-s", "_keep", "-x", "200", "-y", "50",
@@ -60,6 +64,31 @@ func NewServer() (*Server, error) {
 		return nil, fmt.Errorf("starting tmux server: %w", err)
 	}
 	return s, nil
+}
+
+// BaseConfig is agentmsg's config file for the stand-ins. "standin" knows
+// them by their command: the generic reader (they draw Claude Code's box
+// or a plain "> " prompt), their folding (over 800 bytes or 3 lines, as
+// Claude Code), bracketed paste, and Claude Code's settle; not trusted to
+// queue while busy, as a screen that only looks like Claude Code's is
+// not. "nofold" is for sends that must reach them whole however long.
+const BaseConfig = `[profiles.standin]
+base = "generic"
+commands = ["standin"]
+settle = "20ms"
+fold_bytes = 800
+fold_lines = 3
+bracketed_paste = true
+
+[profiles.nofold]
+base = "generic"
+bracketed_paste = true
+`
+
+// ConfigPath is the config file the server's agentmsg runs read; a test
+// that adds to it keeps BaseConfig.
+func (s *Server) ConfigPath() string {
+	return filepath.Join(s.Dir, "config", "agentmsg", "config.toml")
 }
 
 // watchdog is the _keep session's program: it keeps the server up while

@@ -142,7 +142,8 @@ func (s *Server) Received(session string) []string {
 
 func (p *pane) info() tmux.Pane {
 	// One window per session, as "@" plus the pane's number.
-	return tmux.Pane{ID: p.id, Session: p.session, Window: "@" + p.id[1:], Command: "agent", Dead: p.dead, Active: true}
+	return tmux.Pane{ID: p.id, Session: p.session, Window: "@" + p.id[1:], Command: "agent", Dead: p.dead, Active: true,
+		BracketedPaste: tmux.PasteOn} // its agent is drawn as Claude Code, which turns it on
 }
 
 func (s *Server) pane(id string) (*pane, error) {
