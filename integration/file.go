@@ -46,11 +46,22 @@ func readSettings(path string) ([]byte, error) {
 	return old, nil
 }
 
-// install makes path hold merged (old is its current content, nil when
-// there is none): with print it only reports; otherwise it backs the old
-// file up and writes merged. Every install goes through it, so that all
-// behave alike.
-func install(cli, path string, old, merged []byte, print bool, now time.Time) (Report, error) {
+// merger is one install's edit: the file's new content from its current
+// one (nil when there is none).
+type merger func(old []byte) ([]byte, error)
+
+// install makes path hold what merge makes of its content: with print it
+// only reports; otherwise it backs the old file up and writes the merged
+// one. Every install goes through it, so that all behave alike.
+func install(cli, path string, merge merger, print bool, now time.Time) (Report, error) {
+	old, err := readSettings(path)
+	if err != nil {
+		return Report{}, err
+	}
+	merged, err := merge(old)
+	if err != nil {
+		return Report{}, &MergeError{Path: path, Err: err}
+	}
 	rep := Report{CLI: cli, Path: path, Changed: !bytes.Equal(old, merged)}
 	if rep.Changed {
 		rep.Diff = textdiff.Unified(path, path, string(old), string(merged))

@@ -48,16 +48,14 @@ func InstallMCP(r MCPInstall) (Report, error) {
 	if cli.MCP.Format == TOML {
 		merge = mergeTOMLServer
 	}
-	old, err := readSettings(path)
-	if err != nil {
-		return Report{}, err
-	}
-	merged, err := merge(old, r.Server, r.Orchestrator)
-	if err != nil {
+	rep, err := install(cli.Name, path, func(old []byte) ([]byte, error) {
+		return merge(old, r.Server, r.Orchestrator)
+	}, r.Print, r.Now)
+	var me *MergeError
+	if errors.As(err, &me) {
 		snippet, _ := merge(nil, r.Server, r.Orchestrator)
-		return Report{}, &MergeError{Path: path, Err: err, Snippet: string(snippet)}
+		me.Snippet = string(snippet)
 	}
-	rep, err := install(cli.Name, path, old, merged, r.Print, r.Now)
 	rep.Note = cli.MCPNote
 	return rep, err
 }
