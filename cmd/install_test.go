@@ -187,3 +187,70 @@ func TestHooksInstallSaysWhatIsLeft(t *testing.T) {
 		}
 	}
 }
+
+// A settings file kept in a dotfiles folder behind a symbolic link is
+// written there, and the link stays (issue 17, item 12); a link to nothing
+// is refused and nothing is made.
+func TestInstallWritesThroughALink(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string // the directory flag and DIR follow
+		file string   // under DIR
+		old  string
+		want string // in the written file
+	}{
+		{"hooks install claude", []string{"hooks", "install", "claude", "--dir"}, ".claude/settings.json", "{\"model\": \"opus\"}\n", "hook prompt-submit"},
+		{"mcp install codex", []string{"mcp", "install", "codex", "--command", "/opt/bin/agentmsg", "--home"}, ".codex/config.toml", "model = \"o3\"\n", "[mcp_servers.agentmsg]"},
+		{"mcp install gemini", []string{"mcp", "install", "gemini", "--command", "/opt/bin/agentmsg", "--home"}, ".gemini/settings.json", "{\"theme\": \"dark\"}\n", `"agentmsg"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, tc.file)
+			real := filepath.Join(dir, "dotfiles", filepath.Base(tc.file))
+			if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join("..", "dotfiles", filepath.Base(tc.file)), path); err != nil {
+				t.Fatal(err)
+			}
+			run := func() (string, string, int) {
+				f, out, errOut := testFactory(map[string]string{"AGENTMSG_HOME": t.TempDir()})
+				code := Run(context.Background(), f, append(append([]string{}, tc.args...), dir))
+				return out.String(), errOut.String(), code
+			}
+
+			// The link leads nowhere yet: refused, nothing made.
+			out, errOut, code := run()
+			if code != ExitError || !strings.Contains(errOut, real+", which does not exist") {
+				t.Errorf("dangling link: exit %d\n%s\n%s", code, out, errOut)
+			}
+			if _, err := os.Lstat(real); !os.IsNotExist(err) {
+				t.Errorf("the link's target was made: %v", err)
+			}
+
+			if err := os.WriteFile(real, []byte(tc.old), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, code = run()
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+			}
+			if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Fatalf("%s is no longer a link: %v", path, err)
+			}
+			data, _ := os.ReadFile(real)
+			if !strings.Contains(string(data), tc.want) || !strings.Contains(string(data), strings.TrimSpace(tc.old)[1:6]) {
+				t.Errorf("the linked file holds:\n%s", data)
+			}
+			if fi, _ := os.Stat(real); fi.Mode().Perm() != 0o600 {
+				t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+			}
+			if !strings.Contains(out, "symbolic link") || !strings.Contains(out, real) {
+				t.Errorf("the output does not say which file was written:\n%s", out)
+			}
+		})
+	}
+}

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/agentmsg/agentmsg/internal/textdiff"
@@ -15,7 +18,8 @@ import (
 type Report struct {
 	CLI     string `json:"cli"`
 	Path    string `json:"path"`
-	Changed bool   `json:"changed"` // the file differs from what it would be
+	Target  string `json:"target,omitempty"` // the file written when Path is a symbolic link
+	Changed bool   `json:"changed"`          // the file differs from what it would be
 	Written bool   `json:"written"`
 	Backup  string `json:"backup,omitempty"` // the old file, copied before the write
 	Diff    string `json:"diff,omitempty"`
@@ -34,16 +38,78 @@ type MergeError struct {
 func (e *MergeError) Error() string { return fmt.Sprintf("merging into %s: %v", e.Path, e.Err) }
 func (e *MergeError) Unwrap() error { return e.Err }
 
-// readSettings is path's content, nil when there is no file.
+// ErrDanglingLink: the settings file is a symbolic link to a file that
+// does not exist.
+var ErrDanglingLink = errors.New("a symbolic link to a file that does not exist")
+
+// ErrNotRegular: the settings file is a directory, a device or a pipe.
+var ErrNotRegular = errors.New("not a regular file")
+
+// followLinks is the file a write to path must replace: path itself, or
+// the file the symbolic link at path leads to, through any chain of links,
+// so that a settings file kept in a dotfiles folder stays there and the
+// link stays a link. A link to nothing is refused: the folder it leads
+// into (a dotfiles checkout, a mount) is likely missing, and a file made
+// there would sit where nobody expects it.
+func followLinks(path string) (string, error) {
+	p := path
+	for hops := 0; ; hops++ {
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && hops > 0:
+			return "", fmt.Errorf("%s is a symbolic link to %s, which does not exist (%w): create that file or remove the link, and run again; nothing was written", path, p, ErrDanglingLink)
+		case errors.Is(err, fs.ErrNotExist):
+			return p, nil
+		case err != nil:
+			return "", err
+		case fi.Mode()&fs.ModeSymlink == 0:
+			return p, nil
+		case hops == maxLinks:
+			return "", &fs.PathError{Op: "following", Path: path, Err: syscall.ELOOP}
+		}
+		dest, err := os.Readlink(p)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(dest) {
+			// Relative to the directory the link really is in: ".." in
+			// it does not undo a linked directory on the way there.
+			dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+			if err != nil {
+				return "", err
+			}
+			dest = filepath.Join(dir, dest)
+		}
+		p = dest
+	}
+}
+
+// maxLinks is how many links a path may lead through, as Linux allows.
+const maxLinks = 40
+
+// readSettings is path's content, nil when there is no file. Anything but
+// a regular file is refused before it is read (a pipe would block).
 func readSettings(path string) ([]byte, error) {
-	old, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	return old, nil
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is %w; nothing was written", path, ErrNotRegular)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return data, nil
 }
 
 // merger is one install's edit: the file's new content from its current
@@ -54,7 +120,14 @@ type merger func(old []byte) ([]byte, error)
 // only reports; otherwise it backs the old file up and writes the merged
 // one. Every install goes through it, so that all behave alike.
 func install(cli, path string, merge merger, print bool, now time.Time) (Report, error) {
-	old, err := readSettings(path)
+	target, err := followLinks(path)
+	if err != nil {
+		return Report{}, err
+	}
+	old, err := readSettings(target)
+	if err != nil && target != path {
+		err = fmt.Errorf("%w (%s is a symbolic link to it)", err, path)
+	}
 	if err != nil {
 		return Report{}, err
 	}
@@ -63,6 +136,9 @@ func install(cli, path string, merge merger, print bool, now time.Time) (Report,
 		return Report{}, &MergeError{Path: path, Err: err}
 	}
 	rep := Report{CLI: cli, Path: path, Changed: !bytes.Equal(old, merged)}
+	if target != path {
+		rep.Target = target
+	}
 	if rep.Changed {
 		rep.Diff = textdiff.Unified(path, path, string(old), string(merged))
 	}
@@ -80,7 +156,7 @@ func install(cli, path string, merge merger, print bool, now time.Time) (Report,
 		}
 		rep.Backup = b
 	}
-	if err := writeFileKeepMode(path, merged); err != nil {
+	if err := writeFileKeepMode(target, merged); err != nil {
 		return rep, err
 	}
 	rep.Written = true
