@@ -15,7 +15,7 @@ import (
 const installHelp = `The file is written at once, atomically and keeping its mode: the old one
 is first copied to FILE.bak-YYYYMMDD-HHMMSS beside it, and the change is shown
 as a diff. Everything else in the file stays exactly as it was (the order of
-its keys, its indentation and spacing, comments in TOML); what is added follows
+its keys, its indentation and spacing, every comment and blank line); what is added follows
 the file's indentation. A file that already holds what would be written is
 left alone (no backup). A file that is a symbolic link (into a dotfiles
 folder) is written through it: the file it leads to changes, the link stays;
