@@ -3,10 +3,13 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // mcp install and hooks install behave alike (issue 10, item 20): by
@@ -250,6 +253,63 @@ func TestInstallWritesThroughALink(t *testing.T) {
 			}
 			if !strings.Contains(out, "symbolic link") || !strings.Contains(out, real) {
 				t.Errorf("the output does not say which file was written:\n%s", out)
+			}
+		})
+	}
+}
+
+// A save another program (the agent CLI) makes while an install writes
+// the file is never lost (issue 17, item 12): the install merges into it,
+// or the save comes after and stands. The save comes a random moment after
+// the install has read the file (its backup is there); only how often the
+// two overlap depends on timing.
+func TestInstallKeepsASaveMadeMeanwhile(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		args       []string // the directory flag and DIR follow
+		file       string   // under DIR
+		old, saved string
+	}{
+		{"hooks install claude", []string{"hooks", "install", "claude", "--dir"}, ".claude/settings.json", "{}\n", "{\"model\": \"sonnet\"}\n"},
+		{"mcp install codex", []string{"mcp", "install", "codex", "--command", "/opt/bin/agentmsg", "--home"}, ".codex/config.toml", "", "model = \"sonnet\"\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for round := range 100 {
+				dir := t.TempDir()
+				path := filepath.Join(dir, tc.file)
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(tc.old), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				saved := make(chan error)
+				go func() {
+					for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+						if m, _ := filepath.Glob(path + ".bak-*"); len(m) > 0 {
+							break
+						}
+					}
+					for range rand.IntN(20000) {
+						runtime.Gosched()
+					}
+					if err := os.WriteFile(path+".new", []byte(tc.saved), 0o644); err != nil {
+						saved <- err
+						return
+					}
+					saved <- os.Rename(path+".new", path)
+				}()
+				f, out, errOut := testFactory(map[string]string{"AGENTMSG_HOME": t.TempDir()})
+				code := Run(context.Background(), f, append(append([]string{}, tc.args...), dir))
+				if err := <-saved; err != nil {
+					t.Fatal(err)
+				}
+				if code != 0 {
+					t.Fatalf("round %d: exit %d\n%s\n%s", round, code, out, errOut)
+				}
+				if data, _ := os.ReadFile(path); !strings.Contains(string(data), strings.TrimSpace(strings.Trim(tc.saved, "{}\n"))) {
+					t.Fatalf("round %d: the other program's save is lost; the file holds:\n%s", round, data)
+				}
 			}
 		})
 	}

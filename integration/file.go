@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -87,31 +86,6 @@ func followLinks(path string) (string, error) {
 // maxLinks is how many links a path may lead through, as Linux allows.
 const maxLinks = 40
 
-// readSettings is path's content, nil when there is no file. Anything but
-// a regular file is refused before it is read (a pipe would block).
-func readSettings(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %w; nothing was written", path, ErrNotRegular)
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return data, nil
-}
-
 // merger is one install's edit: the file's new content from its current
 // one (nil when there is none).
 type merger func(old []byte) ([]byte, error)
@@ -131,17 +105,15 @@ func install(cli, path string, merge merger, print bool, now time.Time) (Report,
 	if err != nil {
 		return Report{}, err
 	}
-	merged, err := merge(old)
+	merged, err := merge(old.data)
 	if err != nil {
 		return Report{}, &MergeError{Path: path, Err: err}
 	}
-	rep := Report{CLI: cli, Path: path, Changed: !bytes.Equal(old, merged)}
+	rep := Report{CLI: cli, Path: path}
 	if target != path {
 		rep.Target = target
 	}
-	if rep.Changed {
-		rep.Diff = textdiff.Unified(path, path, string(old), string(merged))
-	}
+	rep.diff(old.data, merged)
 	if print {
 		rep.Content = string(merged)
 		return rep, nil
@@ -149,18 +121,38 @@ func install(cli, path string, merge merger, print bool, now time.Time) (Report,
 	if !rep.Changed {
 		return rep, nil
 	}
-	if old != nil {
-		b, err := backupFile(path, old, now)
+	if old.exists {
+		b, err := backupFile(path, old.data, now)
 		if err != nil {
 			return rep, fmt.Errorf("backing up %s (nothing was written): %w", path, err)
 		}
 		rep.Backup = b
 	}
-	if err := writeFileKeepMode(target, merged); err != nil {
-		return rep, err
+	removeLeftovers(target)
+	base, written, err := replace(target, old, merged, merge, now)
+	if !base.same(old) {
+		// Another program changed the file meanwhile: the change is the
+		// one made to its version, none when that stands.
+		final := written
+		if final == nil {
+			final = base.data
+		}
+		rep.diff(base.data, final)
 	}
-	rep.Written = true
-	return rep, nil
+	rep.Written = written != nil
+	if errors.Is(err, ErrNotMerged) {
+		err = &MergeError{Path: path, Err: err}
+	}
+	return rep, err
+}
+
+// diff records the change from old to merged.
+func (r *Report) diff(old, merged []byte) {
+	r.Changed = !bytes.Equal(old, merged)
+	r.Diff = ""
+	if r.Changed {
+		r.Diff = textdiff.Unified(r.Path, r.Path, string(old), string(merged))
+	}
 }
 
 // backupFile copies data, path's content, to a new file beside it named by
@@ -196,37 +188,4 @@ func backupFile(path string, data []byte, now time.Time) (string, error) {
 		}
 		return name, nil
 	}
-}
-
-// writeFileKeepMode replaces path with data atomically, keeping the old
-// file's mode (0644 for a new one), creating its directory.
-func writeFileKeepMode(path string, data []byte) error {
-	mode := os.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm()
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }
