@@ -314,3 +314,43 @@ func TestInstallKeepsASaveMadeMeanwhile(t *testing.T) {
 		})
 	}
 }
+
+// Gemini CLI and Qwen Code allow comments in settings.json: the installs
+// merge into such a file and keep every comment and blank line byte for
+// byte (issue 17, item 12; they refused the file before).
+func TestInstallKeepsJSONComments(t *testing.T) {
+	const old = "// my Gemini settings\n{\n  /* the look */\n  \"ui\": {\"theme\": \"dark\"}, // dark, always\n\n  \"general\": {\n    \"vimMode\": true // of course\n  } // general\n  // more to come\n}\n"
+	for _, tc := range []struct {
+		name string
+		args []string // the directory flag and DIR follow
+		file string   // under DIR
+		want string   // where the added text starts
+	}{
+		{"hooks install gemini", []string{"hooks", "install", "gemini", "--dir"}, ".gemini/settings.json", "  }, // general\n  \"hooks\": {\n"},
+		{"mcp install qwen", []string{"mcp", "install", "qwen", "--command", "/opt/bin/agentmsg", "--home"}, ".qwen/settings.json", "  }, // general\n  \"mcpServers\": {\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, tc.file)
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, out, errOut := testFactory(map[string]string{"AGENTMSG_HOME": t.TempDir()})
+			if code := Run(context.Background(), f, append(append([]string{}, tc.args...), dir)); code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+			}
+			data, _ := os.ReadFile(path)
+			got := string(data)
+			// All of the old text up to the comma after "general", all of
+			// it after that comma's comment, and agentmsg's entry between.
+			cut := strings.Index(old, "  } // general")
+			if !strings.HasPrefix(got, old[:cut]+"  }, // general\n") || !strings.HasSuffix(got, "\n  // more to come\n}\n") ||
+				!strings.Contains(got, tc.want) {
+				t.Errorf("comments or blank lines changed; got:\n%s", got)
+			}
+		})
+	}
+}

@@ -86,7 +86,7 @@ func mergeHooks(old []byte, h Hooks, commands map[string]string) ([]byte, error)
 		return nil, fmt.Errorf("%w, left untouched", err)
 	}
 	var settings map[string]any
-	if err := json.Unmarshal(doc.out(), &settings); err != nil {
+	if err := json.Unmarshal(doc.plain, &settings); err != nil {
 		return nil, err
 	}
 	hooks, isObj := settings["hooks"].(map[string]any)
