@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -121,8 +122,10 @@ func mergeTOMLServer(old []byte, e MCPServer, orchestrator bool) ([]byte, error)
 	body := strings.ReplaceAll(codexEntry(e, orchestrator), "\n", nl)
 	lines := splitLines(string(old))
 	tables := agentmsgTables(lines)
-	out := []byte(string(old) + separation(string(old), nl) + "[mcp_servers.agentmsg]" + nl + body)
-	if len(tables) > 0 {
+	var out []byte
+	if len(tables) == 0 {
+		out = []byte(string(old) + separation(string(old), nl) + "[mcp_servers.agentmsg]" + nl + body)
+	} else {
 		out = []byte(tables.replace(lines, nl, body))
 	}
 
@@ -265,11 +268,11 @@ func (ts tomlTables) replace(lines []string, nl, body string) string {
 // wrote in any of agentmsg's tables, then body.
 func (ts tomlTables) rewrite(lines []string, nl, body string) string {
 	header := "[mcp_servers.agentmsg]" + nl
+	if i := slices.IndexFunc(ts, func(t tomlTable) bool { return !t.sub }); i >= 0 {
+		header = lineWithEnd(lines[ts[i].start], nl)
+	}
 	var comments strings.Builder
 	for _, t := range ts {
-		if !t.sub && header == "[mcp_servers.agentmsg]"+nl {
-			header = lineWithEnd(lines[t.start], nl)
-		}
 		for _, l := range lines[t.start+1 : t.end] {
 			if c := strings.TrimSpace(l); strings.HasPrefix(c, "#") && c != approveComment {
 				comments.WriteString(l)
