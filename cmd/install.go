@@ -15,11 +15,16 @@ import (
 const installHelp = `The file is written at once, atomically and keeping its mode: the old one
 is first copied to FILE.bak-YYYYMMDD-HHMMSS beside it, and the change is shown
 as a diff. Everything else in the file stays exactly as it was (the order of
-its keys, its indentation and spacing, comments in TOML); what is added follows
-the file's indentation. A file that already holds what would be written is
-left alone (no backup). --print prints the file as it would be written and
-writes nothing; --json prints {cli, path, changed, written, backup, diff}
-(with --print also content).`
+its keys, its indentation and spacing, every comment and blank line); what is
+added follows the file's indentation. A file that already holds what would be
+written is left alone (no backup). A file that is a symbolic link (into a
+dotfiles folder) is written through it: the file it leads to changes, the link
+stays; a link to nothing is refused. When the agent CLI (or anything else)
+changes the file while it is being written, the install merges into that
+change, or leaves it standing and says why: no one's setting is lost. --print
+prints the file as it would be written and writes nothing; --json prints
+{cli, path, target, changed, written, backup, diff} (with --print also
+content).`
 
 // serverArgs are the -S / -L given on this command line ("-S", absolute
 // path or "-L", name), to pass on to what the agent CLI will run.
@@ -66,6 +71,9 @@ func printInstall(io *IOStreams, rep integration.Report, print bool, done string
 		fmt.Fprintf(io.Out, "%s already holds agentmsg's settings: nothing written\n", rep.Path)
 	} else {
 		fmt.Fprint(io.Out, rep.Diff)
+		if rep.Target != "" {
+			fmt.Fprintf(io.Out, "%s is a symbolic link: the file it leads to, %s, was written (the link stays)\n", rep.Path, rep.Target)
+		}
 		if rep.Backup != "" {
 			fmt.Fprintf(io.Out, "the old file is kept as %s\n", rep.Backup)
 		}

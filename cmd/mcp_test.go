@@ -221,6 +221,29 @@ args = ["--fast"]
 	}
 }
 
+// Every comment and blank line around agentmsg's table stays byte for
+// byte (issue 17, item 12: the comment above the next table was deleted).
+func TestMCPInstallCodexKeepsComments(t *testing.T) {
+	home := t.TempDir()
+	path := filepath.Join(home, ".codex", "config.toml")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := "# my settings\nmodel = \"o3\"\n\n[mcp_servers.agentmsg]\n"
+	after := "\n# the docs server, keep it fast\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n\n# the end\n"
+	if err := os.WriteFile(path, []byte(before+"command = \"old\"\nargs = []\n"+after), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, code := install(t, nil, "mcp", "install", "codex", "--home", home); code != 0 {
+		t.Fatal(code)
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.HasPrefix(string(data), before) || !strings.HasSuffix(string(data), after) ||
+		!strings.Contains(string(data), "command = \"/opt/bin/agentmsg\"") {
+		t.Errorf("want agentmsg's table rewritten between\n%s\nand\n%s\ngot\n%s", before, after, data)
+	}
+}
+
 func TestMCPInstallRefusesBadFile(t *testing.T) {
 	home := t.TempDir()
 	path := filepath.Join(home, ".gemini", "settings.json")

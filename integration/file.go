@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/agentmsg/agentmsg/internal/textdiff"
@@ -15,7 +17,8 @@ import (
 type Report struct {
 	CLI     string `json:"cli"`
 	Path    string `json:"path"`
-	Changed bool   `json:"changed"` // the file differs from what it would be
+	Target  string `json:"target,omitempty"` // the file written when Path is a symbolic link
+	Changed bool   `json:"changed"`          // the file differs from what it would be
 	Written bool   `json:"written"`
 	Backup  string `json:"backup,omitempty"` // the old file, copied before the write
 	Diff    string `json:"diff,omitempty"`
@@ -34,27 +37,83 @@ type MergeError struct {
 func (e *MergeError) Error() string { return fmt.Sprintf("merging into %s: %v", e.Path, e.Err) }
 func (e *MergeError) Unwrap() error { return e.Err }
 
-// readSettings is path's content, nil when there is no file.
-func readSettings(path string) ([]byte, error) {
-	old, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+// ErrDanglingLink: the settings file is a symbolic link to a file that
+// does not exist.
+var ErrDanglingLink = errors.New("a symbolic link to a file that does not exist")
+
+// ErrNotRegular: the settings file is a directory, a device or a pipe.
+var ErrNotRegular = errors.New("not a regular file")
+
+// followLinks is the file a write to path must replace: path itself, or
+// the file the symbolic link at path leads to, through any chain of links,
+// so that a settings file kept in a dotfiles folder stays there and the
+// link stays a link. A link to nothing is refused: the folder it leads
+// into (a dotfiles checkout, a mount) is likely missing, and a file made
+// there would sit where nobody expects it.
+func followLinks(path string) (string, error) {
+	p := path
+	for hops := 0; ; hops++ {
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && hops > 0:
+			return "", fmt.Errorf("%s is a symbolic link to %s, which does not exist (%w): create that file or remove the link, and run again; nothing was written", path, p, ErrDanglingLink)
+		case errors.Is(err, fs.ErrNotExist):
+			return p, nil
+		case err != nil:
+			return "", err
+		case fi.Mode()&fs.ModeSymlink == 0:
+			return p, nil
+		case hops == maxLinks:
+			return "", &fs.PathError{Op: "following", Path: path, Err: syscall.ELOOP}
+		}
+		dest, err := os.Readlink(p)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(dest) {
+			// Relative to the directory the link really is in: ".." in
+			// it does not undo a linked directory on the way there.
+			dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+			if err != nil {
+				return "", err
+			}
+			dest = filepath.Join(dir, dest)
+		}
+		p = dest
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return old, nil
 }
 
-// install makes path hold merged (old is its current content, nil when
-// there is none): with print it only reports; otherwise it backs the old
-// file up and writes merged. Every install goes through it, so that all
-// behave alike.
-func install(cli, path string, old, merged []byte, print bool, now time.Time) (Report, error) {
-	rep := Report{CLI: cli, Path: path, Changed: !bytes.Equal(old, merged)}
-	if rep.Changed {
-		rep.Diff = textdiff.Unified(path, path, string(old), string(merged))
+// maxLinks is how many links a path may lead through, as Linux allows.
+const maxLinks = 40
+
+// merger is one install's edit: the file's new content from its current
+// one (nil when there is none).
+type merger func(old []byte) ([]byte, error)
+
+// install makes path hold what merge makes of its content: with print it
+// only reports; otherwise it backs the old file up and writes the merged
+// one. Every install goes through it, so that all behave alike.
+func install(cli, path string, merge merger, print bool, now time.Time) (Report, error) {
+	target, err := followLinks(path)
+	if err != nil {
+		return Report{}, err
 	}
+	old, err := readSettings(target)
+	if err != nil && target != path {
+		err = fmt.Errorf("%w (%s is a symbolic link to it)", err, path)
+	}
+	if err != nil {
+		return Report{}, err
+	}
+	merged, err := merge(old.data)
+	if err != nil {
+		return Report{}, &MergeError{Path: path, Err: err}
+	}
+	rep := Report{CLI: cli, Path: path}
+	if target != path {
+		rep.Target = target
+	}
+	rep.diff(old.data, merged)
 	if print {
 		rep.Content = string(merged)
 		return rep, nil
@@ -62,18 +121,38 @@ func install(cli, path string, old, merged []byte, print bool, now time.Time) (R
 	if !rep.Changed {
 		return rep, nil
 	}
-	if old != nil {
-		b, err := backupFile(path, old, now)
+	if old.exists {
+		b, err := backupFile(path, old.data, now)
 		if err != nil {
 			return rep, fmt.Errorf("backing up %s (nothing was written): %w", path, err)
 		}
 		rep.Backup = b
 	}
-	if err := writeFileKeepMode(path, merged); err != nil {
-		return rep, err
+	removeLeftovers(target)
+	base, written, err := replace(target, old, merged, merge, now)
+	if !base.same(old) {
+		// Another program changed the file meanwhile: the change is the
+		// one made to its version, none when that stands.
+		final := written
+		if final == nil {
+			final = base.data
+		}
+		rep.diff(base.data, final)
 	}
-	rep.Written = true
-	return rep, nil
+	rep.Written = written != nil
+	if errors.Is(err, ErrNotMerged) {
+		err = &MergeError{Path: path, Err: err}
+	}
+	return rep, err
+}
+
+// diff records the change from old to merged.
+func (r *Report) diff(old, merged []byte) {
+	r.Changed = !bytes.Equal(old, merged)
+	r.Diff = ""
+	if r.Changed {
+		r.Diff = textdiff.Unified(r.Path, r.Path, string(old), string(merged))
+	}
 }
 
 // backupFile copies data, path's content, to a new file beside it named by
@@ -109,37 +188,4 @@ func backupFile(path string, data []byte, now time.Time) (string, error) {
 		}
 		return name, nil
 	}
-}
-
-// writeFileKeepMode replaces path with data atomically, keeping the old
-// file's mode (0644 for a new one), creating its directory.
-func writeFileKeepMode(path string, data []byte) error {
-	mode := os.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm()
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }

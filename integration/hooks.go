@@ -51,15 +51,9 @@ func InstallHooks(r HookInstall) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	old, err := readSettings(path)
-	if err != nil {
-		return Report{}, err
-	}
-	merged, err := mergeHooks(old, *cli.Hooks, cli.Hooks.Commands(r.Exe, r.Root, r.Receipts, r.Server))
-	if err != nil {
-		return Report{}, &MergeError{Path: path, Err: err}
-	}
-	rep, err := install(cli.Name, path, old, merged, r.Print, r.Now)
+	commands := cli.Hooks.Commands(r.Exe, r.Root, r.Receipts, r.Server)
+	merge := func(old []byte) ([]byte, error) { return mergeHooks(old, *cli.Hooks, commands) }
+	rep, err := install(cli.Name, path, merge, r.Print, r.Now)
 	rep.Note = cli.Hooks.Note
 	return rep, err
 }
@@ -92,7 +86,7 @@ func mergeHooks(old []byte, h Hooks, commands map[string]string) ([]byte, error)
 		return nil, fmt.Errorf("%w, left untouched", err)
 	}
 	var settings map[string]any
-	if err := json.Unmarshal(doc.out(), &settings); err != nil {
+	if err := json.Unmarshal(doc.plain, &settings); err != nil {
 		return nil, err
 	}
 	hooks, isObj := settings["hooks"].(map[string]any)

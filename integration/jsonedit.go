@@ -10,12 +10,15 @@ import (
 
 // jsonDoc edits another program's JSON settings file the way a person
 // would: every byte agentmsg does not change stays as it was (the order of
-// keys, indentation, spacing, line ends), and what it adds follows the
-// file's own indentation. Each edit splices the text and reads it again.
+// keys, indentation, spacing, line ends, blank lines, comments), and what
+// it adds follows the file's own indentation. Each edit splices the text
+// and reads it again. Comments, // and /* */, are read as Gemini CLI and
+// Qwen Code read their settings.json: as white space.
 type jsonDoc struct {
-	text []byte
-	root *jsonNode
-	unit string // one level of indentation in this file
+	text  []byte
+	plain []byte // text with its comments blanked out: JSON, at the same offsets
+	root  *jsonNode
+	unit  string // one level of indentation in this file
 }
 
 // jsonNode is one value in the text: bytes [start, end); an object's
@@ -42,9 +45,13 @@ func parseJSONDoc(data []byte) (*jsonDoc, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte("{}\n")
 	}
-	if !json.Valid(data) {
+	plain, err := blankComments(data)
+	if err != nil {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	if !json.Valid(plain) {
 		var v any
-		err := json.Unmarshal(data, &v)
+		err := json.Unmarshal(plain, &v)
 		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
 	d := &jsonDoc{text: append([]byte(nil), data...)}
@@ -55,7 +62,12 @@ func parseJSONDoc(data []byte) (*jsonDoc, error) {
 }
 
 func (d *jsonDoc) reparse() error {
-	p := jsonParser{s: d.text}
+	plain, err := blankComments(d.text)
+	if err != nil {
+		return err
+	}
+	d.plain = plain
+	p := jsonParser{s: plain}
 	p.ws()
 	root, err := p.value()
 	if err != nil {
@@ -257,22 +269,24 @@ func (d *jsonDoc) insert(c *jsonNode, item func(indent string, multi, spaced boo
 	base := d.baseIndent(c.start)
 	start, end, ok := c.lastItem()
 	if !ok {
+		// The comments an empty container holds stay before the item.
+		kept := bytes.TrimRight(d.text[c.start+1:c.end-1], " \t\r\n")
 		if !multi {
 			text, err := item(base, multi, spaced)
 			if err != nil {
 				return err
 			}
-			return d.splice(c.start+1, c.end-1, text)
+			return d.splice(c.start+1, c.end-1, append(kept[:len(kept):len(kept)], text...))
 		}
 		text, err := item(base+d.unit, multi, spaced)
 		if err != nil {
 			return err
 		}
 		nl := d.newline()
-		with := append(append([]byte(nl+base+d.unit), text...), nl+base...)
+		with := append(append(append(kept[:len(kept):len(kept)], nl+base+d.unit...), text...), nl+base...)
 		return d.splice(c.start+1, c.end-1, with)
 	}
-	sep := ","
+	gap := ""
 	indent := base + d.unit
 	switch {
 	case multi:
@@ -281,15 +295,43 @@ func (d *jsonDoc) insert(c *jsonNode, item func(indent string, multi, spaced boo
 		if ind, ok := d.lineIndent(start); ok {
 			indent = ind
 		}
-		sep += d.newline() + indent
+		gap = d.newline() + indent
 	case spaced:
-		sep += " "
+		gap = " "
 	}
 	text, err := item(indent, multi, spaced)
 	if err != nil {
 		return err
 	}
-	return d.splice(end, end, append([]byte(sep), text...))
+	// The comma goes right after the last item, the new one after the
+	// comments that follow it on its line.
+	after := d.commentsAfter(end)
+	with := append(append(append([]byte(","), d.text[end:after]...), gap...), text...)
+	return d.splice(end, after, with)
+}
+
+// commentsAfter is where the comments that follow pos on its line end
+// (a block comment may go on over lines), or pos when none do.
+func (d *jsonDoc) commentsAfter(pos int) int {
+	end := pos
+	for i := pos; i < len(d.text); {
+		switch {
+		case d.text[i] == ' ' || d.text[i] == '\t':
+			i++
+		case bytes.HasPrefix(d.text[i:], []byte("//")):
+			n := bytes.IndexByte(d.text[i:], '\n')
+			if n < 0 {
+				return len(d.text)
+			}
+			return i + len(bytes.TrimRight(d.text[i:i+n], "\r"))
+		case bytes.HasPrefix(d.text[i:], []byte("/*")):
+			i += 2 + bytes.Index(d.text[i+2:], []byte("*/")) + 2 // blankComments found its end
+			end = i
+		default:
+			return end
+		}
+	}
+	return end
 }
 
 // newline is the file's line end.
@@ -302,6 +344,42 @@ func (d *jsonDoc) newline() string {
 
 // out is the document's text.
 func (d *jsonDoc) out() []byte { return d.text }
+
+// blankComments is s with each // and /* */ comment outside strings turned
+// into spaces (line ends kept): JSON where s is JSON with comments, every
+// value at the same offset.
+func blankComments(s []byte) ([]byte, error) {
+	out := append([]byte(nil), s...)
+	inString, escaped := false, false
+	for i := 0; i < len(out); i++ {
+		c := out[i]
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString || c != '/' || i+1 == len(out):
+		case out[i+1] == '/':
+			for ; i < len(out) && out[i] != '\n' && out[i] != '\r'; i++ {
+				out[i] = ' '
+			}
+		case out[i+1] == '*':
+			n := bytes.Index(out[i+2:], []byte("*/"))
+			if n < 0 {
+				return nil, errors.New("a /* comment that does not end")
+			}
+			for end := i + 2 + n + 2; i < end; i++ {
+				if out[i] != '\n' && out[i] != '\r' {
+					out[i] = ' '
+				}
+			}
+			i--
+		}
+	}
+	return out, nil
+}
 
 // jsonParser reads JSON that json.Valid has accepted, recording where each
 // value lies.

@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -48,16 +50,14 @@ func InstallMCP(r MCPInstall) (Report, error) {
 	if cli.MCP.Format == TOML {
 		merge = mergeTOMLServer
 	}
-	old, err := readSettings(path)
-	if err != nil {
-		return Report{}, err
-	}
-	merged, err := merge(old, r.Server, r.Orchestrator)
-	if err != nil {
+	rep, err := install(cli.Name, path, func(old []byte) ([]byte, error) {
+		return merge(old, r.Server, r.Orchestrator)
+	}, r.Print, r.Now)
+	var me *MergeError
+	if errors.As(err, &me) {
 		snippet, _ := merge(nil, r.Server, r.Orchestrator)
-		return Report{}, &MergeError{Path: path, Err: err, Snippet: string(snippet)}
+		me.Snippet = string(snippet)
 	}
-	rep, err := install(cli.Name, path, old, merged, r.Print, r.Now)
 	rep.Note = cli.MCPNote
 	return rep, err
 }
@@ -106,37 +106,50 @@ var codexPassEnv = []string{
 }
 
 // mergeTOMLServer sets [mcp_servers.agentmsg] in Codex's config.toml. It
-// edits the text, so that comments and the order of everything else stay:
-// the old agentmsg tables are cut out and the new one appended. The result
+// edits the text, so that every byte a person wrote stays (comments, blank
+// lines, order, line ends): agentmsg's table is rewritten where it stands
+// (appended when there is none) and its sub-tables are cut out. The result
 // must parse, and hold the other settings unchanged, or nothing is written.
 func mergeTOMLServer(old []byte, e MCPServer, orchestrator bool) ([]byte, error) {
 	var before map[string]any
 	if _, err := toml.Decode(string(old), &before); err != nil {
 		return nil, fmt.Errorf("the file is not valid TOML: %w", err)
 	}
-	var kept []string
-	skipping := false
-	text := strings.TrimRight(string(old), "\n")
-	if text != "" {
-		for _, line := range strings.Split(text, "\n") {
-			switch {
-			case agentmsgTable.MatchString(line):
-				skipping = true
-				continue
-			case anyTable.MatchString(line):
-				skipping = false
-			}
-			if !skipping {
-				kept = append(kept, line)
-			}
-		}
+	nl := "\n"
+	if bytes.Contains(old, []byte("\r\n")) {
+		nl = "\r\n"
 	}
+	body := strings.ReplaceAll(codexEntry(e, orchestrator), "\n", nl)
+	lines := splitLines(string(old))
+	tables := agentmsgTables(lines)
+	var out []byte
+	if len(tables) == 0 {
+		out = []byte(string(old) + separation(string(old), nl) + "[mcp_servers.agentmsg]" + nl + body)
+	} else {
+		out = []byte(tables.replace(lines, nl, body))
+	}
+
+	var after map[string]any
+	if _, err := toml.Decode(string(out), &after); err != nil {
+		return nil, fmt.Errorf("the merged file would not be valid TOML (an agentmsg entry written in another form?): %w", err)
+	}
+	servers, _ := after["mcp_servers"].(map[string]any)
+	if servers == nil || servers["agentmsg"] == nil {
+		return nil, errors.New("the merged file does not hold mcp_servers.agentmsg")
+	}
+	if !reflect.DeepEqual(withoutAgentmsg(before), withoutAgentmsg(after)) {
+		return nil, errors.New("merging would change other settings (an agentmsg entry written in another form?)")
+	}
+	return out, nil
+}
+
+// approveComment is the comment agentmsg writes in its own table; a
+// rewrite drops it and writes it anew, and keeps every other comment.
+const approveComment = "# agentmsg's tools run without asking (agents message each other unattended)"
+
+// codexEntry is the inside of agentmsg's table, each line ending in "\n".
+func codexEntry(e MCPServer, orchestrator bool) string {
 	var b strings.Builder
-	if body := strings.TrimRight(strings.Join(kept, "\n"), "\n"); body != "" {
-		b.WriteString(body)
-		b.WriteString("\n\n")
-	}
-	b.WriteString("[mcp_servers.agentmsg]\n")
 	fmt.Fprintf(&b, "command = %s\n", tomlString(e.Command))
 	quoted := make([]string, len(e.Args))
 	for i, a := range e.Args {
@@ -166,7 +179,7 @@ func mergeTOMLServer(old []byte, e MCPServer, orchestrator bool) ([]byte, error)
 	fmt.Fprintf(&b, "env_vars = [%s]\n", strings.Join(quoted, ", "))
 	// Codex asks a person before every MCP tool call unless told not to:
 	// an agent messaging unattended would stop at its first call.
-	b.WriteString("# agentmsg's tools run without asking (agents message each other unattended)\n")
+	b.WriteString(approveComment + "\n")
 	b.WriteString("default_tools_approval_mode = \"approve\"\n")
 	// Codex ends a tool call after 60 s by default: wait_for_message may
 	// wait 120 s, and a workflow up to an hour.
@@ -175,20 +188,112 @@ func mergeTOMLServer(old []byte, e MCPServer, orchestrator bool) ([]byte, error)
 		limit = 3660
 	}
 	fmt.Fprintf(&b, "tool_timeout_sec = %d\n", limit)
-	out := []byte(b.String())
+	return b.String()
+}
 
-	var after map[string]any
-	if _, err := toml.Decode(string(out), &after); err != nil {
-		return nil, fmt.Errorf("the merged file would not be valid TOML (an agentmsg entry written in another form?): %w", err)
+// splitLines cuts text into lines that keep their line ends.
+func splitLines(text string) []string {
+	var lines []string
+	for text != "" {
+		i := strings.IndexByte(text, '\n') + 1
+		if i == 0 {
+			i = len(text)
+		}
+		lines = append(lines, text[:i])
+		text = text[i:]
 	}
-	servers, _ := after["mcp_servers"].(map[string]any)
-	if servers == nil || servers["agentmsg"] == nil {
-		return nil, errors.New("the merged file does not hold mcp_servers.agentmsg")
+	return lines
+}
+
+// separation is what goes between a file's text and a table appended to
+// it: a blank line, unless the text ends in one.
+func separation(text, nl string) string {
+	switch {
+	case text == "", strings.HasSuffix(text, "\n\n"), strings.HasSuffix(text, "\n\r\n"):
+		return ""
+	case strings.HasSuffix(text, "\n"):
+		return nl
 	}
-	if !reflect.DeepEqual(withoutAgentmsg(before), withoutAgentmsg(after)) {
-		return nil, errors.New("merging would change other settings (an agentmsg entry written in another form?)")
+	return nl + nl
+}
+
+// tomlTable is one of agentmsg's tables: lines [start, end), from its
+// header to its last line with a setting. The comments and blank lines
+// after that belong to what follows.
+type tomlTable struct {
+	start, end int
+	sub        bool // [mcp_servers.agentmsg.env] and the like
+}
+
+type tomlTables []tomlTable
+
+// agentmsgTables are the tables of agentmsg's server in lines.
+func agentmsgTables(lines []string) tomlTables {
+	var ts tomlTables
+	for i := 0; i < len(lines); i++ {
+		m := agentmsgTable.FindStringSubmatch(strings.TrimRight(lines[i], "\r\n"))
+		if m == nil {
+			continue
+		}
+		t := tomlTable{start: i, end: i + 1, sub: m[2] != ""}
+		for j := i + 1; j < len(lines) && !anyTable.MatchString(lines[j]); j++ {
+			if !blankOrComment(lines[j]) {
+				t.end = j + 1
+			}
+		}
+		ts = append(ts, t)
+		i = t.end - 1
 	}
-	return out, nil
+	return ts
+}
+
+// replace is lines with agentmsg's table rewritten where the first of ts
+// stands, and the others cut out.
+func (ts tomlTables) replace(lines []string, nl, body string) string {
+	var b strings.Builder
+	next := 0
+	for k, t := range ts {
+		b.WriteString(strings.Join(lines[next:t.start], ""))
+		if k == 0 {
+			b.WriteString(ts.rewrite(lines, nl, body))
+		}
+		next = t.end
+	}
+	b.WriteString(strings.Join(lines[next:], ""))
+	return b.String()
+}
+
+// rewrite is agentmsg's table as it will stand in place of the first of
+// ts: the person's own header line when there is one, the comments they
+// wrote in any of agentmsg's tables, then body.
+func (ts tomlTables) rewrite(lines []string, nl, body string) string {
+	header := "[mcp_servers.agentmsg]" + nl
+	if i := slices.IndexFunc(ts, func(t tomlTable) bool { return !t.sub }); i >= 0 {
+		header = lineWithEnd(lines[ts[i].start], nl)
+	}
+	var comments strings.Builder
+	for _, t := range ts {
+		for _, l := range lines[t.start+1 : t.end] {
+			if c := strings.TrimSpace(l); strings.HasPrefix(c, "#") && c != approveComment {
+				comments.WriteString(l)
+			}
+		}
+	}
+	return header + comments.String() + body
+}
+
+// lineWithEnd is line ending in a line end (the last line of a file may
+// have none).
+func lineWithEnd(line, nl string) string {
+	if strings.HasSuffix(line, "\n") {
+		return line
+	}
+	return line + nl
+}
+
+func blankOrComment(line string) bool {
+	c := strings.TrimSpace(line)
+	return c == "" || strings.HasPrefix(c, "#")
 }
 
 // withoutAgentmsg is a decoded config.toml without mcp_servers.agentmsg:

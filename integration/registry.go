@@ -5,9 +5,10 @@
 //
 // It merges agentmsg's entries into those files the way a person would
 // edit them: every byte it does not change stays as it was (key order,
-// indentation, comments in TOML), what it adds follows the file's own
-// indentation, the old file is copied to a timestamped backup first, and
-// the change comes back as a diff. cmd/ only parses flags and prints.
+// indentation, every comment and blank line), what it adds follows the
+// file's own indentation, the old file is copied to a timestamped backup
+// first, and the change comes back as a diff. cmd/ only parses flags and
+// prints.
 package integration
 
 import (
