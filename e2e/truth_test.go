@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -261,5 +264,53 @@ func TestMultiLineNeverSubmittedLineByLine(t *testing.T) {
 	check()
 	if tmux.Version(strings.TrimPrefix(harness.TmuxVersion(), "tmux ")).AtLeast(3, 7) {
 		check("--agent", "nofold") // the profile says bracketed paste; the pane says no
+	}
+}
+
+// Senders that name one server by two paths (-S through a symbolic link,
+// and the real one) share one pane lock (item 8): no prompt ever holds two
+// messages. On main, 1 prompt of 30 held two.
+func TestTwoSpellingsOfOneSocketShareALock(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-alpha-ana")
+	alias := filepath.Join(s.Dir, "alias")
+	if err := os.Symlink(s.Dir, alias); err != nil {
+		t.Fatal(err)
+	}
+	spellings := []string{s.Socket, filepath.Join(alias, filepath.Base(s.Socket))}
+	const senders, each = 6, 5
+	want := map[string]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range senders {
+		wg.Go(func() {
+			for j := range each {
+				text := fmt.Sprintf("sender %d message %d", i, j)
+				res, err := s.Server.Exec(context.Background(), nil, "-S", spellings[i%2], "--json", "send", "alpha", "ana", text)
+				if err != nil || res.Code != 0 {
+					t.Errorf("%s: %v %s", text, err, res)
+					continue
+				}
+				rep, err := harness.Decode[harness.SendReport](res.Stdout)
+				if err != nil {
+					t.Error(err)
+					continue
+				}
+				mu.Lock()
+				want[harness.Submitted(rep.ID, text)] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	got := ana.Received()
+	for _, p := range got {
+		if !want[p] {
+			t.Errorf("a prompt that is not one message: %q", p)
+		}
+	}
+	if len(got) != senders*each {
+		t.Errorf("received %d prompts, want %d", len(got), senders*each)
 	}
 }
