@@ -57,8 +57,7 @@ func lockFile(path string, wait time.Duration) (unlock func(), err error) {
 	go func() { got <- flock(f, unix.LOCK_EX) }()
 	tick := time.NewTicker(wait)
 	defer tick.Stop()
-	var shown *bool // whether /proc/locks shows locks on this file system
-	unseen := 0     // checks in a row that found no holder
+	w := lockWait{f: f, dir: filepath.Dir(path)}
 	for {
 		select {
 		case err := <-got:
@@ -69,23 +68,9 @@ func lockFile(path string, wait time.Duration) (unlock func(), err error) {
 			return release, nil
 		case <-tick.C:
 		}
-		who, v := holder(f)
-		switch {
-		case v == holderRuns:
+		who, stuck := w.holderStuck()
+		if !stuck {
 			continue
-		case v == noHolder:
-			// Changing hands: the kernel has woken the next holder, which
-			// has yet to run (under load, often). Unless the table never
-			// shows locks on this file system: then, after two checks
-			// without a holder, one that cannot be told.
-			if shown == nil {
-				s := lock.TableShows(filepath.Dir(path))
-				shown = &s
-			}
-			if unseen++; *shown || unseen < 2 {
-				continue
-			}
-			who = "a process that cannot be told (/proc/locks shows no locks on this file system)"
 		}
 		// The blocked flock cannot be called off: it keeps the file
 		// open until it returns, and then lets the lock go at once. In a
@@ -106,20 +91,32 @@ func flock(f *os.File, how int) error {
 	}
 }
 
-// holderVerdict is what a waiter learns of a lock's holder.
-type holderVerdict int
+// lockWait is a writer's wait for a lock another holds.
+type lockWait struct {
+	f      *os.File
+	dir    string
+	dev    *string // how /proc/locks names the lock's file system; "" where it shows none
+	checks int
+}
 
-const (
-	noHolder    holderVerdict = iota // none shown
-	holderRuns                       // it lets go in its time, whatever it waits for
-	holderStuck                      // stopped, or gone while a process it started keeps the file open
-)
-
-// holder names the holder of f's lock and says whether it can let go.
-func holder(f *os.File) (string, holderVerdict) {
-	pids, err := lock.FlockHolders(f)
+// holderStuck reports whether the lock's holder cannot let it go, and
+// names it. A holder that runs, whatever it waits for, can; none found is
+// the lock changing hands (the kernel has woken the next holder, which
+// has yet to run: under load, often).
+func (w *lockWait) holderStuck() (string, bool) {
+	w.checks++
+	if w.dev == nil {
+		dev, _ := lock.LockDevice(w.dir)
+		w.dev = &dev
+	}
+	if *w.dev == "" {
+		// No holder can be told: as before any could, a waiter gives up
+		// at its second check.
+		return "a process that cannot be told (/proc/locks shows no locks on this file system)", w.checks >= 2
+	}
+	pids, err := lock.FlockHolders(w.f, *w.dev)
 	if err != nil || len(pids) == 0 {
-		return "", noHolder
+		return "", false
 	}
 	var who []string
 	for _, pid := range pids {
@@ -131,7 +128,7 @@ func holder(f *os.File) (string, holderVerdict) {
 		case state == 'T' || state == 't':
 			who = append(who, fmt.Sprintf("pid %d (%s), which is stopped: it keeps the lock until it is continued (kill -CONT) or killed", pid, lock.Command(pid)))
 		default:
-			return "", holderRuns
+			return "", false
 		}
 	}
 	// Each must still hold the lock now that its state is known: a holder
@@ -139,11 +136,11 @@ func holder(f *os.File) (string, holderVerdict) {
 	// every few milliseconds) is not stuck. A process lets its locks go
 	// before it exits, so one still named after it was seen gone holds
 	// the lock through a file another process keeps open.
-	now, err := lock.FlockHolders(f)
+	now, err := lock.FlockHolders(w.f, *w.dev)
 	if err != nil || !containsAll(now, pids) {
-		return "", noHolder
+		return "", false
 	}
-	return strings.Join(who, "; "), holderStuck
+	return strings.Join(who, "; "), true
 }
 
 func containsAll(set, want []int) bool {
