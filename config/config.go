@@ -138,26 +138,30 @@ type spec struct {
 	field    func(*Settings) any // the pointer this key sets: *time.Duration, *int or *string
 }
 
+// maxSettle bounds a pause every message pays before its submit, in the
+// settings and in each [profiles.NAME] table.
+const maxSettle = 10 * time.Second
+
 var specs = [...]spec{
-	{key: "ready_timeout", min: 0, max: math.MaxInt64, field: func(s *Settings) any { return &s.ReadyTimeout },
-		help: "how long to wait for an agent's input box to be empty and on screen"},
-	{key: "confirm_timeout", min: 0, max: math.MaxInt64, field: func(s *Settings) any { return &s.ConfirmTimeout },
-		help: "how long to wait for proof of submission after each submit"},
+	{key: "ready_timeout", min: 0, max: int64(24 * time.Hour), field: func(s *Settings) any { return &s.ReadyTimeout },
+		help: "how long to wait for an agent's input box to be empty and on screen (at most 24h: past it the message waits in the inbox for deliver)"},
+	{key: "confirm_timeout", min: 0, max: int64(10 * time.Minute), field: func(s *Settings) any { return &s.ConfirmTimeout },
+		help: "how long to wait for proof of submission after each submit (at most 10m: proof shows within seconds, and the pane stays locked meanwhile)"},
 	{key: "retries", min: 0, max: 10, field: func(s *Settings) any { return &s.Retries },
 		help: "extra submit presses when the text is still in the box"},
-	{key: "settle", min: 0, max: math.MaxInt64, field: func(s *Settings) any { return &s.Settle },
-		help: "at least this pause between typing the text and pressing submit (each agent profile has its own: agentmsg doctor shows it)"},
-	{key: "repress", min: 0, max: math.MaxInt64, field: func(s *Settings) any { return &s.Repress },
-		help: "press submit again when our text is still in the box this long after a press (while retries last)"},
+	{key: "settle", min: 0, max: int64(maxSettle), field: func(s *Settings) any { return &s.Settle },
+		help: "at least this pause between typing the text and pressing submit (each agent profile has its own: agentmsg doctor shows it; at most " + short(maxSettle) + ": every message pays it, and profiles need under 1s)"},
+	{key: "repress", min: 0, max: int64(time.Minute), field: func(s *Settings) any { return &s.Repress },
+		help: "press submit again when our text is still in the box this long after a press (while retries last; at most 1m: a press shows within seconds)"},
 	// Polling faster than 1ms only burns CPU on tmux round trips.
-	{key: "poll", min: int64(time.Millisecond), max: math.MaxInt64, field: func(s *Settings) any { return &s.Poll },
-		help: "screen poll interval while waiting"},
+	{key: "poll", min: int64(time.Millisecond), max: int64(time.Second), field: func(s *Settings) any { return &s.Poll },
+		help: "screen poll interval while waiting (at most 1s: a wait can end one interval late)"},
 	{key: "concurrency", min: 1, max: 1000, field: func(s *Settings) any { return &s.Concurrency },
 		help: "broadcast deliveries in flight at once"},
 	{key: "keep_count", min: 1, max: math.MaxInt32, field: func(s *Settings) any { return &s.KeepCount },
 		help: "an inbox keeps at most this many messages (never an unread or undelivered one)"},
-	{key: "keep_age", min: int64(time.Minute), max: math.MaxInt64, field: func(s *Settings) any { return &s.KeepAge },
-		help: "an inbox drops read, delivered messages older than this"},
+	{key: "keep_age", min: int64(time.Minute), max: int64(10 * 365 * 24 * time.Hour), field: func(s *Settings) any { return &s.KeepAge },
+		help: "an inbox drops read, delivered messages older than this (at most 87600h, ten years: keep_count bounds an inbox anyway)"},
 	{key: "from", field: func(s *Settings) any { return &s.From },
 		help: "sender name (empty: detect it)"},
 	{key: "team", field: func(s *Settings) any { return &s.Team },
@@ -279,6 +283,9 @@ func (sp *spec) check(v any) (any, error) {
 	case time.Duration:
 		if int64(v) < sp.min {
 			return nil, fmt.Errorf("want %v or more", time.Duration(sp.min))
+		}
+		if int64(v) > sp.max {
+			return nil, fmt.Errorf("want %s or less", short(time.Duration(sp.max)))
 		}
 		return v, nil
 	default:
@@ -567,8 +574,12 @@ func (l *Loaded) loadProfiles(md toml.MetaData, prim toml.Primitive, path string
 	}
 	for name, p := range profiles {
 		if p.Settle != "" {
-			if _, err := time.ParseDuration(p.Settle); err != nil {
+			d, err := time.ParseDuration(p.Settle)
+			if err != nil {
 				return invalidf("%s: [profiles.%s] settle = %q: want a duration like \"150ms\"", path, name, p.Settle)
+			}
+			if d < 0 || d > maxSettle {
+				return invalidf("%s: [profiles.%s] settle = %q: want a duration from 0s to %s", path, name, p.Settle, short(maxSettle))
 			}
 		}
 	}
@@ -587,4 +598,15 @@ func literal(raw any) string {
 		return "[...]"
 	}
 	return fmt.Sprint(raw)
+}
+
+// short writes a bound as a person would: "24h", "10m", "1s", "500ms".
+func short(d time.Duration) string {
+	s := d.String()
+	for _, zero := range []string{"m0s", "h0m"} {
+		if t, ok := strings.CutSuffix(s, zero); ok {
+			s = t + zero[:1]
+		}
+	}
+	return s
 }

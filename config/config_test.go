@@ -245,6 +245,22 @@ func TestErrors(t *testing.T) {
 			want: `--retries "11": want a whole number from 0 to 10`},
 		{name: "flag duration that does not parse", flags: []flag{{"confirm_timeout", "5"}},
 			want: `--confirm-timeout "5": want a duration such as 30s or 250ms`},
+		// Every duration has an upper bound: settle = "2562047h" made a
+		// send sleep until it was killed.
+		{name: "settle past its bound", file: "settle = \"2562047h\"\n",
+			want: `settle = "2562047h" in $F:1: want 10s or less`},
+		{name: "ready_timeout past its bound", file: "ready_timeout = \"25h\"\n",
+			want: `ready_timeout = "25h" in $F:1: want 24h or less`},
+		{name: "env confirm_timeout past its bound", env: map[string]string{"AGENTMSG_CONFIRM_TIMEOUT": "11m"},
+			want: `AGENTMSG_CONFIRM_TIMEOUT="11m": want 10m or less`},
+		{name: "env repress past its bound", env: map[string]string{"AGENTMSG_REPRESS": "2m"},
+			want: `AGENTMSG_REPRESS="2m": want 1m or less`},
+		{name: "flag poll past its bound", flags: []flag{{"poll", "1001ms"}},
+			want: `--poll "1001ms": want 1s or less`},
+		{name: "flag keep_age past its bound", flags: []flag{{"keep_age", "87601h"}},
+			want: `--keep-age "87601h": want 87600h or less`},
+		{name: "flag settle past its bound", flags: []flag{{"settle", "2562047h"}},
+			want: `--settle "2562047h": want 10s or less`},
 		{name: "unknown setting", flags: []flag{{"speed", "1"}},
 			want: `unknown setting "speed"; known settings: ready_timeout, confirm_timeout, retries, settle, repress, poll, concurrency, keep_count, keep_age, from, team, socket, socket_name, tmux`},
 	}
@@ -346,17 +362,17 @@ func TestDefaultPath(t *testing.T) {
 
 func TestEntries(t *testing.T) {
 	t.Parallel()
-	l, path, err := load(t, "settle = \"1m30s\"\nfrom = \"ana\"\n",
+	l, path, err := load(t, "ready_timeout = \"1m30s\"\nfrom = \"ana\"\n",
 		map[string]string{"AGENTMSG_CONFIRM_TIMEOUT": "1500ms", "AGENTMSG_SOCKET": "/tmp/s"},
 		[]flag{{"poll", "250ms"}, {"concurrency", "3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []struct{ key, value, source string }{
-		{"ready_timeout", "30s", "default"},
+		{"ready_timeout", "1m30s", "file " + path},
 		{"confirm_timeout", "1.5s", "env AGENTMSG_CONFIRM_TIMEOUT"},
 		{"retries", "2", "default"},
-		{"settle", "1m30s", "file " + path},
+		{"settle", "0s", "default"},
 		{"repress", "500ms", "default"},
 		{"poll", "250ms", "flag --poll"},
 		{"concurrency", "3", "flag --concurrency"},
@@ -438,11 +454,41 @@ ready = '^\$ $'
 		t.Errorf("mycli = %+v", my)
 	}
 	for body, want := range map[string]string{
-		"[profiles.x]\nspeed = 1\n":      "unknown key",
-		"[profiles.x]\nsettle = \"x\"\n": "want a duration",
+		"[profiles.x]\nspeed = 1\n":             "unknown key",
+		"[profiles.x]\nsettle = \"x\"\n":        "want a duration",
+		"[profiles.x]\nsettle = \"2562047h\"\n": `[profiles.x] settle = "2562047h": want a duration from 0s to 10s`,
+		"[profiles.x]\nsettle = \"-1s\"\n":      `[profiles.x] settle = "-1s": want a duration from 0s to 10s`,
 	} {
 		if _, _, err := load(t, body, nil, nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err %v, want %q", body, err, want)
+		}
+	}
+}
+
+// Each duration's bound is at once the most its key accepts and what its
+// help says; the largest values within the bounds load.
+func TestDurationBounds(t *testing.T) {
+	t.Parallel()
+	for _, k := range Keys() {
+		if k.Type != "duration" {
+			continue
+		}
+		sp, _ := lookup(k.Key)
+		most := time.Duration(sp.max)
+		if most <= 0 || most > 100*365*24*time.Hour {
+			t.Errorf("%s: no sane upper bound (%v)", k.Key, most)
+			continue
+		}
+		if !strings.Contains(k.Help, "at most "+short(most)) {
+			t.Errorf("%s: help %q does not give its bound, %s", k.Key, k.Help, short(most))
+		}
+		l, _, err := load(t, "", map[string]string{k.Env: most.String()}, nil)
+		if err != nil {
+			t.Errorf("%s at its bound: %v", k.Key, err)
+			continue
+		}
+		if got := sp.format(&l.Settings); got != most.String() {
+			t.Errorf("%s = %s, want %s", k.Key, got, most)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package mailbox
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,11 +87,6 @@ func (b *Box) SetDelivery(id message.ID, d Delivery) error {
 	return nil
 }
 
-// appendRecord writes v as one line: one write(2) of the whole line under
-// the inbox lock, then, when durable, fsync. The lock, not O_APPEND alone, is what keeps
-// lines whole: O_APPEND makes each write land at the end, but a write
-// interrupted part way (SIGKILL, full disk) must not have another writer's
-// line glued onto its fragment.
 // durability says when an appended line is on disk.
 type durability int
 
@@ -102,6 +98,16 @@ const (
 	batched            // the caller syncs the whole store (Store.Sync)
 )
 
+// appendRecord writes v as one line: one write(2) of the whole line under
+// the inbox lock, then, when durable, fsync. The lock, not O_APPEND alone,
+// is what keeps lines whole: O_APPEND makes each write land at the end,
+// but a write cut short (SIGKILL, full disk) must not have another
+// writer's line glued onto its fragment.
+//
+// An append that fails takes its bytes back: the inbox is left as it was,
+// so a record whose writer was told it failed is never read, and never
+// completed by the next append (a message reported failed would come back,
+// a retried send would be there twice).
 func (b *Box) appendRecord(v any, d durability) error {
 	line, err := json.Marshal(v)
 	if err != nil {
@@ -124,11 +130,11 @@ func (b *Box) appendRecord(v any, d durability) error {
 		return err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	end, err := cutUnfinished(f)
 	if err != nil {
 		return err
 	}
-	if st.Size() == 0 {
+	if end == 0 {
 		// A new file: the header goes out in the same write as the first
 		// line, so the file is never seen with a line but no header.
 		hdr, err := newHeader(b.s.now())
@@ -136,32 +142,85 @@ func (b *Box) appendRecord(v any, d durability) error {
 			return err
 		}
 		line = append(hdr, line...)
-	} else {
-		// Under the lock a missing final newline can only be left by a
-		// writer that died mid-line. End that fragment so it reads as one
-		// corrupt line instead of swallowing ours.
-		var last [1]byte
-		if _, err := f.ReadAt(last[:], st.Size()-1); err != nil {
-			return err
-		}
-		if last[0] != '\n' {
-			line = append([]byte{'\n'}, line...)
-		}
 	}
+	if err := b.writeLine(f, end, line, d); err != nil {
+		return errors.Join(err, b.takeBack(f, end, d))
+	}
+	return nil
+}
+
+// writeLine appends line to an inbox whose lines end at end, and makes it
+// as durable as d says.
+func (b *Box) writeLine(f *os.File, end int64, line []byte, d durability) error {
 	if _, err := f.Write(line); err != nil {
 		return err
 	}
-	if d == batched || (d == cached && st.Size() != 0) {
+	if d == batched || (d == cached && end != 0) {
 		return nil
 	}
 	if err := f.Sync(); err != nil {
 		return err
 	}
-	if st.Size() == 0 {
+	if end == 0 {
 		// The file may be new: make its directory entry durable too.
 		return syncDir(b.dir)
 	}
 	return nil
+}
+
+// takeBack undoes a failed writeLine: the inbox is cut back to end, and a
+// file that had no line is removed, as durably as the append would have
+// been, so that a crash cannot bring the record back either.
+func (b *Box) takeBack(f *os.File, end int64, d durability) error {
+	if end == 0 {
+		if err := os.Remove(b.path()); err != nil {
+			return fmt.Errorf("removing the inbox its first record failed to make: %w", err)
+		}
+		if d == batched {
+			return nil
+		}
+		return syncDir(b.dir)
+	}
+	if err := f.Truncate(end); err != nil {
+		return fmt.Errorf("taking the failed record back out of the inbox: %w", err)
+	}
+	if d == synced {
+		return f.Sync()
+	}
+	return nil
+}
+
+// cutUnfinished returns where the inbox's complete lines end, cutting off
+// a last line without its newline. Under the inbox lock such a line can
+// only be one whose writer died, or failed and could not take it back,
+// before it returned: no one was told it was stored. Ending it instead
+// would store it, a message reported failed included.
+func cutUnfinished(f *os.File) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := st.Size()
+	end := int64(0)
+	buf := make([]byte, 4096)
+	for to := size; to > 0; {
+		from := max(0, to-int64(len(buf)))
+		chunk := buf[:to-from]
+		if _, err := f.ReadAt(chunk, from); err != nil {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
+			end = from + int64(i) + 1
+			break
+		}
+		to = from
+	}
+	if end < size {
+		if err := f.Truncate(end); err != nil {
+			return 0, fmt.Errorf("cutting off an unfinished last line: %w", err)
+		}
+	}
+	return end, nil
 }
 
 // BroadcastError is a broadcast that reached only some inboxes.

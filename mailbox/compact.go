@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -38,7 +40,9 @@ type CompactResult struct {
 //
 // The new file is written beside the inbox, fsynced and renamed over it
 // under the inbox lock, so writers wait and a crash at any instant leaves
-// either the old file or the new one, each complete.
+// either the old file or the new one, each complete. A compaction killed
+// before its rename leaves its new file beside the inbox; the next one
+// removes it.
 func (s *Store) Compact(team, agent string, r Retention) (CompactResult, error) {
 	b, err := s.Box(team, agent)
 	if err != nil {
@@ -60,6 +64,9 @@ func (b *Box) compact(r Retention) (CompactResult, error) {
 		return CompactResult{}, err
 	}
 	defer unlock()
+	if err := b.removeTemps(); err != nil {
+		return CompactResult{}, err
+	}
 
 	data, err := os.ReadFile(b.path())
 	if err != nil {
@@ -109,7 +116,7 @@ func (b *Box) compact(r Retention) (CompactResult, error) {
 		}
 		out = append(append(out, line...), '\n')
 	}
-	tmp, err := writeTemp(b.dir, "."+b.Agent+".jsonl.tmp*", out)
+	tmp, err := writeTemp(b.dir, b.tempPrefix()+"*", out)
 	if err != nil {
 		return res, err
 	}
@@ -119,6 +126,30 @@ func (b *Box) compact(r Retention) (CompactResult, error) {
 	}
 	res.Rewritten = true
 	return res, syncDir(b.dir)
+}
+
+// tempPrefix begins the name of the new file a compaction writes before
+// it renames it over the inbox. Names have no '.', so no other inbox's
+// temp file begins so.
+func (b *Box) tempPrefix() string { return "." + b.Agent + ".jsonl.tmp" }
+
+// removeTemps removes the new files of compactions killed before their
+// rename, each a full copy of the inbox. Only a compaction holding the
+// inbox's lock writes one, and the caller holds it: none is being written.
+func (b *Box) removeTemps() error {
+	ents, err := os.ReadDir(b.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), b.tempPrefix()) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(b.dir, e.Name())); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("removing a killed compaction's %s: %w", e.Name(), err)
+		}
+	}
+	return nil
 }
 
 // retain decides, per entry, whether compaction keeps it.

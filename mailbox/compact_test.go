@@ -3,6 +3,7 @@ package mailbox
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -225,5 +226,36 @@ func TestCompactMinDropSparesNoExpiredMessage(t *testing.T) {
 	res, err := s.Compact(team, "ana", Retention{MaxCount: 1000, MaxAge: 30 * 24 * time.Hour, MinDrop: 101})
 	if err != nil || !res.Rewritten || res.Dropped != 5 || len(mustRead(t, s, "ana").Envelopes) != 5 {
 		t.Fatalf("5 expired with MinDrop 101: %+v, %v", res, err)
+	}
+}
+
+// A compaction killed before its rename leaves its temp file, a full copy
+// of the inbox: the next compaction removes it, whatever it then does.
+// Compactions write only under the inbox's lock, so while it holds that
+// lock no live one is writing such a file. Other inboxes' temp files, and
+// the inbox's cursors', are not its to remove.
+func TestCompactRemovesAKilledCompactionsLeftovers(t *testing.T) {
+	s := newStore(t)
+	b := box(t, s, "ana")
+	appendN(t, b, 3)
+	leftovers := []string{".ana.jsonl.tmp123456", ".ana.jsonl.tmp987"}
+	others := []string{".ana-2.jsonl.tmp1", ".bob.jsonl.tmp1", ".ana.cursor.tui.tmp1"}
+	for _, name := range append(leftovers, others...) {
+		if err := os.WriteFile(filepath.Join(b.dir, name), []byte("a copy\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := s.Compact(team, "ana", Retention{}); err != nil || res.Rewritten {
+		t.Fatalf("compact = %+v, %v; want nothing to rewrite", res, err)
+	}
+	for _, name := range leftovers {
+		if _, err := os.Stat(filepath.Join(b.dir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s: %v, want it removed", name, err)
+		}
+	}
+	for _, name := range others {
+		if _, err := os.Stat(filepath.Join(b.dir, name)); err != nil {
+			t.Errorf("%s: %v, want it kept", name, err)
+		}
 	}
 }

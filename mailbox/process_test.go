@@ -79,21 +79,23 @@ func TestHelperClaimer(t *testing.T) {
 
 type helper struct {
 	cmd *exec.Cmd
+	in  io.WriteCloser // closing it tells a holder to let go
 	out io.ReadCloser
 	err strings.Builder
 }
 
 func startHelper(t *testing.T, ctx context.Context, kind string, env ...string) *helper {
 	t.Helper()
-	run := "TestHelperWriter"
-	if kind == "claimer" {
-		run = "TestHelperClaimer"
-	}
+	run := map[string]string{"writer": "TestHelperWriter", "claimer": "TestHelperClaimer", "limited": "TestHelperLimitedAppend",
+		"holder": "TestHelperHolder"}[kind]
 	h := &helper{cmd: exec.CommandContext(ctx, os.Args[0], "-test.run=^"+run+"$", "-test.count=1")}
 	h.cmd.Env = append(os.Environ(), append([]string{helperEnv + "=" + kind}, env...)...)
 	h.cmd.Stderr = &h.err
 	var err error
 	if h.out, err = h.cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if h.in, err = h.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.cmd.Start(); err != nil {

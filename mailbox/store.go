@@ -39,8 +39,9 @@ type Store struct {
 	Now func() time.Time
 	// PollInterval is how often Wait looks at the inbox; 0 means 10ms.
 	PollInterval time.Duration
-	// LockWait bounds the wait for another writer's lock (ErrLocked
-	// after it); 0 means DefaultLockWait.
+	// LockWait is how often a writer waiting for another's lock asks
+	// whether the holder can let it go (ErrLocked when it cannot); 0
+	// means DefaultLockWait.
 	LockWait time.Duration
 	// Place is the tmux server (on its host) whose agents this store
 	// serves: their teams live under <root>/places/<key>. Zero keeps them

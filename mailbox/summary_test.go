@@ -96,11 +96,14 @@ func TestSummarizeAgreesWithRead(t *testing.T) {
 		fmt.Fprintf(f, `{"id":"%s","from":"lead","to":"ana","type":"text","content":"again","timestamp":"2026-02-01T00:00:00Z","delivery":{"state":"pending"}}`+"\n", dup.ID)
 		fmt.Fprintf(f, `{"update":"MSG_LEAD_ffffffff","delivery":{"state":"typed"}}`+"\n")
 		fmt.Fprintf(f, `{"update":"%s","delivery":{"state":"deferred"}}`+"\n", dup.ID)
-		fmt.Fprintf(f, `{"id":"MSG_LEAD_0000000a","from":"lead","to":"ana"`)
+		// A torn line ended by a later newline, as earlier versions'
+		// appends ended a dead writer's line: corrupt.
+		fmt.Fprintf(f, `{"id":"MSG_LEAD_0000000a","from":"lead","to":"ana"`+"\n")
+		fmt.Fprintf(f, `{"id":"MSG_LEAD_0000000b","from":"lead","to":"ana"`)
 		f.Close()
 		check("with odd lines")
-		// The torn line ended by the next append's newline, and a torn
-		// update (cut after its state) ended the same way: both corrupt.
+		// A torn line cut off by the next append, and a torn update (cut
+		// after its state) cut off the same way.
 		last := newEnv(t, "lead", "ana", "after a torn line")
 		last.Delivery = &Delivery{State: StateSubmitted}
 		if err := b.Append(last); err != nil {
@@ -115,7 +118,7 @@ func TestSummarizeAgreesWithRead(t *testing.T) {
 		if err := b.SetDelivery(last.ID, Delivery{State: StateSubmitted}); err != nil {
 			t.Fatal(err)
 		}
-		check("with torn lines ended by later appends")
+		check("with torn lines cut off by later appends")
 	}
 }
 
