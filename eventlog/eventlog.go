@@ -1,0 +1,344 @@
+// Package eventlog is the durable, ordered record of everything that
+// happens to messages and agents: a message recorded, typed, submitted,
+// deferred (and why), read, claimed, answered; an agent appearing, busy,
+// ready, in a dialog, gone. Every process that changes the mailbox appends
+// here (the CLI, hooks, MCP servers, the daemon), so a client that follows
+// the log (agentmsg events, the daemon's /v1/events, the terminal UI)
+// learns of a change whoever made it.
+//
+// Each event has an id that only grows: the byte offset of its line in the
+// whole log, counted across rotations. A client that saw id N asks for
+// what comes after N and misses nothing, sees nothing twice, whichever
+// side restarted in between (Syncthing's events and SSE's Last-Event-ID
+// work the same way).
+//
+// Files: <dir>/events-<base>.jsonl, base being the id of its first byte.
+// Appends take an flock and write one line; a file past MaxSize is closed
+// and the next one starts at base+size. The oldest files are removed
+// beyond Keep; a client that asks for an id they held is told so
+// (ErrExpired) and starts again from the oldest kept.
+package eventlog
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Event is one change. Which fields are set depends on Type.
+type Event struct {
+	ID   int64     `json:"id"`
+	Time time.Time `json:"time"`
+	// Type is "message.<state>" (recorded, typing, pasted, pressed,
+	// submitted, queued, deferred, typed, unknown, failed, skipped, read,
+	// claimed, replied) or "agent.<state>" (appeared, ready, busy, dialog,
+	// draft, unknown, exited, gone).
+	Type string `json:"type"`
+	// Place is the tmux server (canonical socket) the agent lives on.
+	Place   string `json:"place,omitempty"`
+	Team    string `json:"team,omitempty"`
+	Agent   string `json:"agent,omitempty"`
+	Message string `json:"message_id,omitempty"`
+	From    string `json:"from,omitempty"`
+	// Reason says why, for a deferral or a failure ("timeout",
+	// "behind_older", "dialog", ...), or what else a person needs.
+	Reason string `json:"reason,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	Pane   string `json:"pane,omitempty"`
+}
+
+// Defaults bound the log: about 64 MiB of the newest events.
+const (
+	DefaultMaxSize = 16 << 20
+	DefaultKeep    = 4
+)
+
+// Log is an event log in Dir.
+type Log struct {
+	Dir     string
+	MaxSize int64 // a file past this many bytes is rotated; 0: DefaultMaxSize
+	Keep    int   // files kept; 0: DefaultKeep
+	Now     func() time.Time
+}
+
+// ErrExpired: the events asked for were rotated away.
+var ErrExpired = errors.New("those events are no longer kept")
+
+func (l *Log) maxSize() int64 {
+	if l.MaxSize > 0 {
+		return l.MaxSize
+	}
+	return DefaultMaxSize
+}
+
+func (l *Log) keep() int {
+	if l.Keep > 0 {
+		return l.Keep
+	}
+	return DefaultKeep
+}
+
+func (l *Log) now() time.Time {
+	if l.Now != nil {
+		return l.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// Append records events in order and returns them with their ids and
+// times set. It is safe across processes. The lines stay in the page
+// cache, not fsynced: an event says what the mailbox (which is fsynced
+// where it matters) already says, and only an OS crash loses a written
+// line.
+func (l *Log) Append(events ...Event) ([]Event, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	lf, err := os.OpenFile(filepath.Join(l.Dir, "events.lock"), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer lf.Close()
+	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX); err != nil {
+		return nil, fmt.Errorf("locking the event log: %w", err)
+	}
+	bases, err := l.bases()
+	if err != nil {
+		return nil, err
+	}
+	base := int64(0)
+	if len(bases) > 0 {
+		base = bases[len(bases)-1]
+	}
+	f, err := os.OpenFile(l.path(base), os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	size := st.Size()
+	if size, err = cutFragment(f, size); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if size >= l.maxSize() {
+		f.Close()
+		base += size
+		if f, err = os.OpenFile(l.path(base), os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o600); err != nil {
+			return nil, err
+		}
+		size = 0
+		bases = append(bases, base)
+		l.trim(bases)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	out := make([]Event, len(events))
+	now := l.now()
+	for i, e := range events {
+		e.ID = base + size + int64(buf.Len())
+		if e.Time.IsZero() {
+			e.Time = now
+		}
+		line, err := json.Marshal(e)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+		out[i] = e
+	}
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		// A line cut short would be skipped by readers but shift the
+		// ids after it: take it back.
+		_ = f.Truncate(size)
+		return nil, fmt.Errorf("appending to the event log: %w", err)
+	}
+	return out, nil
+}
+
+// cutFragment cuts off an unfinished last line (a writer killed while
+// writing it, under the lock, so no one is writing it now) and returns the
+// size that is left: an append right after it would be swallowed.
+func cutFragment(f *os.File, size int64) (int64, error) {
+	if size == 0 {
+		return 0, nil
+	}
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], size-1); err != nil {
+		return size, err
+	}
+	if last[0] == '\n' {
+		return size, nil
+	}
+	tail := min(size, 1<<20) // a line is far shorter
+	buf := make([]byte, tail)
+	if _, err := f.ReadAt(buf, size-tail); err != nil {
+		return size, err
+	}
+	keep := size - tail + int64(bytes.LastIndexByte(buf, '\n')+1)
+	if i := bytes.LastIndexByte(buf, '\n'); i < 0 && tail < size {
+		return size, nil // no line end in reach: leave it
+	}
+	return keep, f.Truncate(keep)
+}
+
+// trim removes the oldest files beyond Keep.
+func (l *Log) trim(bases []int64) {
+	for len(bases) > l.keep() {
+		os.Remove(l.path(bases[0]))
+		bases = bases[1:]
+	}
+}
+
+func (l *Log) path(base int64) string {
+	return filepath.Join(l.Dir, "events-"+strconv.FormatInt(base, 10)+".jsonl")
+}
+
+// bases lists the files' bases, oldest first.
+func (l *Log) bases() ([]int64, error) {
+	ents, err := os.ReadDir(l.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []int64
+	for _, e := range ents {
+		s, ok := strings.CutPrefix(e.Name(), "events-")
+		if !ok {
+			continue
+		}
+		s, ok = strings.CutSuffix(s, ".jsonl")
+		if n, err := strconv.ParseInt(s, 10, 64); ok && err == nil && n >= 0 {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Since returns up to max events with ids above after (-1: from the
+// oldest kept), oldest first, and the id to ask after next time (the last
+// event's, or after itself when there is none). ErrExpired when events
+// right after after were rotated away: the caller has missed some, and
+// restarts from the oldest kept (-1).
+func (l *Log) Since(after int64, max int) ([]Event, int64, error) {
+	bases, err := l.bases()
+	if err != nil || len(bases) == 0 {
+		return nil, after, err
+	}
+	if after >= 0 && after+1 < bases[0] {
+		return nil, after, fmt.Errorf("%w: the oldest kept event is %d, asked for after %d", ErrExpired, bases[0], after)
+	}
+	var out []Event
+	next := after
+	for i, base := range bases {
+		if i+1 < len(bases) && bases[i+1] <= after+1 {
+			continue // wholly at or before after
+		}
+		f, err := os.Open(l.path(base))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // rotated away meanwhile
+		}
+		if err != nil {
+			return out, next, err
+		}
+		start := int64(0)
+		if after+1 > base {
+			start = after + 1 - base
+		}
+		evs, err := readFrom(f, base, start, max-len(out))
+		f.Close()
+		if err != nil {
+			return out, next, err
+		}
+		for _, e := range evs {
+			if e.ID > after {
+				out = append(out, e)
+				next = e.ID
+			}
+		}
+		if len(out) >= max {
+			break
+		}
+	}
+	return out, next, nil
+}
+
+// readFrom reads whole lines of f from offset start on (a line starting
+// exactly there, or the first one after), up to max events.
+func readFrom(f *os.File, base, start int64, max int) ([]Event, error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	if start > 0 {
+		// Back up one byte: if it is a newline, a line starts at start.
+		if _, err := f.Seek(start-1, io.SeekStart); err != nil {
+			return nil, err
+		}
+	}
+	r := bufio.NewReaderSize(f, 64<<10)
+	if start > 0 {
+		if _, err := r.ReadSlice('\n'); err != nil {
+			return nil, nil // nothing whole after start
+		}
+	}
+	var out []Event
+	for len(out) < max {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			break // the end, or a line still being written
+		}
+		var e Event
+		if json.Unmarshal(line, &e) != nil || e.ID < base {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Last is the id of the newest event, -1 when there is none: where a
+// follower that wants only what comes next starts.
+func (l *Log) Last() (int64, error) {
+	bases, err := l.bases()
+	if err != nil || len(bases) == 0 {
+		return -1, err
+	}
+	for i := len(bases) - 1; i >= 0; i-- {
+		data, err := os.ReadFile(l.path(bases[i]))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return -1, err
+		}
+		data = bytes.TrimSuffix(data, []byte("\n"))
+		if len(data) == 0 {
+			continue
+		}
+		line := data[bytes.LastIndexByte(data, '\n')+1:]
+		var e Event
+		if json.Unmarshal(line, &e) == nil {
+			return e.ID, nil
+		}
+	}
+	return -1, nil
+}

@@ -1,0 +1,119 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+)
+
+func TestAppendAndSince(t *testing.T) {
+	l := &Log{Dir: t.TempDir()}
+	if last, err := l.Last(); err != nil || last != -1 {
+		t.Fatalf("Last of an empty log = %d, %v", last, err)
+	}
+	evs, err := l.Append(Event{Type: "message.recorded", Message: "MSG_A_00000001"}, Event{Type: "message.submitted", Message: "MSG_A_00000001"})
+	if err != nil || len(evs) != 2 || evs[0].ID != 0 || evs[1].ID <= evs[0].ID || evs[0].Time.IsZero() {
+		t.Fatalf("Append = %+v, %v", evs, err)
+	}
+	got, next, err := l.Since(-1, 100)
+	if err != nil || len(got) != 2 || next != evs[1].ID || got[1].Type != "message.submitted" {
+		t.Fatalf("Since(-1) = %+v, %d, %v", got, next, err)
+	}
+	got, next2, err := l.Since(next, 100)
+	if err != nil || len(got) != 0 || next2 != next {
+		t.Fatalf("Since(last) = %+v, %d, %v; want nothing", got, next2, err)
+	}
+	got, _, _ = l.Since(evs[0].ID, 100)
+	if len(got) != 1 || got[0].ID != evs[1].ID {
+		t.Fatalf("Since(first) = %+v", got)
+	}
+	if last, _ := l.Last(); last != evs[1].ID {
+		t.Errorf("Last = %d, want %d", last, evs[1].ID)
+	}
+}
+
+// Many writers at once: every event gets its own id, in the order of the
+// file, and a reader that follows in small steps sees each once.
+func TestConcurrentAppendsAndRotation(t *testing.T) {
+	l := &Log{Dir: t.TempDir(), MaxSize: 2000, Keep: 1000}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				if _, err := (&Log{Dir: l.Dir, MaxSize: 2000, Keep: 1000}).Append(Event{Type: "message.typing", Detail: fmt.Sprintf("%d-%d", w, i)}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	after, last := int64(-1), int64(-1)
+	for {
+		evs, next, err := l.Since(after, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for _, e := range evs {
+			if e.ID <= last || seen[e.Detail] {
+				t.Fatalf("event %+v out of order or twice", e)
+			}
+			last, seen[e.Detail] = e.ID, true
+		}
+		after = next
+	}
+	if len(seen) != 400 {
+		t.Fatalf("followed %d events, want 400", len(seen))
+	}
+	bases, _ := l.bases()
+	if len(bases) < 5 {
+		t.Errorf("%d files: the log did not rotate at 2000 bytes", len(bases))
+	}
+}
+
+// Rotated-away events are reported as missed, never silently skipped.
+func TestExpired(t *testing.T) {
+	l := &Log{Dir: t.TempDir(), MaxSize: 200, Keep: 2}
+	var first Event
+	for i := range 40 {
+		evs, err := l.Append(Event{Type: "agent.busy", Detail: fmt.Sprint(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = evs[0]
+		}
+	}
+	if _, _, err := l.Since(first.ID, 10); !errors.Is(err, ErrExpired) {
+		t.Fatalf("Since(an expired id) = %v, want ErrExpired", err)
+	}
+	if evs, _, err := l.Since(-1, 100); err != nil || len(evs) == 0 {
+		t.Fatalf("Since(-1) after rotation = %d events, %v", len(evs), err)
+	}
+}
+
+// A line cut short (a writer killed mid-write) is skipped, and the next
+// append still gives ids that only grow.
+func TestTornLine(t *testing.T) {
+	l := &Log{Dir: t.TempDir()}
+	evs, _ := l.Append(Event{Type: "message.recorded"})
+	f, err := os.OpenFile(l.path(0), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"id":99,"type":"mess`)
+	f.Close()
+	more, err := l.Append(Event{Type: "message.submitted"})
+	if err != nil || more[0].ID <= evs[0].ID {
+		t.Fatalf("append after a torn line = %+v, %v", more, err)
+	}
+	got, _, _ := l.Since(-1, 10)
+	if len(got) != 2 || got[0].Type != "message.recorded" || got[1].Type != "message.submitted" {
+		t.Fatalf("events after a torn line: %+v; want both whole ones", got)
+	}
+}
