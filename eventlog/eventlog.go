@@ -56,6 +56,8 @@ type Event struct {
 	// "behind_older", "dialog", ...), or what else a person needs.
 	Reason string `json:"reason,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// State is the message's delivery state, or the agent's screen state.
+	State string `json:"state,omitempty"`
 	Pane   string `json:"pane,omitempty"`
 }
 

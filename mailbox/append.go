@@ -65,6 +65,7 @@ func (b *Box) appendEnvelope(env Envelope, d durability) error {
 	if err := b.appendRecord(env, d); err != nil {
 		return fmt.Errorf("storing %s for %s: %w", env.ID, b.Agent, err)
 	}
+	b.s.emit(b.recorded(env)...)
 	return nil
 }
 
@@ -84,6 +85,7 @@ func (b *Box) SetDelivery(id message.ID, d Delivery) error {
 	if err := b.appendRecord(updateRecord{Update: id, Delivery: &d}, cached); err != nil {
 		return fmt.Errorf("recording delivery of %s to %s: %w", id, b.Agent, err)
 	}
+	b.s.emit(b.delivered(id, d))
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentmsg/agentmsg/eventlog"
 	"github.com/agentmsg/agentmsg/message"
 )
 
@@ -132,6 +133,15 @@ func (s *Store) AdvanceShown(team, agent, reader string, shown map[message.ID]bo
 	if n == 0 {
 		return left, nil
 	}
+	defer func() {
+		if err == nil {
+			read := make([]eventlog.Event, n)
+			for i, e := range batch.Envelopes[:n] {
+				read[i] = eventlog.Event{Type: "message.read", Team: team, Agent: agent, Message: string(e.ID), From: e.From, Detail: "by " + reader}
+			}
+			s.emit(read...)
+		}
+	}()
 	to := batch.End
 	if n < len(batch.Envelopes) {
 		// Not at the end: the position after message n-1 is found again

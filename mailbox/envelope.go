@@ -95,7 +95,11 @@ type Delivery struct {
 	State       DeliveryState `json:"state"`
 	Attempts    int           `json:"attempts,omitempty"`
 	LastVerdict string        `json:"last_verdict,omitempty"`
-	Updated     time.Time     `json:"updated,omitzero"`
+	// Reason says why in one word, for a program: why a message waits
+	// (timeout, behind_older, dialog, draft, busy, gone, locked, ...) or
+	// did not go through.
+	Reason  string    `json:"reason,omitempty"`
+	Updated time.Time `json:"updated,omitzero"`
 	// Reached is how far typing it may have got in the agent's pane (see
 	// delivery.Step), recorded before each step: "pasted" (the text may be
 	// in the box), "unseen" (a paste never showed and may still arrive) or

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/agentmsg/agentmsg/eventlog"
 )
 
 // Request is an open request that any agent of a team may claim, and
@@ -169,6 +171,7 @@ func (s *Store) Claim(team, id, claimant string) (Request, error) {
 	if err != nil {
 		return r, fmt.Errorf("claiming request %s: %w", id, err)
 	}
+	s.emit(eventlog.Event{Type: "message.claimed", Team: team, Agent: claimant, Message: id, From: r.From})
 	return r, nil
 }
 

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentmsg/agentmsg/eventlog"
 	"github.com/agentmsg/agentmsg/internal/safedir"
 )
 
@@ -47,6 +48,8 @@ type Store struct {
 	// serves: their teams live under <root>/places/<key>. Zero keeps them
 	// in <root>/teams, the layout before places (see MigrateLegacy).
 	Place Place
+	// Events, when set, hears of every change the store records.
+	Events *eventlog.Log
 }
 
 func (s *Store) lockWait() time.Duration {
