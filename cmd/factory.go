@@ -116,6 +116,9 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 	opts := delivery.DefaultOptions()
 	opts.ReadyTimeout, opts.ConfirmTimeout, opts.Retries = s.ReadyTimeout, s.ConfirmTimeout, s.Retries
 	opts.Settle, opts.Repress, opts.Poll = s.Settle, s.Repress, s.Poll
+	// One pace for every delivery of the process: a deliver pass waits for
+	// hundreds of agents at once.
+	opts.Pace = &delivery.Pace{}
 	// Receipts from the agent's own prompt-submit hook (agentmsg hooks install).
 	receipts := &receipt.Log{Path: receipt.DefaultPath(mailbox.DefaultRoot(f.LookupEnv))}
 	opts.Receipt = receipts.Has

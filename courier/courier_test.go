@@ -3,6 +3,7 @@ package courier
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -695,5 +696,61 @@ func TestSendDropsExpiredMessages(t *testing.T) {
 	}
 	if b, _ := c.Store.Read("alpha", "ana"); b.End.Gen != gen {
 		t.Errorf("the inbox was compacted again for a message that waits")
+	}
+}
+
+// A pass works on every inbox at once: an agent that stays in a dialog
+// holds up its own messages only. The ready agent, whose inbox comes last,
+// has its message before the first stuck agent's wait ends, and the
+// results still come in the order of the inboxes.
+func TestDeliverPassIsNotHeldUpByStuckAgents(t *testing.T) {
+	const stuck = 20
+	var sessions []string
+	for i := range stuck {
+		sessions = append(sessions, fmt.Sprintf("agent-alpha-s%02d", i))
+	}
+	sessions = append(sessions, "agent-alpha-zz")
+	c, tm := newCourier(t, sessions...)
+	for _, s := range sessions {
+		tm.SetDialog(s, true)
+		tg, _ := target.FromSession(s)
+		if r := c.Send(context.Background(), tg, envelope(t, "for "+s), Mode{Queue: true}); r.Verdict != Deferred {
+			t.Fatalf("%s: %+v, want deferred", s, r)
+		}
+	}
+	tm.SetDialog("agent-alpha-zz", false)
+
+	const wait = 2 * time.Second // each stuck agent's
+	type pass struct {
+		done []Typing
+		err  error
+	}
+	ended := make(chan pass, 1)
+	start := time.Now()
+	go func() {
+		done, err := c.Deliver(context.Background(), "alpha", dispatch.Call{ReadyTimeout: wait})
+		ended <- pass{done, err}
+	}()
+	for len(tm.Received("agent-alpha-zz")) == 0 {
+		if time.Since(start) > wait {
+			t.Fatalf("the ready agent had nothing when the first stuck agent's wait ended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	p := <-ended
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	var got []string
+	for _, d := range p.done {
+		got = append(got, d.Target.Session+" "+string(d.Verdict))
+	}
+	var want []string
+	for _, s := range sessions[:stuck] {
+		want = append(want, s+" deferred")
+	}
+	want = append(want, "agent-alpha-zz submitted")
+	if !slices.Equal(got, want) {
+		t.Errorf("results\n%q\nwant\n%q", got, want)
 	}
 }

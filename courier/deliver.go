@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentmsg/agentmsg/broadcast"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lock"
@@ -27,42 +28,77 @@ type Typing struct {
 // session (people, agents outside tmux) are left for their owners to read.
 // call is how each message is typed (its ReadyTimeout also bounds the wait
 // for another deliverer of the same inbox).
+//
+// The inboxes are worked on at once (deliverConcurrency at a time): an
+// agent that is not ready holds up its own inbox only, never another's.
+// What was tried comes back in the order of the inboxes.
 func (c *Courier) Deliver(ctx context.Context, team string, call dispatch.Call) ([]Typing, error) {
 	all, err := c.Store.Inboxes(team)
+	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	// One look at the server for every inbox: a tmux call each would
+	// queue behind hundreds of others before its agent's first look.
+	on, err := c.Dispatch.Targets(ctx, "")
 	if err != nil {
 		return nil, err
 	}
+	listed := make(map[string]bool, len(on))
+	for _, t := range on {
+		listed[t.Session] = true
+	}
+	passes := broadcast.Each(ctx, all, deliverConcurrency, func(ctx context.Context, in mailbox.Inbox) inboxPass {
+		if err := ctx.Err(); err != nil {
+			return inboxPass{err: err} // never started
+		}
+		done, err := c.deliverInbox(ctx, in.Team, in.Agent, true, call, listed)
+		return inboxPass{done: done, err: err}
+	})
 	var (
 		out  []Typing
 		errs []error
 	)
-	for _, in := range all {
-		if err := ctx.Err(); err != nil {
-			return out, err
-		}
-		done, err := c.deliverInbox(ctx, in.Team, in.Agent, true, call)
-		out = append(out, done...)
-		for _, d := range done {
+	for i, p := range passes {
+		in := all[i]
+		out = append(out, p.done...)
+		for _, d := range p.done {
 			if d.RecordErr != nil {
 				errs = append(errs, fmt.Errorf("%s/%s: %s: %w", in.Team, in.Agent, d.ID, d.RecordErr))
 			}
 		}
 		var held *lock.HeldError
-		if errors.As(err, &held) && ctx.Err() == nil && !held.Stopped && !held.Gone {
+		if errors.As(p.err, &held) && ctx.Err() == nil && !held.Stopped && !held.Gone {
 			continue // another deliverer is at work on this inbox
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s/%s: %w", in.Team, in.Agent, err))
+		if p.err != nil && !errors.Is(p.err, ctx.Err()) {
+			errs = append(errs, fmt.Errorf("%s/%s: %w", in.Team, in.Agent, p.err))
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
 	return out, errors.Join(errs...)
+}
+
+// deliverConcurrency bounds the inboxes one pass works on at once. Each
+// holds a few lock files open while its agent is waited for (the inbox's,
+// the message's, the pane's) and its looks queue for the one tmux process
+// that runs at a time (tmux/batch.go), so the bound is about open files:
+// 1,000 inboxes hold about 3,000.
+const deliverConcurrency = 1000
+
+// inboxPass is what a pass did in one inbox.
+type inboxPass struct {
+	done []Typing
+	err  error
 }
 
 // deliverInbox types agent's outstanding messages, oldest first. With
 // typing, also those marked typing (a deliverer's after a crash); a send
 // leaves them to the sender that is typing them now. call is how each is
-// typed.
-func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing bool, call dispatch.Call) ([]Typing, error) {
+// typed. listed, when not nil, holds the sessions on the server a moment
+// ago (see onServer).
+func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing bool, call dispatch.Call, listed map[string]bool) ([]Typing, error) {
 	t, ok := InboxOwner(team, agent)
 	if !ok {
 		return nil, nil // not an agent's name: read, not typed
@@ -125,7 +161,7 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 			out = append(out, Typing{Team: team, Agent: agent, Result: c.skip(box, t, env, why)})
 			continue
 		}
-		if ok, err := c.Dispatch.Exists(ctx, t); err != nil || !ok {
+		if ok, err := c.onServer(ctx, t, &listed); err != nil || !ok {
 			return out, err // no session now: nothing to type into
 		}
 		// Its typing lock: held means a live sender is typing it now (it
@@ -149,6 +185,18 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 		}
 	}
 	return out, nil
+}
+
+// onServer reports whether t's session is on the server: from *listed
+// (a listing of the server a moment ago) the first time, and from tmux
+// after that, when the agent may have gone while its messages were typed.
+func (c *Courier) onServer(ctx context.Context, t target.Target, listed *map[string]bool) (bool, error) {
+	if *listed != nil {
+		on := (*listed)[t.Session]
+		*listed = nil
+		return on, nil
+	}
+	return c.Dispatch.Exists(ctx, t)
 }
 
 // current reads message id of team/agent's inbox as it is now.
