@@ -18,6 +18,7 @@ import (
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/tmux"
 )
 
 func newCourier(t *testing.T, sessions ...string) (*Courier, *faketmux.Server) {
@@ -754,3 +755,81 @@ func TestDeliverPassIsNotHeldUpByStuckAgents(t *testing.T) {
 		t.Errorf("results\n%q\nwant\n%q", got, want)
 	}
 }
+
+// Passes that take turns: one at work, one waiting, and any more leave at
+// once, naming the one that waits (it reads the inboxes after them). Each
+// team of each server has its own turns.
+func TestPassesTakeTurns(t *testing.T) {
+	c, _ := newCourier(t, "agent-alpha-ana")
+	ctx := context.Background()
+	first, err := c.TakeTurn(ctx, "alpha", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type turn struct {
+		release func()
+		err     error
+	}
+	second := make(chan turn, 1)
+	go func() {
+		release, err := c.TakeTurn(ctx, "alpha", 10*time.Second)
+		second <- turn{release, err}
+	}()
+	line := filepath.Join(c.Locks.Path, "named-pass-next-"+passKey("/fake/sock", "alpha")+".lock")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if b, _ := os.ReadFile(line); len(b) > 0 {
+			break // the second one's claim: it waits in line
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second pass never took its place in line")
+		}
+	}
+	_, err = c.TakeTurn(ctx, "alpha", 10*time.Second)
+	var ahead *PassAheadError
+	if !errors.As(err, &ahead) || ahead.Waiting == nil || ahead.Waiting.PID != os.Getpid() || ahead.Team != "alpha" {
+		t.Fatalf("a third pass: %v, want PassAheadError naming the waiting one", err)
+	}
+	if !strings.Contains(err.Error(), "waits to deliver to team alpha after the pass at work") {
+		t.Errorf("error %q", err)
+	}
+	// Other teams, every team, and the same team on another server do not wait.
+	other := *c
+	other.Dispatch = &dispatch.Dispatcher{Tmux: otherSocket{c.Dispatch.Tmux}, Locks: c.Dispatch.Locks, Clock: c.Dispatch.Clock, Opts: c.Dispatch.Opts}
+	for name, take := range map[string]func() (func(), error){
+		"team beta":               func() (func(), error) { return c.TakeTurn(ctx, "beta", time.Millisecond) },
+		"every team":              func() (func(), error) { return c.TakeTurn(ctx, "", time.Millisecond) },
+		"alpha on another server": func() (func(), error) { return other.TakeTurn(ctx, "alpha", time.Millisecond) },
+	} {
+		release, err := take()
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		release()
+	}
+	first()
+	got := <-second
+	if got.err != nil {
+		t.Fatalf("the waiting pass: %v", got.err)
+	}
+	// A waiter that runs out of time says who is at work, and leaves the
+	// line to the next.
+	_, err = c.TakeTurn(ctx, "alpha", 20*time.Millisecond)
+	var held *lock.HeldError
+	if !errors.As(err, &held) || errors.As(err, &ahead) {
+		t.Errorf("waiting past its time: %v, want the pass at work named", err)
+	}
+	release, err := c.TakeTurn(ctx, "alpha", time.Millisecond)
+	if err == nil {
+		release()
+	}
+	if errors.As(err, &ahead) {
+		t.Errorf("the line was not left: %v", err)
+	}
+	got.release()
+}
+
+// otherSocket is a tmux client of another server.
+type otherSocket struct{ tmux.Client }
+
+func (otherSocket) Server() tmux.Server { return tmux.Server{Socket: "/other/sock"} }

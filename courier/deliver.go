@@ -2,6 +2,8 @@ package courier
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -267,4 +269,75 @@ func (c *Courier) compactSide(team, agent string) error {
 	r.MinDrop = slack(r.MaxCount)
 	_, err := c.Store.Compact(team, agent, r)
 	return err
+}
+
+// PassAheadError: a pass that takes turns (TakeTurn) found one at work
+// and one more waiting to run after it. The waiting one reads the inboxes
+// after this one was asked for, so it types every message waiting now:
+// leaving loses nothing.
+type PassAheadError struct {
+	Team    string       // "" for every team
+	Waiting *lock.Holder // the pass that waits, when its lock file says
+}
+
+func (e *PassAheadError) Error() string {
+	who := "another deliver"
+	if h := e.Waiting; h != nil {
+		who = fmt.Sprintf("%s (pid %d)", h.Command, h.PID)
+		if h.Command == "" {
+			who = fmt.Sprintf("agentmsg (pid %d)", h.PID)
+		}
+	}
+	return fmt.Sprintf("%s waits to deliver %s after the pass at work; it types what waits now", who, teamWords(e.Team))
+}
+
+func teamWords(team string) string {
+	if team == "" {
+		return "to every team"
+	}
+	return "to team " + team
+}
+
+// TakeTurn makes the caller the one pass of team ("" for every team) on
+// this server that runs at a time, among those that take turns: it waits
+// up to wait (0: as long as ctx) for the pass at work to end, and returns
+// release for when its own has. At most one pass waits: another that
+// comes meanwhile gets *PassAheadError at once. A turn-end hook runs a
+// deliver at every agent's turn end, and without turns they piled up.
+func (c *Courier) TakeTurn(ctx context.Context, team string, wait time.Duration) (release func(), err error) {
+	key := passKey(c.Dispatch.Tmux.Server().Socket, team)
+	now, cancel := context.WithCancel(ctx)
+	cancel() // a place in line is taken at once, or not at all
+	leaveLine, err := c.Locks.Named(now, "pass-next-"+key)
+	var held *lock.HeldError
+	switch {
+	case errors.As(err, &held) && (held.Stopped || held.Gone):
+		// A waiter that cannot run would keep every pass out: wait
+		// without a place in line (still bounded by wait).
+		leaveLine = func() {}
+	case errors.As(err, &held):
+		return nil, &PassAheadError{Team: team, Waiting: held.Holder}
+	case err != nil:
+		return nil, err
+	}
+	// The place in line is left only once the turn is ours: whoever finds
+	// it free then comes after this pass has begun, and may run its own.
+	if wait > 0 {
+		var cancelWait context.CancelFunc
+		ctx, cancelWait = context.WithTimeout(ctx, wait)
+		defer cancelWait()
+	}
+	release, err = c.Locks.Named(ctx, "pass-run-"+key)
+	leaveLine()
+	return release, err
+}
+
+// passKey names the passes of team on the server at socket in lock names:
+// two servers may each have a team of that name.
+func passKey(socket, team string) string {
+	sum := sha256.Sum256([]byte(socket))
+	if team == "" {
+		return hex.EncodeToString(sum[:8]) + "-all"
+	}
+	return hex.EncodeToString(sum[:8]) + "-team-" + team
 }

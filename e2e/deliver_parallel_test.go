@@ -3,12 +3,17 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentmsg/agentmsg/e2e/harness"
+	"github.com/agentmsg/agentmsg/mailbox"
 )
 
 // stuckAgents is how many agents stay in a dialog through the deliver
@@ -104,5 +109,93 @@ func TestStuckAgentsCostTheReadyOneNothing(t *testing.T) {
 	want = append(want, "agent-jam-zz submitted")
 	if !slices.Equal(got, want) {
 		t.Errorf("deliver's results, in this order:\n%q\nwant\n%q", clip(got), clip(want))
+	}
+}
+
+// Turn-end hooks take turns: while one deliver --turn-end is at work (held
+// up by ana's dialog), bob's turn ends with a message kept for him after
+// that pass read his inbox, and five more hooks fire at once. One of them
+// waits and then types bob's message, once; the others leave at once,
+// saying so. Nothing piles up, nothing is lost.
+func TestTurnEndDeliversTakeTurnsAndLoseNothing(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("dialog"), harness.NoCue())
+	bob := s.StartAgent("agent-alpha-bob")
+	m1, res := sendJSON(t, s, nil, "--ready-timeout", "50ms", "alpha", "ana", "for ana, after her dialog")
+	wantCode(t, res, 0)
+	if m1.Verdict != "deferred" {
+		t.Fatalf("verdict %q, want deferred\n%s", m1.Verdict, res)
+	}
+
+	atWork := exec.Command(s.Bins.Agentmsg, "-S", s.Socket, "--json", "deliver", "--turn-end", "alpha", "--ready-timeout", "8s")
+	atWork.Env = s.Env()
+	var atWorkOut bytes.Buffer
+	atWork.Stdout = &atWorkOut
+	if err := atWork.Start(); err != nil {
+		t.Fatal(err)
+	}
+	finished := make(chan error, 1)
+	go func() { finished <- atWork.Wait() }()
+	defer func() {
+		if finished != nil {
+			_ = atWork.Process.Kill() // the process we started, by its pid
+			<-finished
+		}
+	}()
+	// At work on ana's inbox: it has read bob's, which held nothing.
+	locks := filepath.Join(store(s).Root, "locks")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if b, _ := os.ReadFile(filepath.Join(locks, "named-deliver-alpha-ana.lock")); len(b) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first turn-end deliver never took ana's inbox")
+		}
+	}
+
+	bob.SetState("busy")
+	bob.WaitScreen("esc to interrupt", 5*time.Second)
+	m2, res := sendJSON(t, s, nil, "--ready-timeout", "50ms", "alpha", "bob", "for bob, after his turn")
+	wantCode(t, res, 0)
+	if m2.Verdict != "deferred" {
+		t.Fatalf("verdict %q, want deferred\n%s", m2.Verdict, res)
+	}
+	bob.SetState("ready") // his turn ends: his hook, and others, fire
+	const hooks = 5
+	results := make([]harness.Result, hooks)
+	errs := make([]error, hooks)
+	var wg sync.WaitGroup
+	for i := range hooks {
+		wg.Go(func() { results[i], errs[i] = s.Server.Run("deliver", "--turn-end", "alpha") })
+	}
+	wg.Wait()
+	left := 0
+	for i, r := range results {
+		if errs[i] != nil || r.Code != 0 {
+			t.Fatalf("hook %d: %v\n%s", i, errs[i], r)
+		}
+		if strings.Contains(r.Stdout, "left to the next pass: agentmsg deliver (pid ") &&
+			strings.Contains(r.Stdout, "waits to deliver to team alpha after the pass at work; it types what waits now") {
+			left++
+		}
+	}
+	if left < hooks-1 {
+		t.Errorf("%d of %d hooks left at once, want all but the one that waits:\n%v", left, hooks, results)
+	}
+	wantReceived(t, bob, harness.Submitted(m2.ID, "for bob, after his turn"))
+
+	err := <-finished
+	finished = nil
+	if err != nil {
+		t.Fatalf("the first turn-end deliver: %v\n%s", err, atWorkOut.String())
+	}
+	first, err := harness.Decode[struct{ Results []harness.Outcome }](atWorkOut.String())
+	if err != nil || len(first.Results) != 1 || first.Results[0].Session != "agent-alpha-ana" {
+		t.Errorf("the first pass tried %+v (%v), want ana's message only: bob's came after it read his inbox", first.Results, err)
+	}
+	wantUntouched(t, ana)
+	if got := deliveryState(t, s, "alpha", "ana", m1.ID); got != mailbox.StateDeferred {
+		t.Errorf("ana's message is %s, want still deferred", got)
 	}
 }
