@@ -99,10 +99,11 @@ func (Codex) Read(screen []string) delivery.Reading {
 	}
 	above := lines[max(0, top-8):top]
 	r.Queued = codexQueued(above)
-	// The status row starts at column 0 ("• Working (3s • esc to
-	// interrupt)"); a quoted one is indented under its message.
+	// The status row starts at column 0 with a bullet that blinks ("•
+	// Working (3s • esc to interrupt)", "◦ Working …"); a quoted one is
+	// indented under its message.
 	busy := slices.ContainsFunc(above, func(l string) bool {
-		return strings.HasPrefix(l, "• ") && strings.Contains(strings.ToLower(l), "esc to interrupt")
+		return (strings.HasPrefix(l, "• ") || strings.HasPrefix(l, "◦ ")) && strings.Contains(strings.ToLower(l), "esc to interrupt")
 	})
 	if !busy {
 		// While the reply streams, Codex 0.169 shows no "Working" line:
@@ -118,10 +119,15 @@ func (Codex) Read(screen []string) delivery.Reading {
 
 // codexQueued reports messages queued behind the running turn in the rows
 // above the composer: "  ↳ text" opening a block of its own (a blank row
-// above it). A "↳" a message quotes sits inside that message's block.
+// above it) or under the header "• Messages to be submitted after next
+// tool call". A "↳" a message quotes sits inside that message's block.
 func codexQueued(above []string) bool {
 	for i, l := range above {
-		if strings.HasPrefix(l, "  ↳ ") && (i == 0 || above[i-1] == "" || strings.HasPrefix(above[i-1], "  ↳ ")) {
+		if !strings.HasPrefix(l, "  ↳ ") {
+			continue
+		}
+		if i == 0 || above[i-1] == "" || strings.HasPrefix(above[i-1], "  ↳ ") ||
+			strings.Contains(above[i-1], "Messages to be submitted") {
 			return true
 		}
 	}

@@ -125,6 +125,18 @@ func withTranscript(t *testing.T, file string, fromEnd int, rows ...string) []st
 	return slices.Concat(screen[:at], rows, screen[at:])
 }
 
+// Codex 0.169.0 while a turn runs, seen live: its bullet blinks (◦), and a
+// message sent meanwhile waits under a header of its own.
+func TestCodexBusyWithAMessageWaiting(t *testing.T) {
+	screen := withTranscript(t, "testdata/codex/0.169.0/80x24-256/idle.txt", 4,
+		"› MSG_TESTER_b352d7a2: a long task", "", "◦ Working (0s • esc to interrupt)", "",
+		"• Messages to be submitted after next tool call (press esc to interrupt and send immediately)",
+		"  ↳ MSG_TESTER_39bae87e: kept until the turn ends", "")
+	if r := (Codex{}).Read(screen); r.State != delivery.Busy || !r.Queued {
+		t.Errorf("read as %s (%s), queued %v; want busy with a message queued", r.State, r.Detail, r.Queued)
+	}
+}
+
 // A message or an answer quoting a dialog, a busy row or a queue sits in
 // the transcript: no reader takes it for the real thing, however near the
 // box it is. (Real screens of the same: the quoted-* and reply-quotes-*
