@@ -23,7 +23,14 @@ type DeliverOptions struct {
 	// ReadyTimeout bounds each agent's wait in a pass: 1s unless
 	// --ready-timeout is given (0: the configured one).
 	ReadyTimeout time.Duration
+	// TurnEnd is the pass an agent's turn-end hook runs: the caller's
+	// team, taking turns with the others, within TurnEndLimit.
+	TurnEnd bool
 }
+
+// TurnEndLimit bounds a turn-end hook's deliver (and its wait for the pass
+// at work): nothing a hook starts in the background may run on forever.
+const TurnEndLimit = time.Minute
 
 func NewCmdDeliver(f *Factory, runF func(context.Context, *DeliverOptions) error) *cobra.Command {
 	opts := &DeliverOptions{IO: f.IO, F: f, Every: 500 * time.Millisecond}
@@ -41,8 +48,14 @@ for the message on the agent's screen first and neither types it twice nor
 skips it. Inboxes of names with no agent session (people, agents outside tmux)
 are left for their owners to read with agentmsg inbox.
 
-With --watch it keeps going, a pass every --every, until interrupted. The
-Claude Code Stop hook can run "agentmsg deliver" when a turn ends.
+With --watch it keeps going, a pass every --every, until interrupted.
+
+--turn-end is what the turn-end hook (agentmsg hooks install) runs when an
+agent's turn ends: a pass over the caller's team (TEAM, else the team of the
+agent session it runs in, else every team), at most ` + TurnEndLimit.String() + `. One such pass
+per team runs at a time, and one more waits to run after it; any other
+leaves at once, saying so: the waiting one reads the inboxes after it was
+started, so it types what waits now.
 
 Each pass waits at most --ready-timeout per agent (default for deliver: 1s).`,
 		Example: `  agentmsg deliver
@@ -56,6 +69,9 @@ Each pass waits at most --ready-timeout per agent (default for deliver: 1s).`,
 			if opts.Every <= 0 {
 				return usagef("--every must be above 0")
 			}
+			if opts.Watch && opts.TurnEnd {
+				return usagef("--turn-end makes one pass: not with --watch")
+			}
 			// A pass looks, it does not wait long: the next pass comes soon.
 			if fl := c.Flags().Lookup("ready-timeout"); fl == nil || !fl.Changed {
 				opts.ReadyTimeout = time.Second
@@ -68,6 +84,7 @@ Each pass waits at most --ready-timeout per agent (default for deliver: 1s).`,
 	}
 	c.Flags().BoolVar(&opts.Watch, "watch", false, "keep delivering until interrupted")
 	c.Flags().DurationVar(&opts.Every, "every", opts.Every, "with --watch, the time between passes")
+	c.Flags().BoolVar(&opts.TurnEnd, "turn-end", false, "the pass of an agent's turn-end hook: its team, one at a time, within "+TurnEndLimit.String())
 	return c
 }
 
@@ -78,9 +95,24 @@ func deliverRun(ctx context.Context, opts *DeliverOptions) error {
 		return err
 	}
 	req := service.DeliverRequest{Team: opts.Team, ReadyTimeout: opts.ReadyTimeout}
+	if opts.TurnEnd {
+		if req.Team == "" {
+			req.Team = svc.Team
+		}
+		req.TakeTurns, req.Limit = true, TurnEndLimit
+	}
 	var all []courier.Typing
 	for {
 		res, err := svc.Deliver(ctx, req)
+		var ahead *courier.PassAheadError
+		if errors.As(err, &ahead) {
+			// Not a failure: the waiting pass types what waits now.
+			if f.JSON {
+				return finishDeliver(opts, nil, nil)
+			}
+			fmt.Fprintf(opts.IO.Out, "left to the next pass: %s\n", showText(err.Error()))
+			return nil
+		}
 		if res.RemindErr != nil {
 			f.Log.Debug("reminding of expired requests", "err", res.RemindErr)
 		}

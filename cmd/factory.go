@@ -120,6 +120,9 @@ func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
 	opts := delivery.DefaultOptions()
 	opts.ReadyTimeout, opts.ConfirmTimeout, opts.Retries = s.ReadyTimeout, s.ConfirmTimeout, s.Retries
 	opts.Settle, opts.Repress, opts.Poll = s.Settle, s.Repress, s.Poll
+	// One pace for every delivery of the process: a deliver pass waits for
+	// hundreds of agents at once.
+	opts.Pace = &delivery.Pace{}
 	// Receipts from the agent's own prompt-submit hook (agentmsg hooks
 	// install), each naming the pane that received the message.
 	receipts := &receipt.Log{Path: receipt.DefaultPath(mailbox.DefaultRoot(f.LookupEnv))}

@@ -221,3 +221,14 @@ func TestDeliverRun(t *testing.T) {
 		t.Errorf("the second pass did not say it had nothing to do:\n%s", fx.out)
 	}
 }
+
+// --turn-end is one pass: not with --watch.
+func TestDeliverTurnEndIsOnePass(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	c := NewCmdDeliver(fx.f, func(context.Context, *DeliverOptions) error { return nil })
+	c.SetArgs([]string{"--turn-end", "--watch"})
+	c.SilenceErrors, c.SilenceUsage = true, true
+	if err := c.ExecuteContext(context.Background()); exitCode(err) != ExitUsage {
+		t.Errorf("--turn-end --watch: %v, want a usage error", err)
+	}
+}

@@ -224,7 +224,7 @@ func (c *Courier) olderFirst(ctx context.Context, team, agent string) (wait, typ
 	if !c.waiting(team, agent) {
 		return false, false, nil
 	}
-	_, err = c.deliverInbox(ctx, team, agent, false, dispatch.Call{})
+	_, err = c.deliverInbox(ctx, team, agent, false, dispatch.Call{}, nil)
 	return err != nil || c.waiting(team, agent), true, err
 }
 

@@ -3,6 +3,7 @@ package courier
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -700,3 +701,137 @@ func TestSendDropsExpiredMessages(t *testing.T) {
 }
 
 func (f *fullDisk) Pinned(tmux.Pane) tmux.Client { return f }
+
+// A pass works on every inbox at once: an agent that stays in a dialog
+// holds up its own messages only. The ready agent, whose inbox comes last,
+// has its message before the first stuck agent's wait ends, and the
+// results still come in the order of the inboxes.
+func TestDeliverPassIsNotHeldUpByStuckAgents(t *testing.T) {
+	const stuck = 20
+	var sessions []string
+	for i := range stuck {
+		sessions = append(sessions, fmt.Sprintf("agent-alpha-s%02d", i))
+	}
+	sessions = append(sessions, "agent-alpha-zz")
+	c, tm := newCourier(t, sessions...)
+	for _, s := range sessions {
+		tm.SetDialog(s, true)
+		tg, _ := target.FromSession(s)
+		if r := c.Send(context.Background(), tg, envelope(t, "for "+s), Mode{Queue: true}); r.Verdict != Deferred {
+			t.Fatalf("%s: %+v, want deferred", s, r)
+		}
+	}
+	tm.SetDialog("agent-alpha-zz", false)
+
+	const wait = 2 * time.Second // each stuck agent's
+	type pass struct {
+		done []Typing
+		err  error
+	}
+	ended := make(chan pass, 1)
+	start := time.Now()
+	go func() {
+		done, err := c.Deliver(context.Background(), "alpha", dispatch.Call{ReadyTimeout: wait})
+		ended <- pass{done, err}
+	}()
+	for len(tm.Received("agent-alpha-zz")) == 0 {
+		if time.Since(start) > wait {
+			t.Fatalf("the ready agent had nothing when the first stuck agent's wait ended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	p := <-ended
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	var got []string
+	for _, d := range p.done {
+		got = append(got, d.Target.Session+" "+string(d.Verdict))
+	}
+	var want []string
+	for _, s := range sessions[:stuck] {
+		want = append(want, s+" deferred")
+	}
+	want = append(want, "agent-alpha-zz submitted")
+	if !slices.Equal(got, want) {
+		t.Errorf("results\n%q\nwant\n%q", got, want)
+	}
+}
+
+// Passes that take turns: one at work, one waiting, and any more leave at
+// once, naming the one that waits (it reads the inboxes after them). Each
+// team of each server has its own turns.
+func TestPassesTakeTurns(t *testing.T) {
+	c, _ := newCourier(t, "agent-alpha-ana")
+	ctx := context.Background()
+	first, err := c.TakeTurn(ctx, "alpha", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type turn struct {
+		release func()
+		err     error
+	}
+	second := make(chan turn, 1)
+	go func() {
+		release, err := c.TakeTurn(ctx, "alpha", 10*time.Second)
+		second <- turn{release, err}
+	}()
+	line := filepath.Join(c.Locks.Path, "named-pass-next-"+passKey("/fake/sock", "alpha")+".lock")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if b, _ := os.ReadFile(line); len(b) > 0 {
+			break // the second one's claim: it waits in line
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second pass never took its place in line")
+		}
+	}
+	_, err = c.TakeTurn(ctx, "alpha", 10*time.Second)
+	var ahead *PassAheadError
+	if !errors.As(err, &ahead) || ahead.Waiting == nil || ahead.Waiting.PID != os.Getpid() || ahead.Team != "alpha" {
+		t.Fatalf("a third pass: %v, want PassAheadError naming the waiting one", err)
+	}
+	if !strings.Contains(err.Error(), "waits to deliver to team alpha after the pass at work") {
+		t.Errorf("error %q", err)
+	}
+	// Other teams, every team, and the same team on another server do not wait.
+	other := *c
+	other.Dispatch = &dispatch.Dispatcher{Tmux: otherSocket{c.Dispatch.Tmux}, Locks: c.Dispatch.Locks, Clock: c.Dispatch.Clock, Opts: c.Dispatch.Opts}
+	for name, take := range map[string]func() (func(), error){
+		"team beta":               func() (func(), error) { return c.TakeTurn(ctx, "beta", time.Millisecond) },
+		"every team":              func() (func(), error) { return c.TakeTurn(ctx, "", time.Millisecond) },
+		"alpha on another server": func() (func(), error) { return other.TakeTurn(ctx, "alpha", time.Millisecond) },
+	} {
+		release, err := take()
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		release()
+	}
+	first()
+	got := <-second
+	if got.err != nil {
+		t.Fatalf("the waiting pass: %v", got.err)
+	}
+	// A waiter that runs out of time says who is at work, and leaves the
+	// line to the next.
+	_, err = c.TakeTurn(ctx, "alpha", 20*time.Millisecond)
+	var held *lock.HeldError
+	if !errors.As(err, &held) || errors.As(err, &ahead) {
+		t.Errorf("waiting past its time: %v, want the pass at work named", err)
+	}
+	release, err := c.TakeTurn(ctx, "alpha", time.Millisecond)
+	if err == nil {
+		release()
+	}
+	if errors.As(err, &ahead) {
+		t.Errorf("the line was not left: %v", err)
+	}
+	got.release()
+}
+
+// otherSocket is a tmux client of another server.
+type otherSocket struct{ tmux.Client }
+
+func (otherSocket) Server() tmux.Server { return tmux.Server{Socket: "/other/sock"} }

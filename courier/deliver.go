@@ -2,10 +2,13 @@ package courier
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/agentmsg/agentmsg/broadcast"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lock"
@@ -27,42 +30,77 @@ type Typing struct {
 // session (people, agents outside tmux) are left for their owners to read.
 // call is how each message is typed (its ReadyTimeout also bounds the wait
 // for another deliverer of the same inbox).
+//
+// The inboxes are worked on at once (deliverConcurrency at a time): an
+// agent that is not ready holds up its own inbox only, never another's.
+// What was tried comes back in the order of the inboxes.
 func (c *Courier) Deliver(ctx context.Context, team string, call dispatch.Call) ([]Typing, error) {
 	all, err := c.Store.Inboxes(team)
+	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	// One look at the server for every inbox: a tmux call each would
+	// queue behind hundreds of others before its agent's first look.
+	on, err := c.Dispatch.Targets(ctx, "")
 	if err != nil {
 		return nil, err
 	}
+	listed := make(map[string]bool, len(on))
+	for _, t := range on {
+		listed[t.Session] = true
+	}
+	passes := broadcast.Each(ctx, all, deliverConcurrency, func(ctx context.Context, in mailbox.Inbox) inboxPass {
+		if err := ctx.Err(); err != nil {
+			return inboxPass{err: err} // never started
+		}
+		done, err := c.deliverInbox(ctx, in.Team, in.Agent, true, call, listed)
+		return inboxPass{done: done, err: err}
+	})
 	var (
 		out  []Typing
 		errs []error
 	)
-	for _, in := range all {
-		if err := ctx.Err(); err != nil {
-			return out, err
-		}
-		done, err := c.deliverInbox(ctx, in.Team, in.Agent, true, call)
-		out = append(out, done...)
-		for _, d := range done {
+	for i, p := range passes {
+		in := all[i]
+		out = append(out, p.done...)
+		for _, d := range p.done {
 			if d.RecordErr != nil {
 				errs = append(errs, fmt.Errorf("%s/%s: %s: %w", in.Team, in.Agent, d.ID, d.RecordErr))
 			}
 		}
 		var held *lock.HeldError
-		if errors.As(err, &held) && ctx.Err() == nil && !held.Stopped && !held.Gone {
+		if errors.As(p.err, &held) && ctx.Err() == nil && !held.Stopped && !held.Gone {
 			continue // another deliverer is at work on this inbox
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s/%s: %w", in.Team, in.Agent, err))
+		if p.err != nil && !errors.Is(p.err, ctx.Err()) {
+			errs = append(errs, fmt.Errorf("%s/%s: %w", in.Team, in.Agent, p.err))
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
 	return out, errors.Join(errs...)
+}
+
+// deliverConcurrency bounds the inboxes one pass works on at once. Each
+// holds a few lock files open while its agent is waited for (the inbox's,
+// the message's, the pane's) and its looks queue for the one tmux process
+// that runs at a time (tmux/batch.go), so the bound is about open files:
+// 1,000 inboxes hold about 3,000.
+const deliverConcurrency = 1000
+
+// inboxPass is what a pass did in one inbox.
+type inboxPass struct {
+	done []Typing
+	err  error
 }
 
 // deliverInbox types agent's outstanding messages, oldest first. With
 // typing, also those marked typing (a deliverer's after a crash); a send
 // leaves them to the sender that is typing them now. call is how each is
-// typed.
-func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing bool, call dispatch.Call) ([]Typing, error) {
+// typed. listed, when not nil, holds the sessions on the server a moment
+// ago (see onServer).
+func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing bool, call dispatch.Call, listed map[string]bool) ([]Typing, error) {
 	t, ok := InboxOwner(team, agent)
 	if !ok {
 		return nil, nil // not an agent's name: read, not typed
@@ -125,7 +163,7 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 			out = append(out, Typing{Team: team, Agent: agent, Result: c.skip(box, t, env, why)})
 			continue
 		}
-		if ok, err := c.Dispatch.Exists(ctx, t); err != nil || !ok {
+		if ok, err := c.onServer(ctx, t, &listed); err != nil || !ok {
 			return out, err // no session now: nothing to type into
 		}
 		// Its typing lock: held means a live sender is typing it now (it
@@ -149,6 +187,18 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 		}
 	}
 	return out, nil
+}
+
+// onServer reports whether t's session is on the server: from *listed
+// (a listing of the server a moment ago) the first time, and from tmux
+// after that, when the agent may have gone while its messages were typed.
+func (c *Courier) onServer(ctx context.Context, t target.Target, listed *map[string]bool) (bool, error) {
+	if *listed != nil {
+		on := (*listed)[t.Session]
+		*listed = nil
+		return on, nil
+	}
+	return c.Dispatch.Exists(ctx, t)
 }
 
 // current reads message id of team/agent's inbox as it is now.
@@ -219,4 +269,75 @@ func (c *Courier) compactSide(team, agent string) error {
 	r.MinDrop = slack(r.MaxCount)
 	_, err := c.Store.Compact(team, agent, r)
 	return err
+}
+
+// PassAheadError: a pass that takes turns (TakeTurn) found one at work
+// and one more waiting to run after it. The waiting one reads the inboxes
+// after this one was asked for, so it types every message waiting now:
+// leaving loses nothing.
+type PassAheadError struct {
+	Team    string       // "" for every team
+	Waiting *lock.Holder // the pass that waits, when its lock file says
+}
+
+func (e *PassAheadError) Error() string {
+	who := "another deliver"
+	if h := e.Waiting; h != nil {
+		who = fmt.Sprintf("%s (pid %d)", h.Command, h.PID)
+		if h.Command == "" {
+			who = fmt.Sprintf("agentmsg (pid %d)", h.PID)
+		}
+	}
+	return fmt.Sprintf("%s waits to deliver %s after the pass at work; it types what waits now", who, teamWords(e.Team))
+}
+
+func teamWords(team string) string {
+	if team == "" {
+		return "to every team"
+	}
+	return "to team " + team
+}
+
+// TakeTurn makes the caller the one pass of team ("" for every team) on
+// this server that runs at a time, among those that take turns: it waits
+// up to wait (0: as long as ctx) for the pass at work to end, and returns
+// release for when its own has. At most one pass waits: another that
+// comes meanwhile gets *PassAheadError at once. A turn-end hook runs a
+// deliver at every agent's turn end, and without turns they piled up.
+func (c *Courier) TakeTurn(ctx context.Context, team string, wait time.Duration) (release func(), err error) {
+	key := passKey(c.Dispatch.Tmux.Server().Socket, team)
+	now, cancel := context.WithCancel(ctx)
+	cancel() // a place in line is taken at once, or not at all
+	leaveLine, err := c.Locks.Named(now, "pass-next-"+key)
+	var held *lock.HeldError
+	switch {
+	case errors.As(err, &held) && (held.Stopped || held.Gone):
+		// A waiter that cannot run would keep every pass out: wait
+		// without a place in line (still bounded by wait).
+		leaveLine = func() {}
+	case errors.As(err, &held):
+		return nil, &PassAheadError{Team: team, Waiting: held.Holder}
+	case err != nil:
+		return nil, err
+	}
+	// The place in line is left only once the turn is ours: whoever finds
+	// it free then comes after this pass has begun, and may run its own.
+	if wait > 0 {
+		var cancelWait context.CancelFunc
+		ctx, cancelWait = context.WithTimeout(ctx, wait)
+		defer cancelWait()
+	}
+	release, err = c.Locks.Named(ctx, "pass-run-"+key)
+	leaveLine()
+	return release, err
+}
+
+// passKey names the passes of team on the server at socket in lock names:
+// two servers may each have a team of that name.
+func passKey(socket, team string) string {
+	sum := sha256.Sum256([]byte(socket))
+	if team == "" {
+		return hex.EncodeToString(sum[:8]) + "-all"
+	}
+	return hex.EncodeToString(sum[:8]) + "-team-" + team
 }

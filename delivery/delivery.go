@@ -135,6 +135,9 @@ type Options struct {
 	// OnWait, when set, is told what the delivery is waiting for: once when
 	// the state changes and about once a second while it stays.
 	OnWait func(Wait)
+	// Pace, when set, is shared by every delivery of the process: while
+	// many wait for their agents, each looks less often (see Pace).
+	Pace *Pace
 }
 
 // Action is what a delivery does on a screen it reads before typing.
@@ -409,7 +412,9 @@ type run struct {
 	// mayBeInBox: our text was pasted (or found in the box) and may still
 	// be there; an interrupted delivery reports it typed.
 	mayBeInBox bool
-	res        Result
+	// leavePace: this delivery waits for its agent, counted in the Pace.
+	leavePace func()
+	res       Result
 }
 
 func (r *run) deliver(ctx context.Context) error {
@@ -418,6 +423,7 @@ func (r *run) deliver(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
+	defer r.doneWaiting()
 
 	_, canLeave := r.d.Term.(leaveCapturer)
 	if r.d.Opts.Screen != nil && r.res.Phases.Lock < lockAtOnce {
@@ -437,6 +443,7 @@ func (r *run) deliver(ctx context.Context) error {
 	typeIt := true
 	if r.d.Opts.Resume {
 		done, inBox, err := r.resume(ctx)
+		r.doneWaiting()
 		if err != nil || done {
 			return err
 		}
@@ -445,6 +452,7 @@ func (r *run) deliver(ctx context.Context) error {
 	if typeIt {
 		done := r.phase(&r.res.Phases.Ready)
 		err := r.waitReady(ctx)
+		r.doneWaiting()
 		done()
 		switch {
 		case errors.Is(err, errOursInBox):
@@ -531,7 +539,7 @@ func (r *run) resume(ctx context.Context) (done, inBox bool, err error) {
 			if waited >= r.d.Opts.ReadyTimeout {
 				return false, false, &NotReadyError{State: Dialog, Detail: rd.Detail, Waited: waited}
 			}
-			if err := r.sleep(ctx, r.d.Opts.Poll); err != nil {
+			if err := r.waitMore(ctx, waited); err != nil {
 				return false, false, err
 			}
 			continue
@@ -570,7 +578,7 @@ func (r *run) resume(ctx context.Context) (done, inBox bool, err error) {
 			return false, false, &NotReadyError{State: Draft, Waited: waited,
 				Detail: "the input box holds our earlier text together with someone else's; not submitted, left as it is"}
 		}
-		if err := r.sleep(ctx, r.d.Opts.Poll); err != nil {
+		if err := r.waitMore(ctx, waited); err != nil {
 			return false, false, err
 		}
 	}
@@ -639,7 +647,7 @@ func (r *run) waitReady(ctx context.Context) error {
 		}
 		last = rd.State
 		steady = nil
-		if err := r.sleep(ctx, r.d.Opts.Poll); err != nil {
+		if err := r.waitMore(ctx, waited); err != nil {
 			return err
 		}
 	}
@@ -1077,6 +1085,24 @@ func (r *run) capture(ctx context.Context, leave bool) error {
 
 func (r *run) sleep(ctx context.Context, d time.Duration) error {
 	return r.d.Clock.Sleep(ctx, d)
+}
+
+// waitMore sleeps before the next look of a delivery whose agent is not
+// ready after waited: a poll, or longer while many deliveries wait (see
+// Pace), and never past the ready timeout (the last look comes then).
+func (r *run) waitMore(ctx context.Context, waited time.Duration) error {
+	if r.leavePace == nil {
+		r.leavePace = r.d.Opts.Pace.join()
+	}
+	return r.sleep(ctx, min(r.d.Opts.Pace.every(r.d.Opts.Poll), r.d.Opts.ReadyTimeout-waited))
+}
+
+// doneWaiting ends this delivery's count among the waiting (waitMore).
+func (r *run) doneWaiting() {
+	if r.leavePace != nil {
+		r.leavePace()
+		r.leavePace = nil
+	}
 }
 
 // term turns a vanished pane into ErrPaneGone and keeps other tmux errors.

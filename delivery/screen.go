@@ -89,11 +89,21 @@ func (Generic) Read(lines []string) Reading {
 		}
 		return r
 	}
+	if r, ok := readPlainPrompt(lines); ok {
+		// A menu's cursor on the prompt's row ("> 1. Yes") is a menu; one
+		// above it is the transcript's (a message may quote one), and one
+		// under it is the prompt's own text. A question above it may be
+		// the one the prompt answers.
+		if d := findMenu(lines[r.BoxRow : r.BoxRow+1]); d != "" {
+			return Reading{State: Dialog, BoxRow: -1, Detail: d}
+		}
+		if d := findQuestion(lines[from:r.BoxRow]); d != "" {
+			return Reading{State: Dialog, BoxRow: -1, Detail: d}
+		}
+		return r
+	}
 	if d := findDialog(bottom); d != "" {
 		return Reading{State: Dialog, BoxRow: -1, Detail: d}
-	}
-	if r, ok := readPlainPrompt(lines); ok {
-		return r
 	}
 	if busy(bottom) {
 		return Reading{State: Busy, BoxRow: -1, Detail: "the agent is working"}
@@ -172,11 +182,24 @@ func readPlainPrompt(lines []string) (Reading, bool) {
 }
 
 func findDialog(bottom []string) string {
-	for _, l := range bottom {
+	if d := findMenu(bottom); d != "" {
+		return d
+	}
+	return findQuestion(bottom)
+}
+
+// findMenu describes the first selection menu cursor in lines, or "".
+func findMenu(lines []string) string {
+	for _, l := range lines {
 		if menuRe.MatchString(l) {
 			return "selection menu: " + strings.TrimSpace(l)
 		}
 	}
+	return ""
+}
+
+// findQuestion describes the first line holding a dialog's phrase, or "".
+func findQuestion(bottom []string) string {
 	for _, l := range bottom {
 		low := strings.ToLower(l)
 		for _, p := range dialogPhrases {

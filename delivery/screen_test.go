@@ -29,6 +29,13 @@ func TestGenericRead(t *testing.T) {
 		{"plain draft", []string{"hello", "> abc"}, Draft, "abc", 1},
 		{"plain multi-line", []string{"hello", "> abc", "  def"}, Draft, "abc\ndef", 1},
 		{"y/n question", []string{"Overwrite file? (y/n)"}, Dialog, "", -1},
+		// A plain prompt's transcript is above it: a menu quoted there is
+		// none; a menu cursor on the prompt's row is one, and a question
+		// over the prompt may be the one it answers.
+		{"plain prompt under a quoted menu", []string{"> MSG_LEAD_0badcafe: hi", "  ❯ 1. Yes", "  2. No", "> "}, Ready, "", 3},
+		{"menu with a > cursor", []string{"Pick one:", "  1. Yes", "> 2. No", "  3. Cancel"}, Dialog, "", -1},
+		{"question over a plain prompt", []string{"Overwrite file? (y/n)", "> "}, Dialog, "", -1},
+		{"plain draft quoting a menu and a question", []string{"hello", "> MSG_LEAD_0badcafe: it asked (y/n)", "  ❯ 1. Yes"}, Draft, "MSG_LEAD_0badcafe: it asked (y/n)\n❯ 1. Yes", 1},
 		{"shell prompt is not a box", []string{"$ ls", "a b", "$ "}, Unknown, "", -1},
 		{"busy without box", []string{"working... (esc to interrupt)"}, Busy, "", -1},
 		{"empty screen", []string{"", "", ""}, Unknown, "", -1},

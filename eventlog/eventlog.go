@@ -58,7 +58,7 @@ type Event struct {
 	Detail string `json:"detail,omitempty"`
 	// State is the message's delivery state, or the agent's screen state.
 	State string `json:"state,omitempty"`
-	Pane   string `json:"pane,omitempty"`
+	Pane  string `json:"pane,omitempty"`
 }
 
 // Defaults bound the log: about 64 MiB of the newest events.

@@ -59,9 +59,10 @@ func InstallHooks(r HookInstall) (Report, error) {
 }
 
 // Commands are the hooks' command lines, by event: the prompt-submit one
-// records a receipt, the turn-end one runs deliver in the background (the
-// turn is not over until the hook returns, and deliver waits for the box
-// it is holding up).
+// records a receipt, the turn-end one runs deliver --turn-end in the
+// background (the turn is not over until the hook returns, and deliver
+// waits for the box it is holding up; --turn-end bounds it in time and
+// lets one run per team at a time).
 func (h Hooks) Commands(exe, root, receipts string, server []string) map[string]string {
 	q := shell.Quote
 	submit := q(exe) + " hook prompt-submit --receipts " + q(receipts)
@@ -69,7 +70,7 @@ func (h Hooks) Commands(exe, root, receipts string, server []string) map[string]
 	for _, a := range server {
 		srv.WriteString(q(a) + " ")
 	}
-	turnEnd := "(AGENTMSG_HOME=" + q(root) + " " + q(exe) + " " + srv.String() + "deliver >/dev/null 2>&1 &)"
+	turnEnd := "(AGENTMSG_HOME=" + q(root) + " " + q(exe) + " " + srv.String() + "deliver --turn-end >/dev/null 2>&1 &)"
 	if h.ReplyJSON {
 		submit += " --reply-json"
 		turnEnd += "; echo '{}'"

@@ -182,3 +182,15 @@ func TestRecordPrompt(t *testing.T) {
 		t.Error("receipts wrong")
 	}
 }
+
+// The turn-end hook runs deliver --turn-end: bounded in time, one pass per
+// team at a time (a deliver per turn end piled up), in the background.
+func TestTurnEndHookTakesTurns(t *testing.T) {
+	for _, name := range WithHooks() {
+		cli, _ := Lookup(name)
+		cmd := cli.Hooks.Commands("/bin/agentmsg", "/st", "/st/r.log", []string{"-S", "/tmp/s"})[cli.Hooks.TurnEnd]
+		if !strings.Contains(cmd, "/bin/agentmsg -S /tmp/s deliver --turn-end >/dev/null 2>&1 &)") {
+			t.Errorf("%s: turn-end hook %q", name, cmd)
+		}
+	}
+}

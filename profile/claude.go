@@ -41,6 +41,9 @@ var (
 
 // claudeTornRows: how far above the box a half-drawn dialog is looked for,
 // by its selected choice ("❯ 1. Yes"; an assistant's "● 1." list is not one).
+// Only under the rule a dialog starts with: above it is the transcript,
+// where a message may quote a dialog (submitted prompts show there with
+// their lines indented: "  ❯ 1. Yes").
 const claudeTornRows = 12
 
 var claudeChoiceRe = regexp.MustCompile(`^\s*│?\s*❯\s*\d+\.\s`)
@@ -86,11 +89,10 @@ func (Claude) Read(screen []string) delivery.Reading {
 		return dialog(d)
 	}
 	// A dialog drawn over the box replaces it from the top down: a frame
-	// caught half drawn shows the dialog's choices above the old box.
-	for _, l := range lines[max(0, top-claudeTornRows):top] {
-		if claudeChoiceRe.MatchString(l) {
-			return dialog("dialog (half drawn over the box): " + strings.TrimSpace(l))
-		}
+	// caught half drawn shows the dialog, from its rule on, above the old
+	// box.
+	if l, ok := claudeTornDialog(lines, top); ok {
+		return dialog("dialog (half drawn over the box): " + strings.TrimSpace(l))
 	}
 
 	first := strings.TrimPrefix(lines[top+1], "❯")
@@ -105,13 +107,32 @@ func (Claude) Read(screen []string) delivery.Reading {
 		// Dimmed placeholder; without capture -e it reads as text.
 		r.Box, r.Queued = "", true
 	}
-	for _, l := range lines[max(0, top-8):top] {
-		// A queued message waits above the box, indented: "  ❯ MSG…".
-		if strings.HasPrefix(l, "  ❯ ") {
+	// Queued messages wait right on top of the box, indented ("  ❯ MSG…");
+	// the transcript ends with a blank row above it.
+	for i := top - 1; i >= 0 && lines[i] != ""; i-- {
+		if strings.HasPrefix(lines[i], "  ❯ ") {
 			r.Queued = true
 		}
 	}
 	return noteQueued(boxState(r, claudeBusy(lines, top, near[:min(len(near), 2)]), "input box"))
+}
+
+// claudeTornDialog finds a dialog's selected choice within claudeTornRows
+// above the box's top rule (row top) and under the nearest rule above it,
+// the dialog's own: the transcript draws no rule at column 0.
+func claudeTornDialog(lines []string, top int) (string, bool) {
+	for r := top - 1; r >= 0; r-- {
+		if !isRule(lines[r]) {
+			continue
+		}
+		for _, l := range lines[max(r+1, top-claudeTornRows):top] {
+			if claudeChoiceRe.MatchString(l) {
+				return l, true
+			}
+		}
+		return "", false
+	}
+	return "", false
 }
 
 // claudeBox finds the bottom-most pair of rules with a box prompt under the
@@ -143,18 +164,17 @@ func isClaudePrompt(l string) bool {
 
 // claudeBusy: the status line under the box says "esc to interrupt", or
 // (the status line is blank while the box holds text) a spinner line with an
-// ellipsis stands in the few lines above row top.
+// ellipsis, or "esc to interrupt", stands in the few lines above row top.
+// The spinner starts at column 0, where the transcript has no quoted text:
+// a message's or an answer's lines after its first are indented.
 func claudeBusy(lines []string, top int, status []string) bool {
 	if _, ok := containsFold(status, "esc to interrupt"); ok {
 		return true
 	}
 	for _, l := range lines[max(0, top-8):top] {
 		r, size := utf8.DecodeRuneInString(l)
-		if r != utf8.RuneError && strings.ContainsRune(claudeSpinner, r) &&
-			strings.HasPrefix(l[size:], " ") && strings.Contains(l, "…") {
-			return true
-		}
-		if strings.Contains(strings.ToLower(l), "esc to interrupt") {
+		if r != utf8.RuneError && strings.ContainsRune(claudeSpinner, r) && strings.HasPrefix(l[size:], " ") &&
+			(strings.Contains(l, "…") || strings.Contains(strings.ToLower(l), "esc to interrupt")) {
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package profile
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,6 +70,15 @@ func TestClaudeRecordedScreens(t *testing.T) {
 		"30-first-start-dialog-1.txt":   {state: delivery.Dialog, boxRow: -1},
 		"31-first-start-dialog-2.txt":   {state: delivery.Dialog, boxRow: -1},
 		"32-ready-80x24.txt":            {state: delivery.Ready, boxRow: 13},
+		// Messages and answers that quote a dialog, a spinner or the busy
+		// status: the transcript, above the box, never makes a dialog.
+		"40-quoted-choice-busy.txt":         {state: delivery.Busy, boxRow: 18},
+		"41-quoted-choice-after-reply.txt":  {state: delivery.Ready, boxRow: 20},
+		"42-quoted-dialog-after-reply.txt":  {state: delivery.Ready, boxRow: 30},
+		"43-reply-quotes-dialog.txt":        {state: delivery.Ready, boxRow: 39},
+		"44-quoted-spinner-after-reply.txt": {state: delivery.Ready, boxRow: 45},
+		"45-queued-quoted-choice.txt":       {state: delivery.Busy, boxRow: 45, queued: true},
+		"46-after-queued-quoted-choice.txt": {state: delivery.Ready, boxRow: 44},
 	}
 	files, err := filepath.Glob(filepath.Join(claudeScreens, "*.txt"))
 	if err != nil || len(files) == 0 {
@@ -125,6 +135,32 @@ func TestClaudeSynthetic(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			check(t, Claude{}.Read(tt.screen), tt.want)
+		})
+	}
+}
+
+// A dialog is read where Claude Code draws it: under its own rule, between
+// the transcript and the box (half drawn over the box), or in the box's
+// place. A choice quoted in the transcript, indented under its message, is
+// no dialog, however near the box; a real one under it still is.
+func TestClaudeDialogsOnlyWhereDrawn(t *testing.T) {
+	rule := strings.Repeat("─", 60)
+	box := []string{rule, "❯\u00a0", rule, "  ? for shortcuts"}
+	quoted := []string{"❯ MSG_LEAD_0badcafe: hi", "  ❯ 1. Yes", "    2. No", ""}
+	dialogTop := []string{rule, " Bash command", "   touch /tmp/x/ran", " Do you want to proceed?", " ❯ 1. Yes", "   2. No"}
+	for _, tt := range []struct {
+		name   string
+		screen []string
+		want   delivery.State
+	}{
+		{"a quoted choice right above the box", slices.Concat(quoted, box), delivery.Ready},
+		{"a quoted choice above a half-drawn dialog", slices.Concat(quoted, dialogTop, box), delivery.Dialog},
+		{"a quoted choice above a whole dialog", slices.Concat(quoted, dialogTop, []string{"", " Esc to cancel"}), delivery.Dialog},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if rd := (Claude{}).Read(tt.screen); rd.State != tt.want {
+				t.Errorf("read as %s (%s), want %s", rd.State, rd.Detail, tt.want)
+			}
 		})
 	}
 }

@@ -72,11 +72,14 @@ func (Codex) Read(screen []string) delivery.Reading {
 		return shellReading()
 	}
 	from := bottom(lines, bottomRows)
-	if d, ok := menuDialog(lines[from:]); ok {
-		return dialog(d)
-	}
 	top, text, ok := codexComposer(lines, 0)
+	// A menu's selected choice at column 0 ("› 1. Yes, proceed (y)") is
+	// no composer: the menu has taken its place.
+	ok = ok && !menuRe.MatchString(lines[top])
 	if !ok {
+		if d, ok := menuDialog(lines[from:]); ok {
+			return dialog(d)
+		}
 		if l, ok := containsFold(lines[from:], codexDialogs...); ok {
 			return dialog("dialog: " + l)
 		}
@@ -85,18 +88,23 @@ func (Codex) Read(screen []string) delivery.Reading {
 		}
 		return unknown("no Codex composer at the bottom of the screen")
 	}
+	// Only what is drawn under the composer can be a menu of Codex's: above
+	// it is the transcript, where a message may quote one.
+	if d, ok := menuDialog(lines[top+1:]); ok {
+		return dialog(d)
+	}
 	r := delivery.Reading{BoxRow: top, Box: text}
 	if !strings.Contains(r.Box, "\n") && slices.Contains(codexPlaceholders, strings.TrimSpace(r.Box)) {
 		r.Box = ""
 	}
 	above := lines[max(0, top-8):top]
-	for _, l := range above {
-		// Messages queued behind the running turn: "  ↳ text".
-		if strings.HasPrefix(strings.TrimLeft(l, " "), "↳ ") {
-			r.Queued = true
-		}
-	}
-	_, busy := containsFold(above, "esc to interrupt")
+	r.Queued = codexQueued(above)
+	// The status row starts at column 0 with a bullet that blinks ("•
+	// Working (3s • esc to interrupt)", "◦ Working …"); a quoted one is
+	// indented under its message.
+	busy := slices.ContainsFunc(above, func(l string) bool {
+		return (strings.HasPrefix(l, "• ") || strings.HasPrefix(l, "◦ ")) && strings.Contains(strings.ToLower(l), "esc to interrupt")
+	})
 	if !busy {
 		// While the reply streams, Codex 0.169 shows no "Working" line:
 		// a prompt answered but without its "Worked for" line is a turn
@@ -107,6 +115,23 @@ func (Codex) Read(screen []string) delivery.Reading {
 		busy = queueHint || (codexNewFooter(lines[top:]) && codexTurnRunning(lines[:top]))
 	}
 	return boxState(r, busy, "composer")
+}
+
+// codexQueued reports messages queued behind the running turn in the rows
+// above the composer: "  ↳ text" opening a block of its own (a blank row
+// above it) or under the header "• Messages to be submitted after next
+// tool call". A "↳" a message quotes sits inside that message's block.
+func codexQueued(above []string) bool {
+	for i, l := range above {
+		if !strings.HasPrefix(l, "  ↳ ") {
+			continue
+		}
+		if i == 0 || above[i-1] == "" || strings.HasPrefix(above[i-1], "  ↳ ") ||
+			strings.Contains(above[i-1], "Messages to be submitted") {
+			return true
+		}
+	}
+	return false
 }
 
 // codexComposer finds the composer: its first row and its text. Below it

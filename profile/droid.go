@@ -108,13 +108,18 @@ func (Droid) Read(screen []string) delivery.Reading {
 		text = ""
 	}
 	r := delivery.Reading{BoxRow: top, Box: text}
-	// The spinner row stands over the mode row above the box; steering
-	// messages wait above it.
-	above := lines[max(0, top-30):top]
-	if _, ok := containsFold(above, "Steering messages:", "to modify queue"); ok {
+	// Over the box's top edge its mode row; over that the spinner row, and
+	// over that the steering messages, closed by their hint. Rows above are
+	// the transcript, which may quote any of them.
+	i := lastFilled(lines, top-3)
+	busy := false
+	if i >= 0 && startsWithSpinner(lines[i]) {
+		_, busy = containsFold(lines[i:i+1], droidBusy...)
+		i = lastFilled(lines, i-1)
+	}
+	if i >= 0 && strings.Contains(lines[i], "to modify queue") {
 		r.Queued = true
 	}
-	_, busy := containsFold(lines[max(0, top-5):top], droidBusy...)
 	return noteQueued(boxState(r, busy || hinted, "input box"))
 }
 

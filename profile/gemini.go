@@ -108,7 +108,8 @@ func (g Gemini) Read(screen []string) delivery.Reading {
 	}
 	// The status rows (spinner, queue) stand over the rule above the box.
 	status := lines[max(0, b.top-6):b.top]
-	if l, ok := containsFold(status, "waiting for user confirmation"); ok {
+	spinner := geminiSpinnerRow(lines, b.top)
+	if l, ok := containsFold(spinner, "waiting for user confirmation"); ok {
 		return dialog("dialog: " + l)
 	}
 	if _, ok := containsFold(lines[max(0, b.top-30):b.top], "Queued (press", "to edit queued messages"); ok {
@@ -127,13 +128,44 @@ func (g Gemini) Read(screen []string) delivery.Reading {
 	// its queue.
 	hooks := slices.ContainsFunc(status, geminiHooksRe.MatchString)
 	// A long loading phrase wraps the end of the busy row onto the next.
-	busy := wrappedContainsFold(status, "esc to cancel")
+	busy := wrappedContainsFold(spinner, "esc to cancel")
 	r = noteQueued(boxState(r, busy || hooks, "input box"))
 	if hooks {
 		r.Hold = true
 		r.Detail += "; it is running its hooks"
 	}
 	return r
+}
+
+// geminiSpinnerRow is the busy row over the box whose prompt is on row
+// top: the last row above the rule (or the rounded box's edge) over it, or
+// above Qwen Code's queue there, when a braille spinner opens it ("⠸
+// Thinking... (esc to cancel, 11s)", "⠏ Waiting for user
+// confirmation..."), with the row a long one wrapped onto. Rows above it
+// are the transcript, where a message or an answer may quote one (Qwen
+// Code draws no blank row between the two).
+func geminiSpinnerRow(lines []string, top int) []string {
+	edge := top - 1
+	for edge >= max(0, top-4) && !isRule(lines[edge]) && !isRoundedEdge(lines[edge]) {
+		edge--
+	}
+	i := lastFilled(lines, edge-1)
+	if i >= 0 && strings.Contains(lines[i], "to edit queued messages") {
+		// Qwen Code's queue: the messages, then this hint.
+		for i >= 0 && strings.TrimSpace(lines[i]) != "" {
+			i--
+		}
+		i = lastFilled(lines, i)
+	}
+	switch {
+	case edge < max(0, top-4) || i < 0:
+		return nil
+	case startsWithSpinner(lines[i]):
+		return lines[i : i+1]
+	case i > 0 && startsWithSpinner(lines[i-1]):
+		return lines[i-1 : i+1] // its end wrapped onto the row under it
+	}
+	return nil
 }
 
 func (g Gemini) product() string {

@@ -88,6 +88,21 @@ func isShellPrompt(l string) bool {
 	return !unicode.IsSpace(r) && !strings.ContainsRune("/│❯›>▌●•*·✻✶✽✢✳⎿", r)
 }
 
+// lastFilled is the last row at or above i that is not blank, or -1.
+func lastFilled(lines []string, i int) int {
+	for i >= 0 && strings.TrimSpace(lines[i]) == "" {
+		i--
+	}
+	return i
+}
+
+// startsWithSpinner: the row's first glyph is a braille spinner's, as the
+// busy rows of Gemini CLI, Qwen Code and Droid start.
+func startsWithSpinner(l string) bool {
+	r, _ := utf8.DecodeRuneInString(strings.TrimLeft(l, " "))
+	return r >= 0x2800 && r <= 0x28FF
+}
+
 // lastIsShellPrompt reports whether the last non-blank line is a shell prompt.
 func lastIsShellPrompt(lines []string) bool {
 	return len(lines) > 0 && isShellPrompt(lines[len(lines)-1])

@@ -164,6 +164,16 @@ func applyOne(name string, p Profile, o Override) (Profile, error) {
 	return p, nil
 }
 
+// framed is a reader of a CLI that draws its input box apart from the
+// transcript: its dialogs take the box's place or open under it, and what
+// stands above the box is the conversation, never a dialog.
+type framed interface{ framed() }
+
+func (Claude) framed() {}
+func (Codex) framed()  {}
+func (Gemini) framed() {}
+func (Droid) framed()  {}
+
 // patterned refines a reader with patterns from the config file. Order of
 // precedence: a shell prompt (from the base), a dialog, busy, then a
 // placeholder or a ready prompt.
@@ -179,7 +189,7 @@ func (p patterned) Read(screen []string) delivery.Reading {
 	}
 	lines := trimScreen(screen)
 	from := bottom(lines, bottomRows)
-	match := func(re *regexp.Regexp) int {
+	match := func(re *regexp.Regexp, from int) int {
 		for i := len(lines) - 1; re != nil && i >= from; i-- {
 			if re.MatchString(lines[i]) {
 				return i
@@ -187,7 +197,12 @@ func (p patterned) Read(screen []string) delivery.Reading {
 		}
 		return -1
 	}
-	if i := match(p.dialog); i >= 0 {
+	dialogFrom := from
+	if _, ok := p.base.(framed); ok && r.BoxRow >= 0 {
+		// Above such a box is the transcript, which may quote a dialog.
+		dialogFrom = max(from, r.BoxRow)
+	}
+	if i := match(p.dialog, dialogFrom); i >= 0 {
 		return dialog("dialog (profile pattern): " + strings.TrimSpace(lines[i]))
 	}
 	if p.placeholder != nil && r.Box != "" && p.placeholder.MatchString(r.Box) {
@@ -196,7 +211,7 @@ func (p patterned) Read(screen []string) delivery.Reading {
 			r.State, r.Detail = delivery.Ready, ""
 		}
 	}
-	if match(p.busy) >= 0 {
+	if match(p.busy, from) >= 0 {
 		switch r.State {
 		case delivery.Ready, delivery.Draft:
 			r.State, r.Detail = delivery.Busy, "the agent is working (profile pattern)"
@@ -206,7 +221,7 @@ func (p patterned) Read(screen []string) delivery.Reading {
 		return r
 	}
 	if r.State == delivery.Unknown {
-		if i := match(p.ready); i >= 0 {
+		if i := match(p.ready, from); i >= 0 {
 			return delivery.Reading{State: delivery.Ready, BoxRow: i}
 		}
 	}

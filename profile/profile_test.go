@@ -171,6 +171,36 @@ func TestApply(t *testing.T) {
 	}
 }
 
+// A dialog pattern over a CLI that draws its box apart from the transcript
+// matches the box and what is under it, never a message above it that
+// quotes the dialog; over a plain prompt, the question may stand above it.
+func TestDialogPatternIsNotReadFromTheTranscript(t *testing.T) {
+	got, err := Apply(Builtin(), map[string]Override{
+		"mine":  {Base: "claude", DialogPattern: `\[confirm\]`},
+		"plain": {Base: "generic", DialogPattern: `\[confirm\]`},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, _ := LookupIn(got, "mine")
+	plain, _ := LookupIn(got, "plain")
+	rule := strings.Repeat("─", 40)
+	for _, tt := range []struct {
+		name   string
+		reader delivery.ScreenReader
+		screen []string
+		want   delivery.State
+	}{
+		{"quoted above the box", mine.Reader, []string{"❯ MSG_LEAD_0badcafe: it asked", "  delete it? [confirm]", "", rule, "❯\u00a0", rule, "  ? for shortcuts"}, delivery.Ready},
+		{"under the box", mine.Reader, []string{"", rule, "❯\u00a0", rule, "  delete it? [confirm]"}, delivery.Dialog},
+		{"over a plain prompt", plain.Reader, []string{"delete it? [confirm]", "> "}, delivery.Dialog},
+	} {
+		if rd := tt.reader.Read(tt.screen); rd.State != tt.want {
+			t.Errorf("%s: read as %s (%s), want %s", tt.name, rd.State, rd.Detail, tt.want)
+		}
+	}
+}
+
 func TestApplyErrors(t *testing.T) {
 	for name, tt := range map[string]struct {
 		o    map[string]Override

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -112,5 +113,55 @@ func TestShellPrompt(t *testing.T) {
 		if got := isShellPrompt(l); got != want {
 			t.Errorf("isShellPrompt(%q) = %v, want %v", l, got, want)
 		}
+	}
+}
+
+// withTranscript is a real screen with rows added to its transcript just
+// above row at (counted from the end of the trimmed screen).
+func withTranscript(t *testing.T, file string, fromEnd int, rows ...string) []string {
+	t.Helper()
+	screen := trimScreen(readScreen(t, file))
+	at := len(screen) - fromEnd
+	return slices.Concat(screen[:at], rows, screen[at:])
+}
+
+// Codex 0.169.0 while a turn runs, seen live: its bullet blinks (◦), and a
+// message sent meanwhile waits under a header of its own.
+func TestCodexBusyWithAMessageWaiting(t *testing.T) {
+	screen := withTranscript(t, "testdata/codex/0.169.0/80x24-256/idle.txt", 4,
+		"› MSG_TESTER_b352d7a2: a long task", "", "◦ Working (0s • esc to interrupt)", "",
+		"• Messages to be submitted after next tool call (press esc to interrupt and send immediately)",
+		"  ↳ MSG_TESTER_39bae87e: kept until the turn ends", "")
+	if r := (Codex{}).Read(screen); r.State != delivery.Busy || !r.Queued {
+		t.Errorf("read as %s (%s), queued %v; want busy with a message queued", r.State, r.Detail, r.Queued)
+	}
+}
+
+// A message or an answer quoting a dialog, a busy row or a queue sits in
+// the transcript: no reader takes it for the real thing, however near the
+// box it is. (Real screens of the same: the quoted-* and reply-quotes-*
+// captures in testdata.)
+func TestQuotesInTheTranscriptAreNoState(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		reader delivery.ScreenReader
+		screen []string
+	}{
+		// Codex: prompts at column 0, their lines indented by two, right
+		// on top of the composer.
+		{"codex", Codex{}, withTranscript(t, "testdata/codex/0.169.0/80x24-256/idle.txt", 4,
+			"› MSG_0001: it asked", "  › 1. Yes, proceed (y)", "  • Working (0s • esc to interrupt)", "  ↳ MSG_0002: queued", "")},
+		// Qwen Code: the transcript runs into the rule over the box.
+		{"qwen", Gemini{Product: "Qwen Code"}, withTranscript(t, "testdata/qwen/0.24.4/120x40-truecolor/idle.txt", 5,
+			"  > MSG_0001: it said", "    ⠏ Waiting for user confirmation...", "    ● 1. Allow once", "  ◆︎ ok")},
+		// Droid: a message quoting its steering queue and spinner.
+		{"droid", Droid{}, withTranscript(t, "testdata/droid/0.225.2/100x24-truecolor/idle.txt", 5,
+			"   MSG_0001: it showed", "   Steering messages:", "   Ctrl+R to modify queue", "   ⠘ Thinking...  (Press ESC to stop)", "⛬  ok", "")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if r := tt.reader.Read(tt.screen); r.State != delivery.Ready || r.Queued {
+				t.Errorf("read as %s (%s), queued %v; want ready\n%s", r.State, r.Detail, r.Queued, strings.Join(tt.screen, "\n"))
+			}
+		})
 	}
 }

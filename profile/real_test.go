@@ -39,13 +39,20 @@ func from(n, k int) string {
 // state at 120x40 and 80x24, with COLORTERM=truecolor and without.
 func TestRealScreens(t *testing.T) {
 	gemini := map[string]realWant{
-		"idle":             {state: delivery.Ready},
-		"typed":            {state: delivery.Draft, box: "MSG_0001: hello there"},
-		"after-submit":     {state: delivery.Ready},
-		"busy":             {state: delivery.Busy},
-		"busy-typed":       {state: delivery.Busy, box: "MSG_0003: while busy"},
-		"busy-queued":      {state: delivery.Busy, queued: true},
-		"idle-after-queue": {state: delivery.Ready},
+		// A message, or an answer, quoting dialogs and busy rows of every
+		// CLI: transcript, read as such (recorded 2026-11-25).
+		"quoted-dialog":       {state: delivery.Ready},
+		"reply-quotes-dialog": {state: delivery.Ready},
+		"quoted-status":       {state: delivery.Ready},
+		"quoted-dialog-busy":  {state: delivery.Busy},
+		"quoted-status-busy":  {state: delivery.Busy},
+		"idle":                {state: delivery.Ready},
+		"typed":               {state: delivery.Draft, box: "MSG_0001: hello there"},
+		"after-submit":        {state: delivery.Ready},
+		"busy":                {state: delivery.Busy},
+		"busy-typed":          {state: delivery.Busy, box: "MSG_0003: while busy"},
+		"busy-queued":         {state: delivery.Busy, queued: true},
+		"idle-after-queue":    {state: delivery.Ready},
 		// Its folder-trust menu at the first start (e2e/clis, trust-menu).
 		"trust-menu": {state: delivery.Dialog, noBox: true},
 		// Running agentmsg's hooks after a turn (TestLiveHooks).
@@ -71,15 +78,22 @@ func TestRealScreens(t *testing.T) {
 			"MSG_TESTER_222: line 1 of 12: keep the id short and early … (full text: agentmsg read\nMSG_TESTER_222)"},
 	}
 	codex := map[string]realWant{
-		"idle":             {state: delivery.Ready},
-		"typed":            {state: delivery.Draft, box: "MSG_0001: hello there"},
-		"after-submit":     {state: delivery.Ready},
-		"busy":             {state: delivery.Busy},
-		"busy-typed":       {state: delivery.Busy, box: "MSG_0003: while busy"},
-		"busy-steer":       {state: delivery.Busy},
-		"idle-after-steer": {state: delivery.Ready},
-		"tall-2":           {state: delivery.Draft, box: lines("", 2)},
-		"tall-12":          {state: delivery.Draft, box: lines("", 12)},
+		// A message, or an answer, quoting dialogs and busy rows of every
+		// CLI: transcript, read as such (recorded 2026-11-25).
+		"quoted-dialog":       {state: delivery.Ready},
+		"reply-quotes-dialog": {state: delivery.Ready},
+		"quoted-status":       {state: delivery.Ready},
+		"quoted-dialog-busy":  {state: delivery.Busy},
+		"quoted-status-busy":  {state: delivery.Busy},
+		"idle":                {state: delivery.Ready},
+		"typed":               {state: delivery.Draft, box: "MSG_0001: hello there"},
+		"after-submit":        {state: delivery.Ready},
+		"busy":                {state: delivery.Busy},
+		"busy-typed":          {state: delivery.Busy, box: "MSG_0003: while busy"},
+		"busy-steer":          {state: delivery.Busy},
+		"idle-after-steer":    {state: delivery.Ready},
+		"tall-2":              {state: delivery.Draft, box: lines("", 2)},
+		"tall-12":             {state: delivery.Draft, box: lines("", 12)},
 		// Taller than its room: the composer scrolls (↑), its start hidden.
 		"tall-30":                 {state: delivery.Draft, box: "…\n" + from(30, 7)},
 		"tall-60":                 {state: delivery.Draft, box: "…\n" + from(60, 37)},
@@ -105,12 +119,19 @@ func TestRealScreens(t *testing.T) {
 		"streamed-then-typed":  {state: delivery.Draft, box: "MSG_0003: typed while it streams"},
 	}
 	qwen := map[string]realWant{
-		"idle":         {state: delivery.Ready},
-		"typed":        {state: delivery.Draft, box: "MSG_0001: hello there"},
-		"after-submit": {state: delivery.Ready},
-		"busy":         {state: delivery.Busy},
-		"busy-typed":   {state: delivery.Busy, box: "MSG_0003: while busy"},
-		"busy-queued":  {state: delivery.Busy, queued: true},
+		// A message, or an answer, quoting dialogs and busy rows of every
+		// CLI: transcript, read as such (recorded 2026-11-25).
+		"quoted-dialog":       {state: delivery.Ready},
+		"reply-quotes-dialog": {state: delivery.Ready},
+		"quoted-status":       {state: delivery.Ready},
+		"quoted-dialog-busy":  {state: delivery.Busy},
+		"quoted-status-busy":  {state: delivery.Busy},
+		"idle":                {state: delivery.Ready},
+		"typed":               {state: delivery.Draft, box: "MSG_0001: hello there"},
+		"after-submit":        {state: delivery.Ready},
+		"busy":                {state: delivery.Busy},
+		"busy-typed":          {state: delivery.Busy, box: "MSG_0003: while busy"},
+		"busy-queued":         {state: delivery.Busy, queued: true},
 		// A long loading phrase wraps the busy row's end ("(2s · esc to" /
 		// "cancel)"); recorded with the longest of its phrases set as
 		// ui.customWittyPhrases. The reader read Ready: CI's flake of
@@ -135,6 +156,13 @@ func TestRealScreens(t *testing.T) {
 		"exited":                               {state: delivery.Unknown, noBox: true, shell: true},
 	}
 	droid := map[string]realWant{
+		// A message, or an answer, quoting dialogs and busy rows of every
+		// CLI: transcript, read as such (recorded 2026-11-25).
+		"quoted-dialog":       {state: delivery.Ready},
+		"reply-quotes-dialog": {state: delivery.Ready},
+		"quoted-status":       {state: delivery.Ready},
+		"quoted-dialog-busy":  {state: delivery.Busy},
+		"quoted-status-busy":  {state: delivery.Busy},
 		// Without a Factory login (no Airgap Mode): a menu, no box.
 		"login": {state: delivery.Dialog, noBox: true},
 		// "Trust this folder?" on a folder's first start.

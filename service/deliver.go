@@ -25,6 +25,16 @@ type DeliverRequest struct {
 	// into it too: the Stop hook runs deliver inside the agent's own pane,
 	// and the messages waiting for that agent are what it is for.
 	LeaveSelf bool
+	// TakeTurns: this pass runs alone among the passes of its team (Team,
+	// or every team) on this server that take turns, and at most one more
+	// waits to run after it; a pass that finds one waiting returns
+	// *courier.PassAheadError at once, as that one types what waits now
+	// (see courier.TakeTurn). A turn-end hook's deliver takes turns: one
+	// runs at every agent's turn end.
+	TakeTurns bool
+	// Limit, when above 0, bounds the pass, and with TakeTurns the wait
+	// for the pass at work, each: a hook's deliver ends by itself.
+	Limit time.Duration
 }
 
 // DeliverResult is what one pass did.
@@ -72,6 +82,18 @@ func (s *Service) Deliver(ctx context.Context, req DeliverRequest) (DeliverResul
 		if err := s.CheckTeam(ctx, req.Team); err != nil {
 			return out, err
 		}
+	}
+	if req.TakeTurns {
+		release, err := c.TakeTurn(ctx, req.Team, req.Limit)
+		if err != nil {
+			return out, err
+		}
+		defer release()
+	}
+	if req.Limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, req.Limit)
+		defer cancel()
 	}
 	out.Reminded, out.RemindErr = s.remindExpired(req.Team)
 	call := dispatch.Call{ReadyTimeout: req.ReadyTimeout, IntoSelf: !req.LeaveSelf}

@@ -172,3 +172,70 @@ func TestCachedDispatcher(t *testing.T) {
 		t.Errorf("%d builds; want 2 (a failure is tried again, a success kept)", builds)
 	}
 }
+
+// A pass with a limit ends by it, however long its agents may be waited
+// for; what it could not type stays waiting.
+func TestDeliverEndsAtItsLimit(t *testing.T) {
+	srv := faketmux.New("agent-alpha-ana")
+	s, _ := deliverService(t, srv, "lead", "", time.Minute)
+	defer_(t, s, srv)
+	start := time.Now()
+	res, err := s.Deliver(context.Background(), DeliverRequest{Team: "alpha", Limit: 100 * time.Millisecond})
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the pass took %s with a limit of 100ms", took)
+	}
+	var pass *PassError
+	if !errors.As(err, &pass) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err %v, want a pass cut short by its limit", err)
+	}
+	if len(res.Typed) != 1 || res.Typed[0].Verdict != courier.Deferred || res.Typed[0].State != mailbox.StateDeferred {
+		t.Errorf("typed %+v, want the message kept (deferred)", res.Typed)
+	}
+}
+
+// A pass that takes turns leaves at once when one is at work and another
+// waits (that one types what waits now), typing nothing; with the way
+// clear it delivers.
+func TestDeliverTakesTurns(t *testing.T) {
+	srv := faketmux.New("agent-alpha-ana")
+	s, d := deliverService(t, srv, "lead", "", 50*time.Millisecond)
+	defer_(t, s, srv)
+	srv.SetDialog("agent-alpha-ana", false)
+	c, _ := s.Courier(d)
+	atWork, err := c.TakeTurn(context.Background(), "alpha", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan func(), 1)
+	go func() {
+		// The place in line may be taken for a moment by a pass below;
+		// this one keeps asking until it has it.
+		for {
+			release, err := c.TakeTurn(context.Background(), "alpha", time.Minute)
+			var ahead *courier.PassAheadError
+			if !errors.As(err, &ahead) {
+				waiting <- release
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	var ahead *courier.PassAheadError
+	for deadline := time.Now().Add(5 * time.Second); !errors.As(err, &ahead); {
+		// Until the waiting one has its place, this pass may take it (and
+		// then wait for the one at work only briefly).
+		_, err = s.Deliver(context.Background(), DeliverRequest{Team: "alpha", TakeTurns: true, Limit: time.Millisecond})
+		if time.Now().After(deadline) {
+			t.Fatalf("never told another waits: %v", err)
+		}
+	}
+	if got := srv.Received("agent-alpha-ana"); len(got) != 0 {
+		t.Errorf("typed %q while another pass was at work", got)
+	}
+	atWork()
+	(<-waiting)()
+	res, err := s.Deliver(context.Background(), DeliverRequest{Team: "alpha", TakeTurns: true, Limit: time.Minute})
+	if err != nil || res.Delivered() != 1 {
+		t.Errorf("with the way clear: %+v, %v", res, err)
+	}
+}

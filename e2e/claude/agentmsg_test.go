@@ -326,3 +326,24 @@ func TestLiveExitedAgentIsRefused(t *testing.T) {
 		t.Fatal("the message ran as a shell command")
 	}
 }
+
+// A message quoting a dialog's choice sits in the transcript, above the
+// box: the next message is submitted, not deferred as if a dialog were
+// open (issue 17, item 11).
+func TestLiveQuotedDialogIsNoDialog(t *testing.T) {
+	l := newLive(t, false)
+	quote, res := l.send("hi\n❯ 1. Yes")
+	if res.code != 0 || quote.Verdict != "submitted" {
+		t.Fatalf("the quoting message: %s", res)
+	}
+	l.waitPrompt(1)
+	l.wait("ready after the reply", IsReady)
+	next, res := l.send("--ready-timeout", "3s", "the next one")
+	if res.code != 0 || next.Verdict != "submitted" {
+		s, _ := l.agent.Capture()
+		t.Fatalf("want submitted: %s\nscreen:\n%s", res, s)
+	}
+	if got := l.waitPrompt(2); got.Text != next.ID+": the next one" {
+		t.Errorf("the API got %q", got.Text)
+	}
+}

@@ -72,7 +72,7 @@ func FindBox(screen string) (Box, bool) {
 
 // IsBusy reports whether a turn is running: the status line says so, or
 // (when the box holds text and the status line is blank) a spinner line
-// with an ellipsis stands above the box.
+// with an ellipsis starts a line above the box.
 func IsBusy(screen string) bool {
 	b, ok := FindBox(screen)
 	if !ok {
@@ -83,7 +83,8 @@ func IsBusy(screen string) bool {
 	}
 	lines := strings.Split(screen, "\n")
 	for i := b.Top - 1; i >= 0 && i >= b.Top-8; i-- {
-		t := strings.TrimSpace(lines[i])
+		// At column 0: a message quoting a spinner shows it indented.
+		t := strings.TrimRight(lines[i], " ")
 		r, size := utf8.DecodeRuneInString(t)
 		if r != utf8.RuneError && strings.ContainsRune(spinnerGlyphs, r) &&
 			strings.HasPrefix(t[size:], " ") && strings.Contains(t, "…") {

@@ -50,6 +50,15 @@ func TestRecordedScreens(t *testing.T) {
 		{file: "30-first-start-dialog-1", box: noBox, dialog: true},
 		{file: "31-first-start-dialog-2", box: noBox, dialog: true},
 		{file: "32-ready-80x24", box: "", ready: true},
+		// A message (or an answer) quoting a dialog's choice, a whole
+		// dialog, or a spinner with "esc to interrupt": transcript only.
+		{file: "40-quoted-choice-busy", box: "", busy: true, statusHas: BusyStatus},
+		{file: "41-quoted-choice-after-reply", box: "", ready: true},
+		{file: "42-quoted-dialog-after-reply", box: "", ready: true},
+		{file: "43-reply-quotes-dialog", box: "", ready: true},
+		{file: "44-quoted-spinner-after-reply", box: "", ready: true},
+		{file: "45-queued-quoted-choice", box: QueuedPlaceholder, busy: true, queued: true},
+		{file: "46-after-queued-quoted-choice", box: "", ready: true},
 	}
 	for _, tt := range tests {
 		b, err := os.ReadFile(filepath.Join("testdata", "screens", tt.file+".txt"))

@@ -125,6 +125,11 @@ func firstLine(s string) string {
 // input box and status line, or the permission dialog in their place.
 func regionRows(a *agent, width int) []string {
 	var rows []string
+	if a.cfg.style != "plain" {
+		// Claude Code 2.1.197 leaves a blank row between the transcript
+		// and what it draws under it.
+		rows = append(rows, "")
+	}
 	// As Claude Code 2.1.197 draws them: indented above the box, with a
 	// plain space after the glyph (the box's own has a no-break space).
 	for _, q := range a.queued {

@@ -55,7 +55,7 @@ func assertFits(t *testing.T, rows []string, width int) {
 func TestClaudeRegionIdle(t *testing.T) {
 	a := newAgent(defaultConfig(), stateReady)
 	rule := strings.Repeat("─", 20)
-	want := []string{rule, "❯\u00a0", rule, "  ? for shortcuts"}
+	want := []string{"", rule, "❯\u00a0", rule, "  ? for shortcuts"}
 	if got := regionRows(a, 20); !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %q", got)
 	}
@@ -66,6 +66,7 @@ func TestClaudeRegionMultiLineDraft(t *testing.T) {
 	pasteText(a, "MSG_1: hello there\nsecond", t0)
 	got := regionRows(a, 12)
 	want := []string{
+		"",
 		strings.Repeat("─", 12),
 		"❯\u00a0MSG_1: hel", "  lo there", "  second",
 		strings.Repeat("─", 12),
@@ -86,6 +87,7 @@ func TestClaudeRegionBusyAndQueued(t *testing.T) {
 	got := regionRows(a, 80)
 	rule := strings.Repeat("─", 80)
 	want := []string{
+		"",
 		"  ❯ MSG_Q: first line",
 		rule, "❯\u00a0Press up to edit queued messages", rule,
 		"  ✻ Working… (esc to interrupt)",
@@ -98,7 +100,7 @@ func TestClaudeRegionBusyAndQueued(t *testing.T) {
 func TestClaudeRegionFoldedPaste(t *testing.T) {
 	a := newAgent(defaultConfig(), stateReady)
 	pasteText(a, strings.Repeat("line\n", 11)+"end", t0)
-	if got := regionRows(a, 40)[1]; got != "❯\u00a0[Pasted text #1 +11 lines]" {
+	if got := regionRows(a, 40)[2]; got != "❯\u00a0[Pasted text #1 +11 lines]" {
 		t.Fatalf("box row %q", got)
 	}
 }
