@@ -103,10 +103,14 @@ func resultCode(r courier.Result) int {
 type resultJSON struct {
 	outcomeJSON
 	Stored string `json:"stored,omitempty"` // the mailbox's delivery state
+	Reason string `json:"reason,omitempty"` // why it was not taken, or waits, in one word
 }
 
 func toResultJSON(r courier.Result) resultJSON {
-	j := resultJSON{outcomeJSON: toJSON(r.Outcome), Stored: string(r.State)}
+	j := resultJSON{outcomeJSON: toJSON(r.Outcome), Stored: string(r.State), Reason: r.Reason}
+	if j.Reason == "" && !r.OK() {
+		j.Reason = courier.Reason(r.Outcome)
+	}
 	j.ExitCode = resultCode(r)
 	return j
 }

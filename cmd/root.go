@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/eventlog"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/tmux"
@@ -79,6 +81,7 @@ func openMailbox(f *Factory) (*mailbox.Store, error) {
 		return nil, usageError{err}
 	}
 	s.Place = mailbox.Place{Host: hostName(), Socket: server.Socket}
+	s.Events = &eventlog.Log{Dir: filepath.Join(s.Root, "events")}
 	if err := s.MigrateLegacy(); err != nil {
 		return nil, fmt.Errorf("moving the mailbox to its per-server layout: %w", err)
 	}

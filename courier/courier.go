@@ -64,6 +64,9 @@ type Result struct {
 	// State is what the inbox really says about the message: when the
 	// record of the outcome could not be written, the record before it.
 	State mailbox.DeliveryState
+	// Reason says in one word why it was not taken, or waits ("" when it
+	// was taken); see the Reason constants.
+	Reason string
 	// RecordErr: the outcome could not be recorded (a full disk, say).
 	// The message may have reached the agent, but the inbox says less;
 	// Err says so too.
@@ -161,8 +164,8 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 			if err != nil {
 				why += " (" + err.Error() + ")"
 			}
-			env.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: why}
-			res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred}
+			env.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: why, Reason: ReasonBehindOlder}
+			res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred, Reason: ReasonBehindOlder}
 			if err := box.Append(env); err != nil {
 				res.Verdict, res.Err = delivery.Failed, fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
 			}
@@ -371,11 +374,11 @@ func (c *Courier) recordOne(ctx context.Context, p dispatch.Resolved, env mailbo
 	}
 	if mode.Queue && c.mustWait(ctx, tm, agent) {
 		e := env
-		e.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent"}
+		e.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent", Reason: ReasonBehindOlder}
 		if err := box.AppendBatched(e); err != nil {
 			return fail(err)
 		}
-		return recorded{behind: &Result{Outcome: dispatch.Outcome{Target: p.Target, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred}}
+		return recorded{behind: &Result{Outcome: dispatch.Outcome{Target: p.Target, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred, Reason: ReasonBehindOlder}}
 	}
 	unlock, err := c.holdTyping(ctx, tm, agent, env.ID)
 	if err != nil {
@@ -504,7 +507,7 @@ func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, o
 	if out.Reached.Further(reached) {
 		reached = out.Reached
 	}
-	rec := mailbox.Delivery{Attempts: attempt, LastVerdict: string(out.Verdict), Updated: c.now(), Reached: string(reached)}
+	rec := mailbox.Delivery{Attempts: attempt, LastVerdict: string(out.Verdict), Updated: c.now(), Reached: string(reached), Reason: Reason(out)}
 	if out.Err != nil {
 		rec.LastVerdict += ": " + out.Err.Error()
 	}
@@ -538,7 +541,7 @@ func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, o
 	default:
 		rec.State = mailbox.StateFailed
 	}
-	res.State = rec.State
+	res.State, res.Reason = rec.State, rec.Reason
 	if box == nil {
 		res.State = "" // nothing stored: never claim more
 		return res
