@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/courier"
-	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
@@ -70,20 +68,6 @@ func (e *envelopeFlags) metadata() (map[string]string, error) {
 		meta[k] = v
 	}
 	return meta, nil
-}
-
-// courier joins the mailbox to a dispatcher.
-func (f *Factory) courier(d *dispatch.Dispatcher) (*courier.Courier, error) {
-	store, err := f.Mailbox()
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := f.Config()
-	if err != nil {
-		return nil, err
-	}
-	return &courier.Courier{Store: store, Dispatch: d, Locks: lock.ForMailbox(store.Root, store.Base, f.Command),
-		Keep: mailbox.Retention{MaxCount: cfg.Settings.KeepCount, MaxAge: cfg.Settings.KeepAge}}, nil
 }
 
 // resultCode is the exit code of a courier result: deferred and recorded

@@ -5,22 +5,16 @@ import (
 	"io"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/charmbracelet/log"
 	"golang.org/x/term"
 
+	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/courier"
-	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
-	"github.com/agentmsg/agentmsg/message"
-	"github.com/agentmsg/agentmsg/profile"
-	"github.com/agentmsg/agentmsg/receipt"
 	"github.com/agentmsg/agentmsg/service"
-	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )
 
@@ -72,126 +66,44 @@ type Factory struct {
 	// Command is the command running ("agentmsg send"), set once the
 	// command line is parsed; lock files name their holder with it.
 	Command string
+	// Tmux, when set, is the process's own client of a tmux server (the
+	// daemon's): see app.Env.Tmux.
+	Tmux func(server tmux.Server, bin string) (*tmux.Exec, error)
 }
 
-// locks is the runtime lock directory, with this process named as the
-// holder of the locks it takes: the pane locks of a server whose socket
-// sits in a shared directory (see lock.ForServer).
-func (f *Factory) locks() lock.Dir {
-	d := lock.DefaultDir(f.LookupEnv)
-	d.Owner = f.Command
-	return d
-}
-
-// realClock is wall time.
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-func (realClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// Env is what this process's parts are built from (package app, the one
+// composition root every front end uses).
+func (f *Factory) Env() (app.Env, error) {
+	cfg, err := f.Config()
+	if err != nil {
+		return app.Env{}, err
 	}
+	return app.Env{LookupEnv: f.LookupEnv, Config: cfg, Command: f.Command, Log: f.Log, Tmux: f.Tmux}, nil
 }
 
 // newDispatcher builds a dispatcher for the configured server.
 func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
-	cfg, err := f.Config()
+	env, err := f.Env()
 	if err != nil {
 		return nil, err
 	}
-	s := cfg.Settings
-	server, err := tmux.ResolveServer(s.Socket, s.SocketName, f.LookupEnv)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	bin, _, err := tmux.Binary(s.Tmux, server, f.LookupEnv)
-	if err != nil {
-		return nil, err
-	}
-	client, err := tmux.NewExec(server, bin)
-	if err != nil {
-		return nil, err
-	}
-	opts := delivery.DefaultOptions()
-	opts.ReadyTimeout, opts.ConfirmTimeout, opts.Retries = s.ReadyTimeout, s.ConfirmTimeout, s.Retries
-	opts.Settle, opts.Repress, opts.Poll = s.Settle, s.Repress, s.Poll
-	// One pace for every delivery of the process: a deliver pass waits for
-	// hundreds of agents at once.
-	opts.Pace = &delivery.Pace{}
-	// Receipts from the agent's own prompt-submit hook (agentmsg hooks
-	// install), each naming the pane that received the message.
-	receipts := &receipt.Log{Path: receipt.DefaultPath(mailbox.DefaultRoot(f.LookupEnv))}
-	received := func(id message.ID, pane tmux.Pane) bool {
-		return receipts.Has(id, receipt.Recipient{Pane: pane.ID, ServerPID: pane.Server.PID, Socket: server.Socket})
-	}
-	f.Log.Debug("tmux server", "socket", server.Socket)
-	if f.Log.GetLevel() <= log.DebugLevel {
-		client.Trace = func(command string, took time.Duration, err error) {
-			f.Log.Debug("tmux", "cmd", command, "took", took, "err", err)
-		}
-	}
-	profiles, err := agentProfiles(cfg)
-	if err != nil {
-		return nil, err
-	}
-	pick, err := profilePicker(profiles, "")
-	if err != nil {
-		return nil, err
-	}
-	// The caller's own pane, when it runs on the server we talk to.
-	var self string
-	if c := tmux.CallerFrom(f.LookupEnv); c.In(server) {
-		self = c.Pane
-	}
-	return &dispatch.Dispatcher{
-		Self:        self,
-		Profile:     pick,
-		Known:       knownAgent(profiles),
-		Received:    received,
-		Registered:  registeredPane(f, server),
-		PaneFor:     func(t target.Target) string { return cfg.Panes[t.String()] },
-		Tmux:        client,
-		Locks:       lock.ForServer(server.Socket, f.locks()),
-		Clock:       realClock{},
-		Opts:        opts,
-		Concurrency: s.Concurrency,
-	}, nil
+	// The registry says which pane spawn started; without a mailbox a
+	// send still goes, by the other rules.
+	store, _ := f.Mailbox()
+	return env.Dispatcher(store)
 }
 
-// knownAgent says whether a pane runs an agent CLI that profiles know, by
-// its foreground command and processes: what tells the agent's pane from a
-// shell or a dev server beside it.
-func knownAgent(profiles []profile.Profile) func(tmux.Pane) (string, bool) {
-	return func(pane tmux.Pane) (string, bool) {
-		procs := func() [][]string { return profile.Procs{}.Foreground(pane.PID) }
-		p, _ := profile.DetectPane(profiles, profile.Pane{Command: pane.Command, Procs: procs}, nil)
-		return p.Name, p.Name != "generic" && p.Name != "shell"
+// courier joins the mailbox to a dispatcher.
+func (f *Factory) courier(d *dispatch.Dispatcher) (*courier.Courier, error) {
+	env, err := f.Env()
+	if err != nil {
+		return nil, err
 	}
-}
-
-// registeredPane is the pane spawn recorded for an agent on server, read
-// from the mailbox's registry.
-func registeredPane(f *Factory, server tmux.Server) func(target.Target) (dispatch.Registration, bool) {
-	return func(t target.Target) (dispatch.Registration, bool) {
-		store, err := f.Mailbox()
-		if err != nil {
-			return dispatch.Registration{}, false
-		}
-		team, agent := courier.Inbox(t)
-		rec, err := store.RegisteredAgent(team, agent)
-		if err != nil || rec.Pane == "" {
-			return dispatch.Registration{}, false
-		}
-		if sock, err := tmux.CanonicalSocket(rec.Socket); err != nil || sock != server.Socket {
-			return dispatch.Registration{}, false
-		}
-		return dispatch.Registration{Pane: rec.Pane, PID: rec.PID}, true
+	store, err := f.Mailbox()
+	if err != nil {
+		return nil, err
 	}
+	return env.Courier(store, d), nil
 }
 
 // Service is the caller and the parts that serve it, built once per

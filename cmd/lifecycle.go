@@ -13,7 +13,6 @@ import (
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
-	"github.com/agentmsg/agentmsg/tmux"
 )
 
 // lifecycleCommands start, stop and watch agents.
@@ -63,25 +62,15 @@ func newLifecycleManager(f *Factory) (*lifecycle.Manager, error) {
 }
 
 func lifecycleManager(f *Factory, d *dispatch.Dispatcher) (*lifecycle.Manager, error) {
-	exec, ok := d.Tmux.(tmux.Sessions)
-	if !ok {
-		cfg, err := f.Config()
-		if err != nil {
-			return nil, err
-		}
-		bin, _, err := tmux.Binary(cfg.Settings.Tmux, d.Tmux.Server(), f.LookupEnv)
-		if err != nil {
-			return nil, err
-		}
-		if exec, err = tmux.NewExec(d.Tmux.Server(), bin); err != nil {
-			return nil, err
-		}
-	}
-	cr, err := f.courier(d)
+	env, err := f.Env()
 	if err != nil {
 		return nil, err
 	}
-	return &lifecycle.Manager{Tmux: exec, Dispatch: d, Courier: cr, Store: cr.Store, Now: time.Now}, nil
+	store, err := f.Mailbox()
+	if err != nil {
+		return nil, err
+	}
+	return env.Lifecycle(store, d)
 }
 
 // teamName parses TEAM NAME into a target.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
@@ -670,6 +671,6 @@ func TestMailboxOnlySendNeedsNoTmux(t *testing.T) {
 func storeAt(home string) *mailbox.Store {
 	s := mailbox.New(home)
 	server, _ := tmux.ResolveServer("", "", func(string) (string, bool) { return "", false })
-	s.Place = mailbox.Place{Host: hostName(), Socket: server.Socket}
+	s.Place = mailbox.Place{Host: app.HostName(), Socket: server.Socket}
 	return s
 }

@@ -1,77 +1,22 @@
 package cmd
 
 import (
-	"fmt"
-	"sort"
+	"errors"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmsg/agentmsg/config"
+	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/profile"
-	"github.com/agentmsg/agentmsg/tmux"
 )
 
-// agentProfiles are the built-in profiles changed, or added to, by the
-// config file's [profiles.NAME] tables.
-func agentProfiles(cfg *config.Loaded) ([]profile.Profile, error) {
-	if len(cfg.Profiles) == 0 {
-		return profile.Builtin(), nil
+// profileError words a profile asked for by name that does not exist.
+func profileError(err error) error {
+	var np *app.ErrNoProfile
+	if errors.As(err, &np) {
+		return usagef("--agent %q: want one of %s", np.Name, strings.Join(np.Known, ", "))
 	}
-	overrides := make(map[string]profile.Override, len(cfg.Profiles))
-	for name, p := range cfg.Profiles {
-		o := profile.Override{Base: p.Base, Commands: p.Commands, Queues: p.Queues, BracketedPaste: p.BracketedPaste, FoldBytes: p.FoldBytes, FoldLines: p.FoldLines,
-			ReadyPattern: p.Ready, BusyPattern: p.Busy, DialogPattern: p.Dialog, PlaceholderPattern: p.Placeholder}
-		if p.Settle != "" {
-			d, err := time.ParseDuration(p.Settle) // checked by config already
-			if err != nil {
-				return nil, err
-			}
-			o.Settle = &d
-		}
-		overrides[name] = o
-	}
-	ps, err := profile.Apply(profile.Builtin(), overrides)
-	if err != nil {
-		return nil, usageError{fmt.Errorf("%w: agent profiles in the config file: %v", config.ErrInvalid, err)}
-	}
-	return ps, nil
-}
-
-// profilePicker chooses the profile of each pane: kind when --agent gave
-// one, else detected from the foreground command, the foreground processes
-// (read from /proc) and the screen.
-func profilePicker(profiles []profile.Profile, kind string) (func(tmux.Pane, []string) (dispatch.AgentProfile, string), error) {
-	if kind != "" {
-		p, ok := profile.LookupIn(profiles, kind)
-		if !ok {
-			return nil, usagef("--agent %q: want one of %s", kind, strings.Join(profileNames(profiles), ", "))
-		}
-		return func(tmux.Pane, []string) (dispatch.AgentProfile, string) {
-			return toAgentProfile(p), "--agent " + kind
-		}, nil
-	}
-	return func(pane tmux.Pane, screen []string) (dispatch.AgentProfile, string) {
-		procs := func() [][]string { return profile.Procs{}.Foreground(pane.PID) }
-		p, why := profile.DetectPane(profiles, profile.Pane{Command: pane.Command, Procs: procs}, screen)
-		return toAgentProfile(p), why
-	}, nil
-}
-
-func toAgentProfile(p profile.Profile) dispatch.AgentProfile {
-	return dispatch.AgentProfile{Name: p.Name, Reader: p.Reader, Settle: p.Settle, Queues: p.Queues,
-		BracketedPaste: p.BracketedPaste, FoldBytes: p.FoldBytes, FoldLines: p.FoldLines}
-}
-
-func profileNames(ps []profile.Profile) []string {
-	names := make([]string, len(ps))
-	for i, p := range ps {
-		names[i] = p.Name
-	}
-	sort.Strings(names)
-	return names
+	return err
 }
 
 // agentFlags are the per-command flags about how the target agent behaves.
@@ -107,15 +52,14 @@ func (a *agentFlags) call(f *Factory) (dispatch.Call, error) {
 	if err != nil {
 		return call, err
 	}
-	profiles, err := agentProfiles(cfg)
+	profiles, err := app.Profiles(cfg)
 	if err != nil {
 		return call, err
 	}
-	p, ok := profile.LookupIn(profiles, a.kind)
-	if !ok {
-		return call, usagef("--agent %q: want one of %s", a.kind, strings.Join(profileNames(profiles), ", "))
+	ap, err := app.Lookup(profiles, a.kind)
+	if err != nil {
+		return call, profileError(err)
 	}
-	ap := toAgentProfile(p)
 	call.Agent, call.AgentWhy = &ap, "--agent "+a.kind
 	return call, nil
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,10 +18,8 @@ import (
 
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/eventlog"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
-	"github.com/agentmsg/agentmsg/tmux"
 )
 
 // version is set at build time with -ldflags "-X github.com/agentmsg/agentmsg/cmd.version=...".
@@ -63,38 +60,14 @@ func NewFactory(io *IOStreams, lookupEnv func(string) (string, bool)) *Factory {
 	return f
 }
 
-// openMailbox opens the mailbox of the tmux server this command talks to:
-// its agents' teams live apart from every other server's (mailbox.Place).
-// A root others control is refused; the layout before places moves to
-// the places it belongs to on first use.
+// openMailbox opens the mailbox of the tmux server this command talks to
+// (app.Env.Mailbox).
 func openMailbox(f *Factory) (*mailbox.Store, error) {
-	s := mailbox.Default(f.LookupEnv)
-	if err := s.Check(); err != nil {
-		return nil, err
-	}
-	cfg, err := f.Config()
+	env, err := f.Env()
 	if err != nil {
 		return nil, err
 	}
-	server, err := tmux.ResolveServer(cfg.Settings.Socket, cfg.Settings.SocketName, f.LookupEnv)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	s.Place = mailbox.Place{Host: hostName(), Socket: server.Socket}
-	s.Events = &eventlog.Log{Dir: filepath.Join(s.Root, "events")}
-	if err := s.MigrateLegacy(); err != nil {
-		return nil, fmt.Errorf("moving the mailbox to its per-server layout: %w", err)
-	}
-	return s, nil
-}
-
-// hostName names this machine in a mailbox place.
-func hostName() string {
-	h, err := os.Hostname()
-	if err != nil {
-		return ""
-	}
-	return h
+	return env.Mailbox()
 }
 
 // typedString is a string flag that reports a type name in --help.

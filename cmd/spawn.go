@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
@@ -97,12 +98,12 @@ func spawnRun(ctx context.Context, opts *SpawnOptions) error {
 		if err != nil {
 			return err
 		}
-		profiles, err := agentProfiles(cfg)
+		profiles, err := app.Profiles(cfg)
 		if err != nil {
 			return err
 		}
-		if _, err := profilePicker(profiles, kind); err != nil {
-			return usageError{err}
+		if _, err := app.Lookup(profiles, kind); err != nil {
+			return profileError(err)
 		}
 	}
 	svc, err := opts.Service(ctx)

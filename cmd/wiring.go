@@ -3,8 +3,9 @@ package cmd
 import (
 	"context"
 
-	"github.com/agentmsg/agentmsg/config"
 	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/config"
 )
 
 func loadConfig(f *Factory, root *cobra.Command, g *globalFlags) (*config.Loaded, error) {

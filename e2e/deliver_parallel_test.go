@@ -128,7 +128,7 @@ func TestTurnEndDeliversTakeTurnsAndLoseNothing(t *testing.T) {
 		t.Fatalf("verdict %q, want deferred\n%s", m1.Verdict, res)
 	}
 
-	atWork := exec.Command(s.Bins.Agentmsg, "-S", s.Socket, "--json", "deliver", "--turn-end", "alpha", "--ready-timeout", "8s")
+	atWork := exec.Command(s.Bins.Agentmsg, "-S", s.Socket, "--json", "deliver", "--turn-end", "alpha", "--ready-timeout", "15s")
 	atWork.Env = s.Env()
 	var atWorkOut bytes.Buffer
 	atWork.Stdout = &atWorkOut
