@@ -70,10 +70,14 @@ var (
 )
 
 // Retries of a Control that is not attached: from controlRetryMin,
-// doubling up to controlRetryMax; at once after an attached client left.
+// doubling up to controlRetryMax (each asks the server, with a tmux
+// process), or up to controlLockRetryMax while the lock is held (a flock
+// call; a client whose owner died leaves within milliseconds); at once
+// after an attached client left.
 const (
-	controlRetryMin = 5 * time.Millisecond
-	controlRetryMax = time.Second
+	controlRetryMin     = 5 * time.Millisecond
+	controlRetryMax     = time.Second
+	controlLockRetryMax = 80 * time.Millisecond
 )
 
 // StartControl starts keeping a control client attached to server, running
@@ -167,9 +171,12 @@ func (c *Control) supervise() {
 	for {
 		attached, err := c.attachOnce()
 		c.note(nil, err)
-		if attached {
+		switch {
+		case attached:
 			wait = controlRetryMin
-		} else {
+		case errors.Is(err, errControlLockHeld):
+			wait = min(2*wait, controlLockRetryMax)
+		default:
 			wait = min(2*wait, controlRetryMax)
 		}
 		t := time.NewTimer(wait)

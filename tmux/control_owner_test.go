@@ -194,8 +194,9 @@ func TestControlLockOutlivesItsOwner(t *testing.T) {
 }
 
 // The hazard of issue 18, repeated: an owner SIGKILLed at a random moment
-// (during its client's attach, or while commands run through it), a new
-// owner started at once (it must wait for the lock), two loops of ordinary
+// (during its client's attach, or while commands run through it) while
+// the next owner is already waiting to attach (it must wait for the lock
+// until the killed owner's client has gone), two loops of ordinary
 // commands beside them throughout. The server must be alive after every
 // kill, and never list two control clients at once. 30 rounds; set
 // AGENTMSG_CONTROL_CHAOS=N for more.
@@ -251,24 +252,30 @@ func TestControlChaos(t *testing.T) {
 			maxControl.Store(n)
 		}
 	})
+	next := startOwner(t, e, locks, pane.ID)
 	defer func() {
+		next.kill()
 		close(stop)
 		wg.Wait()
 	}()
 
 	duringAttach, midCommand := 0, 0
 	for i := range rounds {
-		o := startOwner(t, e, locks, pane.ID)
+		cur := next
+		var at time.Time
+		var pause time.Duration
 		if i%2 == 0 {
-			o.await(t, "started")
-			time.Sleep(time.Duration(rand.IntN(30_000)) * time.Microsecond)
+			cur.await(t, "started")
+			at, pause = time.Now(), time.Duration(rand.IntN(30_000))*time.Microsecond
 			duringAttach++
 		} else {
-			o.await(t, "attached")
-			time.Sleep(time.Duration(50+rand.IntN(750)) * time.Millisecond)
+			cur.await(t, "attached")
+			at, pause = time.Now(), time.Duration(50+rand.IntN(750))*time.Millisecond
 			midCommand++
 		}
-		o.kill()
+		next = startOwner(t, e, locks, pane.ID) // waits for cur's client to go
+		time.Sleep(time.Until(at.Add(pause)))
+		cur.kill()
 		if out, err := exec.Command(e.Bin(), "-S", e.Server().Socket, "has-session", "-t", "=agent-alpha-ana-2").CombinedOutput(); err != nil {
 			t.Fatalf("round %d: the server is gone after its control client's owner was killed: %v %s (kernel: %d tmux segfaults before, %d now)",
 				i, err, out, segfaults, kernelSegfaults())
@@ -278,7 +285,7 @@ func TestControlChaos(t *testing.T) {
 	if n := maxControl.Load(); n > 1 {
 		t.Errorf("the server listed %d control clients at once", n)
 	}
-	t.Logf("%d owners killed (%d during attach, %d while commands ran), %d ordinary commands beside them; server alive; at most %d control client at once; kernel tmux segfaults %d before, %d after",
+	t.Logf("%d owners killed (%d during attach, %d while commands ran), the next one waiting each time, %d ordinary commands beside them; server alive; at most %d control client at once; kernel tmux segfaults %d before, %d after",
 		rounds, duringAttach, midCommand, ordinary.Load(), maxControl.Load(), segfaults, kernelSegfaults())
 }
 
