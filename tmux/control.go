@@ -53,11 +53,10 @@ type Control struct {
 	why     error         // why no client is attached (Down)
 	changed chan struct{} // closed and replaced when conn or why changes
 
-	stop      chan struct{}
-	stopOnce  sync.Once
-	stopped   chan struct{}
-	started   func(pid int) // tests: a client process has just started
-	clientPID atomic.Int64  // the running client's pid, 0 when none
+	stop     chan struct{}
+	stopOnce sync.Once
+	stopped  chan struct{}
+	started  func(pid int) // tests: a client process has just started
 }
 
 // Why a Control is not attached.
@@ -212,7 +211,6 @@ func (c *Control) attachOnce() (attached bool, err error) {
 	defer func() {
 		<-cn.done
 		<-cn.exited // only now is the lock free
-		c.clientPID.Store(0)
 	}()
 	if err := c.waitAttach(cn); err != nil {
 		cn.leave()
@@ -375,7 +373,6 @@ func (c *Control) startClient(session string, lockFile *os.File) (*controlConn, 
 		pid: cmd.Process.Pid, stdin: inW, stderr: stderr, drainer: drainW,
 		attached: make(chan error, 1), done: make(chan struct{}), exited: make(chan struct{}),
 	}
-	c.clientPID.Store(int64(cn.pid))
 	if c.started != nil {
 		c.started(cn.pid)
 	}

@@ -65,7 +65,7 @@ func runOwner(sock string) int {
 			return 2
 		}
 	}
-	fmt.Printf("attached %d\n", ctl.clientPID.Load())
+	fmt.Printf("attached %d\n", ctl.conn.Load().pid)
 	if err := e.UseControl(ctl); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

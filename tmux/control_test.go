@@ -206,7 +206,7 @@ func TestControlServerKilledUnderIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	client := int(ctl.clientPID.Load())
+	client := ctl.conn.Load().pid
 	raw("kill-server")
 	waitFor(t, func() bool { _, err := c.ListPanes(ctx); return errors.Is(err, ErrNoServer) })
 	waitFor(t, func() bool { return !ctl.Attached() && gone(client) })
@@ -235,7 +235,7 @@ func TestControlServerKilledUnderIt(t *testing.T) {
 func TestControlOutlivesItsSession(t *testing.T) {
 	e, raw := testServer(t)
 	ctl := startControl(t, e)
-	first := int(ctl.clientPID.Load())
+	first := ctl.conn.Load().pid
 	attachedTo := func() string {
 		for line := range strings.SplitSeq(raw("list-clients", "-F", "#{client_control_mode} #{session_id}"), "\n") {
 			if id, ok := strings.CutPrefix(line, "1 "); ok {
