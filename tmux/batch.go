@@ -217,35 +217,13 @@ func (c *core) takeList() []*call {
 	return list
 }
 
-// runList runs calls as one command list in one tmux process, answers the
-// calls that ran or failed, and returns those that never ran.
+// runList runs calls as one command list, in one tmux process or through
+// the control client, answers the calls that ran or failed, and returns
+// those that never ran.
 func (c *core) runList(list []*call) (again []*call) {
 	nonce := newNonce()
-	args := []string{"-S", c.server.Socket}
-	var payloads []string
-	write := false
-	for i, cl := range list {
-		base := len(payloads)
-		payloads = append(payloads, cl.payloads...)
-		write = write || cl.write
-		for _, cmd := range cl.cmds {
-			for _, a := range cmd {
-				if strings.HasPrefix(a, "\x00payload") && c.payloadsOnStdin() {
-					a = "-" // the one payload of this list, on stdin
-				} else {
-					a = listArg(a, base)
-				}
-				args = append(args, a)
-			}
-			args = append(args, ";")
-		}
-		args = append(args, "display-message", "-p", marker(nonce, i))
-		if i < len(list)-1 {
-			args = append(args, ";")
-		}
-	}
-	c.procs.Add(1)
-	res := runProc(context.Background(), c.bin, args, payloads, len(payloads) > 0 && c.payloadsOnStdin(), c.timeout, true)
+	cmds, payloads, write := listCommands(list, nonce)
+	res := c.runCommands(cmds, payloads, write)
 	if res.err != nil {
 		msg := res.err.Error()
 		if res.err == errAbandoned {
@@ -276,13 +254,60 @@ func (c *core) runList(list []*call) (again []*call) {
 	return again
 }
 
-// listArg makes one argument safe in a command list: payload placeholders
-// become the files' paths, and an argument ending in ";" (which tmux would
-// take for a separator) gets the backslash that tmux removes again.
-func listArg(a string, payloadBase int) string {
-	if rest, ok := strings.CutPrefix(a, "\x00payload"); ok {
-		i, _ := strconv.Atoi(rest)
-		return "/dev/fd/" + strconv.Itoa(3+payloadBase+i)
+// listCommands is the command list of calls: each call's commands, its
+// payload placeholders numbered within the list, then its marker.
+func listCommands(list []*call, nonce string) (cmds [][]string, payloads []string, write bool) {
+	for i, cl := range list {
+		base := len(payloads)
+		payloads = append(payloads, cl.payloads...)
+		write = write || cl.write
+		for _, cmd := range cl.cmds {
+			args := make([]string, len(cmd))
+			for j, a := range cmd {
+				if n, ok := payloadIndex(a); ok {
+					a = payloadArg(base + n)
+				}
+				args[j] = a
+			}
+			cmds = append(cmds, args)
+		}
+		cmds = append(cmds, []string{"display-message", "-p", marker(nonce, i)})
+	}
+	return cmds, payloads, write
+}
+
+// runCommands runs a command list through the control client when one is
+// attached (UseControl), else in a tmux process of its own.
+func (c *core) runCommands(cmds [][]string, payloads []string, write bool) result {
+	if ctl := c.control.Load(); ctl != nil {
+		if res, ok := ctl.run(cmds, payloads, write); ok {
+			return res
+		}
+	}
+	onStdin := len(payloads) > 0 && c.payloadsOnStdin()
+	args := []string{"-S", c.server.Socket}
+	for i, cmd := range cmds {
+		if i > 0 {
+			args = append(args, ";")
+		}
+		for _, a := range cmd {
+			args = append(args, listArg(a, onStdin))
+		}
+	}
+	c.procs.Add(1)
+	return runProc(context.Background(), c.bin, args, payloads, onStdin, c.timeout, true)
+}
+
+// listArg makes one argument safe in a tmux process's command list:
+// payload placeholders become the files' paths (or "-", the one payload on
+// stdin), and an argument ending in ";" (which tmux would take for a
+// separator) gets the backslash that tmux removes again.
+func listArg(a string, onStdin bool) string {
+	if n, ok := payloadIndex(a); ok {
+		if onStdin {
+			return "-"
+		}
+		return "/dev/fd/" + strconv.Itoa(3+n)
 	}
 	if strings.HasSuffix(a, ";") { // ";" alone too
 		return a[:len(a)-1] + `\;`

@@ -112,9 +112,10 @@ type Client interface {
 	SendBytes(ctx context.Context, pane string, b ...byte) error
 }
 
-// Exec runs tmux client processes (never a control client: see doc.go),
-// one command list per process, and batches the calls that arrive while one
-// runs (batch.go). It is safe for concurrent use. A Pinned view shares its
+// Exec runs tmux client processes, one command list per process, and
+// batches the calls that arrive while one runs (batch.go); with a Control
+// (UseControl, the daemon) the lists go through that control client while
+// it is attached. It is safe for concurrent use. A Pinned view shares its
 // batches.
 type Exec struct {
 	*core
@@ -134,7 +135,8 @@ type core struct {
 	draining bool
 	procs    atomic.Int64 // tmux processes started, for tests and benchmarks
 
-	oldPaste atomic.Int32 // pasteUnknown, pasteNew or pasteOld: see payloadsOnStdin
+	oldPaste atomic.Int32            // pasteUnknown, pasteNew or pasteOld: see payloadsOnStdin
+	control  atomic.Pointer[Control] // UseControl
 	// marked: the server instances known to carry their marker (Pinned).
 	marked sync.Map
 }
@@ -169,6 +171,18 @@ func FindBinary(bin string) (string, error) {
 		return "", fmt.Errorf("the configured tmux %q cannot be run: %w", bin, err)
 	}
 	return path, nil
+}
+
+// UseControl sends the command lists of c and of all its views through
+// ctl while ctl is attached, and through tmux processes while it is not (a
+// send never waits for it); nil goes back to processes only. ctl must be
+// a control client of c's server.
+func (c *Exec) UseControl(ctl *Control) error {
+	if ctl != nil && ctl.Server() != c.server {
+		return fmt.Errorf("the control client of %s cannot serve %s", ctl.Server().Socket, c.server.Socket)
+	}
+	c.control.Store(ctl)
+	return nil
 }
 
 // Bin is the path of the tmux binary this client runs.

@@ -29,15 +29,65 @@
 //   - One control client per process (what agentmsg did): fast, but eight
 //     agents messaging at once crashed 3.3a in 3 of 5 runs of the e2e stress
 //     test, and a Ctrl-C or kill of agentmsg kills its client mid-attach.
-//   - One shared long-lived control client per server (a broker process):
-//     safe while it lives, but it must itself never be killed, and it leaves
-//     a process behind that other tools (iTerm2's tmux -CC) sit beside.
-//   - A flock guard around control clients: serialises attaching, but a
-//     guarded client that is killed still crashes the server (3 of 3).
+//   - A flock guard around control clients held by their owners: serialises
+//     attaching, but a guarded client that is killed still crashes the
+//     server (3 of 3), and the lock goes with its owner, not its client.
 //   - Ordinary commands only, and never end one half way: nothing agentmsg
-//     does can produce an early death. This is the design, on every version
-//     (one path, tested on the whole matrix; 3.7 would allow control mode,
-//     but a second path is a second set of bugs for about a millisecond).
+//     does can produce an early death. This is what every agentmsg process
+//     does, on every version.
+//   - One long-lived control client per server, in the one process that
+//     sends the most (the daemon, agentmsg serve), never two at once: Control
+//     (control.go), used by Exec when it has one (Exec.UseControl).
+//
+// # One control client, never two
+//
+// Measured with the daemon's rule, two loops of ordinary commands
+// (send-keys, capture-pane) beside it throughout (issue 18):
+//
+//	one control client, SIGKILLed at random, 50-800 ms    3.3a: 150 of 150 lived
+//	... 0-30 ms after it started (during its attach)      3.3a: 150 of 150; 3.2a: 100 of 100
+//	two control clients overlapping (a new one attaching
+//	as the old one is SIGKILLed)                          3.3a: died at round 137
+//	Control's owner SIGKILLed at random (0-30 ms after its
+//	client started, or 50-800 ms into its commands), the
+//	next owner already waiting (TestControlChaos)         150 of 150 lived on each of 3.2a, 3.3a,
+//	                                                      3.4, 3.7c; never two control clients
+//	                                                      listed; no tmux segfault in the kernel log
+//	the same with the guard off                           two control clients listed at once
+//
+// So a Control starts a client only while it holds an flock on a file beside
+// the server's socket (one per socket, never removed), hands the locked
+// descriptor to the client process and closes its own: the lock lives exactly
+// as long as that process, so a daemon started again the moment the old one
+// was SIGKILLed waits until the old client has been let go and has exited
+// (TestControlLockOutlivesItsOwner). It also waits while the server lists any
+// control client (its own leaving one, whose lock may go a moment before the
+// server has let it go, or another program's, such as iTerm2's tmux -CC). The
+// client is never signalled: it runs in its own process group, and leaves
+// when its input ends (Close, or its owner's death).
+//
+// A client whose reader has died must still be able to write: tmux lets a
+// control client go only once its output is written, so one whose owner died
+// with output pending stayed attached for ever (every release), holding the
+// lock, and a server told to exit (kill-server) then waited for it for ever,
+// its sessions gone and its socket refusing clients. A drainer process (sh,
+// cat) holds the client's output and reads it to its end once the owner's
+// end of a pipe closes.
+//
+// The client attaches to the most recently used session by id (the one a bare
+// "tmux attach" picks anyway), with -E (the session's environment untouched)
+// and -f ignore-size,no-output (no influence on window sizes, no %output of
+// every pane); when that session ends, tmux lets it go and another attaches.
+// Commands go as one line per command list, every argument quoted so that
+// tmux's parser gives it back byte for byte (it reads 0xff as its end of
+// input: escaped), and a second line whose answer marks the end, since a list
+// stops at its first failing command; answers are read block by block (a
+// pane's text that forges a closing line is detected, and the client is let
+// go). Message text is read by the server itself (an attached client's files
+// are) from /proc/OUR_PID/fd/N of a memfd, probed once per attach; where that
+// fails, lists with text go through processes. A list gets its answer from the
+// control client or, when none is attached, from a process: a send never waits
+// for the lock.
 //
 // How a tmux client is run (proc.go): in a process group of its own, so a
 // Ctrl-C or a signal to agentmsg's group never reaches it; never signalled (a
@@ -47,9 +97,12 @@
 // memfds written whole before it starts (/dev/fd/N), so it is never cut short
 // and no file of message text is left anywhere.
 //
-// # Speed without control mode
+// # Speed
 //
-// A tmux process costs about 2 ms (a control-mode command 0.1 ms). Calls that
+// A tmux process costs about 2 ms, a command list through Control about
+// 0.1 ms: a capture 2.0-2.8 ms against 0.10-0.14 ms, the six calls of a send
+// to a ready pane 11-16 ms against 0.9-1.1 ms, on 3.2a, 3.3a and 3.7c
+// (BenchmarkCalls; two shared cores). Calls that
 // arrive while one runs go together as one command list (batch.go): a lone
 // send pays one process per step, a broadcast to 100 agents 23 to 26
 // processes for its 650 to 690 calls (measured with strace). A send needs six

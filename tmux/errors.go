@@ -52,7 +52,9 @@ func classify(stderr string) error {
 	switch {
 	case strings.Contains(stderr, "no server running"),
 		strings.Contains(stderr, "error connecting to"),
-		strings.Contains(stderr, "server exited unexpectedly"),
+		// "server exited unexpectedly", or a control client's "%exit
+		// server exited" (kill-server).
+		strings.Contains(stderr, "server exited"),
 		// attach-session on a socket with no server starts one that has
 		// no sessions and exits at once: for us, no server.
 		strings.Contains(stderr, "no sessions"):

@@ -14,7 +14,7 @@ import (
 
 // testServer starts a private tmux server on a short socket path and
 // removes it when the test ends.
-func testServer(t *testing.T) (*Exec, func(args ...string) string) {
+func testServer(t testing.TB) (*Exec, func(args ...string) string) {
 	t.Helper()
 	bin := testBin(t)
 	dir, err := os.MkdirTemp("", "amt")
@@ -50,7 +50,7 @@ func testServer(t *testing.T) (*Exec, func(args ...string) string) {
 
 // testBin is the tmux under test: $AGENTMSG_TMUX (the version matrix of
 // scripts/test) or the one on $PATH.
-func testBin(t *testing.T) string {
+func testBin(t testing.TB) string {
 	t.Helper()
 	bin, err := FindBinary(os.Getenv("AGENTMSG_TMUX"))
 	if err != nil {
@@ -66,6 +66,7 @@ type clientCase struct {
 
 var clients = []clientCase{
 	{"exec", func(t *testing.T, e *Exec) Client { return e }},
+	{"control", func(t *testing.T, e *Exec) Client { return controlled(t, e) }},
 }
 
 func TestClient(t *testing.T) {
@@ -287,7 +288,7 @@ func TestArgumentEndingInSemicolon(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, ok func() bool) {
+func waitFor(t testing.TB, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !ok() {

@@ -1,0 +1,259 @@
+package tmux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmsg/agentmsg/lock"
+)
+
+// startControl starts a control client of e's server, its lock beside the
+// socket, and waits until it is attached; it is closed when the test ends.
+func startControl(t testing.TB, e *Exec) *Control {
+	t.Helper()
+	ctl, err := StartControl(e.Server(), e.Bin(), lock.ForServer(e.Server().Socket, lock.Dir{Path: t.TempDir()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ctl.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := ctl.WaitAttached(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return ctl
+}
+
+// controlled is e sending through a control client, and checks when the
+// test ends that no command list went to a tmux process.
+func controlled(t *testing.T, e *Exec) *Exec {
+	t.Helper()
+	ctl := startControl(t, e)
+	if err := e.UseControl(ctl); err != nil {
+		t.Fatal(err)
+	}
+	before := e.procs.Load()
+	t.Cleanup(func() {
+		if n := e.procs.Load() - before; n > 0 {
+			t.Errorf("%d command lists went to tmux processes beside the control client", n)
+		}
+	})
+	return e
+}
+
+// Every argument reaches tmux byte for byte through the control client's
+// command line: nothing in it is a quote, an escape, a variable, a
+// comment, a separator or the end of the line to tmux's parser.
+func TestControlArgumentsArriveIntact(t *testing.T) {
+	e, raw := testServer(t)
+	ctl := startControl(t, e)
+	for i, text := range []string{
+		"-", "'", `"`, `\`, `\\'`, `a'b"c\d`, "trailing backslash\\",
+		"$HOME ~ ~/x ${X} $", "#{pane_id} # not a comment", "a;", ";", `w\;`, "{ }", "}", "{",
+		"%if 1", "%12", "%", "A=b", "=agent-x:", "line1\nline2\r\n", "\r", "\t\x01\x1b[201~\x7f",
+		"é 世界", "\xff\xfe not UTF-8 \xff", "\x80\xc3", strings.Repeat("x'\n", 1000),
+	} {
+		buffer := fmt.Sprintf("agentmsg-test-%d", i)
+		res, ok := ctl.run([][]string{{"set-buffer", "-b", buffer, "--", text}}, nil, true)
+		if !ok || res.err != nil || res.exitCode != 0 {
+			t.Errorf("set-buffer %q: %+v, sent %v", text, res, ok)
+			continue
+		}
+		if got := raw("save-buffer", "-b", buffer, "-"); got != text {
+			t.Errorf("set-buffer %q through the control client stored %q", text, got)
+		}
+	}
+	// Random bytes, read back from a file the server writes.
+	rng := rand.New(rand.NewPCG(1, 2))
+	dir := t.TempDir()
+	for i := range 300 {
+		b := make([]byte, 1+rng.IntN(40))
+		for j := range b {
+			b[j] = byte(1 + rng.IntN(255))
+		}
+		file := filepath.Join(dir, fmt.Sprint(i))
+		res, ok := ctl.run([][]string{{"set-buffer", "-b", "agentmsg-rand", "--", string(b)}, {"save-buffer", "-b", "agentmsg-rand", file}}, nil, true)
+		if got, err := os.ReadFile(file); !ok || res.exitCode != 0 || err != nil || string(got) != string(b) {
+			t.Errorf("set-buffer %q stored %q (%+v, %v)", b, got, res, err)
+		}
+	}
+	// An empty argument is one, not none.
+	if res, ok := ctl.run([][]string{{"display-message", "-p", ""}, {"display-message", "-p", "x"}}, nil, false); !ok || string(res.stdout) != "\nx\n" {
+		t.Errorf("display-message -p '' = %+v", res)
+	}
+}
+
+// A command list stops at its first failing command, in control mode as
+// in a tmux process: what ran before it answered, its error kept, nothing
+// after it run.
+func TestControlListStopsAtFailure(t *testing.T) {
+	e, raw := testServer(t)
+	ctl := startControl(t, e)
+	res, ok := ctl.run([][]string{
+		{"display-message", "-p", "before"},
+		{"capture-pane", "-p", "-t", "%999"},
+		{"set-buffer", "-b", "agentmsg-after", "--", "never"},
+	}, nil, true)
+	if !ok || res.err != nil || res.exitCode != 1 || string(res.stdout) != "before\n" || classify(res.stderr) != ErrPaneNotFound {
+		t.Fatalf("list with a failing command = %+v (sent %v): want exit 1, the first output, ErrPaneNotFound", res, ok)
+	}
+	if out := raw("list-buffers"); out != "" {
+		t.Errorf("a command after the failure ran: buffers %q", out)
+	}
+	// The client is still in step: the next list gets its own answer.
+	if res, ok := ctl.run([][]string{{"display-message", "-p", "next"}}, nil, false); !ok || string(res.stdout) != "next\n" {
+		t.Errorf("next list = %+v", res)
+	}
+}
+
+// A pinned view's server check fails the list before its paste, through
+// the control client too.
+func TestControlPinnedGuardStopsTheList(t *testing.T) {
+	e, raw := testServer(t)
+	c := controlled(t, e)
+	ctx := context.Background()
+	p, err := sessionPane(ctx, c, "agent-alpha-ana-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pinned(p).Capture(ctx, p.ID, 0); err != nil {
+		t.Fatalf("pinned to the server it runs on: %v", err)
+	}
+	other := p
+	other.Server = Instance{PID: p.Server.PID + 1, Start: p.Server.Start}
+	if err := c.Pinned(other).Paste(ctx, p.ID, "for another server"); !errors.Is(err, ErrServerReplaced) {
+		t.Fatalf("paste pinned to another instance: %v, want ErrServerReplaced", err)
+	}
+	if out := raw("capture-pane", "-p", "-t", p.ID); strings.Contains(out, "for another server") {
+		t.Fatalf("the text was typed:\n%s", out)
+	}
+	if out := raw("list-buffers"); out != "" {
+		t.Errorf("buffers left: %q", out)
+	}
+}
+
+// Calls made at once through the control client each get their own
+// answer, failures in the middle of a list included.
+func TestControlBatchedCalls(t *testing.T) {
+	e, raw := testServer(t)
+	c := controlled(t, e)
+	ctx := context.Background()
+	const n = 30
+	panes := make([]string, n)
+	for i := range panes {
+		name := fmt.Sprintf("agent-batch-a%02d", i)
+		raw("new-session", "-d", "-s", name, "-x", "80", "-y", "10", fmt.Sprintf("printf 'pane %d here\\n'; exec cat", i))
+		p, err := sessionPane(ctx, c, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		panes[i] = p.ID
+		waitFor(t, func() bool {
+			lines, err := c.Capture(ctx, p.ID, 0)
+			return err == nil && strings.Contains(strings.Join(lines, "\n"), fmt.Sprintf("pane %d here", i))
+		})
+	}
+	errs := make(chan error, 3*n)
+	for i, p := range panes {
+		go func() {
+			lines, err := c.Capture(ctx, p, 0)
+			if err == nil && !strings.Contains(strings.Join(lines, "\n"), fmt.Sprintf("pane %d here", i)) {
+				err = fmt.Errorf("capture of %s got another pane's screen: %q", p, lines)
+			}
+			errs <- err
+		}()
+		go func() {
+			if _, err := c.Capture(ctx, "%9999", 0); !errors.Is(err, ErrPaneNotFound) {
+				errs <- fmt.Errorf("capture of a missing pane: %v", err)
+				return
+			}
+			errs <- nil
+		}()
+		go func() { errs <- c.Paste(ctx, p, fmt.Sprintf("text %d;", i)) }()
+	}
+	for range 3 * n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	for i, p := range panes {
+		waitFor(t, func() bool {
+			return strings.Contains(raw("capture-pane", "-p", "-t", p), fmt.Sprintf("text %d;", i))
+		})
+	}
+}
+
+// A server killed under the client: calls fail as no server (through
+// processes), the client's process is gone, and a server started again
+// at the socket gets a client again.
+func TestControlServerKilledUnderIt(t *testing.T) {
+	e, raw := testServer(t)
+	c := e
+	ctl := startControl(t, e)
+	if err := c.UseControl(ctl); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	client := ctl.conn.Load().pid
+	raw("kill-server")
+	waitFor(t, func() bool { _, err := c.ListPanes(ctx); return errors.Is(err, ErrNoServer) })
+	waitFor(t, func() bool { return !ctl.Attached() && gone(client) })
+	if err := ctl.Down(); err == nil {
+		t.Error("Down = nil with no server")
+	}
+	waitFor(t, func() bool {
+		return exec.Command(e.Bin(), "-S", e.Server().Socket, "-f", "/dev/null", "new-session", "-d", "-s", "agent-t-new", "cat").Run() == nil
+	})
+	ctx2, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := ctl.WaitAttached(ctx2); err != nil {
+		t.Fatal(err)
+	}
+	before := c.procs.Load()
+	if _, err := sessionPane(ctx, c, "agent-t-new"); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.procs.Load() - before; n != 0 {
+		t.Errorf("%d tmux processes after the client attached to the new server", n)
+	}
+}
+
+// The session the client is attached to ends: tmux lets the client go,
+// and another attaches to a session that is left.
+func TestControlOutlivesItsSession(t *testing.T) {
+	e, raw := testServer(t)
+	ctl := startControl(t, e)
+	first := ctl.conn.Load().pid
+	attachedTo := func() string {
+		for line := range strings.SplitSeq(raw("list-clients", "-F", "#{client_control_mode} #{session_id}"), "\n") {
+			if id, ok := strings.CutPrefix(line, "1 "); ok {
+				return id
+			}
+		}
+		return ""
+	}
+	session := attachedTo()
+	if session == "" {
+		t.Fatal("no control client listed")
+	}
+	raw("kill-session", "-t", session)
+	waitFor(t, func() bool { return gone(first) && ctl.Attached() })
+	if now := attachedTo(); now == "" || now == session {
+		t.Fatalf("attached to %q after %s ended", now, session)
+	}
+	if res, ok := ctl.run([][]string{{"display-message", "-p", "still here"}}, nil, false); !ok || string(res.stdout) != "still here\n" {
+		t.Fatalf("after reattaching: %+v", res)
+	}
+}
