@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // BoardOptions are board's inputs.
@@ -87,7 +88,7 @@ func boardRun(ctx context.Context, opts *BoardOptions) error {
 			last = doc
 			switch {
 			case opts.JSON() && opts.Watch:
-				fmt.Fprintf(opts.IO.Out, "%s\n", jsonSafe(doc))
+				fmt.Fprintf(opts.IO.Out, "%s\n", wire.Safe(doc))
 			case opts.JSON():
 				writeJSON(opts.jsonOut(), boardJSON{b.Team, b.Agents})
 			default:

@@ -9,6 +9,7 @@ import (
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // BroadcastOptions are broadcast's inputs.
@@ -92,22 +93,7 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 		code = ExitPartial
 	}
 	if opts.JSON() {
-		out := make([]resultJSON, len(res.Results))
-		for i, r := range res.Results {
-			out[i] = toResultJSON(r)
-		}
-		writeJSON(&Factory{IO: opts.IO}, struct {
-			ID        string       `json:"id"`
-			From      string       `json:"from"`
-			Team      string       `json:"team,omitempty"`
-			All       bool         `json:"all"`
-			Verdict   string       `json:"verdict"`
-			Delivered int          `json:"delivered"`
-			Deferred  int          `json:"deferred"`
-			Failed    int          `json:"failed"`
-			ExitCode  int          `json:"exit_code"`
-			Results   []resultJSON `json:"results"`
-		}{string(res.ID), res.From, opts.Team, opts.All, string(res.Verdict), len(res.Delivered), len(res.Deferred), len(res.Failed), code, out})
+		writeJSON(&Factory{IO: opts.IO}, wire.NewBroadcast(res, opts.Team, opts.All, errText))
 		return exitError{code}
 	}
 	for _, r := range res.Results {

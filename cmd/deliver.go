@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // DeliverOptions are deliver's inputs.
@@ -148,19 +149,7 @@ func deliverRun(ctx context.Context, opts *DeliverOptions) error {
 
 func finishDeliver(opts *DeliverOptions, all []courier.Typing, err error) error {
 	if opts.F.JSON {
-		out := make([]resultJSON, len(all))
-		taken := 0
-		for i, t := range all {
-			out[i] = toResultJSON(t.Result)
-			if t.Outcome.OK() {
-				taken++
-			}
-		}
-		writeJSON(opts.F, struct {
-			Delivered int          `json:"delivered"` // submitted or queued by the agent
-			Tried     int          `json:"tried"`     // messages tried, deferrals included
-			Results   []resultJSON `json:"results"`
-		}{taken, len(all), out})
+		writeJSON(opts.F, wire.NewDeliver(all, errText))
 	} else if len(all) == 0 && err == nil {
 		fmt.Fprintln(opts.IO.Out, "nothing to deliver")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // envelopeFlags are the typed-message flags of send and broadcast.
@@ -70,34 +71,8 @@ func (e *envelopeFlags) metadata() (map[string]string, error) {
 	return meta, nil
 }
 
-// resultCode is the exit code of a courier result: deferred and recorded
-// messages are safe, so 0.
-func resultCode(r courier.Result) int {
-	switch {
-	case r.OK():
-		return ExitOK
-	case r.RecordErr != nil && (r.Outcome.OK() || r.Verdict == courier.Deferred):
-		// The delivery went well; its record did not.
-		return ExitError
-	}
-	return outcomeCode(r.Outcome)
-}
-
-// resultJSON is outcomeJSON plus what the mailbox recorded.
-type resultJSON struct {
-	outcomeJSON
-	Stored string `json:"stored,omitempty"` // the mailbox's delivery state
-	Reason string `json:"reason,omitempty"` // why it was not taken, or waits, in one word
-}
-
-func toResultJSON(r courier.Result) resultJSON {
-	j := resultJSON{outcomeJSON: toJSON(r.Outcome), Stored: string(r.State), Reason: r.Reason}
-	if j.Reason == "" && !r.OK() {
-		j.Reason = courier.Reason(r.Outcome)
-	}
-	j.ExitCode = resultCode(r)
-	return j
-}
+// wireResult is r as --json prints it, in the command line's words.
+func wireResult(r courier.Result) wire.Outcome { return wire.NewResult(r, errText) }
 
 func describeResult(r courier.Result) string {
 	if r.RecordErr != nil && r.Outcome.OK() {
@@ -123,11 +98,7 @@ func describeResult(r courier.Result) string {
 func reportSent(f *Factory, res service.SendResult) error {
 	out := res.Result
 	if f.JSON {
-		writeJSON(f, struct {
-			ID   string `json:"id,omitempty"`
-			From string `json:"from"`
-			resultJSON
-		}{string(out.ID), res.From, toResultJSON(out)})
+		writeJSON(f, wire.NewSend(res, errText))
 	}
 	if out.OK() {
 		if !f.JSON {
@@ -141,5 +112,5 @@ func reportSent(f *Factory, res service.SendResult) error {
 			fmt.Fprintf(f.IO.ErrOut, "  %s\n", h)
 		}
 	}
-	return exitError{resultCode(out)}
+	return exitError{wire.ResultCode(out)}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // mailboxCommands are the commands over the durable mailbox, for agents
@@ -57,7 +58,7 @@ func (d MailboxDeps) jsonLine(v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(d.IO.Out, "%s\n", jsonSafe(b))
+	_, err = fmt.Fprintf(d.IO.Out, "%s\n", wire.Safe(b))
 	return err
 }
 

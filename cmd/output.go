@@ -48,54 +48,6 @@ func errText(err error) string {
 	return s
 }
 
-// outcomeJSON is one target's verdict in --json output.
-type outcomeJSON struct {
-	// ID is the message's; send and broadcast also print it at the top.
-	ID        string  `json:"id,omitempty"`
-	Team      string  `json:"team"`
-	Agent     string  `json:"agent"`
-	Session   string  `json:"session"`
-	Pane      string  `json:"pane,omitempty"`
-	Verdict   string  `json:"verdict"`
-	State     string  `json:"state,omitempty"`
-	Presses   int     `json:"presses"`
-	Typings   int     `json:"typings"`
-	ElapsedMS float64 `json:"elapsed_ms"`
-	ExitCode  int     `json:"exit_code"`
-	Error     string  `json:"error,omitempty"`
-	Profile   string  `json:"profile,omitempty"` // the agent CLI the screen was read as
-	Pointer   bool    `json:"pointer,omitempty"` // typed as a pointer to agentmsg read
-	// Phases says where the time went, in milliseconds.
-	Phases *phasesJSON `json:"phases_ms,omitempty"`
-}
-
-type phasesJSON struct {
-	Lock    float64 `json:"lock"`
-	Ready   float64 `json:"ready"`
-	Type    float64 `json:"type"`
-	Settle  float64 `json:"settle"`
-	Confirm float64 `json:"confirm"`
-}
-
-func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func toJSON(o dispatch.Outcome) outcomeJSON {
-	j := outcomeJSON{
-		ID:   string(o.ID),
-		Team: o.Target.Team, Agent: o.Target.Agent(), Session: o.Target.Session, Pane: o.Pane,
-		Verdict: string(o.Verdict), State: string(o.State), Presses: o.Presses, Typings: o.Typings,
-		ElapsedMS: float64(o.Elapsed.Microseconds()) / 1000, ExitCode: outcomeCode(o),
-		Profile: o.Profile, Pointer: o.Pointer,
-	}
-	if p := o.Phases; p != (delivery.Phases{}) {
-		j.Phases = &phasesJSON{msf(p.Lock), msf(p.Ready), msf(p.Type), msf(p.Settle), msf(p.Confirm)}
-	}
-	if o.Err != nil {
-		j.Error = errText(o.Err)
-	}
-	return j
-}
-
 // describe is one line for a person.
 func describe(o dispatch.Outcome) string {
 	switch {

@@ -10,6 +10,7 @@ import (
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // ShutdownOptions are shutdown's inputs.
@@ -92,7 +93,7 @@ func shutdownRun(ctx context.Context, opts *ShutdownOptions) error {
 	code := ExitOK
 	switch {
 	case res.NotSent():
-		code = resultCode(res.Sent)
+		code = wire.ResultCode(res.Sent)
 	case res.TimedOut():
 		code = ExitTimeout
 	case res.Waited && !res.Accepted:
@@ -136,7 +137,7 @@ type shutdownDoc struct {
 	RequestID string `json:"request_id"`
 	From      string `json:"from"`
 	Session   string `json:"session"`
-	resultJSON
+	wire.Outcome
 	Waited     bool   `json:"waited"`
 	Answered   bool   `json:"answered"`
 	Accepted   bool   `json:"accepted"`
@@ -148,8 +149,8 @@ type shutdownDoc struct {
 func shutdownJSON(res service.ShutdownResult, code int) shutdownDoc {
 	doc := shutdownDoc{
 		RequestID: string(res.RequestID), From: res.From, Session: res.Target.Session,
-		resultJSON: toResultJSON(res.Sent),
-		Waited:     res.Waited, Answered: res.Answered, Accepted: res.Accepted, Reason: res.Reason,
+		Outcome: wireResult(res.Sent),
+		Waited:  res.Waited, Answered: res.Answered, Accepted: res.Accepted, Reason: res.Reason,
 		TimedOut: res.TimedOut(),
 	}
 	if doc.Team == "" && doc.Agent == "" {

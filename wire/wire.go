@@ -1,0 +1,258 @@
+// Package wire is the shape of what agentmsg reports to programs: the JSON
+// documents of --json, of the daemon's API and of MCP results where they
+// carry verdicts, and the exit codes that go with them. Every front end
+// renders results through it, so that a program reads the same fields and
+// verdicts whichever way it asked.
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentmsg/agentmsg/config"
+	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/target"
+)
+
+// Exit codes: the same in --help, the README, the JSON verdicts and the
+// daemon's exit_code.
+const (
+	ExitOK          = 0 // delivered
+	ExitError       = 1 // anything else: tmux missing, server unreachable, ...
+	ExitUsage       = 2 // bad usage or an invalid name
+	ExitNotFound    = 3 // no such target
+	ExitNotReady    = 4 // busy, dialog or a person's draft the whole ready timeout
+	ExitUnconfirmed = 5 // typed but not confirmed as submitted
+	ExitPartial     = 6 // a broadcast in which some targets failed
+	ExitTimeout     = 7 // wait: no matching message in time
+	ExitClaimed     = 8 // claim: the request was already claimed, or expired
+	ExitDeferred    = 9 // shutdown --wait: the agent answered, but deferred (accept=false)
+)
+
+// ErrorCode is the exit code of an error from the engine (front ends add
+// their own errors first): ExitError for anything it does not know.
+func ErrorCode(err error) int {
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, target.ErrInvalid), errors.Is(err, config.ErrInvalid),
+		errors.Is(err, dispatch.ErrEmptyMessage), errors.Is(err, dispatch.ErrSelf), errors.Is(err, mailbox.ErrBadName),
+		errors.Is(err, mailbox.ErrProtocol), errors.Is(err, service.ErrNoCallerTeam):
+		return ExitUsage
+	case errors.Is(err, dispatch.ErrTargetNotFound), errors.Is(err, dispatch.ErrNoTargets), errors.Is(err, service.ErrNoTeam),
+		errors.Is(err, mailbox.ErrNoRequest), errors.Is(err, mailbox.ErrNoMessage):
+		return ExitNotFound
+	case errors.Is(err, mailbox.ErrAlreadyClaimed), errors.Is(err, mailbox.ErrExpired):
+		return ExitClaimed
+	case errors.Is(err, delivery.ErrNotReady):
+		return ExitNotReady
+	case errors.Is(err, delivery.ErrUnconfirmed):
+		return ExitUnconfirmed
+	}
+	return ExitError
+}
+
+// OutcomeCode is the exit code of one target's outcome.
+func OutcomeCode(o dispatch.Outcome) int {
+	if o.OK() {
+		return ExitOK
+	}
+	if o.Verdict == dispatch.NotFound {
+		return ExitNotFound
+	}
+	return ErrorCode(o.Err)
+}
+
+// ResultCode is the exit code of a courier result: deferred and recorded
+// messages are safe, so 0.
+func ResultCode(r courier.Result) int {
+	switch {
+	case r.OK():
+		return ExitOK
+	case r.RecordErr != nil && (r.Outcome.OK() || r.Verdict == courier.Deferred):
+		// The delivery went well; its record did not.
+		return ExitError
+	}
+	return OutcomeCode(r.Outcome)
+}
+
+// Words says an error for the reader of a document: the command line adds
+// the flag that helps, the daemon the engine's words alone.
+type Words func(error) string
+
+// Plain is the engine's own words.
+func Plain(err error) string { return err.Error() }
+
+// Outcome is one target's verdict.
+type Outcome struct {
+	// ID is the message's; send and broadcast also print it at the top.
+	ID        string  `json:"id,omitempty"`
+	Team      string  `json:"team"`
+	Agent     string  `json:"agent"`
+	Session   string  `json:"session"`
+	Pane      string  `json:"pane,omitempty"`
+	Verdict   string  `json:"verdict"`
+	State     string  `json:"state,omitempty"`
+	Presses   int     `json:"presses"`
+	Typings   int     `json:"typings"`
+	ElapsedMS float64 `json:"elapsed_ms"`
+	ExitCode  int     `json:"exit_code"`
+	Error     string  `json:"error,omitempty"`
+	Profile   string  `json:"profile,omitempty"` // the agent CLI the screen was read as
+	Pointer   bool    `json:"pointer,omitempty"` // typed as a pointer to agentmsg read
+	// Phases says where the time went, in milliseconds.
+	Phases *Phases `json:"phases_ms,omitempty"`
+	// Stored is the mailbox's delivery state, where it recorded the message.
+	Stored string `json:"stored,omitempty"`
+	// Reason says in one word why it was not taken, or waits.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Phases are where a delivery's time went, in milliseconds.
+type Phases struct {
+	Lock    float64 `json:"lock"`
+	Ready   float64 `json:"ready"`
+	Type    float64 `json:"type"`
+	Settle  float64 `json:"settle"`
+	Confirm float64 `json:"confirm"`
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// NewOutcome is o as a document.
+func NewOutcome(o dispatch.Outcome, words Words) Outcome {
+	j := Outcome{
+		ID:   string(o.ID),
+		Team: o.Target.Team, Agent: o.Target.Agent(), Session: o.Target.Session, Pane: o.Pane,
+		Verdict: string(o.Verdict), State: string(o.State), Presses: o.Presses, Typings: o.Typings,
+		ElapsedMS: ms(o.Elapsed), ExitCode: OutcomeCode(o),
+		Profile: o.Profile, Pointer: o.Pointer,
+	}
+	if p := o.Phases; p != (delivery.Phases{}) {
+		j.Phases = &Phases{ms(p.Lock), ms(p.Ready), ms(p.Type), ms(p.Settle), ms(p.Confirm)}
+	}
+	if o.Err != nil {
+		j.Error = words(o.Err)
+	}
+	return j
+}
+
+// NewResult is r as a document: its outcome and what the mailbox recorded.
+func NewResult(r courier.Result, words Words) Outcome {
+	j := NewOutcome(r.Outcome, words)
+	j.Stored, j.Reason = string(r.State), r.Reason
+	if j.Reason == "" && !r.OK() {
+		j.Reason = courier.Reason(r.Outcome)
+	}
+	j.ExitCode = ResultCode(r)
+	return j
+}
+
+// Send is the report of one message to one agent (send, reply).
+type Send struct {
+	ID   string `json:"id,omitempty"`
+	From string `json:"from"`
+	Outcome
+}
+
+// NewSend is res as a document.
+func NewSend(res service.SendResult, words Words) Send {
+	return Send{ID: string(res.Result.ID), From: res.From, Outcome: NewResult(res.Result, words)}
+}
+
+// Broadcast is the report of one message to a team, or to every agent.
+type Broadcast struct {
+	ID        string    `json:"id"`
+	From      string    `json:"from"`
+	Team      string    `json:"team,omitempty"`
+	All       bool      `json:"all"`
+	Verdict   string    `json:"verdict"`
+	Delivered int       `json:"delivered"`
+	Deferred  int       `json:"deferred"`
+	Failed    int       `json:"failed"`
+	ExitCode  int       `json:"exit_code"`
+	Results   []Outcome `json:"results"`
+}
+
+// NewBroadcast is res, a broadcast to team (or all), as a document.
+func NewBroadcast(res service.BroadcastResult, team string, all bool, words Words) Broadcast {
+	code := ExitOK
+	if !res.OK() {
+		code = ExitPartial
+	}
+	out := make([]Outcome, len(res.Results))
+	for i, r := range res.Results {
+		out[i] = NewResult(r, words)
+	}
+	return Broadcast{ID: string(res.ID), From: res.From, Team: team, All: all, Verdict: string(res.Verdict),
+		Delivered: len(res.Delivered), Deferred: len(res.Deferred), Failed: len(res.Failed), ExitCode: code, Results: out}
+}
+
+// Deliver is the report of deliver passes: every message tried.
+type Deliver struct {
+	Delivered int       `json:"delivered"` // submitted or queued by the agent
+	Tried     int       `json:"tried"`     // messages tried, deferrals included
+	Results   []Outcome `json:"results"`
+}
+
+// NewDeliver is what deliver passes typed, as a document.
+func NewDeliver(all []courier.Typing, words Words) Deliver {
+	out := make([]Outcome, len(all))
+	taken := 0
+	for i, t := range all {
+		out[i] = NewResult(t.Result, words)
+		if t.Outcome.OK() {
+			taken++
+		}
+	}
+	return Deliver{Delivered: taken, Tried: len(all), Results: out}
+}
+
+// Error is the document of a failed call.
+type Error struct {
+	Error    string `json:"error"`
+	ExitCode int    `json:"exit_code"`
+}
+
+// Encode writes v as one indented JSON document, made safe for a
+// terminal (Safe).
+func Encode(w io.Writer, v any) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(Safe(b.Bytes()))
+	return err
+}
+
+// Safe escapes, as \uXXXX, what encoding/json leaves raw although a
+// terminal would act on it: DEL, C1 controls and bidirectional controls
+// (message.Unsafe). In JSON these can only be inside strings, so the
+// document means the same; its own newlines stay.
+func Safe(doc []byte) []byte {
+	if !bytes.ContainsFunc(doc, func(r rune) bool { return r >= 0x7f && message.Unsafe(r) }) {
+		return doc
+	}
+	out := make([]byte, 0, len(doc)+32)
+	for _, r := range string(doc) {
+		if r >= 0x7f && message.Unsafe(r) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+			continue
+		}
+		out = utf8.AppendRune(out, r)
+	}
+	return out
+}
