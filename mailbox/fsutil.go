@@ -97,6 +97,11 @@ type lockWait struct {
 	dir    string
 	dev    *string // how /proc/locks names the lock's file system; "" where it shows none
 	checks int
+	// stuck: the holders the last check found unable to let go. A holder
+	// is given up on only when two checks in a row find it so: a Go
+	// process's main thread shows as a zombie while its other threads,
+	// which still hold its files and so its locks, are exiting.
+	stuck []int
 }
 
 // holderStuck reports whether the lock's holder cannot let it go, and
@@ -116,6 +121,7 @@ func (w *lockWait) holderStuck() (string, bool) {
 	}
 	pids, err := lock.FlockHolders(w.f, *w.dev)
 	if err != nil || len(pids) == 0 {
+		w.stuck = nil
 		return "", false
 	}
 	var who []string
@@ -128,6 +134,7 @@ func (w *lockWait) holderStuck() (string, bool) {
 		case state == 'T' || state == 't':
 			who = append(who, fmt.Sprintf("pid %d (%s), which is stopped: it keeps the lock until it is continued (kill -CONT) or killed", pid, lock.Command(pid)))
 		default:
+			w.stuck = nil
 			return "", false
 		}
 	}
@@ -138,9 +145,12 @@ func (w *lockWait) holderStuck() (string, bool) {
 	// the lock through a file another process keeps open.
 	now, err := lock.FlockHolders(w.f, *w.dev)
 	if err != nil || !containsAll(now, pids) {
+		w.stuck = nil
 		return "", false
 	}
-	return strings.Join(who, "; "), true
+	again := len(w.stuck) > 0 && containsAll(w.stuck, pids)
+	w.stuck = pids
+	return strings.Join(who, "; "), again
 }
 
 func containsAll(set, want []int) bool {
