@@ -3,11 +3,23 @@
 package main
 
 import (
+	"context"
 	"os"
 
+	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/cmd"
 	"github.com/agentmsg/agentmsg/mcpserver"
+	"github.com/agentmsg/agentmsg/serve"
 )
 
-// main joins the front ends: the CLI runs the MCP server for agentmsg mcp.
-func main() { os.Exit(cmd.Main(mcpserver.Serve)) }
+// main joins the front ends: the CLI runs the MCP server for agentmsg mcp
+// and the daemon for agentmsg serve, and the daemon runs the CLI's
+// commands for the clients that forward them.
+func main() {
+	os.Exit(cmd.Main(cmd.FrontEnds{MCP: mcpserver.Serve, Serve: daemon}))
+}
+
+func daemon(ctx context.Context, env app.Env, o cmd.ServeOptions) error {
+	return serve.Run(ctx, env, serve.Options{Socket: o.Socket, TCP: o.TCP, TokenFile: o.TokenFile,
+		AllowRemote: o.AllowRemote, Direct: o.Direct, Version: o.Version, RunCLI: cmd.RunIn, Ready: o.Ready})
+}

@@ -10,6 +10,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -247,3 +248,25 @@ func (Clock) Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// Run is one command line to run in a process that is not the caller's
+// (the daemon runs a client's agentmsg command in itself, over its shared
+// tmux clients): the caller's arguments, environment and streams.
+type Run struct {
+	Args      []string
+	LookupEnv func(string) (string, bool)
+	Stdin     io.Reader
+	Stdout    io.Writer
+	Stderr    io.Writer
+	// InTTY, ErrTTY: whether the caller's stdin and stderr are terminals.
+	InTTY, ErrTTY bool
+	// Tmux is the running process's own client of a server (Env.Tmux).
+	Tmux func(server tmux.Server, bin string) (*tmux.Exec, error)
+}
+
+// Runner runs a command line as the CLI would, and returns its exit code.
+type Runner func(ctx context.Context, r Run) int
+
+// DaemonSocket is where the daemon of the mailbox at root listens (agentmsg
+// serve), and where the CLI looks for it.
+func DaemonSocket(root string) string { return filepath.Join(root, "serve.sock") }

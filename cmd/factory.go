@@ -59,6 +59,8 @@ type Factory struct {
 	JSON bool
 	// ServeMCP is the MCP server `agentmsg mcp` runs (main sets it).
 	ServeMCP service.MCPServer
+	// Serve is the daemon `agentmsg serve` runs (main sets it).
+	Serve Daemon
 
 	svcOnce sync.Once
 	svc     *service.Service

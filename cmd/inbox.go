@@ -9,6 +9,7 @@ import (
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // InboxOptions are inbox's inputs.
@@ -154,12 +155,7 @@ func (o *InboxOptions) print(team, agent, reader string, envs []mailbox.Envelope
 		if envs == nil {
 			envs = []mailbox.Envelope{}
 		}
-		writeJSON(o.jsonOut(), struct {
-			Team     string             `json:"team"`
-			Agent    string             `json:"agent"`
-			Reader   string             `json:"reader"`
-			Messages []mailbox.Envelope `json:"messages"`
-		}{team, agent, reader, envs})
+		writeJSON(o.jsonOut(), wire.Inbox{Team: team, Agent: agent, Reader: reader, Messages: envs})
 	case "prompt":
 		writePrompt(o.IO.Out, envs)
 	default:

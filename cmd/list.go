@@ -11,6 +11,7 @@ import (
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // ListOptions are list's inputs.
@@ -80,26 +81,7 @@ func listRun(ctx context.Context, opts *ListOptions) error {
 		}
 	}
 	if opts.JSON() {
-		type agentJSON struct {
-			Team    string `json:"team"`
-			Agent   string `json:"agent"`
-			Session string `json:"session"`
-			Pane    string `json:"pane"`
-			Command string `json:"command"`
-			PID     int    `json:"pid"`
-			InMode  bool   `json:"in_mode"`
-			State   string `json:"state"`
-			Detail  string `json:"detail,omitempty"`
-		}
-		out := struct {
-			Socket string      `json:"socket"`
-			Agents []agentJSON `json:"agents"`
-		}{Socket: d.Tmux.Server().Socket, Agents: []agentJSON{}}
-		for _, a := range agents {
-			out.Agents = append(out.Agents, agentJSON{a.Target.Team, a.Target.Agent(), a.Target.Session, a.Pane.ID,
-				a.Pane.Command, a.Pane.PID, a.Pane.InMode, string(a.State), a.Detail})
-		}
-		writeJSON(&Factory{IO: opts.IO}, out)
+		writeJSON(&Factory{IO: opts.IO}, wire.NewAgents(d.Tmux.Server().Socket, agents))
 		return nil
 	}
 	if len(agents) == 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/log"
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
@@ -25,15 +26,37 @@ import (
 // version is set at build time with -ldflags "-X github.com/agentmsg/agentmsg/cmd.version=...".
 var version = "dev"
 
+// FrontEnds are the other front ends the CLI starts: main hands them in,
+// since no front end imports another.
+type FrontEnds struct {
+	MCP   service.MCPServer // agentmsg mcp
+	Serve Daemon            // agentmsg serve
+}
+
 // Main runs agentmsg with the process's arguments and returns its exit
-// code. serveMCP is the MCP server that `agentmsg mcp` runs (main hands in
-// mcpserver.Serve: the CLI does not import another front end).
-func Main(serveMCP service.MCPServer) int {
+// code. A command that a running daemon can serve is forwarded to it
+// (unless --direct or AGENTMSG_DIRECT=1): the same command, run there.
+func Main(fe FrontEnds) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	f := NewFactory(SystemIO(), os.LookupEnv)
-	f.ServeMCP = serveMCP
-	return Run(ctx, f, os.Args[1:])
+	io := SystemIO()
+	args := os.Args[1:]
+	if code, ok := forward(ctx, io, os.LookupEnv, os.Environ(), args); ok {
+		return code
+	}
+	f := NewFactory(io, os.LookupEnv)
+	f.ServeMCP, f.Serve = fe.MCP, fe.Serve
+	return Run(ctx, f, args)
+}
+
+// RunIn runs a command line in this process for another (the daemon, for
+// a client that forwarded it): with the caller's environment and streams,
+// over this process's own tmux clients.
+func RunIn(ctx context.Context, r app.Run) int {
+	io := &IOStreams{In: r.Stdin, Out: r.Stdout, ErrOut: r.Stderr, InTTY: r.InTTY, ErrTTY: r.ErrTTY}
+	f := NewFactory(io, r.LookupEnv)
+	f.Tmux = r.Tmux
+	return Run(ctx, f, r.Args)
 }
 
 // Run executes one command line and returns the exit code.
@@ -154,6 +177,7 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 		}
 	}
 	pf.BoolVar(&f.JSON, "json", false, "print one JSON document on stdout")
+	pf.Bool("direct", false, "run here even when a daemon (agentmsg serve) runs, which would run the command otherwise")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log what happens on stderr")
 
 	// Read once per process, after the flags are parsed: every command and
@@ -203,6 +227,7 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 	)
 	root.AddCommand(mailboxCommands(f)...)
 	root.AddCommand(NewCmdMCP(f))
+	root.AddCommand(NewCmdServe(f, nil))
 	root.AddCommand(lifecycleCommands(f)...)
 	root.SetHelpCommand(newCmdHelp())
 	strictGroups(root)

@@ -256,3 +256,63 @@ func Safe(doc []byte) []byte {
 	}
 	return out
 }
+
+// Agent is one agent on a tmux server with its screen's state (list).
+type Agent struct {
+	Team    string `json:"team"`
+	Agent   string `json:"agent"`
+	Session string `json:"session"`
+	Pane    string `json:"pane"`
+	Command string `json:"command"`
+	PID     int    `json:"pid"`
+	InMode  bool   `json:"in_mode"`
+	State   string `json:"state"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// Agents is the agents of a tmux server (list).
+type Agents struct {
+	Socket string  `json:"socket"`
+	Agents []Agent `json:"agents"`
+}
+
+// NewAgents is agents, found on the server at socket, as a document.
+func NewAgents(socket string, agents []dispatch.Agent) Agents {
+	out := Agents{Socket: socket, Agents: []Agent{}}
+	for _, a := range agents {
+		out.Agents = append(out.Agents, Agent{a.Target.Team, a.Target.Agent(), a.Target.Session, a.Pane.ID,
+			a.Pane.Command, a.Pane.PID, a.Pane.InMode, string(a.State), a.Detail})
+	}
+	return out
+}
+
+// Inbox is what an inbox shows one reader (inbox).
+type Inbox struct {
+	Team     string             `json:"team"`
+	Agent    string             `json:"agent"`
+	Reader   string             `json:"reader"`
+	Messages []mailbox.Envelope `json:"messages"`
+}
+
+// CLIRequest is POST /v1/cli's body: a command line a client forwards to
+// the daemon, to run there as it would have run in the client.
+type CLIRequest struct {
+	Args []string `json:"args"`
+	// Env is the client's environment (KEY=VALUE): the command finds its
+	// caller, server and mailbox in it as it would in the client.
+	Env    []string `json:"env"`
+	InTTY  bool     `json:"in_tty,omitempty"`
+	ErrTTY bool     `json:"err_tty,omitempty"`
+}
+
+// CLIFrame is one line of POST /v1/cli's answer: first the run's id (for
+// POST /v1/cli/{run}/interrupt and .../stdin), then output as it comes,
+// then the exit code. Stdin, once, asks the client for its stdin: the
+// command reads it (POST /v1/cli/{run}/stdin streams it).
+type CLIFrame struct {
+	Run    string `json:"run,omitempty"`
+	Stdin  bool   `json:"stdin,omitempty"`
+	Stdout []byte `json:"stdout,omitempty"`
+	Stderr []byte `json:"stderr,omitempty"`
+	Exit   *int   `json:"exit,omitempty"`
+}

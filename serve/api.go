@@ -1,0 +1,423 @@
+package serve
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agentmsg/agentmsg/app"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/wire"
+)
+
+// The API translates HTTP and JSON into calls on package service and their
+// results into package wire's documents: the fields and verdicts of
+// --json, each with its exit_code. A request body uses the names --json
+// prints (team, agent, text, from, meta) and the flags' names in snake case
+// for options; durations are Go duration strings ("1s", "250ms").
+
+// openapiDoc describes the API (OpenAPI 3.1).
+//
+//go:embed openapi.json
+var openapiDoc []byte
+
+// maxBody bounds a request body: a message of a few MiB fits.
+const maxBody = 16 << 20
+
+// duration is a Go duration string in JSON.
+type duration time.Duration
+
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration is a string such as \"1s\" or \"250ms\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return fmt.Errorf("duration %q: want one such as \"1s\" or \"250ms\"", s)
+	}
+	*d = duration(v)
+	return nil
+}
+
+// server chooses the tmux server, as -S and -L do.
+type server struct {
+	Socket     string `json:"socket,omitempty"`
+	SocketName string `json:"socket_name,omitempty"`
+}
+
+// delivering are the options of an operation that types messages: the
+// flags of send and broadcast.
+type delivering struct {
+	NoQueue      bool     `json:"no_queue,omitempty"`
+	MailboxOnly  bool     `json:"mailbox_only,omitempty"`
+	WhileBusy    bool     `json:"while_busy,omitempty"`
+	Force        bool     `json:"force,omitempty"`
+	Profile      string   `json:"profile,omitempty"` // --agent: the agent CLI's profile by hand
+	ReadyTimeout duration `json:"ready_timeout,omitempty"`
+}
+
+// draft is a message as a request gives it.
+type draft struct {
+	Text string            `json:"text"`
+	Type string            `json:"type,omitempty"`
+	Meta map[string]string `json:"meta,omitempty"`
+}
+
+func (d draft) service() service.Draft { return service.Draft{Text: d.Text, Type: d.Type, Meta: d.Meta} }
+
+type sendBody struct {
+	Team    string `json:"team"`
+	Agent   string `json:"agent"`
+	From  string `json:"from,omitempty"`
+	Pane  string `json:"pane,omitempty"`
+	draft
+	delivering
+	server
+}
+
+// replyBody answers a message: to its sender, marked as the answer.
+type replyBody struct {
+	To   string `json:"reply_to"`
+	From string `json:"from"`
+	Team string `json:"team,omitempty"` // the replier's team
+	draft
+	delivering
+	server
+}
+
+type broadcastBody struct {
+	Team string `json:"team,omitempty"`
+	All  bool   `json:"all,omitempty"`
+	From string `json:"from,omitempty"`
+	draft
+	delivering
+	server
+}
+
+type deliverBody struct {
+	Team         string   `json:"team,omitempty"`
+	ReadyTimeout duration `json:"ready_timeout,omitempty"`
+	server
+}
+
+// endpoint is one route of the API. The table is what the daemon serves
+// and what the OpenAPI document must describe (TestOpenAPIDescribesEveryRoute).
+type endpoint struct {
+	method, path string
+	handle       func(*Daemon, http.ResponseWriter, *http.Request)
+}
+
+var endpoints = []endpoint{
+	{"POST", "/v1/send", (*Daemon).send},
+	{"POST", "/v1/reply", (*Daemon).reply},
+	{"POST", "/v1/broadcast", (*Daemon).broadcast},
+	{"POST", "/v1/deliver", (*Daemon).deliver},
+	{"GET", "/v1/agents", (*Daemon).agents},
+	{"GET", "/v1/messages/{id}", (*Daemon).message},
+	{"GET", "/v1/inbox/{team}/{name}", (*Daemon).inbox},
+	{"GET", "/v1/events", (*Daemon).stream},
+	{"GET", "/v1/openapi.json", (*Daemon).openapi},
+	{"GET", "/v1/version", (*Daemon).versionInfo},
+	{"POST", "/v1/cli", (*Daemon).cli},
+	{"POST", "/v1/cli/{run}/interrupt", (*Daemon).interrupt},
+	{"POST", "/v1/cli/{run}/stdin", (*Daemon).stdin},
+}
+
+// routes registers the endpoints.
+func (d *Daemon) routes(mux *http.ServeMux) {
+	for _, e := range endpoints {
+		mux.HandleFunc(e.method+" "+e.path, func(w http.ResponseWriter, r *http.Request) { e.handle(d, w, r) })
+	}
+}
+
+// openapi is GET /v1/openapi.json: the document describing every endpoint.
+func (d *Daemon) openapi(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openapiDoc)
+}
+
+// decode reads a JSON body into v, refusing unknown fields: a misspelt
+// option must not be ignored.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		fail(w, http.StatusBadRequest, fmt.Errorf("the request body: %w", err))
+		return false
+	}
+	return true
+}
+
+// respond writes doc with the HTTP status of its exit code.
+func respond(w http.ResponseWriter, code int, doc any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(statusOf(code))
+	_ = wire.Encode(w, doc)
+}
+
+// statusOf is the HTTP status of an exit code: a verdict is a result, not
+// an HTTP error, except for a request that could not be understood (exit
+// 2) or names nothing that exists (exit 3).
+func statusOf(code int) int {
+	switch code {
+	case wire.ExitUsage:
+		return http.StatusBadRequest
+	case wire.ExitNotFound:
+		return http.StatusNotFound
+	}
+	return http.StatusOK
+}
+
+// fail answers an error as wire.Error with the exit code it maps to.
+func fail(w http.ResponseWriter, status int, err error) {
+	code := wire.ErrorCode(err)
+	if errors.Is(err, errCaller) || status == http.StatusBadRequest {
+		code = wire.ExitUsage
+	}
+	if status == 0 {
+		status = statusOf(code)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = wire.Encode(w, wire.Error{Error: err.Error(), ExitCode: code})
+}
+
+// serviceFor is the service of a request's caller, or false after an
+// error answer.
+func (d *Daemon) serviceFor(w http.ResponseWriter, c Caller) (*service.Service, bool) {
+	svc, err := d.backend.service(c)
+	if err != nil {
+		fail(w, 0, err)
+		return nil, false
+	}
+	return svc, true
+}
+
+// call is the per-call choices of a delivering request.
+func (d *Daemon) call(o delivering, pane string) (service.Delivery, error) {
+	call := dispatch.Call{WhileBusy: o.WhileBusy, Force: o.Force, Pane: pane, ReadyTimeout: time.Duration(o.ReadyTimeout)}
+	if o.Profile != "" {
+		profiles, err := app.Profiles(d.backend.env.Config)
+		if err != nil {
+			return service.Delivery{}, err
+		}
+		p, err := app.Lookup(profiles, o.Profile)
+		if err != nil {
+			return service.Delivery{}, fmt.Errorf("%w: profile: %w", errCaller, err)
+		}
+		call.Agent, call.AgentWhy = &p, "profile "+o.Profile
+	}
+	return service.Delivery{Queue: !o.NoQueue, MailboxOnly: o.MailboxOnly, Call: call}, nil
+}
+
+func (d *Daemon) send(w http.ResponseWriter, r *http.Request) {
+	var b sendBody
+	if !decode(w, r, &b) {
+		return
+	}
+	t, err := target.New(b.Team, b.Agent)
+	if err != nil {
+		fail(w, http.StatusBadRequest, err)
+		return
+	}
+	del, err := d.call(b.delivering, b.Pane)
+	if err != nil {
+		fail(w, 0, err)
+		return
+	}
+	svc, ok := d.serviceFor(w, Caller{From: b.From, Team: b.Team, Socket: b.Socket, SocketName: b.SocketName})
+	if !ok {
+		return
+	}
+	res, err := svc.Send(d.requestContext(r), service.SendRequest{To: t, Draft: b.draft.service(), Delivery: del})
+	if err != nil {
+		fail(w, 0, err)
+		return
+	}
+	doc := wire.NewSend(res, wire.Plain)
+	respond(w, doc.ExitCode, doc)
+}
+
+func (d *Daemon) reply(w http.ResponseWriter, r *http.Request) {
+	var b replyBody
+	if !decode(w, r, &b) {
+		return
+	}
+	if !message.Valid(b.To) {
+		fail(w, http.StatusBadRequest, fmt.Errorf("reply_to %q is not a message id (MSG_<SENDER>_<8 hex>)", b.To))
+		return
+	}
+	del, err := d.call(b.delivering, "")
+	if err != nil {
+		fail(w, 0, err)
+		return
+	}
+	svc, ok := d.serviceFor(w, Caller{From: b.From, Team: b.Team, Socket: b.Socket, SocketName: b.SocketName})
+	if !ok {
+		return
+	}
+	res, err := svc.Reply(d.requestContext(r), service.ReplyRequest{To: message.ID(b.To), Draft: b.draft.service(), Queue: del.Queue, Call: del.Call})
+	if err != nil {
+		fail(w, 0, err)
+		return
+	}
+	doc := wire.NewSend(res, wire.Plain)
+	respond(w, doc.ExitCode, doc)
+}
+
+func (d *Daemon) broadcast(w http.ResponseWriter, r *http.Request) {
+	var b broadcastBody
+	if !decode(w, r, &b) {
+		return
+	}
+	if b.Team == "" && !b.All {
+		fail(w, http.StatusBadRequest, errors.New("name a team, or all: true for every agent"))
+		return
+	}
+	del, err := d.call(b.delivering, "")
+	if err != nil {
+		fail(w, 0, err)
+		return
+	}
+	svc, ok := d.serviceFor(w, Caller{From: b.From, Team: b.Team, Socket: b.Socket, SocketName: b.SocketName})
+	if !ok {
+		return
+	}
+	res, err := svc.Broadcast(d.requestContext(r), service.BroadcastRequest{Team: b.Team, All: b.All, Draft: b.draft.service(), Delivery: del})
+	if err != nil {
+		fail(w, 0, err)
+		return
+	}
+	doc := wire.NewBroadcast(res, b.Team, b.All, wire.Plain)
+	respond(w, doc.ExitCode, doc)
+}
+
+func (d *Daemon) deliver(w http.ResponseWriter, r *http.Request) {
+	var b deliverBody
+	if !decode(w, r, &b) {
+		return
+	}
+	svc, ok := d.serviceFor(w, Caller{Socket: b.Socket, SocketName: b.SocketName})
+	if !ok {
+		return
+	}
+	res, err := svc.Deliver(d.requestContext(r), service.DeliverRequest{Team: b.Team, ReadyTimeout: time.Duration(b.ReadyTimeout), LeaveSelf: true})
+	doc := wire.NewDeliver(res.Typed, wire.Plain)
+	code := wire.ExitOK
+	if err != nil {
+		code = wire.ErrorCode(err)
+	}
+	for _, o := range doc.Results {
+		if o.ExitCode != wire.ExitOK && code == wire.ExitOK {
+			code = wire.ExitPartial
+		}
+	}
+	respond(w, code, struct {
+		wire.Deliver
+		Error    string `json:"error,omitempty"`
+		ExitCode int    `json:"exit_code"`
+	}{doc, errText(err), code})
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func (d *Daemon) agents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	svc, ok := d.serviceFor(w, Caller{Socket: q.Get("socket"), SocketName: q.Get("socket_name")})
+	if !ok {
+		return
+	}
+	disp, err := svc.Dispatcher()
+	if err != nil {
+		fail(w, 0, err)
+		return
+	}
+	agents, err := disp.Agents(r.Context(), q.Get("team"), dispatch.Call{})
+	if err != nil {
+		fail(w, 0, err)
+		return
+	}
+	respond(w, wire.ExitOK, wire.NewAgents(disp.Tmux.Server().Socket, agents))
+}
+
+func (d *Daemon) message(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	id := r.PathValue("id")
+	if !message.Valid(id) {
+		fail(w, http.StatusBadRequest, fmt.Errorf("%q is not a message id (MSG_<SENDER>_<8 hex>)", id))
+		return
+	}
+	svc, ok := d.serviceFor(w, Caller{Socket: q.Get("socket"), SocketName: q.Get("socket_name")})
+	if !ok {
+		return
+	}
+	copies, err := svc.History(r.Context(), service.LogRequest{}, message.ID(id))
+	if err != nil {
+		fail(w, 0, err)
+		return
+	}
+	if len(copies) == 0 {
+		fail(w, http.StatusNotFound, fmt.Errorf("no message %s in any inbox of this server", id))
+		return
+	}
+	doc := struct {
+		ID       string                `json:"id"`
+		Message  *mailbox.Envelope     `json:"message,omitempty"`
+		Copies   []service.HistoryCopy `json:"copies"`
+		ExitCode int                   `json:"exit_code"`
+	}{ID: id, Copies: copies}
+	if env, err := svc.Read(r.Context(), message.ID(id)); err == nil {
+		doc.Message = &env
+	}
+	respond(w, wire.ExitOK, doc)
+}
+
+func (d *Daemon) inbox(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	team, name := r.PathValue("team"), r.PathValue("name")
+	all, _ := strconv.ParseBool(q.Get("all"))
+	peek, _ := strconv.ParseBool(q.Get("peek"))
+	reader := q.Get("reader")
+	if reader == "" {
+		reader = name
+	}
+	svc, ok := d.serviceFor(w, Caller{From: reader, Team: team, Socket: q.Get("socket"), SocketName: q.Get("socket_name")})
+	if !ok {
+		return
+	}
+	res, err := svc.Inbox(r.Context(), service.InboxRequest{Team: team, Agent: name, All: all, Peek: peek})
+	if err != nil {
+		fail(w, 0, err)
+		return
+	}
+	respond(w, wire.ExitOK, struct {
+		wire.Inbox
+		ExitCode int `json:"exit_code"`
+	}{wire.Inbox{Team: res.Team, Agent: res.Agent, Reader: res.Reader, Messages: res.Messages}, wire.ExitOK})
+}
+
+func (d *Daemon) versionInfo(w http.ResponseWriter, r *http.Request) {
+	respond(w, wire.ExitOK, map[string]any{"version": d.backend.version, "pid": d.pid, "exit_code": wire.ExitOK})
+}
+
+// requestContext is the context of an operation a client asked for: it
+// ends when the daemon stops, not when the client goes away. A message
+// half typed is finished and recorded as what it is; the client that lost
+// its connection reads the verdict from GET /v1/messages/{id}.
+func (d *Daemon) requestContext(*http.Request) context.Context { return d.ctx }

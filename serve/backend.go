@@ -1,0 +1,219 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/agentmsg/agentmsg/app"
+	"github.com/agentmsg/agentmsg/config"
+	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/lifecycle"
+	"github.com/agentmsg/agentmsg/lock"
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/tmux"
+)
+
+// backend is what the daemon builds once per tmux server and shares
+// between every caller: the server's client (fast through one control
+// client), its mailbox, dispatcher, courier and lifecycle manager. Each
+// request gets a service.Service for its caller over them.
+type backend struct {
+	env     app.Env // the daemon's own environment and configuration
+	version string
+	// control: keep one control client per server (the fast path); off,
+	// every command is an ordinary tmux process.
+	control bool
+
+	mu      sync.Mutex
+	clients map[string]*tmux.Exec // by canonical socket
+	ctls    []*tmux.Control
+	places  map[string]*parts
+}
+
+// parts are one server's shared wiring.
+type parts struct {
+	store *mailbox.Store
+	disp  *dispatch.Dispatcher
+	cour  *courier.Courier
+	life  *lifecycle.Manager
+}
+
+func newBackend(env app.Env, version string, control bool) *backend {
+	b := &backend{env: env, version: version, control: control,
+		clients: map[string]*tmux.Exec{}, places: map[string]*parts{}}
+	b.env.Tmux = b.client
+	return b
+}
+
+// client is the daemon's one client of server: an Exec whose command lists
+// go through a control client while it is attached (tmux.Control keeps one,
+// and only one, under its flock), through ordinary processes otherwise.
+func (b *backend) client(server tmux.Server, bin string) (*tmux.Exec, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c, ok := b.clients[server.Socket]; ok {
+		return c, nil
+	}
+	c, err := tmux.NewExec(server, bin)
+	if err != nil {
+		return nil, err
+	}
+	if b.control {
+		ctl, err := tmux.StartControl(server, c.Bin(), lock.ForServer(server.Socket, b.env.Locks()))
+		if err != nil {
+			return nil, err
+		}
+		if err := c.UseControl(ctl); err != nil {
+			ctl.Close()
+			return nil, err
+		}
+		b.ctls = append(b.ctls, ctl)
+	}
+	b.clients[server.Socket] = c
+	return c, nil
+}
+
+// close detaches every control client, cleanly.
+func (b *backend) close() {
+	b.mu.Lock()
+	ctls := b.ctls
+	b.ctls = nil
+	b.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, ctl := range ctls {
+		wg.Go(func() { _ = ctl.Close() })
+	}
+	wg.Wait()
+}
+
+// Caller is who a request speaks for, and on which tmux server.
+type Caller struct {
+	// From is the sender's name ("lead", "ana-2"); "" is the daemon's
+	// configured one, else "app".
+	From string `json:"from,omitempty"`
+	// Team is the caller's team, for what needs one (reply, inbox, ...).
+	Team string `json:"team_of_caller,omitempty"`
+	// Socket and SocketName choose the tmux server as -S and -L do; ""
+	// is the daemon's (its configuration, else tmux's default).
+	Socket     string `json:"socket,omitempty"`
+	SocketName string `json:"socket_name,omitempty"`
+}
+
+// errCaller is a caller the daemon cannot serve as asked.
+var errCaller = errors.New("invalid caller")
+
+// envFor is the daemon's environment with the caller's server chosen.
+func (b *backend) envFor(c Caller) (app.Env, error) {
+	if c.Socket == "" && c.SocketName == "" {
+		return b.env, nil
+	}
+	cfg := *b.env.Config
+	src := config.Source("request")
+	if c.Socket != "" {
+		if err := cfg.Set("socket", c.Socket, src); err != nil {
+			return app.Env{}, err
+		}
+	}
+	if c.SocketName != "" {
+		if err := cfg.Set("socket_name", c.SocketName, src); err != nil {
+			return app.Env{}, err
+		}
+	}
+	env := b.env
+	env.Config = &cfg
+	return env, nil
+}
+
+// parts builds, or finds, the shared wiring of env's server.
+func (b *backend) parts(env app.Env) (*parts, error) {
+	server, err := env.Server()
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	p, ok := b.places[server.Socket]
+	b.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	store, err := env.Mailbox()
+	if err != nil {
+		return nil, err
+	}
+	d, err := env.Dispatcher(store)
+	if err != nil {
+		return nil, err
+	}
+	life, err := env.Lifecycle(store, d)
+	if err != nil {
+		return nil, err
+	}
+	p = &parts{store: store, disp: d, cour: env.Courier(store, d), life: life}
+	b.mu.Lock()
+	if q, ok := b.places[server.Socket]; ok {
+		p = q // another request built it meanwhile
+	} else {
+		b.places[server.Socket] = p
+	}
+	b.mu.Unlock()
+	return p, nil
+}
+
+// service is the service for caller c over its server's shared parts.
+func (b *backend) service(c Caller) (*service.Service, error) {
+	env, err := b.envFor(c)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errCaller, err)
+	}
+	name := c.From
+	if name == "" {
+		name = env.Config.Settings.From
+	}
+	if name == "" {
+		name = "app"
+	}
+	if name, err = target.ParseName(name); err != nil {
+		return nil, fmt.Errorf("%w: from: %w", errCaller, err)
+	}
+	sender, err := message.Sender(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: from: %w", errCaller, err)
+	}
+	team := c.Team
+	if team == "" {
+		team = env.Config.Settings.Team
+	}
+	if team != "" {
+		if err := target.ValidateTeam(team); err != nil {
+			return nil, fmt.Errorf("%w: team: %w", errCaller, err)
+		}
+	}
+	p, err := b.parts(env)
+	if err != nil {
+		return nil, err
+	}
+	return &service.Service{
+		Team: team, Name: name, Sender: sender,
+		Dispatcher: func() (*dispatch.Dispatcher, error) { return p.disp, nil },
+		Courier:    func(*dispatch.Dispatcher) (*courier.Courier, error) { return p.cour, nil },
+		Store:      p.store,
+		Lifecycle:  func() (service.Lifecycle, error) { return p.life, nil },
+		Version:    b.version,
+	}, nil
+}
+
+// snapshot is the servers the daemon has served so far, by socket.
+func (b *backend) snapshot() map[string]*parts {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[string]*parts, len(b.places))
+	for k, v := range b.places {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,327 @@
+// Package serve is agentmsg's daemon: one long-lived process per user that
+// serves every operation over HTTP and JSON on a Unix socket (the way
+// Docker's engine serves desktop apps), follows every message and agent as
+// a resumable stream of events, and runs the CLI's commands for clients
+// that forward them, all over one shared client per tmux server (fast
+// through one control-mode client; see tmux.Control).
+//
+// It is a front end like the CLI and the MCP server: it only translates
+// between HTTP and package service, with package wire's documents. It
+// holds no truth of its own: the mailbox on disk is the record, and the
+// daemon can be killed at any moment and started again.
+package serve
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentmsg/agentmsg/app"
+	"github.com/agentmsg/agentmsg/eventlog"
+	"github.com/agentmsg/agentmsg/mailbox"
+)
+
+// Options configure a daemon.
+type Options struct {
+	// Socket is the Unix socket it listens on; "" is DefaultSocket.
+	Socket string
+	// TCP, when set, also listens on this address (loopback unless
+	// AllowRemote), for requests that carry TokenFile's token.
+	TCP         string
+	TokenFile   string
+	AllowRemote bool
+	// Direct: no control client; every tmux command is a process.
+	Direct bool
+	// Version is agentmsg's, reported to clients.
+	Version string
+	// RunCLI runs a client's command line in the daemon (main hands in the
+	// CLI's runner: no front end imports another).
+	RunCLI app.Runner
+	// Ready, when set, hears that the daemon listens.
+	Ready func(socket string)
+}
+
+// DefaultSocket is where the daemon of the mailbox at root listens.
+func DefaultSocket(root string) string { return app.DaemonSocket(root) }
+
+// lockName is the file whose flock makes a daemon the one of its user.
+const lockName = "serve.lock"
+
+// ErrRunning: a daemon already serves this user.
+var ErrRunning = errors.New("agentmsg serve is already running")
+
+// Daemon is a running daemon.
+type Daemon struct {
+	opts    Options
+	env     app.Env
+	backend *backend
+	hub     *hub
+	runs    runs
+	log     *eventlog.Log
+	ctx     context.Context
+	pid     int
+	token   []byte
+}
+
+// Run serves until ctx ends; then it stops listening, lets requests in
+// flight end (up to a few seconds), detaches its control clients cleanly
+// and returns.
+func Run(ctx context.Context, env app.Env, opts Options) error {
+	root := mailbox.DefaultRoot(env.LookupEnv)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return err
+	}
+	release, err := holdLock(root, opts.socket(root))
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d := &Daemon{opts: opts, env: env, backend: newBackend(env, opts.Version, !opts.Direct),
+		log: app.Events(root), ctx: ctx, pid: os.Getpid()}
+	defer d.backend.close()
+	d.hub = newHub(d.log)
+	go d.hub.follow(ctx)
+	go d.watchAgents(ctx)
+
+	mux := http.NewServeMux()
+	d.routes(mux)
+	srv := &http.Server{Handler: d.authorize(mux), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	sock := opts.socket(root)
+	ul, err := listenUnix(sock)
+	if err != nil {
+		return err
+	}
+	listeners = append(listeners, ul)
+	if opts.TCP != "" {
+		tl, err := d.listenTCP()
+		if err != nil {
+			return err
+		}
+		listeners = append(listeners, tl)
+	}
+	errs := make(chan error, len(listeners))
+	for _, l := range listeners {
+		go func() { errs <- srv.Serve(l) }()
+	}
+	if opts.Ready != nil {
+		opts.Ready(sock)
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-errs:
+	}
+	shut, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer done()
+	_ = srv.Shutdown(shut)
+	os.Remove(sock)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (o Options) socket(root string) string {
+	if o.Socket != "" {
+		return o.Socket
+	}
+	return DefaultSocket(root)
+}
+
+// holder is what a daemon writes into its lock file.
+type holder struct {
+	PID    int       `json:"pid"`
+	Socket string    `json:"socket"`
+	Since  time.Time `json:"since"`
+}
+
+// holdLock makes this the user's one daemon, for as long as it lives (the
+// kernel lets the flock go when it dies, however it dies). A second one
+// is refused, naming the first.
+func holdLock(root, socket string) (release func(), err error) {
+	path := filepath.Join(root, lockName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		defer f.Close()
+		var h holder
+		b := make([]byte, 4096)
+		n, _ := f.ReadAt(b, 0)
+		if json.Unmarshal(b[:n], &h) == nil && h.PID > 0 {
+			return nil, fmt.Errorf("%w: pid %d, listening on %s since %s", ErrRunning, h.PID, h.Socket, h.Since.Local().Format(time.DateTime))
+		}
+		return nil, fmt.Errorf("%w (%s is locked)", ErrRunning, path)
+	}
+	data, _ := json.Marshal(holder{PID: os.Getpid(), Socket: socket, Since: time.Now().UTC()})
+	if f.Truncate(0) == nil {
+		_, _ = f.WriteAt(data, 0)
+	}
+	return func() { f.Close() }, nil
+}
+
+// Running reports the daemon that serves the mailbox at root, if one does.
+func Running(root string) (pid int, socket string, ok bool) {
+	path := filepath.Join(root, lockName)
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, "", false
+	}
+	defer f.Close()
+	if unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) == nil {
+		return 0, "", false // nobody holds it
+	}
+	var h holder
+	b := make([]byte, 4096)
+	n, _ := f.ReadAt(b, 0)
+	if json.Unmarshal(b[:n], &h) != nil {
+		return 0, "", false
+	}
+	return h.PID, h.Socket, true
+}
+
+// listenUnix listens on a socket only this user can reach: in a directory
+// that is ours, mode 0600, and each connection's peer checked (peerCheck).
+// The lock is ours, so a socket file left there is a dead daemon's.
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	old := unix.Umask(0o177)
+	l, err := net.Listen("unix", path)
+	unix.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return peerCheck{l.(*net.UnixListener)}, nil
+}
+
+// peerCheck accepts only connections from this user's processes
+// (SO_PEERCRED), whatever the socket file's mode says.
+type peerCheck struct{ *net.UnixListener }
+
+func (p peerCheck) Accept() (net.Conn, error) {
+	for {
+		c, err := p.UnixListener.AcceptUnix()
+		if err != nil {
+			return nil, err
+		}
+		if samePeer(c) {
+			return c, nil
+		}
+		c.Close()
+	}
+}
+
+func samePeer(c *net.UnixConn) bool {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil || credErr != nil {
+		return false
+	}
+	return int(cred.Uid) == os.Getuid()
+}
+
+// listenTCP listens on opts.TCP, loopback only unless AllowRemote, and
+// reads (or makes) the token every request there must carry.
+func (d *Daemon) listenTCP() (net.Listener, error) {
+	host, _, err := net.SplitHostPort(d.opts.TCP)
+	if err != nil {
+		return nil, fmt.Errorf("--tcp %q: %w", d.opts.TCP, err)
+	}
+	ip := net.ParseIP(host)
+	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
+	if !loopback && !d.opts.AllowRemote {
+		return nil, fmt.Errorf("--tcp %q is not a loopback address: anyone who can reach it could type into your agents with the token; give --allow-remote to mean it", d.opts.TCP)
+	}
+	if d.opts.TokenFile == "" {
+		return nil, errors.New("--tcp needs --token-file: requests over TCP must carry its token")
+	}
+	if d.token, err = readToken(d.opts.TokenFile); err != nil {
+		return nil, err
+	}
+	if !loopback && d.env.Log != nil {
+		d.env.Log.Warn("LISTENING BEYOND THIS MACHINE: anyone who reaches " + d.opts.TCP + " with the token can type into your agents")
+	}
+	return net.Listen("tcp", d.opts.TCP)
+}
+
+// readToken reads the bearer token from path, a file only its owner may
+// read; it makes one (32 random bytes, hex) when there is none.
+func readToken(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		buf := make([]byte, 32)
+		if _, err := rand.Read(buf); err != nil {
+			return nil, err
+		}
+		tok := []byte(hex.EncodeToString(buf))
+		if err := os.WriteFile(path, append(tok, '\n'), 0o600); err != nil {
+			return nil, err
+		}
+		return tok, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("token file %s is readable by others (mode %o): chmod 600 it", path, fi.Mode().Perm())
+	}
+	tok := []byte(strings.TrimSpace(string(b)))
+	if len(tok) < 16 {
+		return nil, fmt.Errorf("token file %s holds no token of at least 16 characters", path)
+	}
+	return tok, nil
+}
+
+// authorize lets a Unix-socket request through (its peer was checked on
+// accept) and a TCP request only with the bearer token.
+func (d *Daemon) authorize(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, tcp := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); tcp {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || len(d.token) == 0 || subtle.ConstantTimeCompare([]byte(got), d.token) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="agentmsg"`)
+				fail(w, http.StatusUnauthorized, errors.New("a request over TCP needs the token of --token-file: Authorization: Bearer TOKEN"))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}

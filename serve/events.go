@@ -1,0 +1,235 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/eventlog"
+)
+
+// Events reach a client from the event log, which every agentmsg process
+// appends to: a client asks for what came after the last id it saw
+// (Last-Event-ID, or ?since=), so a restart of either side loses nothing
+// and repeats nothing. One follower reads the log for every stream; each
+// stream has a bounded buffer, and a reader too slow to keep up is cut off
+// with the id to resume from, never allowed to grow the daemon's memory.
+
+// streamBuffer bounds the events waiting for one slow reader.
+const streamBuffer = 1024
+
+// followEvery is how often the follower looks for new events.
+const followEvery = 20 * time.Millisecond
+
+// hub fans the log's new events out to the streams.
+type hub struct {
+	log  *eventlog.Log
+	mu   sync.Mutex
+	subs map[*sub]bool
+	last int64 // the newest event the follower has passed on
+}
+
+type sub struct {
+	ch      chan eventlog.Event
+	dropped chan struct{} // closed when the reader fell behind
+	once    sync.Once
+}
+
+func newHub(log *eventlog.Log) *hub {
+	last, _ := log.Last()
+	return &hub{log: log, subs: map[*sub]bool{}, last: last}
+}
+
+// follow passes each new event on, until ctx ends.
+func (h *hub) follow(ctx context.Context) {
+	t := time.NewTicker(followEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for {
+			evs, next, err := h.log.Since(h.last, 512)
+			if errors.Is(err, eventlog.ErrExpired) {
+				h.last = -1
+				continue
+			}
+			if err != nil || len(evs) == 0 {
+				break
+			}
+			h.mu.Lock()
+			h.last = next
+			for s := range h.subs {
+				for _, e := range evs {
+					select {
+					case s.ch <- e:
+					default:
+						s.once.Do(func() { close(s.dropped) })
+						delete(h.subs, s)
+					}
+				}
+			}
+			h.mu.Unlock()
+		}
+	}
+}
+
+func (h *hub) subscribe() *sub {
+	s := &sub{ch: make(chan eventlog.Event, streamBuffer), dropped: make(chan struct{})}
+	h.mu.Lock()
+	h.subs[s] = true
+	h.mu.Unlock()
+	return s
+}
+
+func (h *hub) unsubscribe(s *sub) {
+	h.mu.Lock()
+	delete(h.subs, s)
+	h.mu.Unlock()
+}
+
+// stream is GET /v1/events: Server-Sent Events, each with its id, from
+// after Last-Event-ID (or ?since=ID; ?since=now for only what comes next;
+// without either, from the oldest kept).
+func (d *Daemon) stream(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		fail(w, http.StatusInternalServerError, errors.New("this connection cannot stream"))
+		return
+	}
+	after := int64(-1)
+	since := r.Header.Get("Last-Event-ID")
+	if since == "" {
+		since = r.URL.Query().Get("since")
+	}
+	switch since {
+	case "":
+	case "now":
+		after, _ = d.log.Last()
+	default:
+		n, err := strconv.ParseInt(since, 10, 64)
+		if err != nil || n < -1 {
+			fail(w, http.StatusBadRequest, fmt.Errorf("since %q: want an event id", since))
+			return
+		}
+		after = n
+	}
+	// Subscribed first, then the backlog read: nothing falls between.
+	s := d.hub.subscribe()
+	defer d.hub.unsubscribe(s)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	for {
+		evs, next, err := d.log.Since(after, 512)
+		if errors.Is(err, eventlog.ErrExpired) {
+			writeEvent(w, "expired", after, map[string]any{"error": err.Error(), "resume_from": -1})
+			after = -1
+			continue
+		}
+		if err != nil || len(evs) == 0 {
+			break
+		}
+		for _, e := range evs {
+			writeEvent(w, "", e.ID, e)
+		}
+		after = next
+		flusher.Flush()
+	}
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.dropped:
+			// Too slow: cut off, with where to resume.
+			writeEvent(w, "dropped", after, map[string]any{"resume_from": after})
+			flusher.Flush()
+			return
+		case e := <-s.ch:
+			if e.ID <= after {
+				continue // sent with the backlog
+			}
+			writeEvent(w, "", e.ID, e)
+			after = e.ID
+			flusher.Flush()
+		case <-keepalive.C:
+			fmt.Fprint(w, ": keepalive\n\n")
+			flusher.Flush()
+		}
+	}
+}
+
+// writeEvent writes one SSE event: its id, its type (default "message"
+// for events of the log) and its data as one line of JSON.
+func writeEvent(w http.ResponseWriter, kind string, id int64, v any) {
+	data, _ := json.Marshal(v)
+	if kind != "" {
+		fmt.Fprintf(w, "event: %s\n", kind)
+	}
+	if id >= 0 {
+		fmt.Fprintf(w, "id: %d\n", id)
+	}
+	fmt.Fprintf(w, "data: %s\n\n", data)
+}
+
+// watchAgents looks at every server the daemon serves once a second and
+// records each change of an agent's state as an event: appeared, ready,
+// busy, dialog, draft, unknown, exited (its pane shows a shell), gone.
+func (d *Daemon) watchAgents(ctx context.Context) {
+	last := map[string]map[string]string{} // socket -> session -> state
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for socket, p := range d.backend.snapshot() {
+			agents, err := p.disp.Agents(ctx, "", dispatch.Call{})
+			if err != nil {
+				continue
+			}
+			prev := last[socket]
+			now := map[string]string{}
+			var evs []eventlog.Event
+			for _, a := range agents {
+				state := string(a.State)
+				if a.Shell {
+					state = "exited"
+				}
+				now[a.Target.Session] = state
+				e := eventlog.Event{Place: socket, Team: a.Target.Team, Agent: a.Target.Agent(), Pane: a.Pane.ID, State: state, Detail: a.Detail}
+				if prev == nil {
+					continue // first look: states are learnt, not news
+				}
+				if old, seen := prev[a.Target.Session]; !seen {
+					e.Type = "agent.appeared"
+					evs = append(evs, e)
+					e.Type = "agent." + state
+					evs = append(evs, e)
+				} else if old != state {
+					e.Type = "agent." + state
+					evs = append(evs, e)
+				}
+			}
+			for session := range prev {
+				if _, still := now[session]; !still {
+					evs = append(evs, eventlog.Event{Type: "agent.gone", Place: socket, Detail: session})
+				}
+			}
+			last[socket] = now
+			_, _ = d.log.Append(evs...)
+		}
+	}
+}
