@@ -74,11 +74,13 @@ type draft struct {
 	Meta map[string]string `json:"meta,omitempty"`
 }
 
-func (d draft) service() service.Draft { return service.Draft{Text: d.Text, Type: d.Type, Meta: d.Meta} }
+func (d draft) service() service.Draft {
+	return service.Draft{Text: d.Text, Type: d.Type, Meta: d.Meta}
+}
 
 type sendBody struct {
-	Team    string `json:"team"`
-	Agent   string `json:"agent"`
+	Team  string `json:"team"`
+	Agent string `json:"agent"`
 	From  string `json:"from,omitempty"`
 	Pane  string `json:"pane,omitempty"`
 	draft
