@@ -287,7 +287,7 @@ func TestLiveHookReceipts(t *testing.T) {
 	receipts := filepath.Join(l.state, "agentmsg", "receipts.log")
 	for {
 		data, _ := os.ReadFile(receipts)
-		if slices.Contains(strings.Split(string(data), "\n"), rep.ID) {
+		if slices.ContainsFunc(strings.Split(string(data), "\n"), func(line string) bool { return strings.HasPrefix(line, rep.ID+" %") }) {
 			break
 		}
 		if time.Now().After(deadline) {

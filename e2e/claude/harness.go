@@ -142,7 +142,10 @@ func (a *Agent) Env() []string {
 // that runs claude and stays).
 func (a *Agent) command() []string {
 	claude := append([]string{a.Opts.Claude, "--permission-mode", "default"}, a.Opts.Args...)
-	argv := append([]string{"env", "-i"}, a.Env()...)
+	// env -i, keeping only what tmux gives every pane ($TMUX,
+	// $TMUX_PANE), which a real agent has and its hooks name their
+	// receipts' recipient with.
+	argv := append([]string{"/bin/sh", "-c", `exec env -i TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" "$@"`, "sh"}, a.Env()...)
 	if !a.Opts.KeepShell {
 		return append(argv, claude...)
 	}

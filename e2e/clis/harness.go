@@ -183,6 +183,13 @@ func (a *Agent) Env() []string {
 	return env
 }
 
+// paneEnv starts a pane's argv: env -i, keeping only what tmux gives every
+// pane ($TMUX, $TMUX_PANE), which a real agent has and its hooks name
+// their receipts' recipient with; Env follows.
+func paneEnv() []string {
+	return []string{"/bin/sh", "-c", `exec env -i TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" "$@"`, "sh"}
+}
+
 // command is the pane's argv: env -i with Env, then the CLI (or a shell
 // that runs it and stays).
 func (a *Agent) command() []string {
@@ -195,7 +202,7 @@ func (a *Agent) command() []string {
 		// Ask before running tools, whatever a settings file says.
 		cli = append(cli, "--permission-mode", "default")
 	}
-	argv := append([]string{"env", "-i"}, a.Env()...)
+	argv := append(paneEnv(), a.Env()...)
 	if !a.Opts.Wrapper {
 		return append(argv, cli...)
 	}

@@ -50,10 +50,17 @@ func newHooked(t *testing.T, cli string) *live {
 	return l
 }
 
-// receipts are the ids the prompt-submit hook recorded.
+// receipts are the ids the prompt-submit hook recorded (each line: the
+// id, then the pane and server it was recorded in).
 func (l *live) receipts() []string {
 	data, _ := os.ReadFile(filepath.Join(l.state, "agentmsg", "receipts.log"))
-	return strings.Fields(string(data))
+	var ids []string
+	for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
+		if id, _, _ := strings.Cut(line, " "); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 func (l *live) waitReceipt(id string) {
