@@ -28,6 +28,7 @@ type Server struct {
 	Socket string
 
 	agents atomic.Int64 // numbers log and cue files
+	daemon *exec.Cmd    // agentmsg serve, in DaemonMode
 }
 
 // NewServer builds the binaries if needed and starts a server that holds
@@ -62,6 +63,12 @@ func NewServer() (*Server, error) {
 		"/bin/sh", "-c", s.watchdog()); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("starting tmux server: %w", err)
+	}
+	if DaemonMode() {
+		if err := s.StartDaemon(); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -98,13 +105,15 @@ func (s *Server) watchdog() string {
 	// The shell ignores the hangup that kill-server sends its own pane, so
 	// that it lives on to remove the dir (the socket must stay until then:
 	// without it kill-server cannot reach the server).
-	return fmt.Sprintf("trap '' HUP TERM; while kill -0 %d 2>/dev/null; do sleep 1; done; '%s' -S '%s' kill-server; rm -rf '%s'",
-		os.Getpid(), TmuxBin(), s.Socket, s.Dir)
+	return fmt.Sprintf("trap '' HUP TERM; while kill -0 %d 2>/dev/null; do sleep 1; done; "+
+		"[ -f '%s' ] && kill -TERM $(cat '%s') 2>/dev/null && sleep 2; '%s' -S '%s' kill-server; rm -rf '%s'",
+		os.Getpid(), s.daemonPIDFile(), s.daemonPIDFile(), TmuxBin(), s.Socket, s.Dir)
 }
 
 // Close kills the server and removes its dir, socket included (kill-server
 // leaves the socket file behind).
 func (s *Server) Close() error {
+	derr := s.StopDaemon()
 	_, err := s.Tmux("kill-server")
 	if err != nil && (strings.Contains(err.Error(), "no server running") || strings.Contains(err.Error(), "error connecting")) {
 		err = nil // already gone: closed twice, or the watchdog was faster
@@ -112,7 +121,7 @@ func (s *Server) Close() error {
 	if rmErr := os.RemoveAll(s.Dir); rmErr != nil {
 		err = errors.Join(err, rmErr)
 	}
-	return err
+	return errors.Join(derr, err)
 }
 
 // Tmux runs one tmux command on this server and returns its stdout.

@@ -1,0 +1,213 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmsg/agentmsg/e2e/harness"
+)
+
+// The daemon (agentmsg serve), as a desktop app uses it: over its Unix
+// socket, with the event stream (issue 18).
+
+// daemonServer is a test server with its daemon running, whatever the
+// mode of the suite.
+func daemonServer(t *testing.T) *harness.TestServer {
+	t.Helper()
+	s := harness.NewTestServer(t)
+	if !harness.DaemonMode() {
+		if err := s.StartDaemon(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := s.StopDaemon(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	return s
+}
+
+// api is an HTTP client of the daemon's socket.
+func api(s *harness.TestServer) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", s.DaemonSocket())
+	}}}
+}
+
+// post sends body to path and decodes the answer into out.
+func post(t *testing.T, c *http.Client, path, body string, out any) int {
+	t.Helper()
+	resp, err := c.Post("http://agentmsg"+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(data, out); err != nil {
+		t.Fatalf("%s: %v\n%s", path, err, data)
+	}
+	return resp.StatusCode
+}
+
+// event is one event of the stream.
+type event struct {
+	id   int64
+	kind string
+	data map[string]any
+}
+
+// follow reads the event stream from after lastID (-1: from the start)
+// and sends each event to the channel until ctx ends.
+func follow(ctx context.Context, t *testing.T, c *http.Client, lastID int64) <-chan event {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://agentmsg/v1/events", nil)
+	if lastID >= 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(lastID, 10))
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan event, 1000)
+	go func() {
+		defer resp.Body.Close()
+		defer close(out)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var e event
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if e.data != nil {
+					out <- e
+				}
+				e = event{}
+			case strings.HasPrefix(line, "id: "):
+				e.id, _ = strconv.ParseInt(line[4:], 10, 64)
+			case strings.HasPrefix(line, "event: "):
+				e.kind = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				_ = json.Unmarshal([]byte(line[6:]), &e.data)
+			}
+		}
+	}()
+	return out
+}
+
+// waitEvent waits for an event of message id of type typ.
+func waitEvent(t *testing.T, events <-chan event, id, typ string) event {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				t.Fatalf("the stream ended before %s %s", typ, id)
+			}
+			if e.data["message_id"] == id && e.data["type"] == typ {
+				return e
+			}
+		case <-timeout:
+			t.Fatalf("no %s event for %s within 20s", typ, id)
+		}
+	}
+}
+
+// An app connects, sends to a busy agent and sees it deferred; the agent
+// becomes ready, a deliver runs, and the app sees the same message
+// submitted; it reconnects with Last-Event-ID and sees nothing twice.
+func TestAppFollowsAMessageToItsEnd(t *testing.T) {
+	t.Parallel()
+	s := daemonServer(t)
+	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("busy"))
+	c := api(s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := follow(ctx, t, c, -1)
+
+	var sent struct {
+		ID, Verdict, Stored, Reason string
+		ExitCode                    int `json:"exit_code"`
+	}
+	code := post(t, c, "/v1/send", `{"team":"alpha","agent":"ana","text":"hello from the app","from":"app","ready_timeout":"300ms"}`, &sent)
+	if code != 200 || sent.Verdict != "deferred" || sent.Stored != "deferred" || sent.Reason != "busy" || sent.ExitCode != 0 {
+		t.Fatalf("POST /v1/send: %d %+v; want deferred, busy, exit 0", code, sent)
+	}
+	waitEvent(t, events, sent.ID, "message.deferred")
+
+	ana.SetState("ready")
+	var delivered struct {
+		Delivered int
+		ExitCode  int `json:"exit_code"`
+	}
+	if code := post(t, c, "/v1/deliver", `{}`, &delivered); code != 200 || delivered.Delivered != 1 {
+		t.Fatalf("POST /v1/deliver: %d %+v", code, delivered)
+	}
+	got := waitEvent(t, events, sent.ID, "message.submitted")
+	wantReceived(t, ana, harness.Submitted(sent.ID, "hello from the app"))
+	cancel()
+
+	// Reconnect after the submitted event: nothing already seen comes
+	// again; what comes next (a read) comes once.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	again := follow(ctx2, t, c, got.id)
+	wantCode(t, s.Run("--json", "send", "alpha", "ana", "second"), 0)
+	seen := map[int64]bool{}
+	timeout := time.After(10 * time.Second)
+	for done := false; !done; {
+		select {
+		case e := <-again:
+			if e.id <= got.id || seen[e.id] {
+				t.Fatalf("after reconnecting with Last-Event-ID %d: event %d %v again", got.id, e.id, e.data)
+			}
+			seen[e.id] = true
+			done = e.data["type"] == "message.submitted"
+		case <-timeout:
+			t.Fatal("no events after reconnecting")
+		}
+	}
+}
+
+// The API's answers carry the CLI's verdicts and exit codes; a request
+// that cannot be understood is 400 with exit 2, a missing agent 404 with
+// exit 3.
+func TestAPIErrors(t *testing.T) {
+	t.Parallel()
+	s := daemonServer(t)
+	s.StartAgent("agent-alpha-ana")
+	c := api(s)
+	var e struct {
+		Error    string
+		ExitCode int `json:"exit_code"`
+		Verdict  string
+	}
+	for _, tt := range []struct {
+		body   string
+		status int
+		exit   int
+		has    string
+	}{
+		{`{"team":"alpha","agent":"ana","text":"x","ready_timeot":"1s"}`, 400, 2, "unknown field"},
+		{`{"team":"alpha","agent":"Ana!","text":"x"}`, 400, 2, "agent"},
+		{`{"team":"alpha","agent":"nobody","text":"x"}`, 404, 3, "no session named exactly"},
+		{`{"team":"alpha","agent":"ana","text":"   "}`, 400, 2, "empty"},
+		{`{"team":"alpha","agent":"ana","text":"x","ready_timeout":"soon"}`, 400, 2, "duration"},
+	} {
+		e.Error, e.ExitCode = "", 0
+		if code := post(t, c, "/v1/send", tt.body, &e); code != tt.status || e.ExitCode != tt.exit || !strings.Contains(e.Error, tt.has) {
+			t.Errorf("%s: %d %+v; want %d, exit %d, an error saying %q", tt.body, code, e, tt.status, tt.exit, tt.has)
+		}
+	}
+}
