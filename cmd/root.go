@@ -228,6 +228,7 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 	root.AddCommand(mailboxCommands(f)...)
 	root.AddCommand(NewCmdMCP(f))
 	root.AddCommand(NewCmdServe(f, nil))
+	root.AddCommand(NewCmdEvents(f, nil))
 	root.AddCommand(lifecycleCommands(f)...)
 	root.SetHelpCommand(newCmdHelp())
 	strictGroups(root)

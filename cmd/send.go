@@ -2,11 +2,15 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 )
@@ -22,6 +26,9 @@ type SendOptions struct {
 	Message string
 	// FromStdin: no message in the arguments, or "-": read it from stdin.
 	FromStdin bool
+	// WaitDelivered: after a deferral, how long to wait for the message's
+	// delivery (0: not at all).
+	WaitDelivered time.Duration
 }
 
 func NewCmdSend(f *Factory, runF func(context.Context, *SendOptions) error) *cobra.Command {
@@ -81,6 +88,7 @@ the agent is ready. --no-queue makes that a failure (exit 4) instead.
 	opts.Envelope.register(c)
 	opts.Agent.register(c, true)
 	opts.Agent.registerPane(c)
+	c.Flags().DurationVar(&opts.WaitDelivered, "wait-delivered", 0, "after a deferral, wait up to this long for the message to be delivered (by a deliver pass, a turn-end hook or the daemon) and report how that ended")
 	c.PreRun = func(*cobra.Command, []string) { opts.Delivery.Queue = !noQueue }
 	return c
 }
@@ -97,6 +105,8 @@ func sendRun(ctx context.Context, opts *SendOptions) error {
 		progress = newWaitPrinter(opts.IO.ErrOut, opts.IO.ErrTTY)
 		opts.Delivery.Call.OnWait = progress.wait
 	}
+	// The event log's end before the send: its delivery comes after it.
+	before, _ := svc.LastEvent()
 	res, err := svc.Send(ctx, service.SendRequest{To: opts.Target, Draft: draft, Delivery: opts.Delivery})
 	if progress != nil {
 		progress.done()
@@ -104,7 +114,51 @@ func sendRun(ctx context.Context, opts *SendOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.WaitDelivered > 0 && res.Verdict == courier.Deferred && res.OK() {
+		return waitDelivered(ctx, opts, svc, res, before)
+	}
 	return reportSent(&Factory{IO: opts.IO, JSON: opts.JSON(), LookupEnv: opts.LookupEnv}, res)
+}
+
+// waitDelivered waits for a deferred message's delivery and reports how
+// it ended: with its verdict and exit code, as send would have.
+func waitDelivered(ctx context.Context, opts *SendOptions, svc *service.Service, res service.SendResult, before int64) error {
+	if !opts.JSON() {
+		fmt.Fprintf(opts.IO.ErrOut, "%s; waiting up to %s for its delivery\n", describeResult(res.Result), opts.WaitDelivered)
+	}
+	wctx, cancel := context.WithTimeout(ctx, opts.WaitDelivered)
+	defer cancel()
+	team, agent := courier.Inbox(res.Target)
+	e, err := svc.WaitDelivered(wctx, before, res.ID, team, agent)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%w: %s was not delivered within %s; it waits in the inbox (agentmsg deliver types it)", errTimedOut, res.ID, opts.WaitDelivered)
+		}
+		return err
+	}
+	doc := struct {
+		ID       string `json:"id"`
+		Team     string `json:"team"`
+		Agent    string `json:"agent"`
+		Verdict  string `json:"verdict"`
+		Reason   string `json:"reason,omitempty"`
+		Event    int64  `json:"event"`
+		ExitCode int    `json:"exit_code"`
+	}{ID: string(res.ID), Team: res.Target.Team, Agent: res.Target.Agent(), Verdict: strings.TrimPrefix(e.Type, "message."), Reason: e.Reason, Event: e.ID}
+	switch doc.Verdict {
+	case "submitted", "queued", "skipped":
+		doc.ExitCode = ExitOK
+	case "typed", "unknown":
+		doc.ExitCode = ExitUnconfirmed
+	default:
+		doc.ExitCode = ExitError
+	}
+	if opts.JSON() {
+		writeJSON(&Factory{IO: opts.IO}, doc)
+	} else {
+		fmt.Fprintf(opts.IO.Out, "%s to %s as %s, later (event %d)\n", doc.Verdict, res.Target, res.ID, e.ID)
+	}
+	return exitError{doc.ExitCode}
 }
 
 // messageText is the message from the arguments or from stdin.

@@ -211,3 +211,32 @@ func TestAPIErrors(t *testing.T) {
 		}
 	}
 }
+
+// With a daemon running, a message kept for a busy agent is typed when the
+// agent becomes ready, with no hook and no one running deliver; send
+// --wait-delivered reports that.
+func TestDaemonDeliversWhenTheAgentIsReady(t *testing.T) {
+	t.Parallel()
+	s := daemonServer(t)
+	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("busy"))
+	done := make(chan harness.Result, 1)
+	go func() {
+		res, _ := s.Server.Run("--json", "send", "--ready-timeout", "300ms", "--wait-delivered", "30s", "alpha", "ana", "when you are free")
+		done <- res
+	}()
+	// Deferred first: only then is she ready.
+	waitFor(t, "the message kept", 10*time.Second, func() bool {
+		return strings.Contains(s.Run("log", "alpha", "ana").Stdout, "deferred")
+	})
+	ana.SetState("ready")
+	res := <-done
+	wantCode(t, res, 0)
+	var rep struct {
+		ID, Verdict string
+		ExitCode    int `json:"exit_code"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &rep); err != nil || rep.Verdict != "submitted" {
+		t.Fatalf("%v: want the later verdict submitted:\n%s", err, res)
+	}
+	wantReceived(t, ana, harness.Submitted(rep.ID, "when you are free"))
+}

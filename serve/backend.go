@@ -207,13 +207,25 @@ func (b *backend) service(c Caller) (*service.Service, error) {
 	}, nil
 }
 
-// snapshot is the servers the daemon has served so far, by socket.
+// snapshot is the servers the daemon has served so far (its own, and
+// every server a request or a forwarded command reached), each with its
+// shared parts, by socket.
 func (b *backend) snapshot() map[string]*parts {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := make(map[string]*parts, len(b.places))
-	for k, v := range b.places {
-		out[k] = v
+	sockets := make([]string, 0, len(b.clients))
+	for sock := range b.clients {
+		sockets = append(sockets, sock)
+	}
+	b.mu.Unlock()
+	out := make(map[string]*parts, len(sockets))
+	for _, sock := range sockets {
+		env, err := b.envFor(Caller{Socket: sock})
+		if err != nil {
+			continue
+		}
+		if p, err := b.parts(env); err == nil {
+			out[sock] = p
+		}
 	}
 	return out
 }

@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -70,10 +71,13 @@ type Daemon struct {
 	backend *backend
 	hub     *hub
 	runs    runs
-	log     *eventlog.Log
-	ctx     context.Context
-	pid     int
-	token   []byte
+	// passes are the deliver passes the daemon runs by itself now.
+	passMu sync.Mutex
+	passes map[string]bool
+	log    *eventlog.Log
+	ctx    context.Context
+	pid    int
+	token  []byte
 }
 
 // Run serves until ctx ends; then it stops listening, lets requests in
@@ -92,8 +96,12 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	d := &Daemon{opts: opts, env: env, backend: newBackend(env, opts.Version, !opts.Direct),
-		log: app.Events(root), ctx: ctx, pid: os.Getpid()}
+		log: app.Events(root), ctx: ctx, pid: os.Getpid(), passes: map[string]bool{}}
 	defer d.backend.close()
+	// Its own server first: the one its configuration names.
+	if server, err := d.backend.env.Server(); err == nil {
+		_, _ = d.backend.env.Client(server)
+	}
 	d.hub = newHub(d.log)
 	go d.hub.follow(ctx)
 	go d.watchAgents(ctx)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/eventlog"
+	"github.com/agentmsg/agentmsg/service"
 )
 
 // Events reach a client from the event log, which every agentmsg process
@@ -184,7 +185,11 @@ func writeEvent(w http.ResponseWriter, kind string, id int64, v any) {
 
 // watchAgents looks at every server the daemon serves once a second and
 // records each change of an agent's state as an event: appeared, ready,
-// busy, dialog, draft, unknown, exited (its pane shows a shell), gone.
+// busy, dialog, draft, unknown, exited (its pane shows a shell), gone. An
+// agent that has become ready gets what waits for it: a deliver pass over
+// its team (and, at the first look, over every team), so that a message
+// kept while its agent was busy arrives with no hook and no one running
+// deliver.
 func (d *Daemon) watchAgents(ctx context.Context) {
 	last := map[string]map[string]string{} // socket -> session -> state
 	t := time.NewTicker(time.Second)
@@ -203,6 +208,10 @@ func (d *Daemon) watchAgents(ctx context.Context) {
 			prev := last[socket]
 			now := map[string]string{}
 			var evs []eventlog.Event
+			ready := map[string]bool{} // teams with an agent that became ready
+			if prev == nil {
+				ready[""] = true
+			}
 			for _, a := range agents {
 				state := string(a.State)
 				if a.Shell {
@@ -222,6 +231,9 @@ func (d *Daemon) watchAgents(ctx context.Context) {
 					e.Type = "agent." + state
 					evs = append(evs, e)
 				}
+				if state == "ready" && (prev == nil || prev[a.Target.Session] != "ready") {
+					ready[a.Target.Team] = true // a ralph agent's "": every team
+				}
 			}
 			for session := range prev {
 				if _, still := now[session]; !still {
@@ -230,6 +242,42 @@ func (d *Daemon) watchAgents(ctx context.Context) {
 			}
 			last[socket] = now
 			_, _ = d.log.Append(evs...)
+			if ready[""] {
+				ready = map[string]bool{"": true}
+			}
+			for team := range ready {
+				d.deliverSoon(socket, team)
+			}
 		}
 	}
+}
+
+// passLimit bounds a deliver pass the daemon starts by itself.
+const passLimit = 30 * time.Second
+
+// deliverSoon starts a deliver pass over team ("" every team) on the
+// server at socket, unless one of the daemon's own runs there now: the
+// passes of a team take turns with every other agentmsg's (a turn-end
+// hook's), so nothing is typed twice.
+func (d *Daemon) deliverSoon(socket, team string) {
+	key := socket + "\x00" + team
+	d.passMu.Lock()
+	if d.passes[key] {
+		d.passMu.Unlock()
+		return
+	}
+	d.passes[key] = true
+	d.passMu.Unlock()
+	go func() {
+		defer func() {
+			d.passMu.Lock()
+			delete(d.passes, key)
+			d.passMu.Unlock()
+		}()
+		svc, err := d.backend.service(Caller{Socket: socket})
+		if err != nil {
+			return
+		}
+		_, _ = svc.Deliver(d.ctx, service.DeliverRequest{Team: team, TakeTurns: true, Limit: passLimit, LeaveSelf: true})
+	}()
 }

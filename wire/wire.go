@@ -316,3 +316,16 @@ type CLIFrame struct {
 	Stderr []byte `json:"stderr,omitempty"`
 	Exit   *int   `json:"exit,omitempty"`
 }
+
+// EncodeLine writes v as one line of JSON (for streams), made safe for a
+// terminal (Safe).
+func EncodeLine(w io.Writer, v any) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(Safe(b.Bytes()))
+	return err
+}
