@@ -166,6 +166,7 @@ func gone(pid int) bool {
 // client has left and exited.
 func TestControlLockOutlivesItsOwner(t *testing.T) {
 	e, raw := testServer(t)
+	needControl(t, e.Bin())
 	locks := t.TempDir()
 	o := startOwner(t, e, locks, "=agent-alpha-ana-2:", ownerHoldEnv+"=3")
 	client := o.await(t, "attached")
@@ -213,6 +214,7 @@ func TestControlChaos(t *testing.T) {
 		rounds = n
 	}
 	e, raw := testServer(t)
+	needControl(t, e.Bin())
 	ctx := context.Background()
 	pane, err := sessionPane(ctx, e, "agent-alpha-ana-2")
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 // socket, and waits until it is attached; it is closed when the test ends.
 func startControl(t testing.TB, e *Exec) *Control {
 	t.Helper()
+	needControl(t, e.Bin())
 	ctl, err := StartControl(e.Server(), e.Bin(), lock.ForServer(e.Server().Socket, lock.Dir{Path: t.TempDir()}))
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +35,40 @@ func startControl(t testing.TB, e *Exec) *Control {
 		t.Fatal(err)
 	}
 	return ctl
+}
+
+// needControl skips a test of the control client on a tmux that never
+// gets one (ControlUnsafeError): the version matrix runs it on 3.7c.
+func needControl(t testing.TB, bin string) {
+	t.Helper()
+	if v, err := BinaryVersion(context.Background(), bin); err != nil || !v.AtLeast(3, 7) {
+		t.Skipf("tmux %s: no control client before 3.7 (ControlUnsafeError); scripts/test runs this on 3.7c", v)
+	}
+}
+
+// Before 3.7 no control client ever attaches: every command list goes as
+// a tmux process, and the Control says why.
+func TestNoControlClientBefore37(t *testing.T) {
+	e, raw := testServer(t)
+	if v, _ := BinaryVersion(context.Background(), e.Bin()); v.AtLeast(3, 7) {
+		t.Skipf("tmux %s attaches control clients", v)
+	}
+	ctl, err := StartControl(e.Server(), e.Bin(), lock.ForServer(e.Server().Socket, lock.Dir{Path: t.TempDir()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	if err := e.UseControl(ctl); err != nil {
+		t.Fatal(err)
+	}
+	var unsafe *ControlUnsafeError
+	waitFor(t, func() bool { return errors.As(ctl.Down(), &unsafe) })
+	if out := raw("list-clients", "-F", "#{client_control_mode}"); strings.Contains(out, "1") {
+		t.Fatalf("a control client attached: %q", out)
+	}
+	if _, err := e.Capture(context.Background(), "%0", 0); err != nil {
+		t.Fatalf("a capture with no control client: %v", err)
+	}
 }
 
 // controlled is e sending through a control client, and checks when the
@@ -257,4 +292,51 @@ func TestControlOutlivesItsSession(t *testing.T) {
 	if res, ok := ctl.run([][]string{{"display-message", "-p", "still here"}}, nil, false); !ok || string(res.stdout) != "still here\n" {
 		t.Fatalf("after reattaching: %+v", res)
 	}
+}
+
+// A control client attaching while other clients make sessions (each a
+// notification to every control client): on 3.2a to 3.6a this crashed the
+// server (ControlUnsafeError); where a client attaches at all, the server
+// must outlive it.
+func TestControlAttachesBesideNewSessions(t *testing.T) {
+	e, raw := testServer(t)
+	needControl(t, e.Bin())
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			name := fmt.Sprintf("agent-churn-a%d", i)
+			if err := exec.Command(e.Bin(), "-S", e.Server().Socket, "new-session", "-d", "-s", name, "cat").Run(); err != nil {
+				done <- fmt.Errorf("new-session %s: %w", name, err)
+				return
+			}
+			_ = exec.Command(e.Bin(), "-S", e.Server().Socket, "kill-session", "-t", "="+name).Run()
+		}
+	}()
+	for range 15 {
+		ctl, err := StartControl(e.Server(), e.Bin(), lock.ForServer(e.Server().Socket, lock.Dir{Path: t.TempDir()}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = ctl.WaitAttached(ctx)
+		cancel()
+		if cerr := ctl.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	raw("has-session", "-t", "=agent-alpha-ana-2")
 }

@@ -37,7 +37,8 @@
 //     does, on every version.
 //   - One long-lived control client per server, in the one process that
 //     sends the most (the daemon, agentmsg serve), never two at once: Control
-//     (control.go), used by Exec when it has one (Exec.UseControl).
+//     (control.go), used by Exec when it has one (Exec.UseControl); on tmux
+//     3.7 and newer only (below).
 //
 // # One control client, never two
 //
@@ -54,6 +55,26 @@
 //	                                                      3.4, 3.7c; never two control clients
 //	                                                      listed; no tmux segfault in the kernel log
 //	the same with the guard off                           two control clients listed at once
+//
+// And a hazard of its own, found by running the end-to-end suite through the
+// daemon: before 3.7 a control client that is still attaching (it has said it
+// is a control client, MSG_IDENTIFY_FLAGS, but not finished, MSG_IDENTIFY_DONE,
+// which comes several messages later: those carrying file descriptors go
+// one sendmsg each) is sent every notification another client's command
+// makes (session-created, window-add, ...), and control_write dereferences
+// its control_state, still NULL: the server segfaults. 3.7 checks it
+// (CONTROL_SHOULD_NOTIFY_CLIENT tests control_state). The daemon starting
+// while sessions were made (the e2e harness, as agents spawning at login
+// would):
+//
+//	3.3a: 1 of 30 runs crashed the server; 3.4: 3 of 60; 3.2a: 3 of 60;
+//	3.7c: 0 of 60 (kernel log: "segfault at 20 ... tmux", core:
+//	control_write <- control_notify_session_created <- notify_callback)
+//
+// No flock can close that window: the notification comes from another
+// client's ordinary command. So Control attaches only on 3.7 and newer
+// (ControlUnsafeError); before that the daemon, like every agentmsg process,
+// runs ordinary commands, and is fast only by the process it saves.
 //
 // So a Control starts a client only while it holds an flock on a file beside
 // the server's socket (one per socket, never removed), hands the locked
