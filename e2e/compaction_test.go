@@ -21,6 +21,7 @@ import (
 func TestKilledCompactionsLeftoversAreRemoved(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
+	s.RunsDirect() // a process of its own: see harness.RunsDirect
 	s.StartAgent("agent-alpha-ana")
 	env := []string{"AGENTMSG_KEEP_COUNT=100000"}
 	wantCode(t, s.Run("send", "--mailbox-only", "alpha", "ana", "the first"), 0)

@@ -120,6 +120,7 @@ func TestStuckAgentsCostTheReadyOneNothing(t *testing.T) {
 func TestTurnEndDeliversTakeTurnsAndLoseNothing(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
+	s.RunsDirect() // a process of its own: see harness.RunsDirect
 	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("dialog"), harness.NoCue())
 	bob := s.StartAgent("agent-alpha-bob")
 	m1, res := sendJSON(t, s, nil, "--ready-timeout", "50ms", "alpha", "ana", "for ana, after her dialog")

@@ -177,6 +177,7 @@ func TestInterruptedSendIsFinishedOnceByDeliver(t *testing.T) {
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
 			s := harness.NewTestServer(t)
+			s.RunsDirect() // a process of its own: see harness.RunsDirect
 			ana := s.StartAgent("agent-alpha-ana", st.agent...)
 			args := append(append([]string{"-v", "--json", "send"}, st.args...), "alpha", "ana", "stopped half way")
 			b := startAgentmsg(t, s, nil, nil, args...)
@@ -234,6 +235,7 @@ func TestMCPStoppedMidSendStrandsNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := harness.NewTestServer(t)
+			s.RunsDirect() // a process of its own: see harness.RunsDirect
 			ana := s.StartAgent("agent-t-ana")
 			r, w := io.Pipe()
 			b := startAgentmsg(t, s, r, []string{"AGENTMSG_FROM=lead", "AGENTMSG_TEAM=t", "AGENTMSG_SETTLE=3s"}, "-v", "mcp")

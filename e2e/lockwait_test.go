@@ -25,6 +25,7 @@ import (
 func TestSendersBehindADialogEachWaitOnlyTheirTimeout(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
+	s.RunsDirect() // a process of its own: see harness.RunsDirect
 	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("dialog"))
 	holder := startAgentmsg(t, s, nil, nil, "--json", "send", "--ready-timeout", "3s", "alpha", "ana", "the holder")
 	waitForPaneLock(t, s, holder.cmd.Process.Pid)
@@ -102,6 +103,7 @@ func waitForPaneLock(t *testing.T, s *harness.TestServer, pid int) {
 func TestStoppedLockHolderBlocksNoOne(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
+	s.RunsDirect() // a process of its own: see harness.RunsDirect
 	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("dialog"))
 	holder := startAgentmsg(t, s, nil, nil, "--json", "send", "--ready-timeout", "60s", "alpha", "ana", "first")
 	pid := holder.cmd.Process.Pid
@@ -139,6 +141,7 @@ func TestStoppedLockHolderBlocksNoOne(t *testing.T) {
 func TestLockDirOthersMadeIsRefused(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
+	s.RunsDirect() // a process of its own: see harness.RunsDirect
 	ana := s.StartAgent("agent-alpha-ana")
 	tmp := t.TempDir()
 	shared := filepath.Join(tmp, fmt.Sprintf("agentmsg-%d", os.Getuid()))

@@ -90,6 +90,7 @@ func TestDeliverAfterKilledSendNeverTypesTwice(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			s := harness.NewTestServer(t)
+			s.RunsDirect() // a process of its own: see harness.RunsDirect
 			if tt.historyLimit > 0 {
 				s.Tmux("set-option", "-g", "history-limit", strconv.Itoa(tt.historyLimit))
 			}

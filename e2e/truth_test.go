@@ -123,6 +123,7 @@ func TestSendRefusesAPaneItCannotTell(t *testing.T) {
 func TestServerReplacedWhileWaiting(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
+	s.RunsDirect() // a process of its own: see harness.RunsDirect
 	ana := s.StartAgent("agent-t-ana", harness.InitialState("dialog"))
 	first := startAgentmsg(t, s, nil, nil, "send", "--ready-timeout", "3s", "t", "ana", "first")
 	waitForPaneLock(t, s, first.cmd.Process.Pid) // it holds the pane: the dialog

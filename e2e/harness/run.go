@@ -87,7 +87,21 @@ func (s *Server) ExecEnv(ctx context.Context, stdin io.Reader, env []string, arg
 // Env is agentmsg's environment: AgentmsgEnv in the server's dir, sender
 // "tester", and the tmux the server runs.
 func (s *Server) Env() []string {
-	return append(AgentmsgEnv(s.Dir, "tester"), "AGENTMSG_TMUX="+TmuxBin()) // the matrix's tmux, or $PATH's
+	env := append(AgentmsgEnv(s.Dir, "tester"), "AGENTMSG_TMUX="+TmuxBin()) // the matrix's tmux, or $PATH's
+	if s.direct {
+		env = append(env, Direct)
+	}
+	return env
+}
+
+// RunsDirect makes every agentmsg this server's tests run a process of its
+// own, and stops the server's daemon in DaemonMode (its own deliver passes
+// would be a second deliverer): for a test of what only a process shows (a
+// sender killed, stopped or interrupted mid-send, its pid in a lock file,
+// its own environment choosing where locks go).
+func (s *Server) RunsDirect() error {
+	s.direct = true
+	return s.StopDaemon()
 }
 
 // AgentmsgEnv is an environment for an agentmsg under test: the caller's,

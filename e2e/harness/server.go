@@ -29,6 +29,7 @@ type Server struct {
 
 	agents atomic.Int64 // numbers log and cue files
 	daemon *exec.Cmd    // agentmsg serve, in DaemonMode
+	direct bool         // every run in its own process (RunsDirect)
 }
 
 // NewServer builds the binaries if needed and starts a server that holds

@@ -198,3 +198,12 @@ func (a *TestAgent) WaitScreen(want string, timeout time.Duration) string {
 	}
 	return screen
 }
+
+// RunsDirect is Server.RunsDirect, failing the test if the daemon does not
+// stop.
+func (s *TestServer) RunsDirect() {
+	s.tb.Helper()
+	if err := s.Server.RunsDirect(); err != nil {
+		s.tb.Fatal(err)
+	}
+}
