@@ -103,4 +103,3 @@ func describeEvent(e eventlog.Event) string {
 	}
 	return s
 }
-
