@@ -113,6 +113,7 @@ func TestMailboxOnly(t *testing.T) {
 func TestDeliverKilledMidwayNeitherLosesNorDoubles(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
+	s.RunsDirect() // a process of its own: see harness.RunsDirect
 	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("dialog"))
 	const n = 12
 	want := make([]string, n)
