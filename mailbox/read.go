@@ -244,3 +244,17 @@ func (sc *scan) batch(i int, lastID message.ID) Batch {
 	b.End = Position{Gen: sc.gen, Offset: sc.end, LastID: lastID}
 	return b
 }
+
+// Holds reports whether team/agent's inbox holds message id.
+func (s *Store) Holds(team, agent string, id message.ID) bool {
+	b, err := s.Read(team, agent)
+	if err != nil {
+		return false
+	}
+	for _, e := range b.Envelopes {
+		if e.ID == id {
+			return true
+		}
+	}
+	return false
+}

@@ -50,6 +50,17 @@ func (s *Service) Broadcast(ctx context.Context, req BroadcastRequest) (Broadcas
 	if err := s.stamp(d, &env); err != nil {
 		return out, err
 	}
+	if req.Draft.ID != "" {
+		inboxes, err := s.Store.Inboxes(req.Team)
+		if err != nil {
+			return out, err
+		}
+		for _, in := range inboxes {
+			if s.Store.Holds(in.Team, in.Agent, env.ID) {
+				return out, fmt.Errorf("%w: %s in %s/%s's inbox", ErrDuplicateID, env.ID, in.Team, in.Agent)
+			}
+		}
+	}
 	out.ID = env.ID
 	c, err := s.carrier(d)
 	if err != nil {

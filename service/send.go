@@ -25,7 +25,17 @@ type Draft struct {
 	Text string
 	Type string            // "" is text
 	Meta map[string]string // checked against mailbox.Protocol once cleaned
+	// ID, when set, is the message's id as its writer chose it (an app
+	// that must learn the message's fate even if it never gets an
+	// answer): MSG_<the caller's sender>_<8 hex>, new to every inbox it
+	// goes to. "" is a fresh one.
+	ID message.ID
 }
+
+// ErrDuplicateID: a message with the id the writer chose is recorded
+// already (a retry of a send that went through: its fate is in the
+// mailbox, GET /v1/messages/{id}, agentmsg log --id).
+var ErrDuplicateID = errors.New("a message with that id is recorded already")
 
 // Delivery is how far a message goes, chosen per call.
 type Delivery struct {
@@ -96,6 +106,12 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	if err != nil {
 		return out, err
 	}
+	if env.ID != "" {
+		team, agent := courier.Inbox(t)
+		if s.Store.Holds(team, agent, env.ID) {
+			return out, fmt.Errorf("%w: %s in %s's inbox", ErrDuplicateID, env.ID, t)
+		}
+	}
 	if req.ReplyTo != "" {
 		env.ReplyTo = req.ReplyTo
 		// An answer to a request's message stays about that request.
@@ -162,15 +178,26 @@ func Envelope(dr Draft) (mailbox.Envelope, error) {
 		clean[ck] = message.CleanLine(v)
 	}
 	env, err := mailbox.Check(dr.Type, clean)
-	env.Content = dr.Text
+	env.Content, env.ID = dr.Text, dr.ID
 	return env, err
 }
 
-// stamp cleans env's content and gives it a fresh id and the caller as
-// sender; d (nil without tmux) gives the randomness.
+// stamp cleans env's content and gives it an id (the one its writer chose,
+// env.ID, when set, else a fresh one) and the caller as sender; d (nil
+// without tmux) gives the randomness.
 func (s *Service) stamp(d *dispatch.Dispatcher, env *mailbox.Envelope) error {
 	var msg dispatch.Message
 	var err error
+	if env.ID != "" {
+		if !message.Valid(string(env.ID)) || !strings.HasPrefix(string(env.ID), "MSG_"+s.Sender+"_") {
+			return fmt.Errorf("%w: id %q is not MSG_%s_<8 hex> (the sender's own prefix)", mailbox.ErrProtocol, env.ID, s.Sender)
+		}
+		if msg, err = dispatch.NewMessage(s.Sender, env.Content, nil); err != nil {
+			return err
+		}
+		env.From, env.Content = s.Name, msg.Text
+		return nil
+	}
 	if d != nil {
 		msg, err = d.NewMessage(s.Sender, env.Content)
 	} else {
