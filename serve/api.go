@@ -69,13 +69,18 @@ type delivering struct {
 
 // draft is a message as a request gives it.
 type draft struct {
+	// ID, when given, is the message's id as the app chose it
+	// (MSG_<FROM>_<8 hex>): a client that loses its connection reads the
+	// message's fate at GET /v1/messages/{id}, and a retry with the same
+	// id is refused (409) instead of sending it twice.
+	ID   string            `json:"id,omitempty"`
 	Text string            `json:"text"`
 	Type string            `json:"type,omitempty"`
 	Meta map[string]string `json:"meta,omitempty"`
 }
 
 func (d draft) service() service.Draft {
-	return service.Draft{Text: d.Text, Type: d.Type, Meta: d.Meta}
+	return service.Draft{ID: message.ID(d.ID), Text: d.Text, Type: d.Type, Meta: d.Meta}
 }
 
 type sendBody struct {
@@ -189,6 +194,9 @@ func fail(w http.ResponseWriter, status int, err error) {
 	}
 	if status == 0 {
 		status = statusOf(code)
+		if errors.Is(err, service.ErrDuplicateID) {
+			status = http.StatusConflict
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
