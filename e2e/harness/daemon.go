@@ -3,6 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,7 +53,9 @@ func (s *Server) StartDaemon() error {
 	}
 	deadline := time.Now().Add(StartTimeout)
 	for {
-		if _, err := os.Stat(s.DaemonSocket()); err == nil {
+		// Answering, not only there: a killed daemon leaves its socket.
+		if c, err := net.Dial("unix", s.DaemonSocket()); err == nil {
+			c.Close()
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -86,4 +89,16 @@ func (s *Server) StopDaemon() error {
 		<-done
 		return errors.New("the daemon did not stop within 10s of SIGTERM")
 	}
+}
+
+// KillDaemon SIGKILLs the daemon, at once (our own child, by its pid), and
+// waits for it: what a crash of the daemon leaves.
+func (s *Server) KillDaemon() {
+	if s.daemon == nil {
+		return
+	}
+	cmd := s.daemon
+	s.daemon = nil
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
 }
