@@ -227,6 +227,7 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 		NewCmdDoctor(f),
 		NewCmdConfig(f),
 		NewCmdCompletion(f),
+		NewCmdAlerts(f, nil),
 	)
 	root.AddCommand(mailboxCommands(f)...)
 	root.AddCommand(NewCmdMCP(f))
