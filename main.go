@@ -7,7 +7,9 @@ import (
 
 	"github.com/agentmsg/agentmsg/cmd"
 	"github.com/agentmsg/agentmsg/mcpserver"
+	"github.com/agentmsg/agentmsg/tui"
 )
 
-// main joins the front ends: the CLI runs the MCP server for agentmsg mcp.
-func main() { os.Exit(cmd.Main(mcpserver.Serve)) }
+// main joins the front ends: the CLI runs the MCP server for agentmsg mcp
+// and the terminal UI for agentmsg top.
+func main() { os.Exit(cmd.Main(mcpserver.Serve, tui.Run)) }

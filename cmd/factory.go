@@ -65,6 +65,8 @@ type Factory struct {
 	JSON bool
 	// ServeMCP is the MCP server `agentmsg mcp` runs (main sets it).
 	ServeMCP service.MCPServer
+	// Top is the terminal UI `agentmsg top` runs (main sets it).
+	Top service.Top
 
 	svcOnce sync.Once
 	svc     *service.Service

@@ -29,13 +29,14 @@ import (
 var version = "dev"
 
 // Main runs agentmsg with the process's arguments and returns its exit
-// code. serveMCP is the MCP server that `agentmsg mcp` runs (main hands in
-// mcpserver.Serve: the CLI does not import another front end).
-func Main(serveMCP service.MCPServer) int {
+// code. serveMCP is the MCP server that `agentmsg mcp` runs and top the
+// terminal UI of `agentmsg top` (main hands in mcpserver.Serve and
+// tui.Run: the CLI does not import another front end).
+func Main(serveMCP service.MCPServer, top service.Top) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	f := NewFactory(SystemIO(), os.LookupEnv)
-	f.ServeMCP = serveMCP
+	f.ServeMCP, f.Top = serveMCP, top
 	return Run(ctx, f, os.Args[1:])
 }
 
@@ -228,6 +229,7 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 		NewCmdConfig(f),
 		NewCmdCompletion(f),
 		NewCmdAlerts(f, nil),
+		NewCmdTop(f, nil),
 	)
 	root.AddCommand(mailboxCommands(f)...)
 	root.AddCommand(NewCmdMCP(f))
