@@ -203,11 +203,11 @@ func TestListView(t *testing.T) {
 		"  alpha/eve         dialog 5m     claude            2 5m     4m lead   2m lead",
 		"  alpha/lead        no-session                               2m eve    4m eve",
 		"MESSAGES 2 open, 4 kept",
-		"  AGE   ID                TO                   FROM       STATE     REASON",
-		"  5m    MSG_LEAD_0000000d alpha/eve            lead       deferred  dialog",
-		"  4m    MSG_LEAD_0000000e alpha/eve            lead       typed     in_box",
-		"  2m    MSG_EVE_00000001  alpha/lead           eve        inbox",
-		"  3m    MSG_LEAD_0000000f alpha/ana            eve        submitted",
+		"  AGE   ID                   TO                 FROM     STATE     REASON",
+		"  5m    MSG_LEAD_0000000d    alpha/eve          lead     deferred  dialog",
+		"  4m    MSG_LEAD_0000000e    alpha/eve          lead     typed     in_box",
+		"  2m    MSG_EVE_00000001     alpha/lead         eve      inbox",
+		"  3m    MSG_LEAD_0000000f    alpha/ana          eve      submitted",
 		"d deliver  o pane  r retry  h handled  / filter  ? help  q quit",
 	} {
 		if !strings.Contains(view, want) {

@@ -282,8 +282,8 @@ func (m *Model) rowLine(p pane, selected bool, c columns, cells []string, stateC
 type msgCols struct{ columns }
 
 func (m *Model) msgColumns() msgCols {
-	c := columns{5, 17, 16, 10, 9, 12, 0}
-	extra := m.width - 76
+	c := columns{5, 20, 15, 8, 9, 12, 0}
+	extra := m.width - 77
 	grow := func(i, most int) {
 		n := clamp(extra, 0, most)
 		c[i] += n
