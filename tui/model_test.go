@@ -305,7 +305,7 @@ func TestDetail(t *testing.T) {
 	m, _ := newModel(t, fa, Options{})
 	press(m, "tab", "enter")
 	view := m.View()
-	for _, want := range []string{"MSG_LEAD_0000000d  lead → alpha/eve  (text)", "deferred: dialog · 1 attempts", "text of MSG_LEAD_0000000d", "HISTORY",
+	for _, want := range []string{"MSG_LEAD_0000000d  lead → alpha/eve  (text)", "deferred: dialog · 1 attempt", "text of MSG_LEAD_0000000d", "HISTORY",
 		"12:00:00.000  typing    attempt 1", "12:00:01.000  deferred  attempt 1  not ready: dialog", "esc back"} {
 		if !strings.Contains(view, want) {
 			t.Errorf("the detail lacks %q:\n%s", want, view)

@@ -453,7 +453,9 @@ func (m *Model) detailView() []string {
 	e := r.env
 	out := []string{m.styles.header.Render(fit(fmt.Sprintf("%s  %s → %s  (%s)", one(string(e.ID)), one(e.From), r.key, one(string(e.Type))), m.width))}
 	state := "sent " + e.Timestamp.Local().Format("2006-01-02 15:04:05") + " (" + m.ago(e.Timestamp) + " ago) · " + m.styles.state(r.state(), why(r.state(), one(r.reason())))
-	if d := e.Delivery; d != nil {
+	if d := e.Delivery; d != nil && d.Attempts == 1 {
+		state += " · 1 attempt"
+	} else if d != nil {
 		state += fmt.Sprintf(" · %d attempts", d.Attempts)
 	}
 	out = append(out, state)
