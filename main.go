@@ -10,13 +10,14 @@ import (
 	"github.com/agentmsg/agentmsg/cmd"
 	"github.com/agentmsg/agentmsg/mcpserver"
 	"github.com/agentmsg/agentmsg/serve"
+	"github.com/agentmsg/agentmsg/tui"
 )
 
-// main joins the front ends: the CLI runs the MCP server for agentmsg mcp
-// and the daemon for agentmsg serve, and the daemon runs the CLI's
-// commands for the clients that forward them.
+// main joins the front ends: the CLI runs the MCP server for agentmsg mcp,
+// the daemon for agentmsg serve and the terminal UI for agentmsg top, and
+// the daemon runs the CLI's commands for the clients that forward them.
 func main() {
-	os.Exit(cmd.Main(cmd.FrontEnds{MCP: mcpserver.Serve, Serve: daemon}))
+	os.Exit(cmd.Main(cmd.FrontEnds{MCP: mcpserver.Serve, Serve: daemon, Top: tui.Run}))
 }
 
 func daemon(ctx context.Context, env app.Env, o cmd.ServeOptions) error {

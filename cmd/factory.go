@@ -61,6 +61,8 @@ type Factory struct {
 	ServeMCP service.MCPServer
 	// Serve is the daemon `agentmsg serve` runs (main sets it).
 	Serve Daemon
+	// Top is the terminal UI `agentmsg top` runs (main sets it).
+	Top service.Top
 
 	svcOnce sync.Once
 	svc     *service.Service

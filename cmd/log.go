@@ -35,7 +35,7 @@ func NewCmdLog(f *Factory, runF func(context.Context, *LogOptions) error) *cobra
 		Long: `Log lists the messages kept in every inbox of every team (of TEAM; only
 NAME's inbox), oldest first: when, id, sender, recipient, type, and the
 delivery: its state (pending, typing, typed, submitted, queued, deferred,
-failed; inbox for a message only put in the mailbox, --mailbox-only; "-" for
+failed, skipped, handled; inbox for a message only put in the mailbox, --mailbox-only; "-" for
 notices such as requests and claims), the attempts and the last verdict. A message to a whole team is listed once per inbox.
 
 --id ID shows one message's history instead: each inbox that holds it, and

@@ -31,6 +31,7 @@ var version = "dev"
 type FrontEnds struct {
 	MCP   service.MCPServer // agentmsg mcp
 	Serve Daemon            // agentmsg serve
+	Top   service.Top       // agentmsg top
 }
 
 // Main runs agentmsg with the process's arguments and returns its exit
@@ -45,7 +46,7 @@ func Main(fe FrontEnds) int {
 		return code
 	}
 	f := NewFactory(io, os.LookupEnv)
-	f.ServeMCP, f.Serve = fe.MCP, fe.Serve
+	f.ServeMCP, f.Serve, f.Top = fe.MCP, fe.Serve, fe.Top
 	return Run(ctx, f, args)
 }
 
@@ -224,6 +225,8 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 		NewCmdDoctor(f),
 		NewCmdConfig(f),
 		NewCmdCompletion(f),
+		NewCmdAlerts(f, nil),
+		NewCmdTop(f, nil),
 	)
 	root.AddCommand(mailboxCommands(f)...)
 	root.AddCommand(NewCmdMCP(f))

@@ -329,6 +329,8 @@ type Loaded struct {
 	// agent's, by agent ("alpha/ana", "ralph-7") to a pane choice ("%3",
 	// "1.0", a window name).
 	Panes map[string]string
+	// Alerts is the [alerts] table, DefaultAlerts without one.
+	Alerts AlertSettings
 }
 
 // Source says where the value of key came from; "" for an unknown key.
@@ -423,7 +425,7 @@ func Load(lookupEnv func(string) (string, bool), path string) (*Loaded, error) {
 	if path == "" {
 		path = DefaultPath(lookupEnv)
 	}
-	l := &Loaded{Settings: Defaults(), sources: make(map[string]Source, len(specs))}
+	l := &Loaded{Settings: Defaults(), sources: make(map[string]Source, len(specs)), Alerts: DefaultAlerts()}
 	for _, sp := range specs {
 		l.sources[sp.key] = SourceDefault
 	}
@@ -472,7 +474,7 @@ func (l *Loaded) loadFile(path string) error {
 			continue // inside a table, whose own key is reported as unknown
 		}
 		key := k[0]
-		if key == "profiles" || key == "panes" {
+		if key == "profiles" || key == "panes" || key == "alerts" {
 			continue // below
 		}
 		sp, known := lookup(key)
@@ -515,6 +517,11 @@ func (l *Loaded) loadFile(path string) error {
 	}
 	if prim, ok := top["panes"]; ok {
 		if err := l.loadPanes(md, prim, path); err != nil {
+			return err
+		}
+	}
+	if prim, ok := top["alerts"]; ok {
+		if err := l.loadAlerts(md, prim, path); err != nil {
 			return err
 		}
 	}

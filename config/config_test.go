@@ -492,3 +492,42 @@ func TestDurationBounds(t *testing.T) {
 		}
 	}
 }
+
+// [alerts]: thresholds in bounds or 0 (off), the verdicts that alert, a
+// command and an http(s) webhook; without the table, the defaults.
+func TestAlertsTable(t *testing.T) {
+	t.Parallel()
+	l, _, err := load(t, "", nil, nil)
+	if err != nil || !reflect.DeepEqual(l.Alerts, DefaultAlerts()) {
+		t.Fatalf("no table: %+v, %v; want the defaults", l, err)
+	}
+	l, _, err = load(t, `[alerts]
+message_wait = "15m"
+dialog = "0"
+verdicts = ["unknown"]
+command = "notify-send agentmsg \"$AGENTMSG_ALERT_TEXT\""
+webhook = "https://hooks.example.com/T1"
+`, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := AlertSettings{MessageWait: 15 * time.Minute, Dialog: 0, Draft: 30 * time.Minute, Verdicts: []string{"unknown"},
+		Command: `notify-send agentmsg "$AGENTMSG_ALERT_TEXT"`, Webhook: "https://hooks.example.com/T1"}
+	if !reflect.DeepEqual(l.Alerts, want) {
+		t.Errorf("alerts %+v, want %+v", l.Alerts, want)
+	}
+	for body, want := range map[string]string{
+		"[alerts]\nmessage_wait = \"5s\"\n":     `[alerts] message_wait = "5s": want "0" (off) or a duration from 10s to 24h`,
+		"[alerts]\ndraft = \"25h\"\n":           `[alerts] draft = "25h": want "0" (off) or a duration from 10s to 24h`,
+		"[alerts]\ndialog = 10\n":               "[alerts]",
+		"[alerts]\nverdicts = [\"failed\"]\n":   `verdicts: "failed" is none of typed, unknown`,
+		"[alerts]\nwebhook = \"file:///x\"\n":   "want an http:// or https:// URL",
+		"[alerts]\nwebhook = \"hooks.example\"": "want an http:// or https:// URL",
+		"[alerts]\ncommand = \"a\\nb\"\n":       "want one line of shell",
+		"[alerts]\nmessage-wait = \"1m\"\n":     `unknown key "alerts.message-wait" in [alerts]`,
+	} {
+		if _, _, err := load(t, body, nil, nil); err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrInvalid) {
+			t.Errorf("%q: err %v, want %q", body, err, want)
+		}
+	}
+}

@@ -299,6 +299,9 @@ type Agent struct {
 	State  delivery.State
 	Detail string
 	Shell  bool // the pane shows a shell prompt: the agent has exited
+	// Profile names the agent CLI the screen was read as ("" when no
+	// profiles are configured).
+	Profile string
 }
 
 // Agents lists the agents of team ("" for all) and reads each one's screen,
@@ -321,8 +324,11 @@ func (d *Dispatcher) Agents(ctx context.Context, team string, call Call) ([]Agen
 		}
 		reader := d.Opts.Reader
 		// Read as a send would: with the agent's own profile.
-		if p, _, ok := d.profile(call, a.pane, lines); ok && p.Reader != nil {
-			reader = p.Reader
+		if p, _, ok := d.profile(call, a.pane, lines); ok {
+			out.Profile = p.Name
+			if p.Reader != nil {
+				reader = p.Reader
+			}
 		}
 		rd := reader.Read(lines)
 		out.State, out.Detail, out.Shell = rd.State, rd.Detail, rd.Shell

@@ -11,6 +11,7 @@ import (
 	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/tmux"
 )
 
 type noLocks struct{}
@@ -169,6 +170,18 @@ func TestAgentsReadsStates(t *testing.T) {
 	}
 	if len(agents) != 2 || got["ana"] != delivery.Ready || got["bob"] != delivery.Dialog {
 		t.Fatalf("states %v, want ana ready, bob dialog", got)
+	}
+}
+
+// Agents names the profile each screen was read as: the agent's CLI as
+// delivery sees it.
+func TestAgentsNamesTheProfile(t *testing.T) {
+	s := faketmux.New("agent-alpha-ana")
+	d := newDispatcher(s)
+	d.Profile = func(tmux.Pane, []string) (AgentProfile, string) { return AgentProfile{Name: "codex"}, "test" }
+	agents, err := d.Agents(context.Background(), "alpha", Call{})
+	if err != nil || len(agents) != 1 || agents[0].Profile != "codex" {
+		t.Fatalf("Agents = %+v, %v; want ana read as codex", agents, err)
 	}
 }
 

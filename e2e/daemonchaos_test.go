@@ -238,4 +238,3 @@ func kernelSegfaults() int {
 	}
 	return strings.Count(string(out), "segfault") - strings.Count(string(out), "segfault at") + strings.Count(string(out), "tmux: server")
 }
-

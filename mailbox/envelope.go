@@ -72,6 +72,7 @@ const (
 	StateRead      DeliveryState = "read"      // the agent pulled it from its inbox
 	StateInbox     DeliveryState = "inbox"     // only for the agent to read (a mailbox-only send); never typed
 	StateSkipped   DeliveryState = "skipped"   // no longer to be typed (a request claimed or expired); LastVerdict says why
+	StateHandled   DeliveryState = "handled"   // a person dealt with it by hand (agentmsg top); never typed again
 )
 
 // Outstanding reports whether a delivery still has work to do; compaction

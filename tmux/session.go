@@ -101,3 +101,12 @@ func (c *Exec) Activity(ctx context.Context) (map[string]time.Time, error) {
 	}
 	return m, nil
 }
+
+// SwitchClient makes the tmux client the caller runs in show pane: its
+// session, its window, and the pane itself as the active one. tmux finds
+// that client from the caller's $TMUX, so it is only for a caller inside
+// this server; one with no client attached fails ("no current client").
+func (c *Exec) SwitchClient(ctx context.Context, pane string) error {
+	_, err := c.do(ctx, true, nil, "switch-client", "-t", c.target(pane))
+	return err
+}
