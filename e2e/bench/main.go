@@ -24,8 +24,9 @@ func main() {
 	senders := flag.Int("senders", 8, "concurrent senders to one agent")
 	each := flag.Int("each", 25, "messages per concurrent sender")
 	claude := flag.Bool("claude", true, "also time sends to the real Claude Code (needs it installed: scripts/claude.sh)")
+	daemon := flag.Bool("daemon", true, "also time the same through the daemon (agentmsg serve)")
 	flag.Parse()
-	err := run(*sends, *senders, *each, *claude)
+	err := run(*sends, *senders, *each, *claude, *daemon)
 	harness.Cleanup()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -35,7 +36,7 @@ func main() {
 
 type row struct{ what, result, target string }
 
-func run(sends, senders, each int, claude bool) error {
+func run(sends, senders, each int, claude, daemon bool) error {
 	var rows []row
 	add := func(r row, err error) error {
 		if err != nil {
@@ -71,6 +72,19 @@ func run(sends, senders, each int, claude bool) error {
 	if claude {
 		if err := add(benchClaude(10)); err != nil {
 			return err
+		}
+	}
+	if daemon {
+		for _, b := range []func() (row, error){
+			func() (row, error) { return benchAPISend(4 * sends) },
+			func() (row, error) { return benchCLIThroughDaemon(sends) },
+			func() (row, error) { return benchAPIBroadcast(100) },
+			func() (row, error) { return benchAPIBroadcast(500) },
+			func() (row, error) { return benchConcurrentThroughDaemon(senders, each) },
+		} {
+			if err := add(b()); err != nil {
+				return err
+			}
 		}
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
@@ -117,8 +131,12 @@ func benchSend(n int, style string, inbox int) (row, error) {
 		if err := fillInbox(s, inbox); err != nil {
 			return err
 		}
+		agent := []string{}
+		if style == "claude" {
+			agent = []string{"--agent", "claude"} // the stand-ins' own profile takes no settle
+		}
 		for i := range n {
-			res, err := s.Run("--json", "send", "bench", "a000", fmt.Sprintf("message %d", i))
+			res, err := s.Run(append(append([]string{"--json", "send"}, agent...), "bench", "a000", fmt.Sprintf("message %d", i))...)
 			if err != nil {
 				return err
 			}

@@ -102,3 +102,11 @@ func (s *Server) KillDaemon() {
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 }
+
+// DaemonPID is the running daemon's pid, 0 when none runs.
+func (s *Server) DaemonPID() int {
+	if s.daemon == nil {
+		return 0
+	}
+	return s.daemon.Process.Pid
+}

@@ -77,13 +77,13 @@ func NewServer() (*Server, error) {
 // BaseConfig is agentmsg's config file for the stand-ins. "standin" knows
 // them by their command: the generic reader (they draw Claude Code's box
 // or a plain "> " prompt), their folding (over 800 bytes or 3 lines, as
-// Claude Code), bracketed paste, and Claude Code's settle; not trusted to
+// Claude Code) and bracketed paste; no settle (a stand-in takes an Enter
+// right after a paste, unless told to guard against one); not trusted to
 // queue while busy, as a screen that only looks like Claude Code's is
 // not. "nofold" is for sends that must reach them whole however long.
 const BaseConfig = `[profiles.standin]
 base = "generic"
 commands = ["standin"]
-settle = "20ms"
 fold_bytes = 800
 fold_lines = 3
 bracketed_paste = true
