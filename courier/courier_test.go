@@ -835,3 +835,42 @@ func TestPassesTakeTurns(t *testing.T) {
 type otherSocket struct{ tmux.Client }
 
 func (otherSocket) Server() tmux.Server { return tmux.Server{Socket: "/other/sock"} }
+
+// A typist that died after its paste leaves its message in the box and
+// recorded as typing, behind older messages that wait: deliver submits
+// the one in the box first, then types the older ones. Before, the older
+// ones waited for an empty box for ever and the one in the box behind them
+// (found by the daemon chaos test: 859 of 1,008 messages never delivered).
+func TestDeliverFinishesTheMessageInTheBoxFirst(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	older := envelope(t, "older, waiting")
+	older.To = "ana"
+	older.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred}
+	inBox := envelope(t, "pasted by a sender that died")
+	inBox.To = "ana"
+	inBox.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1}
+	box, err := c.Store.Box("alpha", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range []mailbox.Envelope{older, inBox} {
+		if err := box.Append(env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := box.SetDelivery(inBox.ID, mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Reached: "pasted"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.Paste(context.Background(), tm.PaneID("agent-alpha-ana"), message.Format(inBox.ID, inBox.Content)); err != nil {
+		t.Fatal(err)
+	}
+	done, err := c.Deliver(context.Background(), "alpha", dispatch.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tm.Received("agent-alpha-ana")
+	want := []string{message.Format(inBox.ID, inBox.Content), message.Format(older.ID, older.Content)}
+	if !slices.Equal(got, want) || len(done) != 2 {
+		t.Fatalf("ana received %q (pass: %+v); want the one in the box, then the older one", got, done)
+	}
+}

@@ -150,6 +150,9 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 	if batch, err = c.Store.Read(team, agent); err != nil {
 		return nil, err
 	}
+	if typing {
+		boxFirst(ctx, c.Dispatch, t, batch.Envelopes)
+	}
 	var out []Typing
 	for _, env := range batch.Envelopes {
 		if env.Delivery == nil {
@@ -199,6 +202,26 @@ func (c *Courier) onServer(ctx context.Context, t target.Target, listed *map[str
 		return on, nil
 	}
 	return c.Dispatch.Exists(ctx, t)
+}
+
+// boxFirst moves to the front of envs the message that waits in t's input
+// box: one a typist pasted and then died (a killed sender, a daemon killed
+// mid-send), recorded as typing. The older messages cannot be typed past it
+// (the box is not empty, so they would wait for ever, and it behind them),
+// and submitting it is all it needs; the agent then gets it first, as the
+// text it was already shown.
+func boxFirst(ctx context.Context, d *dispatch.Dispatcher, t target.Target, envs []mailbox.Envelope) {
+	id, ok := d.InBox(ctx, t)
+	if !ok {
+		return
+	}
+	for i, env := range envs {
+		if env.ID == id && env.Delivery != nil && env.Delivery.State == mailbox.StateTyping {
+			copy(envs[1:i+1], envs[:i])
+			envs[0] = env
+			return
+		}
+	}
 }
 
 // current reads message id of team/agent's inbox as it is now.

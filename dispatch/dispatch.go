@@ -340,6 +340,26 @@ func (d *Dispatcher) Agents(ctx context.Context, team string, call Call) ([]Agen
 	}), nil
 }
 
+// InBox is the id a message in t's input box starts with, as its profile
+// reads the box now: text of ours that waits there unsubmitted.
+func (d *Dispatcher) InBox(ctx context.Context, t target.Target) (message.ID, bool) {
+	r, err := d.Resolve(ctx, t, Call{IntoSelf: true})
+	if err != nil {
+		return "", false
+	}
+	screen := r.screen
+	if screen == nil {
+		if screen, err = d.Tmux.Pinned(r.Pane).Capture(ctx, r.Pane.ID, 0); err != nil {
+			return "", false
+		}
+	}
+	reader := d.Opts.Reader
+	if p, _, ok := d.profile(Call{}, r.Pane, screen); ok && p.Reader != nil {
+		reader = p.Reader
+	}
+	return message.Leading(reader.Read(screen).Box)
+}
+
 // Exists reports whether t's session is on the server (exactly).
 func (d *Dispatcher) Exists(ctx context.Context, t target.Target) (bool, error) {
 	_, err := d.Tmux.SessionPanes(ctx, t.Session)

@@ -102,6 +102,17 @@ func Valid(s string) bool {
 	return true
 }
 
+// Leading is the id text starts with, as Format puts it there ("ID: ..."),
+// after any leading whitespace.
+func Leading(text string) (ID, bool) {
+	text = strings.TrimLeft(text, " \t\n")
+	head, _, ok := strings.Cut(text, ": ")
+	if !ok || !Valid(head) {
+		return "", false
+	}
+	return ID(head), true
+}
+
 // Format is the exact text typed into the agent: the id, then text as
 // Clean leaves it. Whatever a caller passes, and whichever fields it was
 // built from (body, metadata, a reply's or a request's text), nothing
