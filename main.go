@@ -6,10 +6,13 @@ import (
 	"context"
 	"os"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/cmd"
 	"github.com/agentmsg/agentmsg/mcpserver"
 	"github.com/agentmsg/agentmsg/serve"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/tui"
 )
 
@@ -22,5 +25,6 @@ func main() {
 
 func daemon(ctx context.Context, env app.Env, o cmd.ServeOptions) error {
 	return serve.Run(ctx, env, serve.Options{Socket: o.Socket, TCP: o.TCP, TokenFile: o.TokenFile,
-		AllowRemote: o.AllowRemote, Direct: o.Direct, Version: o.Version, RunCLI: cmd.RunIn, Ready: o.Ready})
+		AllowRemote: o.AllowRemote, Direct: o.Direct, Version: o.Version, RunCLI: cmd.RunIn, Ready: o.Ready,
+		MCP: func(svc *service.Service, orchestrator bool) *mcp.Server { return mcpserver.New(*svc, orchestrator) }})
 }

@@ -61,6 +61,7 @@ agent CLI.`,
 	}
 	c.Flags().BoolVar(&opts.Orchestrator, "orchestrator", false, "also serve the lead's tools: broadcast, shutdown_agent, kill_agent, get_agent_status, assign_task, create_workflow")
 	c.AddCommand(NewCmdMCPInstall(f, nil))
+	c.AddCommand(NewCmdMCPToken(f))
 	return c
 }
 

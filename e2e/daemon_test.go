@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/agentmsg/agentmsg/e2e/harness"
 )
 
@@ -239,4 +241,63 @@ func TestDaemonDeliversWhenTheAgentIsReady(t *testing.T) {
 		t.Fatalf("%v: want the later verdict submitted:\n%s", err, res)
 	}
 	wantReceived(t, ana, harness.Submitted(rep.ID, "when you are free"))
+}
+
+// bearer adds a token to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// One daemon serves MCP over Streamable HTTP to every agent, each known by
+// its own token: ana's send_message reaches bob as from ana, whatever she
+// could claim; no token, or a made-up one, is refused.
+func TestMCPOverHTTP(t *testing.T) {
+	t.Parallel()
+	s := daemonServer(t)
+	bob := s.StartAgent("agent-alpha-bob")
+	res := s.Run("mcp", "token", "alpha", "ana")
+	wantCode(t, res, 0)
+	token := strings.TrimSpace(res.Stdout)
+	unix := api(s).Transport
+
+	for _, bad := range []string{"", "amt_madeup"} {
+		req, _ := http.NewRequest(http.MethodPost, "http://agentmsg/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+		req.Header.Set("Content-Type", "application/json")
+		if bad != "" {
+			req.Header.Set("Authorization", "Bearer "+bad)
+		}
+		resp, err := (&http.Client{Transport: unix}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("token %q: %d, want 401", bad, resp.StatusCode)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://agentmsg/mcp",
+		HTTPClient: &http.Client{Transport: bearer{token, unix}}, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	out, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "send_message", Arguments: map[string]any{"to": "bob", "content": "over http"}})
+	if err != nil || out.IsError {
+		t.Fatalf("send_message: %v %+v", err, out)
+	}
+	got := bob.WaitReceived(1, 10*time.Second)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "MSG_ANA_") || !strings.HasSuffix(got[0], ": over http") {
+		t.Fatalf("bob received %q, want one message from ana", got)
+	}
 }

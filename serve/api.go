@@ -141,10 +141,17 @@ var endpoints = []endpoint{
 	{"POST", "/v1/cli/{run}/stdin", (*Daemon).stdin},
 }
 
+// mcpRoutes are MCP's Streamable HTTP endpoint (not in the OpenAPI
+// document: MCP describes itself).
+var mcpRoutes = []string{"/mcp"}
+
 // routes registers the endpoints.
 func (d *Daemon) routes(mux *http.ServeMux) {
 	for _, e := range endpoints {
 		mux.HandleFunc(e.method+" "+e.path, func(w http.ResponseWriter, r *http.Request) { e.handle(d, w, r) })
+	}
+	for _, p := range mcpRoutes {
+		mux.HandleFunc(p, d.mcp)
 	}
 }
 

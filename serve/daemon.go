@@ -32,6 +32,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/eventlog"
+	"github.com/agentmsg/agentmsg/identity"
 	"github.com/agentmsg/agentmsg/mailbox"
 )
 
@@ -51,6 +52,8 @@ type Options struct {
 	// RunCLI runs a client's command line in the daemon (main hands in the
 	// CLI's runner: no front end imports another).
 	RunCLI app.Runner
+	// MCP builds a caller's MCP server, for /mcp.
+	MCP MCPServer
 	// Ready, when set, hears that the daemon listens.
 	Ready func(socket string)
 }
@@ -71,6 +74,7 @@ type Daemon struct {
 	backend *backend
 	hub     *hub
 	runs    runs
+	mcps    mcpHandlers
 	// passes are the deliver passes the daemon runs by itself now.
 	passMu sync.Mutex
 	passes map[string]bool
@@ -96,7 +100,8 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	d := &Daemon{opts: opts, env: env, backend: newBackend(env, opts.Version, !opts.Direct),
-		log: app.Events(root), ctx: ctx, pid: os.Getpid(), passes: map[string]bool{}}
+		log: app.Events(root), ctx: ctx, pid: os.Getpid(), passes: map[string]bool{},
+		mcps: mcpHandlers{tokens: &identity.Tokens{Path: identity.DefaultPath(root)}, by: map[string]http.Handler{}}}
 	defer d.backend.close()
 	// Its own server first: the one its configuration names.
 	if server, err := d.backend.env.Server(); err == nil {
@@ -322,7 +327,8 @@ func readToken(path string) ([]byte, error) {
 // accept) and a TCP request only with the bearer token.
 func (d *Daemon) authorize(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, tcp := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); tcp {
+		// /mcp: each agent's own token says who it is (Daemon.mcp).
+		if _, tcp := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); tcp && !isMCP(r) {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || len(d.token) == 0 || subtle.ConstantTimeCompare([]byte(got), d.token) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="agentmsg"`)
@@ -332,4 +338,9 @@ func (d *Daemon) authorize(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// isMCP reports whether r is for the MCP endpoint.
+func isMCP(r *http.Request) bool {
+	return r.URL.Path == "/mcp" || strings.HasPrefix(r.URL.Path, "/mcp/")
 }

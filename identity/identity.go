@@ -1,0 +1,172 @@
+// Package identity keeps the tokens that say who an agent is when it talks
+// to the daemon over a connection (MCP over HTTP): the daemon serves every
+// agent on the machine from one process, so the caller's name and team come
+// from its token, never from what a request claims.
+//
+// The file holds each token's SHA-256, never the token: one who reads it
+// (a backup, a misplaced copy) cannot use it.
+package identity
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Grant is who a token speaks for.
+type Grant struct {
+	Team         string    `json:"team"`
+	Name         string    `json:"name"`
+	Orchestrator bool      `json:"orchestrator,omitempty"`
+	Issued       time.Time `json:"issued"`
+}
+
+// Tokens is the token file at Path.
+type Tokens struct {
+	Path string
+
+	mu    sync.Mutex
+	mtime time.Time
+	size  int64
+	byKey map[string]Grant
+}
+
+// DefaultPath is the token file of the mailbox at root.
+func DefaultPath(root string) string { return filepath.Join(root, "mcp-tokens.json") }
+
+func key(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// Issue makes a new token for g and records it; the token is returned once
+// and kept nowhere else.
+func (t *Tokens) Issue(g Grant) (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	token := "amt_" + hex.EncodeToString(b)
+	if g.Issued.IsZero() {
+		g.Issued = time.Now().UTC()
+	}
+	err := t.update(func(m map[string]Grant) { m[key(token)] = g })
+	return token, err
+}
+
+// Revoke removes every token of team/name.
+func (t *Tokens) Revoke(team, name string) (int, error) {
+	n := 0
+	err := t.update(func(m map[string]Grant) {
+		for k, g := range m {
+			if g.Team == team && g.Name == name {
+				delete(m, k)
+				n++
+			}
+		}
+	})
+	return n, err
+}
+
+// Lookup is who token speaks for.
+func (t *Tokens) Lookup(token string) (Grant, bool) {
+	if token == "" {
+		return Grant{}, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.reload(); err != nil {
+		return Grant{}, false
+	}
+	g, ok := t.byKey[key(token)]
+	return g, ok
+}
+
+// reload reads the file again when it changed. t.mu is held.
+func (t *Tokens) reload() error {
+	fi, err := os.Stat(t.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.byKey = map[string]Grant{}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if t.byKey != nil && fi.ModTime().Equal(t.mtime) && fi.Size() == t.size {
+		return nil
+	}
+	m, err := read(t.Path)
+	if err != nil {
+		return err
+	}
+	t.byKey, t.mtime, t.size = m, fi.ModTime(), fi.Size()
+	return nil
+}
+
+func read(path string) (map[string]Grant, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]Grant{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]Grant{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// update changes the file under an flock, atomically (a temp file renamed
+// over it), mode 0600.
+func (t *Tokens) update(fn func(map[string]Grant)) error {
+	dir := filepath.Dir(t.Path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	lf, err := os.OpenFile(t.Path+".lock", os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX); err != nil {
+		return err
+	}
+	m, err := read(t.Path)
+	if err != nil {
+		return err
+	}
+	fn(m)
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".mcp-tokens-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), t.Path)
+}
