@@ -11,10 +11,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/agentmsg/agentmsg/app"
+	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/wire"
 )
@@ -39,10 +43,17 @@ func forward(ctx context.Context, ios *IOStreams, lookupEnv func(string) (string
 		return 0, false
 	}
 	sock := app.DaemonSocket(mailbox.DefaultRoot(lookupEnv))
-	if _, err := os.Stat(sock); err != nil {
-		return 0, false // no daemon: one stat is all it costs
+	if _, err := os.Stat(sock); err != nil && !autoStart(lookupEnv, sock) {
+		return 0, false // no daemon: a stat and a look at the config is all it costs
 	}
-	return forwardTo(ctx, sock, ios, environ, args)
+	if code, ok := forwardTo(ctx, sock, ios, environ, args); ok {
+		return code, true
+	}
+	// A socket left by a daemon that died: start one when asked to.
+	if autoStart(lookupEnv, sock) {
+		return forwardTo(ctx, sock, ios, environ, args)
+	}
+	return 0, false
 }
 
 // forwardable reports whether args name a command the daemon runs, and
@@ -173,3 +184,41 @@ type ServeOptions struct {
 }
 
 var errNoDaemon = errors.New("this agentmsg was built without its daemon")
+
+// autoStart starts the daemon for a command that found none, when the
+// configuration asks for it ([serve] auto = true, or AGENTMSG_SERVE_AUTO=1),
+// and waits, briefly, until it answers. Reports whether one answers now.
+func autoStart(lookupEnv func(string) (string, bool), sock string) bool {
+	if v, _ := lookupEnv("AGENTMSG_SERVE_AUTO"); v != "1" {
+		cfg, err := config.Load(lookupEnv, "")
+		if err != nil || !cfg.Serve.Auto {
+			return false
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return false
+	}
+	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+		return false
+	}
+	logf, err := os.OpenFile(filepath.Join(filepath.Dir(sock), "serve.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return false
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "serve")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlives this command and its terminal
+	if err := cmd.Start(); err != nil {
+		return false
+	}
+	_ = cmd.Process.Release()
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			return true
+		}
+	}
+	return false
+}

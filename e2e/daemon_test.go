@@ -7,8 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -300,4 +303,34 @@ func TestMCPOverHTTP(t *testing.T) {
 	if len(got) != 1 || !strings.HasPrefix(got[0], "MSG_ANA_") || !strings.HasSuffix(got[0], ": over http") {
 		t.Fatalf("bob received %q, want one message from ana", got)
 	}
+}
+
+// With [serve] auto (here AGENTMSG_SERVE_AUTO=1), a command that finds no
+// daemon starts one and runs in it.
+func TestDaemonStartsOnDemand(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	if err := s.StopDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	ana := s.StartAgent("agent-alpha-ana")
+	res, err := s.Server.RunEnv([]string{"AGENTMSG_SERVE_AUTO=1"}, "send", "alpha", "ana", "started it")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(s.Dir, "state", "agentmsg", "serve.lock")
+	var holder struct{ PID int }
+	b, _ := os.ReadFile(lock)
+	_ = json.Unmarshal(b, &holder)
+	t.Cleanup(func() {
+		if holder.PID > 0 {
+			_ = syscall.Kill(holder.PID, syscall.SIGTERM) // the daemon this test's send started
+			waitFor(t, "the daemon to stop", 10*time.Second, func() bool { return syscall.Kill(holder.PID, 0) != nil })
+		}
+	})
+	wantCode(t, res, 0)
+	if holder.PID == 0 {
+		t.Fatalf("no daemon started (%s: %q)", lock, b)
+	}
+	wantReceived(t, ana, harness.Submitted(strings.Fields(res.Stdout)[4], "started it"))
 }
