@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/profile"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -89,6 +90,7 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 			"socket": in.Server.Socket, "tmux_version": in.Server.Version, "tmux": tm,
 			"pane": in.Pane.ID, "command": in.Pane.Command, "in_mode": in.Pane.InMode,
 			"profile": in.Profile.Name, "profile_why": in.Why,
+			"settle_ms": float64(in.Profile.Settle.Microseconds()) / 1000, "settle_why": settleWhy(in.Profile),
 			"state": string(in.Reading.State), "detail": in.Reading.Detail, "box": in.Reading.Box,
 			"queued": in.Reading.Queued, "shell": in.Reading.Shell,
 			"would": would, "probe_ms": probeMS, "exit_code": ExitOK,
@@ -144,6 +146,7 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 		}
 		fmt.Fprintf(w, "pane      %s, %dx%d, running %s%s\n", show(in.Pane.ID), in.Pane.Width, in.Pane.Height, show(in.Pane.Command), mode)
 		fmt.Fprintf(w, "profile   %s (%s)\n", show(in.Profile.Name), show(in.Why))
+		fmt.Fprintf(w, "settle    %v (%s)\n", in.Profile.Settle, settleWhy(in.Profile))
 		state := string(in.Reading.State)
 		if in.Reading.Detail != "" {
 			state += ": " + in.Reading.Detail
@@ -217,4 +220,18 @@ func clipText(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// settleWhy says where a profile's settle comes from.
+func settleWhy(p dispatch.AgentProfile) string {
+	c, ok := profile.Calibrated(p.Name)
+	switch {
+	case ok && c.Settle() == p.Settle:
+		return c.Explain()
+	case ok:
+		return "set in the config file; " + c.Explain()
+	case p.Settle == 0:
+		return "none: the text on screen is proof the program took it"
+	}
+	return "set in the config file"
 }

@@ -60,21 +60,8 @@ type Profile struct {
 // already shows our whole text in its box has taken the paste, so the
 // press can follow at once (generic, shell, aider: 0).
 //
-// The live CLIs' settles are calibrated (scripts/calibrate; two runs of 100
-// sends per candidate pause, 2026-11-23, tmux 3.3a, 2 cores): the shortest
-// pause after which every send submitted on its first press, doubled, and
-// never under calibratedFloor, since a loaded machine shifts both sides.
-//
-//	CLI          run 1 (short texts)  run 2 (four kinds)  settle
-//	Claude Code  0 ms                 0 ms                20 ms
-//	Codex        100 ms               0 ms                200 ms
-//	Gemini CLI   50 ms                75 ms               150 ms
-//	Qwen Code    0 ms                 0 ms                20 ms
-//	Droid        0 ms                 0 ms                20 ms
-const (
-	cr              = 0x0d
-	calibratedFloor = 20 * time.Millisecond
-)
+// The live CLIs' settles are calibrated: see calibration.go.
+const cr = 0x0d
 
 // shellCommands are the pane_current_command values of interactive shells.
 var shellCommands = []string{"bash", "zsh", "sh", "fish", "dash", "ksh", "mksh", "tcsh", "csh"}
@@ -87,7 +74,7 @@ func Builtin() []Profile {
 			// Measured with Claude Code 2.1.197 (e2e/claude/NOTES.md): 4 or
 			// more lines, or one line over 800 characters, fold; it queues.
 			Name: "claude", Commands: []string{"claude", "claude.exe"}, // npm's package runs bin/claude.exe
-			Settle: calibratedFloor, SubmitKey: cr, Queues: true, BracketedPaste: true,
+			Settle: calibratedSettle("claude"), SubmitKey: cr, Queues: true, BracketedPaste: true,
 			FoldBytes: 800, FoldLines: 3,
 			Reader: Claude{},
 		},
@@ -105,7 +92,7 @@ func Builtin() []Profile {
 			// 45 lines were never confirmed, and retyped), so a text of
 			// more than 15 lines goes as a pointer.
 			Name: "codex", Commands: []string{"codex"},
-			Settle: 200 * time.Millisecond, SubmitKey: cr, Queues: true, BracketedPaste: true,
+			Settle: calibratedSettle("codex"), SubmitKey: cr, Queues: true, BracketedPaste: true,
 			FoldBytes: 1000, FoldLines: 15,
 			Reader: Codex{},
 		},
@@ -119,7 +106,7 @@ func Builtin() []Profile {
 			// Before gemini: its box is the rounded one Gemini CLI drew in
 			// 2025, which that reader still takes.
 			Name: "droid", Commands: []string{"droid"},
-			Settle: calibratedFloor, SubmitKey: cr, Queues: true, BracketedPaste: true,
+			Settle: calibratedSettle("droid"), SubmitKey: cr, Queues: true, BracketedPaste: true,
 			FoldBytes: 400, FoldLines: 8,
 			Reader: Droid{},
 		},
@@ -130,7 +117,7 @@ func Builtin() []Profile {
 			// under "Queued (press ↑ to edit):" and runs after the turn
 			// (measured: once).
 			Name: "gemini", Commands: []string{"gemini"},
-			Settle: 150 * time.Millisecond, SubmitKey: cr, Queues: true, BracketedPaste: true,
+			Settle: calibratedSettle("gemini"), SubmitKey: cr, Queues: true, BracketedPaste: true,
 			FoldBytes: 500, FoldLines: 5,
 			Reader: Gemini{Product: "Gemini CLI"},
 		},
@@ -140,7 +127,7 @@ func Builtin() []Profile {
 			// characters). Enter while busy queues the text ("⏳ 1 queued"),
 			// run after the turn (measured: once).
 			Name: "qwen", Commands: []string{"qwen"},
-			Settle: calibratedFloor, SubmitKey: cr, Queues: true, BracketedPaste: true,
+			Settle: calibratedSettle("qwen"), SubmitKey: cr, Queues: true, BracketedPaste: true,
 			FoldBytes: 1000, FoldLines: 10,
 			Reader: Gemini{Product: "Qwen Code"},
 		},

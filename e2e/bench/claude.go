@@ -12,6 +12,7 @@ import (
 	claudeharness "github.com/agentmsg/agentmsg/e2e/claude"
 	"github.com/agentmsg/agentmsg/e2e/fakeapi"
 	"github.com/agentmsg/agentmsg/e2e/harness"
+	"github.com/agentmsg/agentmsg/profile"
 )
 
 // phases is the delivery's own account of its time (--json phases_ms).
@@ -121,4 +122,10 @@ func harnessEnv() []string {
 		env = append(env, kv)
 	}
 	return append(env, "AGENTMSG_FROM=bench")
+}
+
+// claudeSettle is the claude profile's calibrated settle.
+func claudeSettle() time.Duration {
+	p, _ := profile.Lookup("claude")
+	return p.Settle
 }

@@ -158,7 +158,8 @@ func benchSend(n int, style string, inbox int) (row, error) {
 	}
 	what, target := "send to a ready agent, process start to verdict", "median <= 20 ms, p95 <= 30 ms"
 	if style == "claude" {
-		what, target = "send to a ready Claude-like agent (20 ms settle)", "the same + its settle"
+		what = fmt.Sprintf("send to a ready Claude-like agent (the claude profile: %v settle)", claudeSettle())
+		target = "the same + its settle"
 	}
 	if inbox > 0 {
 		what += fmt.Sprintf(", its inbox holding %d messages", inbox)

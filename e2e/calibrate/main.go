@@ -39,6 +39,7 @@ func main() {
 	pauses := flag.String("pauses", "0,10,20,30,50,75,100,150,200,250,300,400,500", "candidate pauses in ms, tried in this order")
 	height := flag.Int("height", 40, "pane height (width 100)")
 	truecolor := flag.Bool("truecolor", true, "COLORTERM=truecolor")
+	record := flag.String("record", "", "add the run to this calibration file (profile/calibration.json), which sets the profile's settle")
 	flag.Parse()
 	if !slices.Contains(clisharness.All, *cli) {
 		fmt.Fprintf(os.Stderr, "calibrate: -cli %q: want one of %s\n", *cli, strings.Join(clisharness.All, ", "))
@@ -53,7 +54,7 @@ func main() {
 		}
 		candidates = append(candidates, time.Duration(ms)*time.Millisecond)
 	}
-	c := &calibration{cli: *cli, sends: *sends, height: *height, truecolor: *truecolor}
+	c := &calibration{cli: *cli, sends: *sends, height: *height, truecolor: *truecolor, record: *record}
 	err := c.run(candidates)
 	c.close()
 	harness.Cleanup()
@@ -74,6 +75,7 @@ type calibration struct {
 	agent          *clisharness.Agent
 	seq            int
 	version        string
+	record         string // the calibration file to add the run to, or ""
 }
 
 // tally is what one candidate pause gave.
@@ -119,7 +121,10 @@ func (c *calibration) run(candidates []time.Duration) error {
 		return fmt.Errorf("no candidate pause had %d of %d sends submit on the first press", c.sends, c.sends)
 	}
 	fmt.Printf("shortest settle with %d of %d on the first press: %d ms\n", c.sends, c.sends, found.pause.Milliseconds())
-	return nil
+	if c.record == "" {
+		return nil
+	}
+	return c.recordRun(found.pause)
 }
 
 // start builds agentmsg, starts the fake API and the CLI.
