@@ -63,9 +63,10 @@ var geminiRuledPromptRe = regexp.MustCompile(`^(>|\*|!|\(r:\))(\s|$)`)
 var geminiQueuedRe = regexp.MustCompile(`\b\d+ queued\b`)
 
 // geminiHooksRe is its hooks' status row: " ⠙ Executing Hook: CMD" while
-// one runs (a braille spinner), "  Executing Hooks: A, B" in the seconds
-// after. Anchored, so that a reply that mentions hooks is not taken for it.
-var geminiHooksRe = regexp.MustCompile(`^\s*(?:[\x{2800}-\x{28FF}]\s+)?Executing Hooks?: `)
+// one runs (a braille spinner; in tmux Qwen Code's is ". " or ".."),
+// "  Executing Hooks: A, B" in the seconds after. Anchored, so that a reply
+// that mentions hooks is not taken for it.
+var geminiHooksRe = regexp.MustCompile(`^\s*(?:[\x{2800}-\x{28FF}]\s+|\.[. ]\s*)?Executing Hooks?: `)
 
 // geminiTail is how many rows may follow the box: the footer (two rows,
 // more when narrow) and a completion list.
@@ -139,7 +140,7 @@ func (g Gemini) Read(screen []string) delivery.Reading {
 
 // geminiSpinnerRow is the busy row over the box whose prompt is on row
 // top: the last row above the rule (or the rounded box's edge) over it, or
-// above Qwen Code's queue there, when a braille spinner opens it ("⠸
+// above Qwen Code's queue there, when a spinner opens it ("⠸
 // Thinking... (esc to cancel, 11s)", "⠏ Waiting for user
 // confirmation..."), with the row a long one wrapped onto. Rows above it
 // are the transcript, where a message or an answer may quote one (Qwen
@@ -160,12 +161,25 @@ func geminiSpinnerRow(lines []string, top int) []string {
 	switch {
 	case edge < max(0, top-4) || i < 0:
 		return nil
-	case startsWithSpinner(lines[i]):
+	case opensBusyRow(lines[i]):
 		return lines[i : i+1]
-	case i > 0 && startsWithSpinner(lines[i-1]):
+	case i > 0 && opensBusyRow(lines[i-1]):
 		return lines[i-1 : i+1] // its end wrapped onto the row under it
 	}
 	return nil
+}
+
+// opensBusyRow: the row starts with a spinner. In tmux (with $TMUX set, as
+// for anyone who runs it there) Qwen Code 0.24.4 draws its spinner as ". "
+// or ".." rather than braille (RespondingSpinner.tsx, TMUX_SPINNER_FRAMES);
+// the reader, built from captures taken without $TMUX, read a busy Qwen
+// Code in tmux as ready (seen live: TestLiveBusy/qwen, every try).
+func opensBusyRow(l string) bool {
+	if startsWithSpinner(l) {
+		return true
+	}
+	t := strings.TrimLeft(l, " ")
+	return (strings.HasPrefix(t, ". ") || strings.HasPrefix(t, "..")) && strings.TrimLeft(t[2:], ". ") != ""
 }
 
 func (g Gemini) product() string {

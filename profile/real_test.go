@@ -137,6 +137,9 @@ func TestRealScreens(t *testing.T) {
 		// ui.customWittyPhrases. The reader read Ready: CI's flake of
 		// TestLiveBusy/qwen (1 phrase in 127 is that long at 100 columns).
 		"busy-long-phrase": {state: delivery.Busy},
+		// In tmux ($TMUX set, as for every real user) its spinner is ". "
+		// or "..", not braille (RespondingSpinner.tsx, TMUX_SPINNER_FRAMES).
+		"busy-in-tmux": {state: delivery.Busy},
 		// After a turn Qwen Code shows a suggested next prompt, dimmed, in
 		// the box (here "ok", from the fake model). Without colours it is
 		// text: read as a draft, never typed over (see e2e/clis/NOTES.md).
