@@ -1021,14 +1021,18 @@ func (r *run) idInHistory(ctx context.Context, history int) (bool, error) {
 	return containsID(above(lines, r.d.Opts.Reader.Read(lines)), r.id), nil
 }
 
-// above is the transcript: the lines above the box. With no box the
-// profile recognises on screen, nothing tells the transcript from a prompt
-// line that still holds our text (a program whose prompt the profile does
-// not know, an error printed under the prompt), so none of it is proof:
-// the id there may be ours, unsubmitted.
+// above is the transcript: the lines above the box, or above a dialog
+// the profile places (Reading.DialogRow). With neither on screen, nothing
+// tells the transcript from a prompt line that still holds our text (a
+// program whose prompt the profile does not know, an error printed under
+// the prompt), so none of it is proof: the id there may be ours,
+// unsubmitted.
 func above(lines []string, rd Reading) []string {
-	if rd.BoxRow >= 0 && rd.BoxRow <= len(lines) {
+	switch {
+	case rd.BoxRow >= 0 && rd.BoxRow <= len(lines):
 		return lines[:rd.BoxRow]
+	case rd.State == Dialog && rd.DialogRow > 0 && rd.DialogRow <= len(lines):
+		return lines[:rd.DialogRow]
 	}
 	return nil
 }

@@ -46,13 +46,21 @@ func (p *lineProgram) SendBytes(context.Context, string, ...byte) error {
 }
 
 func deliverToProgram(p *lineProgram, tweak func(*Options)) Result {
+	return deliverWith(p, tweak)
+}
+
+func deliverThrough(term Terminal, reader readerFunc) Result {
+	return deliverWith(term, func(o *Options) { o.Reader = reader })
+}
+
+func deliverWith(term Terminal, tweak func(*Options)) Result {
 	c := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	opts := DefaultOptions()
 	opts.ReadyTimeout, opts.ConfirmTimeout = time.Second, time.Second
 	if tweak != nil {
 		tweak(&opts)
 	}
-	d := &Deliverer{Term: p, Locks: &noLocks{}, Clock: c, Socket: "/tmp/s", Opts: opts}
+	d := &Deliverer{Term: term, Locks: &noLocks{}, Clock: c, Socket: "/tmp/s", Opts: opts}
 	return d.Deliver(context.Background(), "%1", testID, "hello")
 }
 
@@ -102,4 +110,59 @@ func TestNoProofWithoutABox(t *testing.T) {
 			t.Fatalf("verdict %s (%v), taken %q", res.Verdict, res.Err, p.taken)
 		}
 	})
+}
+
+// dialogProgram takes a line on Enter and at once opens a permission
+// dialog under it, as Claude Code does when its model answers a message
+// with a tool call straight away.
+type dialogProgram struct{ lineProgram }
+
+func (p *dialogProgram) Capture(context.Context, string, int) ([]string, error) {
+	if len(p.taken) == 0 {
+		return p.lineProgram.Capture(context.Background(), "", 0)
+	}
+	return append(append([]string{}, p.history...), "────────", " Do you want to proceed?", " ❯ 1. Yes", "   2. No", ""), nil
+}
+
+// A dialog read with its place: the transcript above it is proof, as
+// above a box. Without the place the id proves nothing (the verdict was
+// unknown, seen live with Claude Code: TestLivePermissionDialogIsNeverAnswered,
+// 3 runs in 6).
+func TestTheTranscriptAboveAPlacedDialogIsProof(t *testing.T) {
+	reader := func(place bool) readerFunc {
+		return func(lines []string) Reading {
+			lines = TrimScreen(lines)
+			for i, l := range lines {
+				if l == "────────" {
+					rd := Reading{State: Dialog, BoxRow: -1, Detail: "dialog: Do you want to proceed?"}
+					if place {
+						rd.DialogRow = i
+					}
+					return rd
+				}
+			}
+			if last := len(lines) - 1; last >= 0 && strings.HasPrefix(lines[last], ">") {
+				box := strings.TrimSpace(lines[last][1:])
+				return Reading{State: stateOf(box), BoxRow: last, Box: box}
+			}
+			return Reading{State: Unknown, BoxRow: -1}
+		}
+	}
+	p := &dialogProgram{lineProgram{prompt: "> "}}
+	res := deliverThrough(p, reader(true))
+	if res.Verdict != Submitted || p.presses != 1 || len(p.taken) != 1 {
+		t.Fatalf("placed dialog: verdict %s (%v), %d presses; want submitted after one", res.Verdict, res.Err, p.presses)
+	}
+	p = &dialogProgram{lineProgram{prompt: "> "}}
+	res = deliverThrough(p, reader(false))
+	if res.Verdict != VerdictUnknown || p.presses != 1 {
+		t.Fatalf("unplaced dialog: verdict %s (%v), %d presses; want unknown after one", res.Verdict, res.Err, p.presses)
+	}
+}
+
+func stateOf(box string) State {
+	if box == "" {
+		return Ready
+	}
+	return Draft
 }

@@ -30,6 +30,12 @@ type Reading struct {
 	// BoxRow is the index of the box's first row in the lines read; rows
 	// above it are the transcript. -1 when there is no box.
 	BoxRow int
+	// DialogRow, for a dialog the profile can place, is the index of its
+	// first row: rows above it are the transcript, where our id proves a
+	// submission as it does above a box (a fast agent opens a permission
+	// dialog right after taking a message). 0, the default, places
+	// nothing: nothing on the screen is proof then.
+	DialogRow int
 	// Detail says why, for a person: "permission dialog: Do you want to proceed?".
 	Detail string
 	// Queued: the screen shows messages the agent has queued behind its

@@ -66,10 +66,10 @@ func (Claude) Read(screen []string) delivery.Reading {
 	if !ok {
 		from := bottom(lines, bottomRows+6)
 		if d, ok := menuDialog(lines[from:]); ok {
-			return dialog(d)
+			return claudeDialog(lines, d)
 		}
 		if l, ok := containsFold(lines[from:], claudeDialogs...); ok {
-			return dialog("dialog: " + l)
+			return claudeDialog(lines, "dialog: "+l)
 		}
 		if claudeBusy(lines, len(lines), nil) {
 			return delivery.Reading{State: delivery.Busy, BoxRow: -1, Detail: "the agent is working; no input box on screen"}
@@ -115,6 +115,21 @@ func (Claude) Read(screen []string) delivery.Reading {
 		}
 	}
 	return noteQueued(boxState(r, claudeBusy(lines, top, near[:min(len(near), 2)]), "input box"))
+}
+
+// claudeDialog is a dialog in place of the box, placed at the rule it
+// starts with (the transcript draws no rule at column 0), so that our id
+// in the transcript above it proves a message taken: Claude Code opens a
+// permission dialog as soon as its model answers with a tool call.
+func claudeDialog(lines []string, detail string) delivery.Reading {
+	r := dialog(detail)
+	for i := len(lines) - 1; i > 0; i-- {
+		if isRule(lines[i]) {
+			r.DialogRow = i
+			break
+		}
+	}
+	return r
 }
 
 // claudeTornDialog finds a dialog's selected choice within claudeTornRows

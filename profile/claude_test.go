@@ -164,3 +164,20 @@ func TestClaudeDialogsOnlyWhereDrawn(t *testing.T) {
 		})
 	}
 }
+
+// A permission dialog in place of the box is placed at its rule: the
+// transcript above it, where the message that made the agent ask shows,
+// is proof of that message; the dialog itself is not transcript.
+func TestClaudeDialogIsPlacedAtItsRule(t *testing.T) {
+	lines := readScreen(t, filepath.Join(claudeScreens, "10-permission-dialog.txt"))
+	r := Claude{}.Read(lines)
+	if r.State != delivery.Dialog || r.DialogRow <= 0 {
+		t.Fatalf("Read = %+v, want a dialog with its row", r)
+	}
+	if !isRule(lines[r.DialogRow]) || !slices.ContainsFunc(lines[:r.DialogRow], func(l string) bool { return strings.HasPrefix(l, "❯ MSG_0004: run it") }) {
+		t.Errorf("DialogRow %d: %q; want the rule under the transcript that ends with MSG_0004", r.DialogRow, lines[r.DialogRow])
+	}
+	if slices.ContainsFunc(lines[r.DialogRow:], func(l string) bool { return strings.Contains(l, "MSG_") }) {
+		t.Errorf("rows under DialogRow %d hold transcript", r.DialogRow)
+	}
+}
