@@ -11,6 +11,7 @@ import (
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // AgentsOptions are agents' inputs.
@@ -76,50 +77,6 @@ stays (it may be in a long tool call); end it with agentmsg kill.
 	return c
 }
 
-// agentJSON is one agent in agents --json.
-type agentStatusJSON struct {
-	Team         string     `json:"team"`
-	Agent        string     `json:"agent"`
-	Session      string     `json:"session"`
-	State        string     `json:"state"`
-	Reason       string     `json:"reason,omitempty"`
-	Registered   bool       `json:"registered"`
-	Kind         string     `json:"kind,omitempty"`
-	Pane         string     `json:"pane,omitempty"`
-	PID          int        `json:"pid,omitempty"`
-	Command      string     `json:"command,omitempty"`
-	Pending      int        `json:"pending"`
-	OpenRequests int        `json:"open_requests"`
-	LastActivity *time.Time `json:"last_activity,omitempty"`
-	Heartbeat    *time.Time `json:"heartbeat,omitempty"`
-	Spawned      *time.Time `json:"spawned,omitempty"`
-	Status       any        `json:"status,omitempty"`
-}
-
-func toAgentStatusJSON(s lifecycle.AgentStatus) agentStatusJSON {
-	j := agentStatusJSON{
-		Team: s.Target.Team, Agent: s.Target.Agent(), Session: s.Target.Session, State: s.State, Reason: s.Reason,
-		Registered: s.Registered, Pane: s.Pane, PID: s.PID, Command: s.Command,
-		Pending: s.Pending, OpenRequests: s.OpenRequests,
-		LastActivity: timePtr(s.LastActivity), Heartbeat: timePtr(s.Heartbeat),
-	}
-	if s.Record != nil {
-		j.Kind, j.Spawned = s.Record.Kind, timePtr(s.Record.Spawned)
-	}
-	if s.Status != nil {
-		j.Status = s.Status
-	}
-	return j
-}
-
-func timePtr(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
 func agentsRun(ctx context.Context, opts *AgentsOptions) error {
 	svc, err := opts.Service(ctx)
 	if err != nil {
@@ -131,21 +88,7 @@ func agentsRun(ctx context.Context, opts *AgentsOptions) error {
 	}
 	list, reaped := res.Agents, res.Reaped
 	if opts.JSON() {
-		doc := struct {
-			Socket string            `json:"socket"`
-			Agents []agentStatusJSON `json:"agents"`
-			Reaped []agentStatusJSON `json:"reaped,omitempty"`
-		}{Socket: res.Socket, Agents: []agentStatusJSON{}}
-		for _, s := range list {
-			doc.Agents = append(doc.Agents, toAgentStatusJSON(s))
-		}
-		if opts.Reap {
-			doc.Reaped = []agentStatusJSON{}
-			for _, s := range reaped {
-				doc.Reaped = append(doc.Reaped, toAgentStatusJSON(s))
-			}
-		}
-		writeJSON(opts.jsonOut(), doc)
+		writeJSON(opts.jsonOut(), wire.NewAgentStates(res, opts.Reap))
 		return nil
 	}
 	for _, s := range reaped {

@@ -60,11 +60,6 @@ Agents fill it in with agentmsg status set.
 	return c
 }
 
-type boardJSON struct {
-	Team   string           `json:"team"`
-	Agents []mailbox.Status `json:"agents"`
-}
-
 func boardRun(ctx context.Context, opts *BoardOptions) error {
 	svc, team, err := opts.serviceTeam(ctx, opts.Team)
 	if err != nil {
@@ -83,14 +78,14 @@ func boardRun(ctx context.Context, opts *BoardOptions) error {
 		if b.ReadErr != nil && !opts.Watch {
 			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %v\n", b.ReadErr) // and show the rest
 		}
-		doc, _ := json.Marshal(boardJSON{b.Team, b.Agents})
+		doc, _ := json.Marshal(wire.NewBoard(b))
 		if !bytes.Equal(doc, last) {
 			last = doc
 			switch {
 			case opts.JSON() && opts.Watch:
 				fmt.Fprintf(opts.IO.Out, "%s\n", wire.Safe(doc))
 			case opts.JSON():
-				writeJSON(opts.jsonOut(), boardJSON{b.Team, b.Agents})
+				writeJSON(opts.jsonOut(), wire.NewBoard(b))
 			default:
 				if redraw {
 					fmt.Fprint(opts.IO.Out, "\033[H\033[2J")

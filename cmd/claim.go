@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // ClaimOptions are claim's inputs.
@@ -63,15 +64,13 @@ func claimRun(ctx context.Context, opts *ClaimOptions) error {
 	switch {
 	case errors.As(err, &ce):
 		if opts.JSON() {
-			writeJSON(opts.jsonOut(), claimJSON{RequestID: opts.RequestID, Team: r.Team, ClaimedBy: r.ClaimedBy, ClaimedAt: r.ClaimedAt,
-				Error: err.Error(), ExitCode: ExitClaimed})
+			writeJSON(opts.jsonOut(), wire.NewClaim(opts.RequestID, r, err))
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s already claimed by %s at %s\n", show(opts.RequestID), show(r.ClaimedBy), r.ClaimedAt.Local().Format(time.DateTime))
 		return exitError{ExitClaimed}
 	case errors.Is(err, mailbox.ErrExpired):
 		if opts.JSON() {
-			writeJSON(opts.jsonOut(), claimJSON{RequestID: opts.RequestID, Team: r.Team, From: r.Request.From, Description: r.Request.Description,
-				Error: err.Error(), ExitCode: ExitClaimed})
+			writeJSON(opts.jsonOut(), wire.NewClaim(opts.RequestID, r, err))
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s expired unclaimed at %s; nobody can claim it now (ask %s)\n",
 			show(opts.RequestID), r.Expires.Local().Format(time.DateTime), show(r.Request.From))
@@ -84,22 +83,9 @@ func claimRun(ctx context.Context, opts *ClaimOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: claimed, but could not tell %s: %s\n", show(r.Request.From), showErr(r.TellErr))
 	}
 	if opts.JSON() {
-		writeJSON(opts.jsonOut(), claimJSON{RequestID: r.Request.ID, Team: r.Team, Claimed: true, ClaimedBy: r.ClaimedBy,
-			ClaimedAt: r.ClaimedAt, From: r.Request.From, Description: r.Request.Description})
+		writeJSON(opts.jsonOut(), wire.NewClaim(opts.RequestID, r, nil))
 		return nil
 	}
 	fmt.Fprintf(opts.IO.Out, "claimed %s from %s: %s\n", show(r.Request.ID), show(r.Request.From), show(r.Request.Description))
 	return nil
-}
-
-type claimJSON struct {
-	RequestID   string    `json:"request_id"`
-	Team        string    `json:"team"`
-	Claimed     bool      `json:"claimed"`
-	ClaimedBy   string    `json:"claimed_by,omitempty"`
-	ClaimedAt   time.Time `json:"claimed_at,omitzero"`
-	From        string    `json:"from,omitempty"`
-	Description string    `json:"description,omitempty"`
-	Error       string    `json:"error,omitempty"`
-	ExitCode    int       `json:"exit_code"`
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // KillOptions are kill's inputs.
@@ -72,24 +73,7 @@ func killRun(ctx context.Context, opts *KillOptions) error {
 		return err
 	}
 	if opts.JSON() {
-		doc := struct {
-			Team     string  `json:"team"`
-			Agent    string  `json:"agent"`
-			Session  string  `json:"session"`
-			PIDs     []int   `json:"pids"`
-			Forced   bool    `json:"forced"`
-			TookMS   float64 `json:"took_ms"`
-			ExitCode int     `json:"exit_code"`
-			Error    string  `json:"error,omitempty"`
-		}{opts.Target.Team, opts.Target.Agent(), opts.Target.Session, res.PIDs, res.Forced,
-			float64(res.Took.Microseconds()) / 1000, exitCode(err), ""}
-		if doc.PIDs == nil {
-			doc.PIDs = []int{}
-		}
-		if err != nil {
-			doc.Error = err.Error()
-		}
-		writeJSON(opts.jsonOut(), doc)
+		writeJSON(opts.jsonOut(), wire.NewKill(opts.Target, res, err))
 		if err != nil {
 			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s\n", showText(err.Error()))
 			return exitError{exitCode(err)}

@@ -10,9 +10,9 @@ import (
 
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lifecycle"
-	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // lifecycleCommands start, stop and watch agents.
@@ -30,21 +30,17 @@ func lifecycleCommands(f *Factory) []*cobra.Command {
 type LifecycleDeps struct {
 	IO *IOStreams
 	// Service is the caller's service (Factory.Service): the operations.
-	Service  func(ctx context.Context) (*service.Service, error)
-	Mailbox  func() (*mailbox.Store, error)
-	Identity func(ctx context.Context) (Identity, error)
-	JSON     func() bool
-	Now      func() time.Time
+	Service func(ctx context.Context) (*service.Service, error)
+	JSON    func() bool
+	Now     func() time.Time
 }
 
 func lifecycleDeps(f *Factory) LifecycleDeps {
 	return LifecycleDeps{
-		IO:       f.IO,
-		Service:  f.Service,
-		Mailbox:  func() (*mailbox.Store, error) { return f.Mailbox() },
-		Identity: func(ctx context.Context) (Identity, error) { return f.Identity(ctx) },
-		JSON:     func() bool { return f.JSON },
-		Now:      time.Now,
+		IO:      f.IO,
+		Service: f.Service,
+		JSON:    func() bool { return f.JSON },
+		Now:     time.Now,
 	}
 }
 
@@ -116,34 +112,23 @@ more often than the timeout, e.g. from a hook on every prompt or a loop:
 }
 
 func heartbeatRun(ctx context.Context, opts *HeartbeatOptions) error {
-	id, err := opts.Identity(ctx)
+	svc, err := opts.Service(ctx)
 	if err != nil {
 		return err
 	}
-	team := id.Team
 	// Only the mailbox: a heartbeat never needs the tmux server.
-	store, err := opts.Mailbox()
-	if err != nil {
-		return err
-	}
-	at := opts.Now()
-	m := &lifecycle.Manager{Store: store, Now: func() time.Time { return at }}
-	err = m.Heartbeat(team, id.Name)
+	r, err := svc.Heartbeat(ctx)
 	if errors.Is(err, lifecycle.ErrNoTeam) {
-		_, err = id.NeedTeam() // the same fact, worded for the command line
+		err = teamError(service.ErrTeamNeeded) // the same fact, worded for the command line
 	}
 	if err != nil {
 		return err
 	}
 	switch {
 	case opts.JSON():
-		writeJSON(opts.jsonOut(), struct {
-			Team  string    `json:"team"`
-			Agent string    `json:"agent"`
-			At    time.Time `json:"at"`
-		}{team, id.Name, at.UTC()})
+		writeJSON(opts.jsonOut(), wire.NewHeartbeat(r))
 	case !opts.Quiet:
-		fmt.Fprintf(opts.IO.Out, "heartbeat of %s recorded at %s\n", displayName(team, id.Name), at.Format("15:04:05"))
+		fmt.Fprintf(opts.IO.Out, "heartbeat of %s recorded at %s\n", displayName(r.Team, r.Agent), r.At.Local().Format("15:04:05"))
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // LogOptions are log's inputs.
@@ -93,9 +94,7 @@ func logRun(ctx context.Context, opts *LogOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: skipped a damaged line in the inbox of %s/%s: %s\n", d.Team, d.Inbox, show(fmt.Sprint(d.CorruptLine)))
 	}
 	if opts.JSON() {
-		writeJSON(opts.jsonOut(), struct {
-			Messages []service.LogEntry `json:"messages"`
-		}{res.Entries})
+		writeJSON(opts.jsonOut(), wire.Log{Messages: res.Entries})
 		return nil
 	}
 	if len(res.Entries) == 0 {
@@ -138,10 +137,7 @@ func logHistory(ctx context.Context, opts *LogOptions, svc *service.Service, req
 		return mailboxErr(err)
 	}
 	if opts.JSON() {
-		writeJSON(opts.jsonOut(), struct {
-			ID     message.ID            `json:"id"`
-			Copies []service.HistoryCopy `json:"copies"`
-		}{opts.ID, copies})
+		writeJSON(opts.jsonOut(), wire.History{ID: opts.ID, Copies: copies})
 		return nil
 	}
 	for i, c := range copies {

@@ -16,6 +16,7 @@ import (
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // mbHome is a mailbox in a temp dir that commands run against as team
@@ -362,7 +363,7 @@ func TestRequestAndClaim(t *testing.T) {
 		t.Fatalf("loser:\n%s", r)
 	}
 	r = m.want(m.run("ana", "--json", "claim", doc.RequestID), ExitClaimed)
-	if cj := decodeJSON[claimJSON](t, r.stdout); cj.Claimed || cj.ClaimedBy != "bob" || cj.ExitCode != ExitClaimed {
+	if cj := decodeJSON[wire.Claim](t, r.stdout); cj.Claimed || cj.ClaimedBy != "bob" || cj.ExitCode != ExitClaimed {
 		t.Fatalf("loser --json: %+v", cj)
 	}
 	// The requester is told who claimed it.
@@ -451,7 +452,7 @@ func TestClaimExpiredAndNudge(t *testing.T) {
 
 	r = m.want(m.run("lead", "--json", "requests", "--nudge"), ExitOK)
 	doc := decodeJSON[struct {
-		Requests []requestJSON
+		Requests []wire.RequestInfo
 		Nudged   []string
 	}](t, r.stdout)
 	if strings.Join(doc.Nudged, ",") != "REQ_0000aaaa" || len(doc.Requests) != 2 || !doc.Requests[0].Nudged ||
@@ -492,7 +493,7 @@ func TestStatusAndBoard(t *testing.T) {
 	m.want(m.run("bob", "status", "set"), ExitUsage)
 
 	r = m.want(m.run("lead", "--json", "board", "alpha"), ExitOK)
-	doc := decodeJSON[boardJSON](t, r.stdout)
+	doc := decodeJSON[wire.Board](t, r.stdout)
 	if len(doc.Agents) != 2 {
 		t.Fatalf("board: %+v", doc)
 	}
@@ -540,7 +541,7 @@ func TestBoardWatch(t *testing.T) {
 		t.Fatalf("--json --watch should print one line per change, got:\n%s", sw.String())
 	}
 	for _, l := range lines {
-		if doc := decodeJSON[boardJSON](t, l); doc.Team != "alpha" || len(doc.Agents) != 1 {
+		if doc := decodeJSON[wire.Board](t, l); doc.Team != "alpha" || len(doc.Agents) != 1 {
 			t.Errorf("line %s", l)
 		}
 	}

@@ -2,11 +2,11 @@ package cmd
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // The filter flags of inbox and wait, and the wording of the mailbox
@@ -27,19 +27,7 @@ func (fl msgFilter) filter() service.Filter {
 func (fl msgFilter) empty() bool { return fl == (msgFilter{}) }
 
 // String says what the filter waits for, for people.
-func (fl msgFilter) String() string {
-	var parts []string
-	if fl.Sender != "" {
-		parts = append(parts, "from "+fl.Sender)
-	}
-	if fl.Type != "" {
-		parts = append(parts, "of type "+fl.Type)
-	}
-	if fl.ReplyTo != "" {
-		parts = append(parts, "replying to "+fl.ReplyTo)
-	}
-	return strings.Join(parts, ", ")
-}
+func (fl msgFilter) String() string { return wire.FilterText(fl.filter()) }
 
 // suffix is String after a space, or "" for no filter.
 func (fl msgFilter) suffix() string {

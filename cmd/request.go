@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // RequestOptions are request's inputs.
@@ -82,19 +83,7 @@ func requestRun(ctx context.Context, opts *RequestOptions) error {
 	}
 	r := p.Request
 	if opts.JSON() {
-		writeJSON(opts.jsonOut(), struct {
-			RequestID   string    `json:"request_id"`
-			Team        string    `json:"team"`
-			From        string    `json:"from"`
-			Description string    `json:"description"`
-			Posted      time.Time `json:"posted"`
-			Expires     time.Time `json:"expires,omitzero"`
-			MessageID   string    `json:"message_id"`
-			Notified    []string  `json:"notified"`
-			ExitCode    int       `json:"exit_code"`
-			Error       string    `json:"error,omitempty"`
-		}{r.ID, p.Team, r.From, r.Description, r.Posted, p.Expires, string(p.MessageID), p.Notified,
-			requestCode(p.Failed), requestError(r.ID, p.Failed)})
+		writeJSON(opts.jsonOut(), wire.NewRequest(p))
 	} else {
 		fmt.Fprintf(opts.IO.Out, "posted %s in team %s\n", r.ID, p.Team)
 		if len(p.Notified) > 0 {
@@ -110,21 +99,4 @@ func requestRun(ctx context.Context, opts *RequestOptions) error {
 		return exitError{ExitPartial}
 	}
 	return nil
-}
-
-// requestCode is request's exit code: partial when some were not told.
-func requestCode(failed map[string]error) int {
-	if len(failed) > 0 {
-		return ExitPartial
-	}
-	return ExitOK
-}
-
-// requestError says who could not be told about a request, or "".
-func requestError(reqID string, failed map[string]error) string {
-	var parts []string
-	for _, a := range slices.Sorted(maps.Keys(failed)) {
-		parts = append(parts, fmt.Sprintf("could not tell %s about %s: %v", a, reqID, failed[a]))
-	}
-	return strings.Join(parts, "; ")
 }

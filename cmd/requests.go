@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // RequestsOptions are requests' inputs.
@@ -54,48 +55,26 @@ from a timer or a hook.`,
 	return c
 }
 
-type requestJSON struct {
-	ID          string    `json:"id"`
-	State       string    `json:"state"`
-	From        string    `json:"from"`
-	Description string    `json:"description"`
-	Posted      time.Time `json:"posted"`
-	Expires     time.Time `json:"expires,omitzero"`
-	ClaimedBy   string    `json:"claimed_by,omitempty"`
-	ClaimedAt   time.Time `json:"claimed_at,omitzero"`
-	Nudged      bool      `json:"nudged,omitempty"`
-}
-
 func requestsRun(ctx context.Context, opts *RequestsOptions) error {
 	svc, team, err := opts.serviceTeam(ctx, opts.Team)
 	if err != nil {
 		return err
 	}
 	l, err := svc.Requests(ctx, service.ListRequests{Team: team, Nudge: opts.Nudge})
-	nudged := []string{}
-	for _, r := range l.Nudged {
-		nudged = append(nudged, r.ID)
-		if !opts.JSON() {
+	if !opts.JSON() {
+		for _, r := range l.Nudged {
 			fmt.Fprintf(opts.IO.ErrOut, "nudged team %s: %s expired unclaimed\n", l.Team, show(r.ID))
 		}
 	}
 	if err != nil {
 		return teamError(err)
 	}
-	out := make([]requestJSON, 0, len(l.Requests))
-	for _, r := range l.Requests {
-		out = append(out, requestJSON{ID: r.ID, State: string(r.State), From: r.From, Description: r.Description, Posted: r.Posted,
-			Expires: r.Expires, ClaimedBy: r.ClaimedBy, ClaimedAt: r.ClaimedAt, Nudged: r.Nudged})
-	}
+	doc := wire.NewRequests(l)
 	if opts.JSON() {
-		writeJSON(opts.jsonOut(), struct {
-			Team     string        `json:"team"`
-			Requests []requestJSON `json:"requests"`
-			Nudged   []string      `json:"nudged"`
-		}{l.Team, out, nudged})
-	} else if len(out) == 0 {
+		writeJSON(opts.jsonOut(), doc)
+	} else if len(doc.Requests) == 0 {
 		fmt.Fprintf(opts.IO.ErrOut, "no requests in team %s\n", l.Team)
-	} else if err := writeRequests(opts, out); err != nil {
+	} else if err := writeRequests(opts, doc.Requests); err != nil {
 		return err
 	}
 	if l.Unreadable != nil {
@@ -104,7 +83,7 @@ func requestsRun(ctx context.Context, opts *RequestsOptions) error {
 	return nil
 }
 
-func writeRequests(opts *RequestsOptions, out []requestJSON) error {
+func writeRequests(opts *RequestsOptions, out []wire.RequestInfo) error {
 	now := opts.Now()
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tFROM\tPOSTED\tEXPIRES\tCLAIMED BY\tDESCRIPTION")

@@ -90,17 +90,9 @@ func shutdownRun(ctx context.Context, opts *ShutdownOptions) error {
 	if err != nil && !res.NotSent() {
 		return err
 	}
-	code := ExitOK
-	switch {
-	case res.NotSent():
-		code = wire.ResultCode(res.Sent)
-	case res.TimedOut():
-		code = ExitTimeout
-	case res.Waited && !res.Accepted:
-		code = ExitDeferred
-	}
+	code := wire.ShutdownCode(res)
 	if opts.JSON() {
-		writeJSON(opts.jsonOut(), shutdownJSON(res, code))
+		writeJSON(opts.jsonOut(), wire.NewShutdown(res, errText))
 	}
 	if res.NotSent() {
 		if !opts.JSON() {
@@ -130,35 +122,4 @@ func shutdownRun(ctx context.Context, opts *ShutdownOptions) error {
 		fmt.Fprintf(opts.IO.Out, "%s deferred: %s\n", opts.Target, showText(res.Reason))
 	}
 	return exitError{code}
-}
-
-// shutdownDoc is shutdown's --json document.
-type shutdownDoc struct {
-	RequestID string `json:"request_id"`
-	From      string `json:"from"`
-	Session   string `json:"session"`
-	wire.Outcome
-	Waited     bool   `json:"waited"`
-	Answered   bool   `json:"answered"`
-	Accepted   bool   `json:"accepted"`
-	Reason     string `json:"reason,omitempty"`
-	ResponseID string `json:"response_id,omitempty"`
-	TimedOut   bool   `json:"timed_out"`
-}
-
-func shutdownJSON(res service.ShutdownResult, code int) shutdownDoc {
-	doc := shutdownDoc{
-		RequestID: string(res.RequestID), From: res.From, Session: res.Target.Session,
-		Outcome: wireResult(res.Sent),
-		Waited:  res.Waited, Answered: res.Answered, Accepted: res.Accepted, Reason: res.Reason,
-		TimedOut: res.TimedOut(),
-	}
-	if doc.Team == "" && doc.Agent == "" {
-		doc.Team, doc.Agent = res.Target.Team, res.Target.Agent()
-	}
-	if res.Response != nil {
-		doc.ResponseID = string(res.Response.ID)
-	}
-	doc.ExitCode = code
-	return doc
 }

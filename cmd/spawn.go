@@ -12,6 +12,7 @@ import (
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // SpawnOptions are spawn's inputs.
@@ -119,26 +120,12 @@ func spawnRun(ctx context.Context, opts *SpawnOptions) error {
 	case err != nil:
 		return err
 	}
-	t, socket := res.Target, res.Socket
-	pane := struct {
-		ID  string
-		PID int
-	}{res.Pane, res.PID}
 	if opts.JSON() {
-		writeJSON(opts.jsonOut(), struct {
-			Team    string   `json:"team"`
-			Agent   string   `json:"agent"`
-			Session string   `json:"session"`
-			Socket  string   `json:"socket"`
-			Pane    string   `json:"pane"`
-			PID     int      `json:"pid"`
-			Command []string `json:"command"`
-			Dir     string   `json:"dir"`
-			Kind    string   `json:"kind,omitempty"`
-		}{t.Team, t.Agent(), t.Session, socket, pane.ID, pane.PID, opts.Request.Command, opts.Request.Dir, opts.Request.Agent})
+		writeJSON(opts.jsonOut(), wire.NewSpawn(res, opts.Request))
 		return nil
 	}
-	fmt.Fprintf(opts.IO.Out, "spawned %s in session %s (pane %s, pid %d) on %s\n", t, t.Session, pane.ID, pane.PID, socket)
-	fmt.Fprintf(opts.IO.ErrOut, "  watch it: %s\n", tmux.WatchCommand(tmux.Server{Socket: socket}, t.Session))
+	t := res.Target
+	fmt.Fprintf(opts.IO.Out, "spawned %s in session %s (pane %s, pid %d) on %s\n", t, t.Session, res.Pane, res.PID, res.Socket)
+	fmt.Fprintf(opts.IO.ErrOut, "  watch it: %s\n", tmux.WatchCommand(tmux.Server{Socket: res.Socket}, t.Session))
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // statusStates are the states an agent can report on the board.
@@ -126,10 +127,7 @@ func statusSetRun(ctx context.Context, opts *StatusOptions) error {
 	}
 	st := r.Status
 	if opts.JSON() {
-		writeJSON(opts.jsonOut(), struct {
-			Team string `json:"team"`
-			mailbox.Status
-		}{r.Team, st})
+		writeJSON(opts.jsonOut(), wire.NewStatus(r))
 		return nil
 	}
 	fmt.Fprintf(opts.IO.Out, "%s/%s: %s", r.Team, st.Agent, show(orDash(st.State)))

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 func NewCmdTeam(f *Factory, runF func(context.Context, *TeamCleanOptions) error) *cobra.Command {
@@ -84,27 +85,17 @@ func teamCleanRun(ctx context.Context, opts *TeamCleanOptions) error {
 	}
 	switch {
 	case !r.Stored && opts.JSON():
-		writeJSON(opts.jsonOut(), teamCleanJSON{Team: r.Team, Path: r.Path})
+		writeJSON(opts.jsonOut(), wire.NewTeamClean(r))
 	case !r.Stored:
 		fmt.Fprintf(opts.IO.ErrOut, "nothing is stored for team %s\n", r.Team)
 	case !r.Removed:
 		return usagef("team clean %s would remove %s: %s; run it again with --yes to remove them", r.Team, r.Path, what)
 	case opts.JSON():
-		writeJSON(opts.jsonOut(), teamCleanJSON{Team: r.Team, Path: r.Path, Removed: true,
-			Inboxes: r.Inboxes, Requests: r.Requests, Statuses: r.Statuses})
+		writeJSON(opts.jsonOut(), wire.NewTeamClean(r))
 	default:
 		fmt.Fprintf(opts.IO.Out, "removed %s: %s\n", r.Path, what)
 	}
 	return nil
-}
-
-type teamCleanJSON struct {
-	Team     string   `json:"team"`
-	Path     string   `json:"path"`
-	Removed  bool     `json:"removed"`
-	Inboxes  []string `json:"inboxes,omitempty"`
-	Requests int      `json:"requests"`
-	Statuses int      `json:"statuses"`
 }
 
 // errNoTeam is a team that has never existed: exit 3.

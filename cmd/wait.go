@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // errTimedOut ends a wait that saw no matching message: exit 7.
@@ -85,7 +86,7 @@ func waitRun(ctx context.Context, opts *WaitOptions) error {
 	case err != nil:
 		return mailboxErr(err)
 	case res.TimedOut:
-		return fmt.Errorf("%w: no message%s arrived within %s", errTimedOut, opts.Filter.suffix(), opts.Timeout)
+		return fmt.Errorf("%w: %s", errTimedOut, wire.WaitTimedOut(opts.Filter.filter(), opts.Timeout))
 	}
 	if opts.JSON() {
 		writeJSON(opts.jsonOut(), res.Message)

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -12,7 +13,9 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/app"
+	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
@@ -42,6 +45,11 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("a duration is a string such as \"1s\" or \"250ms\": %w", err)
 	}
+	return d.parse(s)
+}
+
+// parse reads s, a Go duration string of 0 or more.
+func (d *duration) parse(s string) error {
 	v, err := time.ParseDuration(s)
 	if err != nil || v < 0 {
 		return fmt.Errorf("duration %q: want one such as \"1s\" or \"250ms\"", s)
@@ -133,6 +141,25 @@ var endpoints = []endpoint{
 	{"GET", "/v1/agents", (*Daemon).agents},
 	{"GET", "/v1/messages/{id}", (*Daemon).message},
 	{"GET", "/v1/inbox/{team}/{name}", (*Daemon).inbox},
+	{"POST", "/v1/request", (*Daemon).request},
+	{"POST", "/v1/claim", (*Daemon).claim},
+	{"GET", "/v1/requests", (*Daemon).requests},
+	{"POST", "/v1/requests/nudge", (*Daemon).nudge},
+	{"POST", "/v1/status", (*Daemon).status},
+	{"POST", "/v1/heartbeat", (*Daemon).heartbeat},
+	{"GET", "/v1/board", (*Daemon).board},
+	{"POST", "/v1/teams/{team}/clean", (*Daemon).cleanTeam},
+	{"POST", "/v1/spawn", (*Daemon).spawn},
+	{"POST", "/v1/shutdown", (*Daemon).shutdown},
+	{"POST", "/v1/kill", (*Daemon).kill},
+	{"GET", "/v1/agents/status", (*Daemon).agentStates},
+	{"POST", "/v1/agents/reap", (*Daemon).reap},
+	{"GET", "/v1/log", (*Daemon).messageLog},
+	{"POST", "/v1/wait", (*Daemon).wait},
+	{"POST", "/v1/messages/{id}/handled", (*Daemon).handled},
+	{"POST", "/v1/messages/{id}/retry", (*Daemon).retry},
+	{"POST", "/v1/tasks", (*Daemon).task},
+	{"POST", "/v1/workflows", (*Daemon).workflow},
 	{"GET", "/v1/events", (*Daemon).stream},
 	{"GET", "/v1/openapi.json", (*Daemon).openapi},
 	{"GET", "/v1/version", (*Daemon).versionInfo},
@@ -193,21 +220,78 @@ func statusOf(code int) int {
 	return http.StatusOK
 }
 
-// fail answers an error as wire.Error with the exit code it maps to.
+// respondCoded answers doc, a document of --json that carries no exit
+// code of its own, with exit_code added after its fields (and error, when
+// err is set).
+func respondCoded(w http.ResponseWriter, doc any, code int, err error) {
+	obj, mErr := marshal(doc)
+	if mErr != nil {
+		fail(w, http.StatusInternalServerError, mErr)
+		return
+	}
+	extra, _ := marshal(struct {
+		Error    string `json:"error,omitempty"`
+		ExitCode int    `json:"exit_code"`
+	}{errText(err), code})
+	fields := bytes.TrimSpace(obj[1 : len(obj)-1]) // the object's fields, or none
+	out := append([]byte("{"), fields...)
+	if len(fields) > 0 {
+		out = append(out, ',')
+	}
+	respond(w, code, json.RawMessage(append(out, extra[1:]...)))
+}
+
+// marshal is v as compact JSON, with <, > and & as they are (as wire.Encode
+// writes them).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	return bytes.TrimSpace(b.Bytes()), err
+}
+
+// fail answers an error as wire.Error with the exit code it maps to: a
+// request the service refuses as it stands is bad usage (400, exit 2), a
+// change that conflicts with a message's record 409.
 func fail(w http.ResponseWriter, status int, err error) {
 	code := wire.ErrorCode(err)
-	if errors.Is(err, errCaller) || status == http.StatusBadRequest {
+	if errors.Is(err, errCaller) || status == http.StatusBadRequest || refused(err) {
 		code = wire.ExitUsage
 	}
 	if status == 0 {
 		status = statusOf(code)
-		if errors.Is(err, service.ErrDuplicateID) {
+		var se *courier.StateError
+		if errors.Is(err, service.ErrDuplicateID) || errors.As(err, &se) || errors.Is(err, courier.ErrBeingTyped) {
 			status = http.StatusConflict
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = wire.Encode(w, wire.Error{Error: err.Error(), ExitCode: code})
+	_ = wire.Encode(w, wire.Error{Error: words(err), ExitCode: code})
+}
+
+// refused reports whether err is the service refusing the request as it
+// stands: what the CLI reports as bad usage.
+func refused(err error) bool {
+	var fe *service.FilterError
+	var np *app.ErrNoProfile
+	for _, e := range []error{service.ErrTeamNeeded, service.ErrNoCallerTeam, service.ErrEmptyDescription, service.ErrBadTimeout,
+		service.ErrBadState, service.ErrEmptyTask, service.ErrNoSteps, service.ErrBadWorkflow, lifecycle.ErrNoCommand, lifecycle.ErrNoTeam} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return errors.As(err, &fe) || errors.As(err, &np)
+}
+
+// words is an error as the API says it: the engine's words, and the
+// field that helps where the engine cannot know it.
+func words(err error) string {
+	if errors.Is(err, service.ErrTeamNeeded) || errors.Is(err, lifecycle.ErrNoTeam) {
+		return err.Error() + `: name it in "team"`
+	}
+	return err.Error()
 }
 
 // serviceFor is the service of a request's caller, or false after an

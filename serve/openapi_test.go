@@ -2,9 +2,13 @@ package serve
 
 import (
 	"encoding/json"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // The OpenAPI document describes exactly the endpoints the daemon serves.
@@ -33,4 +37,89 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	if !slices.Equal(served, described) {
 		t.Errorf("the daemon serves\n  %s\nthe document describes\n  %s", strings.Join(served, "\n  "), strings.Join(described, "\n  "))
 	}
+}
+
+// Each request body the document describes names exactly the fields the
+// daemon reads (a misspelt one would be refused as unknown).
+func TestOpenAPIDescribesEveryBody(t *testing.T) {
+	bodies := map[string]any{
+		"SendBody": sendBody{}, "ReplyBody": replyBody{}, "BroadcastBody": broadcastBody{}, "DeliverBody": deliverBody{},
+		"RequestBody": requestBody{}, "ClaimBody": claimBody{}, "TeamBody": teamBody{}, "StatusBody": statusBody{},
+		"CleanBody": cleanBody{}, "SpawnBody": spawnBody{}, "ShutdownBody": shutdownBody{}, "KillBody": killBody{},
+		"ReapBody": reapBody{}, "WaitBody": waitBody{}, "InboxBody": inboxBody{}, "RetryBody": retryBody{},
+		"TaskBody": taskBody{}, "WorkflowBody": workflowBody{}, "CLIRequest": wire.CLIRequest{},
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			RequestBody struct {
+				Content map[string]struct{ Schema schema } `json:"content"`
+			} `json:"requestBody"`
+		} `json:"paths"`
+		Components struct {
+			Schemas map[string]schema `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openapiDoc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			ref := op.RequestBody.Content["application/json"].Schema.Ref
+			if ref == "" {
+				continue
+			}
+			name := strings.TrimPrefix(ref, "#/components/schemas/")
+			body, ok := bodies[name]
+			if !ok {
+				t.Errorf("%s %s: body %s: no Go type to check it against here", method, path, name)
+				continue
+			}
+			described := slices.Sorted(maps.Keys(doc.Components.Schemas[name].fields(doc.Components.Schemas)))
+			read := jsonFields(reflect.TypeOf(body))
+			slices.Sort(read)
+			if !slices.Equal(described, read) {
+				t.Errorf("%s %s: %s describes %v; the daemon reads %v", method, path, name, described, read)
+			}
+		}
+	}
+}
+
+type schema struct {
+	Ref        string                     `json:"$ref"`
+	AllOf      []schema                   `json:"allOf"`
+	Properties map[string]json.RawMessage `json:"properties"`
+}
+
+// fields are the properties of s and of the schemas it is all of.
+func (s schema) fields(all map[string]schema) map[string]bool {
+	out := map[string]bool{}
+	if s.Ref != "" {
+		s = all[strings.TrimPrefix(s.Ref, "#/components/schemas/")]
+	}
+	for name := range s.Properties {
+		out[name] = true
+	}
+	for _, sub := range s.AllOf {
+		maps.Copy(out, sub.fields(all))
+	}
+	return out
+}
+
+// jsonFields are the JSON names of a struct's fields, its embedded
+// structs' included.
+func jsonFields(t reflect.Type) []string {
+	var out []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case f.Anonymous && name == "":
+			out = append(out, jsonFields(f.Type)...)
+		case name == "-" || !f.IsExported():
+		case name == "":
+			out = append(out, f.Name)
+		default:
+			out = append(out, name)
+		}
+	}
+	return out
 }

@@ -132,3 +132,18 @@ func (s *Service) Spawn(ctx context.Context, req lifecycle.SpawnRequest) (SpawnR
 	}
 	return out, nil
 }
+
+// HeartbeatResult is the caller's heartbeat as recorded.
+type HeartbeatResult struct {
+	Team, Agent string
+	At          time.Time
+}
+
+// Heartbeat records in the caller's team's registry that it is alive now
+// (lifecycle.ErrNoTeam for a caller with no team that is not a team-less
+// ralph-<id>). It needs the mailbox only, never the tmux server.
+func (s *Service) Heartbeat(context.Context) (HeartbeatResult, error) {
+	at := s.clockUTC()
+	m := &lifecycle.Manager{Store: s.Store, Now: func() time.Time { return at }}
+	return HeartbeatResult{Team: s.Team, Agent: s.Name, At: at}, m.Heartbeat(s.Team, s.Name)
+}
