@@ -22,6 +22,7 @@ import (
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/eventlog"
+	"github.com/agentmsg/agentmsg/identity"
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
@@ -231,7 +232,13 @@ func (e Env) Lifecycle(store *mailbox.Store, d *dispatch.Dispatcher) (*lifecycle
 		}
 	}
 	cr := e.Courier(store, d)
-	return &lifecycle.Manager{Tmux: sessions, Dispatch: d, Courier: cr, Store: store, Now: time.Now}, nil
+	m := &lifecycle.Manager{Tmux: sessions, Dispatch: d, Courier: cr, Store: store, Now: time.Now}
+	if e.Config.Serve.TCP != "" {
+		// Agent CLIs reach the daemon's MCP endpoint there: each agent
+		// spawned gets its own token, for an entry agents share.
+		m.Tokens = &identity.Tokens{Path: identity.DefaultPath(store.Root)}
+	}
+	return m, nil
 }
 
 // Clock is wall time.

@@ -11,7 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/config"
+	"github.com/agentmsg/agentmsg/identity"
 	"github.com/agentmsg/agentmsg/integration"
+	"github.com/agentmsg/agentmsg/mailbox"
 )
 
 // MCPInstallOptions are mcp install's inputs.
@@ -30,10 +33,20 @@ type MCPInstallOptions struct {
 	Args []string
 	// Env is AGENTMSG_TEAM / AGENTMSG_FROM when --team / --from were given.
 	Env map[string]string
+
+	// HTTP: an entry for the daemon's MCP endpoint at URL (default:
+	// http://<[serve] tcp>/mcp) instead of a command.
+	HTTP bool
+	URL  string
+	// Config is the configuration, for [serve] tcp.
+	Config func() (*config.Loaded, error)
+	// Tokens are the MCP tokens the daemon takes.
+	Tokens *identity.Tokens
 }
 
 func NewCmdMCPInstall(f *Factory, runF func(context.Context, *MCPInstallOptions) error) *cobra.Command {
-	opts := &MCPInstallOptions{IO: f.IO, LookupEnv: f.LookupEnv, JSON: func() bool { return f.JSON }}
+	opts := &MCPInstallOptions{IO: f.IO, LookupEnv: f.LookupEnv, JSON: func() bool { return f.JSON }, Config: f.Config,
+		Tokens: &identity.Tokens{Path: identity.DefaultPath(mailbox.DefaultRoot(f.LookupEnv))}}
 	names := integration.WithMCP()
 	c := &cobra.Command{
 		Use:   "install (" + strings.Join(names, " | ") + ")",
@@ -50,11 +63,24 @@ entry is shown to add by hand. agentmsg hooks install behaves the same way.
 
 --team and --from given here are put into the server's environment
 (AGENTMSG_TEAM, AGENTMSG_FROM); without them the server finds its identity
-in the tmux session the CLI runs in. -S / -L are passed on to the server.`,
+in the tmux session the CLI runs in. -S / -L are passed on to the server.
+
+--http points the CLI at the daemon's MCP endpoint instead (agentmsg serve,
+over TCP: --url, or http://<[serve] tcp>/mcp from the config file), where
+an agent is who its token says. With --team and --from, the file is that
+one agent's: a new token for it (with --orchestrator, for the lead's tools
+too) is written into the entry, and the file holds a secret from then on (a
+new file is made readable by you alone). Without them, the entry takes the
+token from the agent's environment, AGENTMSG_MCP_TOKEN, so that agents
+sharing the file each send their own (agentmsg mcp token TEAM NAME prints
+one; agentmsg spawn sets it when [serve] tcp is configured). A token the
+replaced entry held is revoked.`,
 		Example: `  agentmsg mcp install claude
   agentmsg mcp install claude --print --orchestrator
   agentmsg --team alpha --from lead mcp install codex
-  agentmsg mcp install gemini --home /tmp/home`,
+  agentmsg mcp install gemini --home /tmp/home
+  agentmsg --team alpha --from ana mcp install claude --http
+  agentmsg mcp install codex --http --url http://127.0.0.1:7676/mcp`,
 		Args:      argsBetween(1, 1, orList(names)),
 		ValidArgs: names,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -94,6 +120,8 @@ in the tmux session the CLI runs in. -S / -L are passed on to the server.`,
 	fl.StringVar(&opts.Dir, "dir", "", "claude: the project directory that holds .mcp.json (default: the working directory)")
 	fl.StringVar(&opts.Home, "home", "", "codex, gemini, qwen: the home directory (default: $HOME; codex: $CODEX_HOME when set)")
 	fl.StringVar(&opts.Command, "command", "", "the agentmsg program the CLI runs (default: this executable)")
+	fl.BoolVar(&opts.HTTP, "http", false, "reach the daemon's MCP endpoint over HTTP instead of starting agentmsg mcp (needs agentmsg serve on TCP)")
+	fl.StringVar(&opts.URL, "url", "", "with --http: the endpoint (default: http://<[serve] tcp>/mcp)")
 	return c
 }
 
@@ -111,30 +139,68 @@ func (o *MCPInstallOptions) entry() integration.MCPServer {
 }
 
 func mcpInstallRun(o *MCPInstallOptions) error {
+	if !o.HTTP && o.URL != "" {
+		return usagef("mcp install: --url is for --http")
+	}
+	if o.HTTP {
+		return mcpInstallHTTPRun(o)
+	}
+	entry := o.entry()
+	rep, err := o.install(integration.MCPInstall{Server: entry})
+	if err != nil {
+		return installErr(err)
+	}
+	revoked, err := o.revoke(rep.Replaced)
+	if o.JSON() {
+		writeJSON(&Factory{IO: o.IO}, struct {
+			integration.Report
+			Entry   integration.MCPServer `json:"entry"`
+			Revoked []string              `json:"revoked,omitempty"`
+		}{rep.Report, entry, revoked})
+		return err
+	}
+	if perr := printInstall(o.IO, rep.Report, o.Print, "registered agentmsg's MCP server in "+rep.Path); perr != nil {
+		return perr
+	}
+	o.printRevoked(revoked)
+	return err
+}
+
+// install runs the install r asks for, with the options' CLI and files.
+func (o *MCPInstallOptions) install(r integration.MCPInstall) (integration.MCPReport, error) {
 	dir := o.Dir
 	if dir == "" {
 		wd, err := os.Getwd()
 		if err != nil {
-			return err
+			return integration.MCPReport{}, err
 		}
 		dir = wd
 	}
-	entry := o.entry()
-	rep, err := integration.InstallMCP(integration.MCPInstall{
-		CLI: o.CLI, Dir: dir, Home: o.Home, LookupEnv: o.LookupEnv,
-		Server: entry, Orchestrator: o.Orchestrator, Print: o.Print, Now: time.Now(),
-	})
-	if err != nil {
-		return installErr(err)
+	r.CLI, r.Dir, r.Home, r.LookupEnv = o.CLI, dir, o.Home, o.LookupEnv
+	r.Orchestrator, r.Print, r.Now = o.Orchestrator, o.Print, time.Now()
+	return integration.InstallMCP(r)
+}
+
+// revoke takes back the tokens of the entries an install replaced: the
+// file no longer holds them. It returns whose they were ("alpha/ana").
+func (o *MCPInstallOptions) revoke(tokens []string) ([]string, error) {
+	var whose []string
+	for _, t := range tokens {
+		g, ok, err := o.Tokens.Forget(t)
+		if err != nil {
+			return whose, fmt.Errorf("revoking the token the replaced entry held (agentmsg mcp token --revoke TEAM NAME revokes it): %w", err)
+		}
+		if ok {
+			whose = append(whose, g.Team+"/"+g.Name)
+		}
 	}
-	if o.JSON() {
-		writeJSON(&Factory{IO: o.IO}, struct {
-			integration.Report
-			Entry integration.MCPServer `json:"entry"`
-		}{rep, entry})
-		return nil
+	return whose, nil
+}
+
+func (o *MCPInstallOptions) printRevoked(whose []string) {
+	for _, w := range whose {
+		fmt.Fprintf(o.IO.Out, "revoked %s's token, which the replaced entry held\n", w)
 	}
-	return printInstall(o.IO, rep, o.Print, "registered agentmsg's MCP server in "+rep.Path)
 }
 
 // mcpTable is, for --help, where each CLI's MCP servers are registered.

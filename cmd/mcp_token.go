@@ -26,6 +26,9 @@ header, for example:
   claude mcp add --transport http agentmsg http://127.0.0.1:7676/mcp \
     --header "Authorization: Bearer $(agentmsg mcp token alpha ana)"
 
+or let agentmsg mcp install CLI --http write the entry (with --team and --from,
+a new token of that agent in it; without, one that sends $AGENTMSG_MCP_TOKEN).
+
 The token is printed once; the mailbox keeps only its hash. --revoke removes
 every token of the agent.`,
 		Args: argsBetween(2, 2, "TEAM NAME"),

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/config"
 )
 
 // ServeCmdOptions are agentmsg serve's inputs.
@@ -31,7 +33,12 @@ runs a command in its own process anyway.
 
 A second serve exits at once, naming the first. Stop it with Ctrl-C or
 SIGTERM: it lets requests in flight end and detaches its tmux clients
-cleanly. GET /v1/openapi.json describes the API.`,
+cleanly. GET /v1/openapi.json describes the API.
+
+--tcp and --token-file default to [serve] tcp and token_file in the config
+file (so does the unit serve --install writes): over TCP the daemon serves
+MCP at /mcp to agent CLIs, each with its own token (agentmsg mcp install
+CLI --http).`,
 		Example: `  agentmsg serve &
   curl --unix-socket ~/.local/state/agentmsg/serve.sock -s http://localhost/v1/agents
   curl --unix-socket ~/.local/state/agentmsg/serve.sock -s http://localhost/v1/send \
@@ -48,8 +55,8 @@ cleanly. GET /v1/openapi.json describes the API.`,
 	}
 	fl := c.Flags()
 	fl.StringVar(&opts.Socket, "listen", "", "the Unix socket to listen on (default: <mailbox root>/serve.sock, where the CLI looks)")
-	fl.StringVar(&opts.TCP, "tcp", "", "also listen on this loopback address (host:port); every request there needs --token-file's token")
-	fl.StringVar(&opts.TokenFile, "token-file", "", "the bearer token for --tcp (made, mode 0600, when missing)")
+	fl.StringVar(&opts.TCP, "tcp", "", "also listen on this loopback address (host:port; default: [serve] tcp in the config file); every request there needs --token-file's token, /mcp an agent's own")
+	fl.StringVar(&opts.TokenFile, "token-file", "", "the bearer token for --tcp (made, mode 0600, when missing; default: [serve] token_file)")
 	fl.BoolVar(&opts.AllowRemote, "allow-remote", false, "let --tcp be an address other machines can reach (it says so loudly)")
 	fl.BoolVar(&opts.Direct, "no-control", false, "use no tmux control-mode client: every tmux command a process of its own")
 	fl.BoolVar(&opts.Install, "install", false, "install and start a systemd user unit that runs agentmsg serve")
@@ -68,8 +75,19 @@ func serveRun(ctx context.Context, opts *ServeCmdOptions) error {
 	if err != nil {
 		return err
 	}
+	opts.withConfig(env.Config.Serve)
 	opts.Ready = func(socket string) {
 		fmt.Fprintf(f.IO.ErrOut, "agentmsg serve: listening on %s (pid %d)\n", socket, pid())
 	}
 	return f.Serve(ctx, env, opts.ServeOptions)
+}
+
+// withConfig takes [serve] tcp and token_file where the flags say nothing.
+func (o *ServeCmdOptions) withConfig(c config.ServeSettings) {
+	if o.TCP == "" {
+		o.TCP = c.TCP
+	}
+	if o.TokenFile == "" {
+		o.TokenFile = c.TokenFile
+	}
 }

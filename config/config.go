@@ -325,11 +325,8 @@ type Loaded struct {
 	sources  map[string]Source
 	// Profiles are the [profiles.NAME] tables of the config file.
 	Profiles map[string]ProfileSettings
-	// Serve is the [serve] table: the daemon. Auto: a command that finds no
-	// daemon starts one (agentmsg serve) and runs in it.
-	Serve struct {
-		Auto bool `toml:"auto" json:"auto"`
-	}
+	// Serve is the [serve] table: the daemon.
+	Serve ServeSettings
 	// Panes is the [panes] table: which pane of an agent's session is the
 	// agent's, by agent ("alpha/ana", "ralph-7") to a pane choice ("%3",
 	// "1.0", a window name).
@@ -521,13 +518,8 @@ func (l *Loaded) loadFile(path string) error {
 		return invalidf("%s = %s in %s: %v", key, literal(value), at, rejected)
 	}
 	if prim, ok := top["serve"]; ok {
-		if err := md.PrimitiveDecode(prim, &l.Serve); err != nil {
-			return invalidf("%s: [serve]: want auto = true or false: %v", path, err)
-		}
-		for _, k := range md.Undecoded() {
-			if len(k) > 0 && k[0] == "serve" {
-				return invalidf("%s: unknown key %q in [serve]; known: auto", path, k.String())
-			}
+		if err := l.loadServe(md, prim, path); err != nil {
+			return err
 		}
 	}
 	if prim, ok := top["panes"]; ok {

@@ -25,11 +25,19 @@ import (
 
 // Grant is who a token speaks for.
 type Grant struct {
-	Team         string    `json:"team"`
-	Name         string    `json:"name"`
-	Orchestrator bool      `json:"orchestrator,omitempty"`
-	Issued       time.Time `json:"issued"`
+	Team         string `json:"team"`
+	Name         string `json:"name"`
+	Orchestrator bool   `json:"orchestrator,omitempty"`
+	// Session is the tmux session agentmsg spawn issued the token for: a
+	// later spawn of that session revokes it (RevokeSession).
+	Session string    `json:"session,omitempty"`
+	Issued  time.Time `json:"issued"`
 }
+
+// EnvVar is the environment variable that holds an agent's token where a
+// settings file shared by several agents refers to it (mcp install --http
+// without --team and --from), and where agentmsg spawn puts it.
+const EnvVar = "AGENTMSG_MCP_TOKEN"
 
 // Tokens is the token file at Path.
 type Tokens struct {
@@ -70,6 +78,35 @@ func (t *Tokens) Revoke(team, name string) (int, error) {
 	err := t.update(func(m map[string]Grant) {
 		for k, g := range m {
 			if g.Team == team && g.Name == name {
+				delete(m, k)
+				n++
+			}
+		}
+	})
+	return n, err
+}
+
+// Forget removes token, and reports whom it spoke for (ok false: it was
+// not known).
+func (t *Tokens) Forget(token string) (g Grant, ok bool, err error) {
+	if token == "" {
+		return Grant{}, false, nil
+	}
+	err = t.update(func(m map[string]Grant) {
+		if g, ok = m[key(token)]; ok {
+			delete(m, key(token))
+		}
+	})
+	return g, ok, err
+}
+
+// RevokeSession removes the tokens issued for session, except keep: an
+// earlier spawn's, once a new one of that session holds keep.
+func (t *Tokens) RevokeSession(session, keep string) (int, error) {
+	n := 0
+	err := t.update(func(m map[string]Grant) {
+		for k, g := range m {
+			if g.Session == session && k != key(keep) {
 				delete(m, k)
 				n++
 			}

@@ -43,3 +43,45 @@ func TestIssueLookupRevoke(t *testing.T) {
 		t.Error("a revoked token still works")
 	}
 }
+
+// Forget takes back one token, whoever it speaks for, and leaves the
+// agent's other tokens alone (mcp install --http revokes the token of the
+// entry it replaces, not every token of the agent).
+func TestForgetOneToken(t *testing.T) {
+	tokens := &Tokens{Path: filepath.Join(t.TempDir(), "mcp-tokens.json")}
+	old, _ := tokens.Issue(Grant{Team: "alpha", Name: "ana"})
+	other, _ := tokens.Issue(Grant{Team: "alpha", Name: "ana"})
+	g, ok, err := tokens.Forget(old)
+	if err != nil || !ok || g.Name != "ana" || g.Team != "alpha" {
+		t.Fatalf("forget: %+v %v %v", g, ok, err)
+	}
+	if _, ok := tokens.Lookup(old); ok {
+		t.Error("a forgotten token still works")
+	}
+	if _, ok := tokens.Lookup(other); !ok {
+		t.Error("forgetting one token revoked the agent's other one")
+	}
+	for _, unknown := range []string{old, "", "amt_madeup"} {
+		if _, ok, err := tokens.Forget(unknown); ok || err != nil {
+			t.Errorf("forget %q: %v %v", unknown, ok, err)
+		}
+	}
+}
+
+// A spawn's token replaces the earlier spawns' tokens of its session, and
+// only theirs.
+func TestRevokeSession(t *testing.T) {
+	tokens := &Tokens{Path: filepath.Join(t.TempDir(), "mcp-tokens.json")}
+	first, _ := tokens.Issue(Grant{Team: "alpha", Name: "ana", Session: "agent-alpha-ana"})
+	second, _ := tokens.Issue(Grant{Team: "alpha", Name: "ana", Session: "agent-alpha-ana"})
+	installed, _ := tokens.Issue(Grant{Team: "alpha", Name: "ana"})
+	instance, _ := tokens.Issue(Grant{Team: "alpha", Name: "ana-2", Session: "agent-alpha-ana-2"})
+	if n, err := tokens.RevokeSession("agent-alpha-ana", second); n != 1 || err != nil {
+		t.Fatalf("revoked %d, %v; want 1", n, err)
+	}
+	for tok, want := range map[string]bool{first: false, second: true, installed: true, instance: true} {
+		if _, ok := tokens.Lookup(tok); ok != want {
+			t.Errorf("token of %v: works %v, want %v", tok[:8], ok, want)
+		}
+	}
+}

@@ -92,8 +92,9 @@ type merger func(old []byte) ([]byte, error)
 
 // install makes path hold what merge makes of its content: with print it
 // only reports; otherwise it backs the old file up and writes the merged
-// one. Every install goes through it, so that all behave alike.
-func install(cli, path string, merge merger, print bool, now time.Time) (Report, error) {
+// one, keeping its mode (fresh when there was none). Every install goes
+// through it, so that all behave alike.
+func install(cli, path string, merge merger, fresh fs.FileMode, print bool, now time.Time) (Report, error) {
 	target, err := followLinks(path)
 	if err != nil {
 		return Report{}, err
@@ -129,7 +130,7 @@ func install(cli, path string, merge merger, print bool, now time.Time) (Report,
 		rep.Backup = b
 	}
 	removeLeftovers(target)
-	base, written, err := replace(target, old, merged, merge, now)
+	base, written, err := replace(target, old, merged, merge, fresh, now)
 	if !base.same(old) {
 		// Another program changed the file meanwhile: the change is the
 		// one made to its version, none when that stands.

@@ -249,7 +249,7 @@ func TestInstallKeepsAnEditMadeMeanwhile(t *testing.T) {
 				}
 				return mergeHooks(old, claude, hooks)
 			}
-			rep, err := install("claude", path, merge, false, time.Now())
+			rep, err := install("claude", path, merge, newMode, false, time.Now())
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("error %v, want %v", err, tc.err)
 			}
@@ -327,7 +327,7 @@ func TestInstallRacesAWriter(t *testing.T) {
 			done <- renameWrite(path, save)
 		}()
 		merges = 0
-		rep, err := install("claude", path, merge, false, time.Now())
+		rep, err := install("claude", path, merge, newMode, false, time.Now())
 		if werr := <-done; werr != nil {
 			t.Fatal(werr)
 		}

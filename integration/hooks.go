@@ -53,7 +53,7 @@ func InstallHooks(r HookInstall) (Report, error) {
 	}
 	commands := cli.Hooks.Commands(r.Exe, r.Root, r.Receipts, r.Server)
 	merge := func(old []byte) ([]byte, error) { return mergeHooks(old, *cli.Hooks, commands) }
-	rep, err := install(cli.Name, path, merge, r.Print, r.Now)
+	rep, err := install(cli.Name, path, merge, newMode, r.Print, r.Now)
 	rep.Note = cli.Hooks.Note
 	return rep, err
 }

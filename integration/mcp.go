@@ -2,8 +2,10 @@ package integration
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"reflect"
 	"regexp"
 	"slices"
@@ -21,6 +23,18 @@ type MCPServer struct {
 	Env     map[string]string `json:"env,omitempty"`
 }
 
+// MCPHTTP is the entry that points a CLI at the daemon's MCP endpoint
+// (agentmsg serve, Streamable HTTP over TCP), where who the caller is
+// comes from the token it sends.
+type MCPHTTP struct {
+	URL string
+	// Token is the one agent's token, written into the entry: the file is
+	// that agent's alone. Empty: the entry refers to the environment
+	// variable TokenEnv, which each agent's own environment holds.
+	Token    string
+	TokenEnv string
+}
+
 // MCPInstall asks for agentmsg's MCP server in one CLI's settings.
 type MCPInstall struct {
 	CLI       string
@@ -28,6 +42,8 @@ type MCPInstall struct {
 	Home      string // for a file in the home directory (default $HOME)
 	LookupEnv func(string) (string, bool)
 	Server    MCPServer
+	// HTTP, when set, is written instead of Server.
+	HTTP *MCPHTTP
 	// Orchestrator: the server has the orchestrator's tools, whose calls
 	// may last up to an hour (Codex is told a longer tool timeout).
 	Orchestrator bool
@@ -35,37 +51,126 @@ type MCPInstall struct {
 	Now          time.Time
 }
 
+// MCPReport is what an install did, and the tokens of the agentmsg
+// entries it replaced (to be revoked: the file no longer holds them).
+type MCPReport struct {
+	Report
+	Replaced []string `json:"-"`
+}
+
 // InstallMCP sets agentmsg's entry in the CLI's MCP settings (an earlier
-// agentmsg entry is replaced), leaving everything else as it was.
-func InstallMCP(r MCPInstall) (Report, error) {
+// agentmsg entry is replaced), leaving everything else as it was. A new
+// file that will hold a token is made readable by its owner only.
+func InstallMCP(r MCPInstall) (MCPReport, error) {
 	cli, ok := Lookup(r.CLI)
 	if !ok || cli.MCP == nil {
-		return Report{}, fmt.Errorf("%w %q", ErrUnknownCLI, r.CLI)
+		return MCPReport{}, fmt.Errorf("%w %q", ErrUnknownCLI, r.CLI)
 	}
 	path, err := cli.MCP.Locate(r.Dir, r.Home, r.LookupEnv)
 	if err != nil {
-		return Report{}, err
+		return MCPReport{}, err
 	}
-	merge := mergeJSONServer
+	merge := func(old []byte) ([]byte, error) { return mergeJSONServer(old, r.jsonEntry(cli)) }
 	if cli.MCP.Format == TOML {
-		merge = mergeTOMLServer
+		merge = func(old []byte) ([]byte, error) { return mergeTOMLServer(old, r.codexEntry()) }
 	}
+	fresh := fs.FileMode(newMode)
+	if r.HTTP != nil && r.HTTP.Token != "" {
+		fresh = secretMode
+	}
+	// The tokens of every version of the file merged into: once the write
+	// stands, agentmsg's entry replaced each of them.
+	held := map[string]bool{}
 	rep, err := install(cli.Name, path, func(old []byte) ([]byte, error) {
-		return merge(old, r.Server, r.Orchestrator)
-	}, r.Print, r.Now)
+		if t := entryToken(cli.MCP.Format, old); t != "" {
+			held[t] = true
+		}
+		return merge(old)
+	}, fresh, r.Print, r.Now)
 	var me *MergeError
 	if errors.As(err, &me) {
-		snippet, _ := merge(nil, r.Server, r.Orchestrator)
+		snippet, _ := merge(nil)
 		me.Snippet = string(snippet)
 	}
 	rep.Note = cli.MCPNote
-	return rep, err
+	out := MCPReport{Report: rep}
+	if err == nil && rep.Written {
+		for t := range held {
+			if r.HTTP == nil || t != r.HTTP.Token {
+				out.Replaced = append(out.Replaced, t)
+			}
+		}
+	}
+	return out, err
 }
 
-// mergeJSONServer sets mcpServers.agentmsg in a JSON settings file (Claude
-// Code's .mcp.json, Gemini CLI's and Qwen Code's settings.json), keeping
-// every other byte.
-func mergeJSONServer(old []byte, e MCPServer, _ bool) ([]byte, error) {
+// jsonEntry is the value of mcpServers.agentmsg in cli's JSON settings.
+func (r MCPInstall) jsonEntry(cli CLI) any {
+	if r.HTTP == nil {
+		return r.Server
+	}
+	e := jsonHTTPServer{Type: cli.HTTP.Type, Headers: map[string]string{"Authorization": r.HTTP.bearer("${" + r.HTTP.TokenEnv + "}")}}
+	if cli.HTTP.URLKey == "httpUrl" {
+		e.HTTPURL = r.HTTP.URL
+	} else {
+		e.URL = r.HTTP.URL
+	}
+	return e
+}
+
+// jsonHTTPServer is an HTTP server's entry in a JSON settings file, its
+// members in the order people write them.
+type jsonHTTPServer struct {
+	Type    string            `json:"type,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	HTTPURL string            `json:"httpUrl,omitempty"`
+	Headers map[string]string `json:"headers"`
+}
+
+// bearer is the Authorization header's value: the token, or ref, which
+// names the variable that holds it.
+func (h MCPHTTP) bearer(ref string) string {
+	if h.Token != "" {
+		return "Bearer " + h.Token
+	}
+	return "Bearer " + ref
+}
+
+// entryToken is the token agentmsg's entry in a settings file's content
+// holds (an HTTP entry's Authorization header), "" when none.
+func entryToken(f Format, data []byte) string {
+	var auth string
+	if f == TOML {
+		var doc struct {
+			Servers map[string]struct {
+				Headers map[string]string `toml:"http_headers"`
+			} `toml:"mcp_servers"`
+		}
+		if _, err := toml.Decode(string(data), &doc); err != nil {
+			return ""
+		}
+		auth = doc.Servers["agentmsg"].Headers["Authorization"]
+	} else {
+		doc, err := parseJSONDoc(data)
+		if err != nil {
+			return ""
+		}
+		n := doc.lookup("mcpServers", "agentmsg", "headers", "Authorization")
+		if n == nil || json.Unmarshal(doc.plain[n.start:n.end], &auth) != nil {
+			return ""
+		}
+	}
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || strings.Contains(token, "$") {
+		return "" // none, or a variable's name
+	}
+	return token
+}
+
+// mergeJSONServer sets mcpServers.agentmsg to entry in a JSON settings
+// file (Claude Code's .mcp.json, Gemini CLI's and Qwen Code's
+// settings.json), keeping every other byte.
+func mergeJSONServer(old []byte, entry any) ([]byte, error) {
 	doc, err := parseJSONDoc(old)
 	if err != nil {
 		return nil, err
@@ -73,11 +178,11 @@ func mergeJSONServer(old []byte, e MCPServer, _ bool) ([]byte, error) {
 	servers := doc.lookup("mcpServers")
 	switch {
 	case servers == nil:
-		err = doc.set(doc.root, "mcpServers", map[string]any{"agentmsg": e})
+		err = doc.set(doc.root, "mcpServers", map[string]any{"agentmsg": entry})
 	case servers.kind != '{':
 		return nil, errors.New(`"mcpServers" is not an object`)
 	default:
-		err = doc.set(servers, "agentmsg", e)
+		err = doc.set(servers, "agentmsg", entry)
 	}
 	if err != nil {
 		return nil, err
@@ -105,12 +210,12 @@ var codexPassEnv = []string{
 	"XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "TMPDIR",
 }
 
-// mergeTOMLServer sets [mcp_servers.agentmsg] in Codex's config.toml. It
-// edits the text, so that every byte a person wrote stays (comments, blank
+// mergeTOMLServer sets [mcp_servers.agentmsg] in Codex's config.toml, body
+// being the inside of its table (codexEntry). It edits the text, so that every byte a person wrote stays (comments, blank
 // lines, order, line ends): agentmsg's table is rewritten where it stands
 // (appended when there is none) and its sub-tables are cut out. The result
 // must parse, and hold the other settings unchanged, or nothing is written.
-func mergeTOMLServer(old []byte, e MCPServer, orchestrator bool) ([]byte, error) {
+func mergeTOMLServer(old []byte, body string) ([]byte, error) {
 	var before map[string]any
 	if _, err := toml.Decode(string(old), &before); err != nil {
 		return nil, fmt.Errorf("the file is not valid TOML: %w", err)
@@ -119,7 +224,7 @@ func mergeTOMLServer(old []byte, e MCPServer, orchestrator bool) ([]byte, error)
 	if bytes.Contains(old, []byte("\r\n")) {
 		nl = "\r\n"
 	}
-	body := strings.ReplaceAll(codexEntry(e, orchestrator), "\n", nl)
+	body = strings.ReplaceAll(body, "\n", nl)
 	lines := splitLines(string(old))
 	tables := agentmsgTables(lines)
 	var out []byte
@@ -147,15 +252,45 @@ func mergeTOMLServer(old []byte, e MCPServer, orchestrator bool) ([]byte, error)
 // rewrite drops it and writes it anew, and keeps every other comment.
 const approveComment = "# agentmsg's tools run without asking (agents message each other unattended)"
 
-// codexEntry is the inside of agentmsg's table, each line ending in "\n".
-func codexEntry(e MCPServer, orchestrator bool) string {
+// codexEntry is the inside of agentmsg's table in Codex's config.toml,
+// each line ending in "\n".
+func (r MCPInstall) codexEntry() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "command = %s\n", tomlString(e.Command))
+	if h := r.HTTP; h != nil {
+		fmt.Fprintf(&b, "url = %s\n", tomlString(h.URL))
+		if h.Token != "" {
+			fmt.Fprintf(&b, "http_headers = { Authorization = %s }\n", tomlString(h.bearer("")))
+		} else {
+			// Codex 0.169 sends this variable's value as the bearer
+			// token.
+			fmt.Fprintf(&b, "bearer_token_env_var = %s\n", tomlString(h.TokenEnv))
+		}
+	} else {
+		codexCommand(&b, r.Server)
+	}
+	// Codex asks a person before every MCP tool call unless told not to:
+	// an agent messaging unattended would stop at its first call.
+	b.WriteString(approveComment + "\n")
+	b.WriteString("default_tools_approval_mode = \"approve\"\n")
+	// Codex ends a tool call after 60 s by default: wait_for_message may
+	// wait 120 s, and a workflow up to an hour.
+	limit := 180
+	if r.Orchestrator {
+		limit = 3660
+	}
+	fmt.Fprintf(&b, "tool_timeout_sec = %d\n", limit)
+	return b.String()
+}
+
+// codexCommand writes the settings that make Codex start agentmsg's
+// server e.
+func codexCommand(b *strings.Builder, e MCPServer) {
+	fmt.Fprintf(b, "command = %s\n", tomlString(e.Command))
 	quoted := make([]string, len(e.Args))
 	for i, a := range e.Args {
 		quoted[i] = tomlString(a)
 	}
-	fmt.Fprintf(&b, "args = [%s]\n", strings.Join(quoted, ", "))
+	fmt.Fprintf(b, "args = [%s]\n", strings.Join(quoted, ", "))
 	if len(e.Env) > 0 {
 		keys := make([]string, 0, len(e.Env))
 		for k := range e.Env {
@@ -166,29 +301,19 @@ func codexEntry(e MCPServer, orchestrator bool) string {
 		for i, k := range keys {
 			pairs[i] = k + " = " + tomlString(e.Env[k])
 		}
-		fmt.Fprintf(&b, "env = { %s }\n", strings.Join(pairs, ", "))
+		fmt.Fprintf(b, "env = { %s }\n", strings.Join(pairs, ", "))
 	}
 	// Codex gives an MCP server only a few variables of its own (HOME,
 	// PATH, LANG, TERM, SHELL, seen with 0.169): without these the server
 	// cannot tell which tmux session, so which agent, it serves, nor find
-	// the mailbox and server the person chose.
+	// the mailbox and server the person chose. (An HTTP entry may not
+	// have env_vars: Codex 0.169 refuses it, "not supported for
+	// streamable_http".)
 	quoted = make([]string, len(codexPassEnv))
 	for i, v := range codexPassEnv {
 		quoted[i] = tomlString(v)
 	}
-	fmt.Fprintf(&b, "env_vars = [%s]\n", strings.Join(quoted, ", "))
-	// Codex asks a person before every MCP tool call unless told not to:
-	// an agent messaging unattended would stop at its first call.
-	b.WriteString(approveComment + "\n")
-	b.WriteString("default_tools_approval_mode = \"approve\"\n")
-	// Codex ends a tool call after 60 s by default: wait_for_message may
-	// wait 120 s, and a workflow up to an hour.
-	limit := 180
-	if orchestrator {
-		limit = 3660
-	}
-	fmt.Fprintf(&b, "tool_timeout_sec = %d\n", limit)
-	return b.String()
+	fmt.Fprintf(b, "env_vars = [%s]\n", strings.Join(quoted, ", "))
 }
 
 // splitLines cuts text into lines that keep their line ends.

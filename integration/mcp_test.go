@@ -11,7 +11,8 @@ import (
 // agentmsg's was deleted).
 func TestMergeTOMLKeepsEveryComment(t *testing.T) {
 	e := MCPServer{Command: "/opt/bin/agentmsg", Args: []string{"mcp"}}
-	fresh, err := mergeTOMLServer(nil, e, false)
+	entry := MCPInstall{Server: e}.codexEntry()
+	fresh, err := mergeTOMLServer(nil, entry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,14 +51,14 @@ func TestMergeTOMLKeepsEveryComment(t *testing.T) {
 			"# mine\r\n[mcp_servers.agentmsg]\r\n" + crlf + "\r\n# docs\r\n[mcp_servers.docs]\r\ncommand = \"d\"\r\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := mergeTOMLServer([]byte(tc.old), e, false)
+			got, err := mergeTOMLServer([]byte(tc.old), entry)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if string(got) != tc.want {
 				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
 			}
-			again, err := mergeTOMLServer(got, e, false)
+			again, err := mergeTOMLServer(got, entry)
 			if err != nil || string(again) != string(got) {
 				t.Errorf("a second install changed the file (%v):\n%s", err, again)
 			}
@@ -78,9 +79,9 @@ func FuzzMergeTOMLKeepsComments(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	e := MCPServer{Command: "/bin/agentmsg", Args: []string{"mcp"}}
+	body := MCPInstall{Server: MCPServer{Command: "/bin/agentmsg", Args: []string{"mcp"}}}.codexEntry()
 	f.Fuzz(func(t *testing.T, old string) {
-		got, err := mergeTOMLServer([]byte(old), e, false)
+		got, err := mergeTOMLServer([]byte(old), body)
 		if err != nil {
 			return // refused: nothing is written
 		}
@@ -99,7 +100,7 @@ func FuzzMergeTOMLKeepsComments(f *testing.F) {
 		if k < len(want) {
 			t.Fatalf("%q lost %q:\n%s", old, want[k], got)
 		}
-		if again, err := mergeTOMLServer(got, e, false); err != nil || string(again) != string(got) {
+		if again, err := mergeTOMLServer(got, body); err != nil || string(again) != string(got) {
 			t.Fatalf("%q: a second install changed %q to %q (%v)", old, got, again, err)
 		}
 	})

@@ -72,6 +72,19 @@ type CLI struct {
 	// MCPNote is what a person must still do before an agent of this CLI
 	// can use the tools unattended.
 	MCPNote string
+	// HTTP is how a JSON settings file names a Streamable HTTP server
+	// (Codex's TOML has its url key).
+	HTTP HTTPForm
+}
+
+// HTTPForm is how a CLI's JSON settings name an MCP server it reaches
+// over Streamable HTTP: {"type": Type, URLKey: URL, "headers": {...}}.
+// Each expands ${VAR} in a header's value from its own environment
+// (Claude Code 2.1.197, Gemini CLI 0.61, Qwen Code 0.24.4: read in their
+// bundles).
+type HTTPForm struct {
+	URLKey string // "url" or "httpUrl"
+	Type   string // "http", or "" for none
 }
 
 var registry = []CLI{
@@ -87,6 +100,7 @@ var registry = []CLI{
 			`default permission mode before each agentmsg tool call. For agents that message unattended, put ` +
 			`"enabledMcpjsonServers": ["agentmsg"] and "permissions": {"allow": ["mcp__agentmsg"]} in the ` +
 			`project's .claude/settings.json.`,
+		HTTP: HTTPForm{URLKey: "url", Type: "http"},
 	},
 	{
 		Name: "codex", Title: "Codex CLI",
@@ -108,7 +122,8 @@ var registry = []CLI{
 			Submit: "BeforeAgent", TurnEnd: "AfterAgent", ReplyJSON: true,
 			Note: "Gemini CLI runs a project's hooks only in a trusted folder, and warns once when it first sees them.",
 		},
-		MCP: &File{Base: Home, Path: ".gemini/settings.json", Format: JSON},
+		MCP:  &File{Base: Home, Path: ".gemini/settings.json", Format: JSON},
+		HTTP: HTTPForm{URLKey: "httpUrl"}, // "url" is SSE there
 	},
 	{
 		Name: "qwen", Title: "Qwen Code",
@@ -118,7 +133,8 @@ var registry = []CLI{
 			Submit: "UserPromptSubmit", TurnEnd: "Stop",
 			Note: "Qwen Code runs a project's hooks only in a trusted folder.",
 		},
-		MCP: &File{Base: Home, Path: ".qwen/settings.json", Format: JSON},
+		MCP:  &File{Base: Home, Path: ".qwen/settings.json", Format: JSON},
+		HTTP: HTTPForm{URLKey: "httpUrl"},
 	},
 }
 

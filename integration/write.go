@@ -31,15 +31,20 @@ type snapshot struct {
 
 func (s snapshot) same(o snapshot) bool { return s.exists == o.exists && bytes.Equal(s.data, o.data) }
 
-// newMode is the mode of a settings file agentmsg makes.
-const newMode = 0o644
+// newMode is the mode of a settings file agentmsg makes; secretMode of
+// one that holds a token.
+const (
+	newMode    = 0o644
+	secretMode = 0o600
+)
 
-// writeMode is the mode a write over s keeps.
-func (s snapshot) writeMode() fs.FileMode {
+// writeMode is the mode a write over s keeps: s's own, fresh when there
+// was no file.
+func (s snapshot) writeMode(fresh fs.FileMode) fs.FileMode {
 	if s.exists {
 		return s.mode
 	}
-	return newMode
+	return fresh
 }
 
 // readSettings is path as it is now. Anything but a regular file is
@@ -73,7 +78,8 @@ func readSettings(path string) (snapshot, error) {
 // another program changed while agentmsg wrote it.
 const maxTries = 10
 
-// replace writes want, merged from base, over path; only in place of
+// replace writes want, merged from base, over path (a new file with mode
+// fresh); only in place of
 // exactly base. When another program changed the file meanwhile, its
 // version is merged again and written in place of that, and so on: no
 // version of the other program's is lost, even one that agentmsg's write
@@ -81,14 +87,14 @@ const maxTries = 10
 // be merged, or when the other program keeps changing the file). It
 // returns the version last merged into and, when agentmsg's merge of it
 // stands at path, what was written.
-func replace(path string, base snapshot, want []byte, merge merger, now time.Time) (snapshot, []byte, error) {
+func replace(path string, base snapshot, want []byte, merge merger, fresh fs.FileMode, now time.Time) (snapshot, []byte, error) {
 	expect := base // what stands at path, as far as agentmsg knows
 	var mergeErr error
 	// pending is another program's version that agentmsg's last write
 	// replaced, until a write puts it back merged (or as it was).
 	var pending *snapshot
 	for try := 1; ; try++ {
-		got, displaced, err := swap(path, want, base.writeMode(), expect)
+		got, displaced, err := swap(path, want, base.writeMode(fresh), expect)
 		switch {
 		case err != nil:
 			return base, nil, keepPending(path, pending, err, now)

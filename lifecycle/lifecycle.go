@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/identity"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
@@ -66,6 +67,11 @@ type Manager struct {
 	// HeartbeatTimeout: an agent that has heart-beaten at least once is
 	// dead after this long without a heartbeat (0: DefaultHeartbeatTimeout).
 	HeartbeatTimeout time.Duration
+
+	// Tokens, when set, gives each agent Spawn starts a token of its own
+	// for the daemon's MCP endpoint (IssueMCPToken): app sets it when the
+	// daemon listens on TCP ([serve] tcp), where agent CLIs reach it.
+	Tokens *identity.Tokens
 }
 
 func (m *Manager) now() time.Time {
@@ -90,9 +96,10 @@ type SpawnRequest struct {
 // one-word command is started through env(1) for the same reason; give
 // "sh -c LINE" to get a shell). The agent's environment holds
 // AGENTMSG_FROM (its name), AGENTMSG_TEAM, AGENTMSG_SOCKET (this server,
-// so that agentmsg inside reaches it; tmux sets TMUX itself) and
-// AGENTMSG_HOME (this mailbox), after r.Env, so that r.Env cannot change
-// who the agent is. It fails with ErrExists when a session of exactly that
+// so that agentmsg inside reaches it; tmux sets TMUX itself),
+// AGENTMSG_HOME (this mailbox) and, with m.Tokens, AGENTMSG_MCP_TOKEN (its
+// own token for the daemon's MCP endpoint), after r.Env, so that r.Env
+// cannot change who the agent is. It fails with ErrExists when a session of exactly that
 // name exists.
 func (m *Manager) Spawn(ctx context.Context, r SpawnRequest) (target.Target, error) {
 	name := r.Name
@@ -141,7 +148,14 @@ func (m *Manager) Spawn(ctx context.Context, r SpawnRequest) (target.Target, err
 	if !t.IsRalph() {
 		env = append(env, "AGENTMSG_TEAM="+t.Team)
 	}
+	token, err := m.issueToken(t, &env)
+	if err != nil {
+		return t, err
+	}
 	pane, pid, err := m.Tmux.NewSession(ctx, t.Session, dir, env, argv)
+	if err != nil {
+		m.dropToken(token) // no agent holds it
+	}
 	if errors.Is(err, tmux.ErrDuplicateSession) {
 		return t, fmt.Errorf("%w: %s is already on %s", ErrExists, t.Session, socket)
 	}
@@ -155,9 +169,37 @@ func (m *Manager) Spawn(ctx context.Context, r SpawnRequest) (target.Target, err
 	if err := m.Store.Register(team, rec); err != nil {
 		// An agent nobody knows of is worse than none: take it down.
 		_ = m.Tmux.KillSession(context.WithoutCancel(ctx), t.Session)
+		m.dropToken(token)
 		return t, fmt.Errorf("registering %s (the session was removed again): %w", t, err)
 	}
+	if token != "" {
+		// The session's earlier spawns are gone (it did not exist), and
+		// so is any use for their tokens. One left valid is no worse
+		// than before this spawn.
+		_, _ = m.Tokens.RevokeSession(t.Session, token)
+	}
 	return t, nil
+}
+
+// issueToken adds the agent's own token for the daemon's MCP endpoint to
+// env, when the manager gives one; token is "" when it does not.
+func (m *Manager) issueToken(t target.Target, env *[]string) (token string, err error) {
+	if m.Tokens == nil {
+		return "", nil
+	}
+	token, kv, err := IssueMCPToken(m.Tokens, t)
+	if err != nil {
+		return "", fmt.Errorf("making %s's token for the daemon's MCP endpoint: %w", t, err)
+	}
+	*env = append(*env, kv)
+	return token, nil
+}
+
+// dropToken revokes a token issued for a spawn that started no agent.
+func (m *Manager) dropToken(token string) {
+	if token != "" {
+		_, _, _ = m.Tokens.Forget(token)
+	}
 }
 
 // resolveCommand checks that the program exists (on $PATH, or relative to

@@ -19,6 +19,7 @@ import (
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/identity"
 	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
@@ -453,4 +454,58 @@ func answered(b mailbox.Batch, id message.ID) bool {
 		}
 	}
 	return false
+}
+
+// With Tokens, a spawned agent's environment holds a token of its own for
+// the daemon's MCP endpoint (who it is there comes from that token, not
+// from what it says), after the request's variables so that they cannot
+// change it; a new spawn of the session revokes the earlier spawn's
+// token, and a spawn that starts nothing leaves none.
+func TestSpawnGivesTheAgentItsMCPToken(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	f.Tokens = &identity.Tokens{Path: filepath.Join(t.TempDir(), "mcp-tokens.json")}
+	ctx := context.Background()
+	spawn := func() string {
+		t.Helper()
+		tg, err := f.Spawn(ctx, SpawnRequest{Team: "alpha", Name: "ana", Command: []string{"sh"}, Env: []string{"AGENTMSG_MCP_TOKEN=amt_mine"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := f.tmux.Started(tg.Session)
+		token, _ := envValue(st.Env, "AGENTMSG_MCP_TOKEN")
+		if g, ok := f.Tokens.Lookup(token); !ok || g.Team != "alpha" || g.Name != "ana" || g.Orchestrator || g.Session != "agent-alpha-ana" {
+			t.Fatalf("AGENTMSG_MCP_TOKEN=%q speaks for %+v (known: %v)", token, g, ok)
+		}
+		return token
+	}
+	first := spawn()
+	if err := f.Tmux.KillSession(ctx, "agent-alpha-ana"); err != nil {
+		t.Fatal(err)
+	}
+	second := spawn()
+	if _, ok := f.Tokens.Lookup(first); ok || first == second {
+		t.Error("the earlier spawn's token still works")
+	}
+	// Refused (the session exists), and lost to a racing spawn: no token.
+	if _, err := f.Spawn(ctx, SpawnRequest{Team: "alpha", Name: "ana", Command: []string{"sh"}}); !errors.Is(err, ErrExists) {
+		t.Fatalf("spawn over a running session: %v", err)
+	}
+	f.Tmux = racing{f.tmux}
+	if _, err := f.Spawn(ctx, SpawnRequest{Team: "alpha", Name: "ana", Command: []string{"sh"}}); !errors.Is(err, ErrExists) {
+		t.Fatalf("spawn that lost the race: %v", err)
+	}
+	if n, err := f.Tokens.Revoke("alpha", "ana"); n != 1 || err != nil {
+		t.Errorf("ana has %d tokens (%v), want only the running spawn's", n, err)
+	}
+
+	// Without Tokens, no variable.
+	plain := newFake(t)
+	tg, err := plain.Spawn(ctx, SpawnRequest{Team: "alpha", Name: "bob", Command: []string{"sh"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := plain.tmux.Started(tg.Session); slices.ContainsFunc(st.Env, func(kv string) bool { return strings.HasPrefix(kv, "AGENTMSG_MCP_TOKEN=") }) {
+		t.Errorf("env %q", st.Env)
+	}
 }

@@ -1,0 +1,140 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentmsg/agentmsg/e2e/harness"
+)
+
+// tcpServer is a server whose daemon also listens on loopback TCP, as
+// [serve] tcp says; it returns the daemon's MCP endpoint.
+func tcpServer(t *testing.T) (*harness.TestServer, string) {
+	t.Helper()
+	s := harness.NewTestServer(t)
+	addr, err := s.ServeTCP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, "http://" + addr + "/mcp"
+}
+
+// sendOverHTTP has an MCP client that sends Authorization: auth call
+// send_message to bob at endpoint, as an agent CLI would.
+func sendOverHTTP(t *testing.T, endpoint, auth, text string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok {
+		t.Fatalf("Authorization %q", auth)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint,
+		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	out, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "send_message", Arguments: map[string]any{"to": "bob", "content": text}})
+	if err != nil || out.IsError {
+		t.Fatalf("send_message: %v %+v", err, out)
+	}
+}
+
+// statusOver is the HTTP status of an MCP initialize at endpoint with
+// Authorization: auth.
+func statusOver(t *testing.T, endpoint, auth string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", auth)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// The entry mcp install --http writes for one agent reaches the daemon's
+// MCP endpoint over TCP, at [serve] tcp's address, as that agent: an MCP
+// client that sends its header (as Claude Code does with .mcp.json) sends
+// bob a message from ana. Installing again revokes that token.
+func TestMCPInstallHTTPEntryReachesTheDaemon(t *testing.T) {
+	t.Parallel()
+	s, endpoint := tcpServer(t)
+	bob := s.StartAgent("agent-alpha-bob")
+	dir := t.TempDir()
+	wantCode(t, s.Run("--team", "alpha", "--from", "ana", "mcp", "install", "claude", "--http", "--dir", dir), 0)
+	data, err := os.ReadFile(filepath.Join(dir, ".mcp.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Servers map[string]struct {
+			URL     string
+			Headers map[string]string
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	entry := doc.Servers["agentmsg"]
+	if entry.URL != endpoint {
+		t.Fatalf("url %q, want %q", entry.URL, endpoint)
+	}
+	sendOverHTTP(t, entry.URL, entry.Headers["Authorization"], "through the entry")
+	got := bob.WaitReceived(1, 20*time.Second)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "MSG_ANA_") || !strings.HasSuffix(got[0], ": through the entry") {
+		t.Fatalf("bob received %q, want one message from ana", got)
+	}
+
+	wantCode(t, s.Run("mcp", "install", "claude", "--http", "--dir", dir), 0)
+	if code := statusOver(t, endpoint, entry.Headers["Authorization"]); code != http.StatusUnauthorized {
+		t.Errorf("the replaced entry's token: %d, want 401", code)
+	}
+}
+
+// An agent spawned while [serve] tcp is configured has its own token in
+// AGENTMSG_MCP_TOKEN, which a shared entry sends: with it, an MCP client
+// speaks as that agent and no other.
+func TestSpawnedAgentHasItsMCPToken(t *testing.T) {
+	t.Parallel()
+	s, endpoint := tcpServer(t)
+	bob := s.StartAgent("agent-alpha-bob")
+	res := s.Run("--json", "spawn", "alpha", "ana", "--", "sleep", "600")
+	wantCode(t, res, 0)
+	var spawned struct{ PID int }
+	if err := json.Unmarshal([]byte(res.Stdout), &spawned); err != nil || spawned.PID == 0 {
+		t.Fatalf("%v: %s", err, res)
+	}
+	environ, err := os.ReadFile("/proc/" + strconv.Itoa(spawned.PID) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var token string
+	for _, kv := range strings.Split(string(environ), "\x00") {
+		if v, ok := strings.CutPrefix(kv, "AGENTMSG_MCP_TOKEN="); ok {
+			token = v
+		}
+	}
+	if token == "" {
+		t.Fatalf("ana's environment has no AGENTMSG_MCP_TOKEN: %q", environ)
+	}
+	sendOverHTTP(t, endpoint, "Bearer "+token, "from the spawned")
+	got := bob.WaitReceived(1, 20*time.Second)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "MSG_ANA_") || !strings.HasSuffix(got[0], ": from the spawned") {
+		t.Fatalf("bob received %q, want one message from ana", got)
+	}
+}
