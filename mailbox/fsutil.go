@@ -93,10 +93,10 @@ func flock(f *os.File, how int) error {
 
 // lockWait is a writer's wait for a lock another holds.
 type lockWait struct {
-	f      *os.File
-	dir    string
-	dev    *string // how /proc/locks names the lock's file system; "" where it shows none
-	checks int
+	f       *os.File
+	dir     string
+	dev     *string // how /proc/locks names the lock's file system, once found
+	unknown int     // checks at which it could not be found
 	// stuck: the holders the last check found unable to let go. A holder
 	// is given up on only when two checks in a row find it so: a Go
 	// process's main thread shows as a zombie while its other threads,
@@ -104,20 +104,28 @@ type lockWait struct {
 	stuck []int
 }
 
+// lockDevice finds how /proc/locks names a directory's file system (a
+// variable for tests).
+var lockDevice = lock.LockDevice
+
 // holderStuck reports whether the lock's holder cannot let it go, and
 // names it. A holder that runs, whatever it waits for, can; none found is
 // the lock changing hands (the kernel has woken the next holder, which
 // has yet to run: under load, often).
 func (w *lockWait) holderStuck() (string, bool) {
-	w.checks++
 	if w.dev == nil {
-		dev, _ := lock.LockDevice(w.dir)
-		w.dev = &dev
+		// Learnt once it is found; not finding it is asked again at the
+		// next check (under heavy churn a read of the table can miss it).
+		if dev, ok := lockDevice(w.dir); ok {
+			w.dev = &dev
+		} else {
+			w.unknown++
+		}
 	}
-	if *w.dev == "" {
+	if w.dev == nil {
 		// No holder can be told: as before any could, a waiter gives up
-		// at its second check.
-		return "a process that cannot be told (/proc/locks shows no locks on this file system)", w.checks >= 2
+		// when two checks could not tell.
+		return "a process that cannot be told (/proc/locks shows no locks on this file system)", w.unknown >= 2
 	}
 	pids, err := lock.FlockHolders(w.f, *w.dev)
 	if err != nil || len(pids) == 0 {

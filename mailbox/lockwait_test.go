@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentmsg/agentmsg/lock"
 )
 
 // TestHelperHolder takes the flock on MB_LOCK as a writer does, prints its
@@ -162,5 +164,40 @@ func waitErr(t *testing.T, done <-chan error) error {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Append still waits for a lock whose holder cannot let go")
 		return nil
+	}
+}
+
+// A read of /proc/locks that misses the waiter's own probe lock (the table
+// is written in pieces while 1,500 writers take and let go of theirs) is
+// asked again at the next check: it used to stand for the whole wait, and
+// the waiter gave up on a running holder at its second check (CI: 40 of
+// 1,500 sends failed, "a process that cannot be told").
+func TestAMissedProbeIsAskedAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	missed := 0
+	lockDevice = func(dir string) (string, bool) {
+		if missed == 0 {
+			missed++
+			return "", false
+		}
+		return lock.LockDevice(dir)
+	}
+	t.Cleanup(func() { lockDevice = lock.LockDevice })
+	s := newStore(t)
+	s.LockWait = 20 * time.Millisecond
+	b := box(t, s, "ana")
+	appendN(t, b, 1)
+	_, holder := holdLock(t, b)
+	done := appendAsync(t, b)
+	select {
+	case err := <-done:
+		t.Fatalf("Append returned while a running process held the lock: %v", err)
+	case <-time.After(20 * s.LockWait):
+	}
+	holder.in.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("Append after the holder let go: %v", err)
 	}
 }
