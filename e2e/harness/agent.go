@@ -32,7 +32,8 @@ type AgentOption func(*agentStart)
 
 type agentStart struct {
 	args  []string
-	shell bool // run under a shell, not as the pane's own process
+	shell bool     // run under a shell, not as the pane's own process
+	env   []string // VAR=value for the pane, besides the server's environment
 }
 
 func flagOption(name, value string) AgentOption {
@@ -53,6 +54,23 @@ func NoCue() AgentOption {
 // Stoppable runs the stand-in under a shell, so that Stop can freeze it:
 // tmux sends SIGCONT at once to a pane's own process that stops.
 func Stoppable() AgentOption { return func(st *agentStart) { st.shell = true } }
+
+// Env sets VAR=value pairs in the pane's environment (new-session -e).
+func Env(kv ...string) AgentOption {
+	return func(st *agentStart) { st.env = append(st.env, kv...) }
+}
+
+// OnSubmit runs command (sh -c) for each prompt the stand-in submits, with
+// the prompt as JSON on stdin, as Claude Code runs a UserPromptSubmit hook.
+func OnSubmit(command string) AgentOption { return flagOption("on-submit", command) }
+
+// OnTurnEnd runs command (sh -c) when a turn ends, as Claude Code runs a
+// Stop hook.
+func OnTurnEnd(command string) AgentOption { return flagOption("on-turn-end", command) }
+
+// NoBracketedPaste starts a program that never asks for bracketed paste:
+// each pasted newline reaches it as Enter.
+func NoBracketedPaste() AgentOption { return flagOption("bracketed-paste", "false") }
 
 // Style is "claude" (the default) or "plain".
 func Style(style string) AgentOption { return flagOption("style", style) }
@@ -97,8 +115,9 @@ type Agent struct {
 	Pane    string // "%N", used for every command after start
 	LogPath string
 	CuePath string
-	shell   bool // started under a shell (Stoppable)
-	stopped int  // the pid Stop froze
+	shell   bool     // started under a shell (Stoppable)
+	stopped int      // the pid Stop froze
+	start   []string // the tmux command that starts it
 }
 
 // StartAgent starts the stand-in in a new 200x50 session and waits for it
@@ -127,29 +146,53 @@ func (s *Server) StartAgent(session string, opts ...AgentOption) (*Agent, error)
 		a.shell = true
 		command = []string{"/bin/sh", "-c", `"$0" "$@"; exit $?`, s.Bins.Standin}
 	}
-	out, err := s.Tmux(append(append([]string{"new-session", "-d", "-P", "-F", "#{pane_id}",
-		"-s", session, "-x", "200", "-y", "50", "--"}, command...), st.args...)...)
-	if err != nil {
-		return nil, err
+	a.start = []string{"new-session", "-d", "-P", "-F", "#{pane_id}", "-s", session, "-x", "200", "-y", "50"}
+	for _, kv := range st.env {
+		a.start = append(a.start, "-e", kv)
 	}
-	a.Pane = strings.TrimSpace(out)
-	if err := a.waitStarted(); err != nil {
+	a.start = append(append(append(a.start, "--"), command...), st.args...)
+	if err := a.Start(); err != nil {
 		return nil, err
 	}
 	return a, nil
 }
 
-func (a *Agent) waitStarted() error {
+// Start runs the agent again with the same program, options and log, in a
+// new session of its name: after its server was restarted, or its session
+// ended. It waits for the new start in the log.
+func (a *Agent) Start() error {
+	recs, err := a.Records()
+	if err != nil {
+		return err
+	}
+	out, err := a.Server.Tmux(a.start...)
+	if err != nil {
+		return err
+	}
+	a.Pane = strings.TrimSpace(out)
+	return a.waitStarted(countKind(recs, "started"))
+}
+
+func countKind(recs []Record, kind string) int {
+	n := 0
+	for _, r := range recs {
+		if r.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// waitStarted waits for the log to hold more than before "started" records.
+func (a *Agent) waitStarted(before int) error {
 	deadline := time.Now().Add(StartTimeout)
 	for {
 		recs, err := a.Records()
 		if err != nil {
 			return err
 		}
-		for _, r := range recs {
-			if r.Kind == "started" {
-				return nil
-			}
+		if countKind(recs, "started") > before {
+			return nil
 		}
 		if _, err := a.Server.Tmux("has-session", "-t", "="+a.Session); err != nil {
 			return fmt.Errorf("stand-in in %s exited before it started: %w", a.Session, err)
