@@ -330,8 +330,9 @@ func (r *round) launch(what, stdin string, args []string, after func(*op)) *op {
 		r.mu.Lock()
 		o.after(o)
 		r.checkRun(o)
+		done := fmt.Sprintf("  done: %s: exit %d %s%s", o.what, o.code, verdictsOf(o), signalled(o))
 		r.mu.Unlock()
-		r.note("  done: %s: exit %d %s%s", o.what, o.code, verdictsOf(o), signalled(o))
+		r.note("%s", done)
 		close(o.done)
 	}()
 	return o

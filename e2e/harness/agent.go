@@ -70,7 +70,9 @@ func OnTurnEnd(command string) AgentOption { return flagOption("on-turn-end", co
 
 // NoBracketedPaste starts a program that never asks for bracketed paste:
 // each pasted newline reaches it as Enter.
-func NoBracketedPaste() AgentOption { return flagOption("bracketed-paste", "false") }
+func NoBracketedPaste() AgentOption {
+	return func(st *agentStart) { st.args = append(st.args, "-bracketed-paste=false") } // a bool flag takes no separate value
+}
 
 // Style is "claude" (the default) or "plain".
 func Style(style string) AgentOption { return flagOption("style", style) }

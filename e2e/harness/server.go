@@ -101,8 +101,9 @@ func (s *Server) Restart() error {
 func (s *Server) watchdog() string {
 	// The shell ignores the hangup that kill-server sends its own pane, so
 	// that it lives on to remove the dir (the socket must stay until then:
-	// without it kill-server cannot reach the server).
-	return fmt.Sprintf("trap '' HUP TERM; while kill -0 %d 2>/dev/null; do sleep 1; done; '%s' -S '%s' kill-server; rm -rf '%s'",
+	// without it kill-server cannot reach the server). Once its own server
+	// ($PPID) has gone, by Close or Restart, it has nothing left to guard.
+	return fmt.Sprintf("trap '' HUP TERM; while kill -0 %d 2>/dev/null; do kill -0 $PPID 2>/dev/null || exit 0; sleep 1; done; '%s' -S '%s' kill-server; rm -rf '%s'",
 		os.Getpid(), TmuxBin(), s.Socket, s.Dir)
 }
 
