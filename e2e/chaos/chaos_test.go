@@ -60,11 +60,19 @@ func TestChaos(t *testing.T) {
 	duration := *durationFlag
 	if *soakFlag > 0 {
 		duration = *soakFlag
+	} else if *roundsFlag > 0 && !given("chaos.duration") {
+		duration = 24 * time.Hour // as many rounds as asked, each to its end
 	}
 	t.Logf("chaos: seed %d, kinds %s, %s, %s (replay a round: go test ./e2e/chaos -run TestChaos -chaos.seed=SEED -chaos.rounds=1 -chaos.kinds=%s)",
 		seed, kindList(on), duration, harness.TmuxVersion(), kindList(on))
 	start := time.Now()
 	deadline := start.Add(duration)
+	// A round's drain and checks take a minute or two after its last step:
+	// stop early enough not to meet go test's -timeout.
+	if d, ok := t.Deadline(); ok && d.Add(-3*time.Minute).Before(deadline) {
+		deadline = d.Add(-3 * time.Minute)
+		t.Logf("chaos: -timeout leaves room for %s of rounds", time.Until(deadline).Round(time.Second))
+	}
 	var failed []string
 	rounds := 0
 	for i := 0; ; i++ {
@@ -91,6 +99,13 @@ func asked() bool {
 			yes = true
 		}
 	})
+	return yes
+}
+
+// given reports whether the flag name was on the command line.
+func given(name string) bool {
+	yes := false
+	flag.Visit(func(f *flag.Flag) { yes = yes || f.Name == name })
 	return yes
 }
 
@@ -159,7 +174,7 @@ func (r *round) report(vs []Violation, notes []string) string {
 		r.seed, r.seed, kindList(r.on), len(r.steps))
 	b.WriteString("agents:\n")
 	for i, a := range r.w.agents {
-		fmt.Fprintf(&b, "  agent#%d %s %s busy-after %s hooks %v\n", i, a.label(), a.spec.prog, a.spec.busyAfter, a.spec.hooks)
+		fmt.Fprintf(&b, "  agent#%d %s %s busy-after %s hooks %v spawned %v\n", i, a.label(), a.spec.prog, a.spec.busyAfter, a.spec.hooks, a.spec.spawned)
 	}
 	b.WriteString("trace:\n")
 	r.mu.Lock()

@@ -357,7 +357,8 @@ func signalled(o *op) string {
 }
 
 // checkRun reports what no run may do, whatever happened around it: crash,
-// or fail to write its JSON without being killed.
+// or print anything but one JSON document with --json (README) without
+// being killed.
 func (r *round) checkRun(o *op) {
 	out := o.stderr.String()
 	switch {
@@ -366,7 +367,7 @@ func (r *round) checkRun(o *op) {
 	case o.code == 2:
 		r.problems = append(r.problems, Violation{Rule: "usage", Where: o.what, Detail: clipText(out)})
 	case len(o.signals) == 0 && !json.Valid(o.stdout.Bytes()):
-		r.problems = append(r.problems, Violation{Rule: "no-report", Where: o.what,
+		r.problems = append(r.problems, Violation{Rule: "not-one-json", Where: o.what,
 			Detail: fmt.Sprintf("exit %d, stdout %s, stderr %s", o.code, clipText(o.stdout.String()), clipText(out))})
 	}
 }

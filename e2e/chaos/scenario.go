@@ -75,7 +75,8 @@ func drawWorld(rng *rand.Rand, on map[string]bool) worldSpec {
 		spec.askerPrompt = "ask> "
 	}
 	standin := func(server int, team, name string) agentSpec {
-		a := agentSpec{server: server, team: team, name: name, prog: progStandin, hooks: spec.hooks && rng.IntN(4) > 0}
+		a := agentSpec{server: server, team: team, name: name, prog: progStandin, hooks: spec.hooks && rng.IntN(4) > 0,
+			spawned: on[kindWindows] && rng.IntN(2) == 0}
 		if on[kindBusy] && rng.IntN(2) == 0 {
 			a.busyAfter = time.Duration(50+rng.IntN(250)) * time.Millisecond
 		}

@@ -31,6 +31,7 @@ type agentSpec struct {
 	prog      progKind
 	busyAfter time.Duration // stand-ins: busy this long after each prompt
 	hooks     bool
+	spawned   bool // started by agentmsg spawn, which registers its pane
 }
 
 func (a agentSpec) session() string { return "agent-" + a.team + "-" + a.name }
@@ -297,6 +298,9 @@ func (w *world) startAgent(a *agent) error {
 			opts = append(opts, harness.OnSubmit(a.srv.submitHook), harness.OnTurnEnd(a.srv.turnEndHook),
 				harness.Env(w.paneEnv()...))
 		}
+		if a.spec.spawned {
+			opts = append(opts, harness.LaunchWith(w.spawn(a)))
+		}
 		sa, err := a.srv.Server.StartAgent(a.spec.session(), opts...)
 		if err != nil {
 			return err
@@ -308,6 +312,26 @@ func (w *world) startAgent(a *agent) error {
 	a.argv = append([]string{"new-session", "-d", "-P", "-F", "#{pane_id}", "-s", a.spec.session(), "-x", "200", "-y", "50", "--"},
 		w.command(a.spec.prog, a.log)...)
 	return w.startProgram(a)
+}
+
+// spawn starts a stand-in with agentmsg spawn, which registers the pane it
+// starts in: the agent's pane, whatever else its session comes to hold.
+func (w *world) spawn(a *agent) harness.Launcher {
+	return func(session string, env, command []string) (string, error) {
+		args := []string{"-S", a.srv.Socket, "--json", "spawn", a.spec.team, a.spec.name, "--agent", "claude"}
+		for _, kv := range env {
+			args = append(args, "--env", kv)
+		}
+		res, err := w.run(nil, append(append(args, "--"), command...)...)
+		if err != nil || res.Code != 0 {
+			return "", fmt.Errorf("spawn %s: %v %s", a.label(), err, res)
+		}
+		var rep struct{ Pane string }
+		if err := json.Unmarshal([]byte(res.Stdout), &rep); err != nil || rep.Pane == "" {
+			return "", fmt.Errorf("spawn %s: no pane in its report: %v %s", a.label(), err, res)
+		}
+		return rep.Pane, nil
+	}
 }
 
 var logs struct {

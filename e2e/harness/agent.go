@@ -31,10 +31,20 @@ type Record struct {
 type AgentOption func(*agentStart)
 
 type agentStart struct {
-	args  []string
-	shell bool     // run under a shell, not as the pane's own process
-	env   []string // VAR=value for the pane, besides the server's environment
+	args   []string
+	shell  bool     // run under a shell, not as the pane's own process
+	env    []string // VAR=value for the pane, besides the server's environment
+	launch Launcher
 }
+
+// Launcher starts command (the stand-in and its arguments) in a new
+// session, with env added to its pane's environment, and returns the
+// pane's id.
+type Launcher func(session string, env, command []string) (pane string, err error)
+
+// LaunchWith starts the stand-in another way than tmux new-session (with
+// agentmsg spawn, say), at first and at every Agent.Start.
+func LaunchWith(l Launcher) AgentOption { return func(st *agentStart) { st.launch = l } }
 
 func flagOption(name, value string) AgentOption {
 	return func(st *agentStart) { st.args = append(st.args, "-"+name, value) }
@@ -117,9 +127,9 @@ type Agent struct {
 	Pane    string // "%N", used for every command after start
 	LogPath string
 	CuePath string
-	shell   bool     // started under a shell (Stoppable)
-	stopped int      // the pid Stop froze
-	start   []string // the tmux command that starts it
+	shell   bool // started under a shell (Stoppable)
+	stopped int  // the pid Stop froze
+	start   func() (pane string, err error)
 }
 
 // StartAgent starts the stand-in in a new 200x50 session and waits for it
@@ -148,11 +158,11 @@ func (s *Server) StartAgent(session string, opts ...AgentOption) (*Agent, error)
 		a.shell = true
 		command = []string{"/bin/sh", "-c", `"$0" "$@"; exit $?`, s.Bins.Standin}
 	}
-	a.start = []string{"new-session", "-d", "-P", "-F", "#{pane_id}", "-s", session, "-x", "200", "-y", "50"}
-	for _, kv := range st.env {
-		a.start = append(a.start, "-e", kv)
+	command = append(command, st.args...)
+	if st.launch == nil {
+		st.launch = s.newSession
 	}
-	a.start = append(append(append(a.start, "--"), command...), st.args...)
+	a.start = func() (string, error) { return st.launch(session, st.env, command) }
 	if err := a.Start(); err != nil {
 		return nil, err
 	}
@@ -167,12 +177,20 @@ func (a *Agent) Start() error {
 	if err != nil {
 		return err
 	}
-	out, err := a.Server.Tmux(a.start...)
-	if err != nil {
+	if a.Pane, err = a.start(); err != nil {
 		return err
 	}
-	a.Pane = strings.TrimSpace(out)
 	return a.waitStarted(countKind(recs, "started"))
+}
+
+// newSession is the usual Launcher: a 200x50 session of its own.
+func (s *Server) newSession(session string, env, command []string) (string, error) {
+	args := []string{"new-session", "-d", "-P", "-F", "#{pane_id}", "-s", session, "-x", "200", "-y", "50"}
+	for _, kv := range env {
+		args = append(args, "-e", kv)
+	}
+	out, err := s.Tmux(append(append(args, "--"), command...)...)
+	return strings.TrimSpace(out), err
 }
 
 func countKind(recs []Record, kind string) int {
