@@ -116,11 +116,11 @@ func runRound(t *testing.T, seed uint64, on map[string]bool, deadline time.Time)
 	spec := drawWorld(rng, on)
 	steps := drawScenario(rng, on, spec, *stepsFlag)
 	began := time.Now()
-	w, err := newWorld(spec, t.Logf)
+	w, err := newWorld(spec)
 	if err != nil {
 		t.Fatalf("seed %d: setting up: %v", seed, err)
 	}
-	r := newRound(seed, on, w, steps, t.Logf)
+	r := newRound(seed, on, w, steps)
 	defer r.cleanUp(t)
 	setup := time.Since(began)
 	ran, err := r.run(deadline)

@@ -208,7 +208,7 @@ func (sc *scenario) draw() step {
 	add(kindDialog, 5, sc.dialog)
 	add(kindDraft, 5, sc.draftStep)
 	add(kindWindows, 6, sc.window)
-	add(kindRestart, 2, sc.restart)
+	add(kindRestart, 3, sc.restart)
 	add(kindDisk, 3, sc.disk)
 	add(kindSignal, 6, sc.signal)
 	if len(sc.stopped) > 0 {
@@ -352,7 +352,7 @@ func (sc *scenario) window() step {
 
 func (sc *scenario) restart() step {
 	server := sc.pick(sc.spec.servers)
-	st := step{kind: stepRestart, server: server, delay: time.Duration(sc.pick(150)) * time.Millisecond}
+	st := step{kind: stepRestart, server: server, delay: time.Duration(sc.pick(100)) * time.Millisecond}
 	var mine []int
 	for i, a := range sc.spec.agents {
 		if a.server == server {
@@ -363,9 +363,10 @@ func (sc *scenario) restart() step {
 	}
 	st.order = sc.rng.Perm(len(mine))
 	// Senders in flight to one agent: while one types, the others wait
-	// for its pane, and the pane they wait for is gone when they get it.
+	// for its pane, and the pane they wait for is gone when they get it
+	// (or is another agent's by then).
 	to := mine[sc.pick(len(mine))]
-	for range sc.pick(5) {
+	for range sc.pick(5) + 2 {
 		st.msgs = append(st.msgs, sc.message(to))
 	}
 	return st

@@ -46,7 +46,6 @@ type world struct {
 	servers []*server
 	agents  []*agent
 	decoys  []*decoy
-	logf    func(format string, args ...any)
 }
 
 type server struct {
@@ -87,7 +86,7 @@ func (a *agent) Pane() string {
 
 const mailboxSize = "16m"
 
-func newWorld(spec worldSpec, logf func(string, ...any)) (w *world, err error) {
+func newWorld(spec worldSpec) (w *world, err error) {
 	bins, err := harness.Build()
 	if err != nil {
 		return nil, err
@@ -96,7 +95,7 @@ func newWorld(spec worldSpec, logf func(string, ...any)) (w *world, err error) {
 	if err != nil {
 		return nil, err
 	}
-	w = &world{spec: spec, bins: bins, home: home, logf: logf}
+	w = &world{spec: spec, bins: bins, home: home}
 	defer func() {
 		if err != nil {
 			w.Close()
