@@ -206,8 +206,8 @@ func (r *round) report(vs []Violation, notes []string) string {
 	if len(notes) > 0 {
 		fmt.Fprintf(&b, "notes (%d):\n", len(notes))
 		for i, n := range notes {
-			if i == 10 {
-				fmt.Fprintf(&b, "  ... %d more\n", len(notes)-10)
+			if i == 20 {
+				fmt.Fprintf(&b, "  ... %d more\n", len(notes)-20)
 				break
 			}
 			b.WriteString("  " + n + "\n")

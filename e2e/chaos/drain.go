@@ -3,6 +3,7 @@ package chaos
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -138,10 +139,39 @@ func (r *round) applyLog(entries []logEntry) {
 	}
 }
 
-// judge runs the oracle on the snapshot.
+// judge runs the oracle on the snapshot. Its notes start with what the
+// senders said went wrong, by kind: a refusal breaks no promise, but many
+// of one kind may be a bug of their own (sends failing under load).
 func (r *round) judge(progs []*Program) (vs []Violation, notes []string) {
 	vs, notes = Check(r.msgs, progs)
-	return append(r.problems, vs...), notes
+	return append(r.problems, vs...), append(r.errorCounts(), notes...)
+}
+
+func (r *round) errorCounts() []string {
+	counts := map[string]int{}
+	for _, m := range r.msgs {
+		for _, c := range m.Copies {
+			if c.Error != "" {
+				counts[c.Verdict+": "+digits.ReplaceAllString(firstRunes(c.Error, 100), "N")]++
+			}
+		}
+	}
+	var out []string
+	for k, n := range counts {
+		out = append(out, fmt.Sprintf("%d× %s", n, k))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// digits makes errors that differ only in numbers (pids, times) one kind.
+var digits = regexp.MustCompile(`[0-9]+`)
+
+func firstRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }
 
 // verdictCounts counts the senders' verdicts, for the report.
