@@ -16,13 +16,17 @@
 // -9, SIGINT, SIGTERM and SIGSTOP/SIGCONT of senders and deliver runs.
 //
 // The steps are drawn whole before the round starts, so a seed replays the
-// same scenario; only the timing of what runs at once varies. At the end a
-// person makes every agent ready and submits their drafts, deliver runs
-// until nothing more happens, and the oracle (oracle.go) holds what every
-// program recorded against what agentmsg said: nothing claimed submitted or
-// queued that is not in that agent's record exactly once, nothing anywhere
-// it was not sent, nothing twice or in pieces, nothing failed that arrived,
-// nothing kept that is gone.
+// same scenario; only the timing of what runs at once varies (a bug that
+// needs a race may take a few replays). At the end a person makes every
+// agent ready and presses Enter in every pane (a draft, or a message
+// agentmsg left typed in a box, is submitted; text typed into the wrong
+// pane shows up there), deliver runs until nothing more happens, and the
+// oracle (oracle.go) holds what every program recorded against what
+// agentmsg said: nothing claimed submitted or queued that is not in that
+// agent's record exactly once, nothing anywhere it was not sent, nothing
+// twice, cut short, merged or in pieces, nothing failed that arrived,
+// nothing kept that is gone. A run that crashes, hangs or prints anything
+// but one JSON document breaks a promise too.
 //
 // It runs only when asked: AGENTMSG_E2E_CHAOS=1, or any of its flags.
 //

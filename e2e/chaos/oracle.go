@@ -129,7 +129,7 @@ func Check(msgs []*Message, progs []*Program) (vs []Violation, notes []string) {
 	}
 	adoptIDs(progs, byN, byID)
 	arrivals := map[*Copy]int{}
-	personMerged := map[*Copy]bool{} // arrived merged with a draft: a person pressed Enter on it
+	personMerged := map[*Copy]string{} // the prompt it arrived in with a draft: a person pressed Enter on it
 	for _, p := range progs {
 		for _, o := range p.Odd {
 			rule := ruleKeysInDialog
@@ -139,7 +139,8 @@ func Check(msgs []*Message, progs []*Program) (vs []Violation, notes []string) {
 			vs = append(vs, Violation{Rule: rule, Where: p.Label, Detail: clipText(o)})
 		}
 		for _, prompt := range p.Prompts {
-			vs = append(vs, judgePrompt(p, prompt, byN, byID, arrivals, personMerged)...)
+			v, n := judgePrompt(p, prompt, byN, byID, arrivals, personMerged)
+			vs, notes = append(vs, v...), append(notes, n...)
 		}
 	}
 	for _, m := range msgs {
@@ -203,11 +204,10 @@ func copyTo(m *Message, p *Program) *Copy {
 // judgePrompt accounts for one prompt of p: which messages it holds, and
 // whether each is whole and meant for p.
 func judgePrompt(p *Program, prompt string, byN map[int]*Message, byID map[string]*Message,
-	arrivals map[*Copy]int, personMerged map[*Copy]bool) []Violation {
+	arrivals map[*Copy]int, personMerged map[*Copy]string) (vs []Violation, notes []string) {
 	if strings.TrimSpace(prompt) == "" || slices.Contains(p.Drafts, prompt) {
-		return nil
+		return nil, nil
 	}
-	var vs []Violation
 	seen := map[*Message]bool{}
 	var found []*Message
 	for _, id := range anyID.FindAllString(prompt, -1) {
@@ -224,9 +224,9 @@ func judgePrompt(p *Program, prompt string, byN map[int]*Message, byID map[strin
 	}
 	if len(found) == 0 {
 		if id := leadingIDOf(prompt); id != "" {
-			return []Violation{{Rule: ruleUnrecognisedID, Where: p.Label, Detail: clipText(prompt)}}
+			return []Violation{{Rule: ruleUnrecognisedID, Where: p.Label, Detail: clipText(prompt)}}, nil
 		}
-		return []Violation{{Rule: ruleUnattributed, Where: p.Label, Detail: clipText(prompt)}}
+		return []Violation{{Rule: ruleUnattributed, Where: p.Label, Detail: clipText(prompt)}}, nil
 	}
 	withDraft := draftTag.MatchString(prompt)
 	lead := leadingIDOf(prompt)
@@ -249,16 +249,24 @@ func judgePrompt(p *Program, prompt string, byN map[int]*Message, byID map[strin
 			}
 		case m.ID != "" && strings.Contains(prompt, m.ID+": "):
 			arrivals[c]++
-			if withDraft && len(found) == 1 {
-				personMerged[c] = true
-			} else {
+			switch {
+			case withDraft && len(found) == 1 && draftTag.FindStringIndex(prompt)[0] > strings.Index(prompt, m.ID):
+				// The person's keys came after our text: while agentmsg
+				// pressed submit, after its last look. No look can close
+				// that race, so it breaks no promise.
+				notes = append(notes, fmt.Sprintf("a person typed into %s as message %d (%s) was submitted: %s",
+					p.Label, m.N, m.ID, clipText(prompt)))
+			case withDraft && len(found) == 1:
+				// agentmsg's text came after the draft: it typed into it.
+				personMerged[c] = prompt
+			default:
 				vs = append(vs, Violation{Rule: ruleMerged, Where: p.Label, Msg: m, Detail: clipText(prompt)})
 			}
 		default:
 			vs = append(vs, Violation{Rule: ruleSplit, Where: p.Label, Msg: m, Detail: "a part of it arrived alone: " + clipText(prompt)})
 		}
 	}
-	return vs
+	return vs, notes
 }
 
 // whole reports whether prompt is exactly message m as typed: its id and
@@ -294,7 +302,7 @@ func lineTags(m *Message) []string { return lineTag.FindAllString(m.Text, -1) }
 
 // judgeCopy holds what was said about one copy against how often it
 // arrived.
-func judgeCopy(m *Message, c *Copy, n int, byPerson bool) (vs []Violation, notes []string) {
+func judgeCopy(m *Message, c *Copy, n int, withDraft string) (vs []Violation, notes []string) {
 	bad := func(rule, detail string) {
 		vs = append(vs, Violation{Rule: rule, Where: c.To.Label, Msg: m, Detail: detail})
 	}
@@ -303,8 +311,8 @@ func judgeCopy(m *Message, c *Copy, n int, byPerson bool) (vs []Violation, notes
 	if n > 1 {
 		bad(ruleDoubled, fmt.Sprintf("arrived %d times; %s", n, said))
 	}
-	if byPerson && !slices.Contains([]string{"typed", "unknown"}, c.Verdict) && !slices.Contains([]string{"typed", "unknown"}, c.LastVerdict) {
-		bad(ruleMerged, "arrived inside a person's draft; "+said)
+	if withDraft != "" && !slices.Contains([]string{"typed", "unknown"}, c.Verdict) && !slices.Contains([]string{"typed", "unknown"}, c.LastVerdict) {
+		bad(ruleMerged, "typed after a person's draft: "+clipText(withDraft)+"; "+said)
 	}
 	lostQueue := func(at time.Time) bool {
 		for _, r := range c.To.Restarts {

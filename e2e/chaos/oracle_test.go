@@ -67,6 +67,8 @@ func TestOracleRules(t *testing.T) {
 			prompts: []string{"zd1x d" + id1 + ": " + text1}},
 		{name: "submitted inside a draft", copy: Copy{Verdict: "submitted", State: "submitted"}, drafts: []string{"zd1x d"},
 			prompts: []string{"zd1x d" + id1 + ": " + text1}, want: []string{ruleMerged}},
+		{name: "a person typed as it was submitted", copy: Copy{Verdict: "submitted", State: "submitted"}, drafts: []string{"zd1x d"},
+			prompts: []string{id1 + ": " + text1 + "zd1x d"}},
 		{name: "the draft alone", copy: Copy{Verdict: "deferred", State: "deferred"}, drafts: []string{"zd1x d"}, prompts: []string{"zd1x d"}},
 		{name: "deferred, arrived, still pending", copy: Copy{Verdict: "deferred", State: "deferred"}, prompts: []string{id1 + ": " + text1}, want: []string{ruleStillPending}},
 		{name: "deferred and gone from the inbox", copy: Copy{Verdict: "deferred"}, want: []string{ruleLost}},
