@@ -31,9 +31,20 @@ type Record struct {
 type AgentOption func(*agentStart)
 
 type agentStart struct {
-	args  []string
-	shell bool // run under a shell, not as the pane's own process
+	args   []string
+	shell  bool     // run under a shell, not as the pane's own process
+	env    []string // VAR=value for the pane, besides the server's environment
+	launch Launcher
 }
+
+// Launcher starts command (the stand-in and its arguments) in a new
+// session, with env added to its pane's environment, and returns the
+// pane's id.
+type Launcher func(session string, env, command []string) (pane string, err error)
+
+// LaunchWith starts the stand-in another way than tmux new-session (with
+// agentmsg spawn, say), at first and at every Agent.Start.
+func LaunchWith(l Launcher) AgentOption { return func(st *agentStart) { st.launch = l } }
 
 func flagOption(name, value string) AgentOption {
 	return func(st *agentStart) { st.args = append(st.args, "-"+name, value) }
@@ -53,6 +64,25 @@ func NoCue() AgentOption {
 // Stoppable runs the stand-in under a shell, so that Stop can freeze it:
 // tmux sends SIGCONT at once to a pane's own process that stops.
 func Stoppable() AgentOption { return func(st *agentStart) { st.shell = true } }
+
+// Env sets VAR=value pairs in the pane's environment (new-session -e).
+func Env(kv ...string) AgentOption {
+	return func(st *agentStart) { st.env = append(st.env, kv...) }
+}
+
+// OnSubmit runs command (sh -c) for each prompt the stand-in submits, with
+// the prompt as JSON on stdin, as Claude Code runs a UserPromptSubmit hook.
+func OnSubmit(command string) AgentOption { return flagOption("on-submit", command) }
+
+// OnTurnEnd runs command (sh -c) when a turn ends, as Claude Code runs a
+// Stop hook.
+func OnTurnEnd(command string) AgentOption { return flagOption("on-turn-end", command) }
+
+// NoBracketedPaste starts a program that never asks for bracketed paste:
+// each pasted newline reaches it as Enter.
+func NoBracketedPaste() AgentOption {
+	return func(st *agentStart) { st.args = append(st.args, "-bracketed-paste=false") } // a bool flag takes no separate value
+}
 
 // Style is "claude" (the default) or "plain".
 func Style(style string) AgentOption { return flagOption("style", style) }
@@ -99,6 +129,7 @@ type Agent struct {
 	CuePath string
 	shell   bool // started under a shell (Stoppable)
 	stopped int  // the pid Stop froze
+	start   func() (pane string, err error)
 }
 
 // StartAgent starts the stand-in in a new 200x50 session and waits for it
@@ -127,29 +158,61 @@ func (s *Server) StartAgent(session string, opts ...AgentOption) (*Agent, error)
 		a.shell = true
 		command = []string{"/bin/sh", "-c", `"$0" "$@"; exit $?`, s.Bins.Standin}
 	}
-	out, err := s.Tmux(append(append([]string{"new-session", "-d", "-P", "-F", "#{pane_id}",
-		"-s", session, "-x", "200", "-y", "50", "--"}, command...), st.args...)...)
-	if err != nil {
-		return nil, err
+	command = append(command, st.args...)
+	if st.launch == nil {
+		st.launch = s.newSession
 	}
-	a.Pane = strings.TrimSpace(out)
-	if err := a.waitStarted(); err != nil {
+	a.start = func() (string, error) { return st.launch(session, st.env, command) }
+	if err := a.Start(); err != nil {
 		return nil, err
 	}
 	return a, nil
 }
 
-func (a *Agent) waitStarted() error {
+// Start runs the agent again with the same program, options and log, in a
+// new session of its name: after its server was restarted, or its session
+// ended. It waits for the new start in the log.
+func (a *Agent) Start() error {
+	recs, err := a.Records()
+	if err != nil {
+		return err
+	}
+	if a.Pane, err = a.start(); err != nil {
+		return err
+	}
+	return a.waitStarted(countKind(recs, "started"))
+}
+
+// newSession is the usual Launcher: a 200x50 session of its own.
+func (s *Server) newSession(session string, env, command []string) (string, error) {
+	args := []string{"new-session", "-d", "-P", "-F", "#{pane_id}", "-s", session, "-x", "200", "-y", "50"}
+	for _, kv := range env {
+		args = append(args, "-e", kv)
+	}
+	out, err := s.Tmux(append(append(args, "--"), command...)...)
+	return strings.TrimSpace(out), err
+}
+
+func countKind(recs []Record, kind string) int {
+	n := 0
+	for _, r := range recs {
+		if r.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// waitStarted waits for the log to hold more than before "started" records.
+func (a *Agent) waitStarted(before int) error {
 	deadline := time.Now().Add(StartTimeout)
 	for {
 		recs, err := a.Records()
 		if err != nil {
 			return err
 		}
-		for _, r := range recs {
-			if r.Kind == "started" {
-				return nil
-			}
+		if countKind(recs, "started") > before {
+			return nil
 		}
 		if _, err := a.Server.Tmux("has-session", "-t", "="+a.Session); err != nil {
 			return fmt.Errorf("stand-in in %s exited before it started: %w", a.Session, err)

@@ -59,9 +59,7 @@ func NewServer() (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	// -f /dev/null: no user config can change key handling or sizes.
-	if _, err := s.Tmux("-f", "/dev/null", "new-session", "-d", "-s", "_keep", "-x", "200", "-y", "50",
-		"/bin/sh", "-c", s.watchdog()); err != nil {
+	if err := s.start(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("starting tmux server: %w", err)
 	}
@@ -99,14 +97,53 @@ func (s *Server) ConfigPath() string {
 	return filepath.Join(s.Dir, "config", "agentmsg", "config.toml")
 }
 
+func (s *Server) start() error {
+	// -f /dev/null: no user config can change key handling or sizes.
+	_, err := s.Tmux("-f", "/dev/null", "new-session", "-d", "-s", "_keep", "-x", "200", "-y", "50",
+		"/bin/sh", "-c", s.watchdog())
+	return err
+}
+
+// Restart replaces the server with a new one at the same socket, as a
+// person restarting tmux does: every session is gone, and the new server
+// numbers its panes from %0 again. Agents come back with Agent.Start.
+func (s *Server) Restart() error {
+	if _, err := s.Tmux("kill-server"); err != nil {
+		return err
+	}
+	// kill-server returns before the old server has gone, and a client that
+	// reaches it then would start the new session in the dying server.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := s.Tmux("list-sessions")
+		if err != nil && (strings.Contains(err.Error(), "no server running") || strings.Contains(err.Error(), "error connecting")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the old server on %s is still there after kill-server (%v)", s.Socket, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// A server started right after another left fails now and then
+	// (FIELD-NOTES: 7 of 30): try again for a while.
+	for {
+		err := s.start()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // watchdog is the _keep session's program: it keeps the server up while
 // this process lives, and takes the server and its dir down when this
 // process dies without calling Close (a test binary killed on timeout).
 func (s *Server) watchdog() string {
 	// The shell ignores the hangup that kill-server sends its own pane, so
 	// that it lives on to remove the dir (the socket must stay until then:
-	// without it kill-server cannot reach the server).
-	return fmt.Sprintf("trap '' HUP TERM; while kill -0 %d 2>/dev/null; do sleep 1; done; "+
+	// without it kill-server cannot reach the server). Once its own server
+	// ($PPID) has gone, by Close or Restart, it has nothing left to guard.
+	return fmt.Sprintf("trap '' HUP TERM; while kill -0 %d 2>/dev/null; do kill -0 $PPID 2>/dev/null || exit 0; sleep 1; done; "+
 		"[ -f '%s' ] && kill -TERM $(cat '%s') 2>/dev/null && sleep 2; '%s' -S '%s' kill-server; rm -rf '%s'",
 		os.Getpid(), s.daemonPIDFile(), s.daemonPIDFile(), TmuxBin(), s.Socket, s.Dir)
 }

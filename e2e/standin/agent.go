@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -27,6 +28,16 @@ type config struct {
 	dropEnter       int
 	echoDelay       time.Duration // a submitted prompt shows in the transcript this late
 	outputLines     int           // lines of output the agent prints under each prompt
+	bracketedPaste  bool          // ask the terminal for bracketed paste, as agent CLIs do
+	onSubmit        string        // shell command run for each submitted prompt (empty: none)
+	onTurnEnd       string        // shell command run when a turn ends (empty: none)
+}
+
+// hookRun is one run of a hook command: the command and what it reads on
+// stdin.
+type hookRun struct {
+	command string
+	input   []byte
 }
 
 // record is one line of the log file.
@@ -51,6 +62,7 @@ type agent struct {
 	lastInput time.Time // last typed rune or paste, for the enter guard
 
 	records    []record
+	hooks      []hookRun // due to run, in order
 	echoes     []string
 	lateEchoes []lateEcho // submitted, not yet shown (echoDelay)
 	exitCode   int        // non-zero: the program must stop with this status
@@ -129,6 +141,12 @@ func (a *agent) enter(now time.Time) {
 
 func (a *agent) submit(text string, queued bool, now time.Time) {
 	a.log(now, "prompt", text, queued)
+	if a.cfg.onSubmit != "" {
+		// What Claude Code gives its UserPromptSubmit hook, in the fields a
+		// hook reads.
+		input, _ := json.Marshal(map[string]string{"hook_event_name": "UserPromptSubmit", "prompt": text})
+		a.hooks = append(a.hooks, hookRun{a.cfg.onSubmit, input})
+	}
 	if a.cfg.echoDelay > 0 {
 		a.lateEchoes = append(a.lateEchoes, lateEcho{now.Add(a.cfg.echoDelay), text})
 	} else {
@@ -163,8 +181,14 @@ func describe(ev event) string {
 	}
 }
 
-// becomeReady ends busy or dialog state and submits what was queued meanwhile.
+// becomeReady ends busy or dialog state and submits what was queued
+// meanwhile. The end of busy is the end of a turn: its hook runs before the
+// queued prompts start the next one.
 func (a *agent) becomeReady(now time.Time) {
+	if a.state == stateBusy && a.cfg.onTurnEnd != "" {
+		input, _ := json.Marshal(map[string]string{"hook_event_name": "Stop"})
+		a.hooks = append(a.hooks, hookRun{a.cfg.onTurnEnd, input})
+	}
 	a.state, a.busyUntil = stateReady, time.Time{}
 	q := a.queued
 	a.queued = nil

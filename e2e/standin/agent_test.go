@@ -220,3 +220,51 @@ func TestEchoDelay(t *testing.T) {
 		t.Fatalf("echoes %q deadline %v", a.echoes, a.deadline())
 	}
 }
+
+// hooksRun drains the hooks due, as "command input" strings.
+func hooksRun(a *agent) []string {
+	var out []string
+	for _, h := range a.hooks {
+		out = append(out, h.command+" "+string(h.input))
+	}
+	a.hooks = nil
+	return out
+}
+
+func TestHooksRunAsClaudeCodeRunsThem(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.queue, cfg.busyAfterSubmit = true, time.Second
+	cfg.onSubmit, cfg.onTurnEnd = "rec", "deliver"
+	a := newAgent(cfg, stateReady)
+	pasteText(a, "one\n\"two\"", t0)
+	press(a, evEnter, t0)
+	typeText(a, "q", t0)
+	press(a, evEnter, t0) // queued: its hook runs when it is sent
+	want := []string{`rec {"hook_event_name":"UserPromptSubmit","prompt":"one\n\"two\""}`}
+	if got := hooksRun(a); !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	a.tick(t0.Add(time.Second)) // the turn ends; the queued prompt starts the next
+	want = []string{`deliver {"hook_event_name":"Stop"}`, `rec {"hook_event_name":"UserPromptSubmit","prompt":"q"}`}
+	if got := hooksRun(a); !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	a.cue("ready", t0.Add(time.Second)) // a cue that ends busy ends the turn too
+	a.cue("dialog", t0.Add(time.Second))
+	a.cue("ready", t0.Add(time.Second)) // closing a dialog does not
+	if got := hooksRun(a); !reflect.DeepEqual(got, []string{`deliver {"hook_event_name":"Stop"}`}) {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestNoHooksUnlessAsked(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.busyAfterSubmit = time.Second
+	a := newAgent(cfg, stateReady)
+	typeText(a, "m", t0)
+	press(a, evEnter, t0)
+	a.tick(t0.Add(time.Second))
+	if a.hooks != nil {
+		t.Fatalf("hooks %v", a.hooks)
+	}
+}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"syscall"
 	"time"
@@ -24,7 +26,7 @@ func run(o options) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	tty, err := setupTerminal(o.cfg.style)
+	tty, err := setupTerminal(o.cfg.style, o.cfg.bracketedPaste)
 	if err != nil {
 		return 1, err
 	}
@@ -109,11 +111,28 @@ func (s *session) apply(evs []event) {
 	}
 }
 
-// flush writes pending log records; their echoes wait for the next redraw.
+// flush writes pending log records, then starts the hooks they called
+// for (a receipt follows its prompt); their echoes wait for the next redraw.
 func (s *session) flush() error {
 	recs := s.a.records
 	s.a.records = nil
-	return s.log.write(recs)
+	if err := s.log.write(recs); err != nil {
+		return err
+	}
+	for _, h := range s.a.hooks {
+		go runHook(h)
+	}
+	s.a.hooks = nil
+	return nil
+}
+
+// runHook runs one hook beside the agent, as Claude Code does: the screen
+// goes on, and what the hook prints goes nowhere near it. A hook that fails
+// is the hook's business.
+func runHook(h hookRun) {
+	cmd := exec.Command("/bin/sh", "-c", h.command)
+	cmd.Stdin = bytes.NewReader(h.input)
+	cmd.Run()
 }
 
 func (s *session) redraw() error {

@@ -45,6 +45,11 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.cfg.enterGuard, "enter-guard", 0, "an Enter this soon after typing or pasting inserts a newline")
 	fs.DurationVar(&o.cfg.echoDelay, "echo-delay", 0, "a submitted prompt shows in the transcript this late (a slow redraw)")
 	fs.IntVar(&o.cfg.outputLines, "output-lines", 0, "print this many lines of output under each submitted prompt")
+	fs.BoolVar(&o.cfg.bracketedPaste, "bracketed-paste", true, "ask the terminal for bracketed paste (false: a pasted newline is Enter)")
+	fs.StringVar(&o.cfg.onSubmit, "on-submit", "", "run this with sh -c for each submitted prompt (a queued one when it is sent), "+
+		`{"hook_event_name":"UserPromptSubmit","prompt":TEXT} on its stdin, as Claude Code runs its UserPromptSubmit hook`)
+	fs.StringVar(&o.cfg.onTurnEnd, "on-turn-end", "", "run this with sh -c when a turn ends (busy-after-submit runs out, "+
+		"or a cue ends busy), as Claude Code runs its Stop hook")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -110,7 +115,7 @@ type terminal struct {
 	saved *term.State
 }
 
-func setupTerminal(style string) (*terminal, error) {
+func setupTerminal(style string, bracketedPaste bool) (*terminal, error) {
 	t := &terminal{fd: int(os.Stdin.Fd())}
 	if term.IsTerminal(t.fd) {
 		st, err := term.MakeRaw(t.fd)
@@ -119,7 +124,10 @@ func setupTerminal(style string) (*terminal, error) {
 		}
 		t.saved = st
 	}
-	modes := "\x1b[?2004h" // bracketed paste
+	modes := ""
+	if bracketedPaste {
+		modes += "\x1b[?2004h"
+	}
 	if style == "claude" {
 		modes += "\x1b[?25l" // Ink hides the cursor and draws its own
 	}

@@ -35,9 +35,16 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config{style: "plain", queue: true, busyAfterSubmit: 2 * time.Second,
-		enterGuard: 120 * time.Millisecond, foldBytes: 10, foldLines: 0, dropEnter: 2}
+		enterGuard: 120 * time.Millisecond, foldBytes: 10, foldLines: 0, dropEnter: 2, bracketedPaste: true}
 	if o.cfg != want || o.initial != stateDialog || o.logPath != "x" {
 		t.Fatalf("got %+v", o)
+	}
+	o, err = parseFlags([]string{"-log", "x", "-bracketed-paste=false", "-on-submit", "rec", "-on-turn-end", "deliver"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.cfg.bracketedPaste || o.cfg.onSubmit != "rec" || o.cfg.onTurnEnd != "deliver" {
+		t.Fatalf("got %+v", o.cfg)
 	}
 	for _, bad := range [][]string{{}, {"-log", "x", "-style", "fancy"}, {"-log", "x", "-state", "asleep"}} {
 		if _, err := parseFlags(bad); err == nil {

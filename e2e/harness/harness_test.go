@@ -1,0 +1,101 @@
+package harness
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
+
+// waitFor polls cond until it holds or 10 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after 10s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A restarted server is a new one at the same socket: its panes are
+// numbered from the start again, an agent started again keeps its log, and
+// the old server's watchdog does not stay behind.
+func TestRestartAndStartAgain(t *testing.T) {
+	s := NewTestServer(t)
+	ana := s.StartAgent("agent-t-ana")
+	bob := s.StartAgent("agent-t-bob")
+	oldPanes := ana.Pane + bob.Pane
+	watchdogs := func() int {
+		n := 0
+		dirs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, d := range dirs {
+			// The tmux server carries the command line of the client that
+			// started it: only the shell is the watchdog.
+			comm, _ := os.ReadFile(d + "/comm")
+			cmdline, _ := os.ReadFile(d + "/cmdline")
+			if string(comm) == "sh\n" && strings.Contains(string(cmdline), "kill-server; rm -rf '"+s.Dir+"'") {
+				n++
+			}
+		}
+		return n
+	}
+	if n := watchdogs(); n != 1 {
+		t.Fatalf("%d watchdogs before the restart, want 1", n)
+	}
+	if err := s.Server.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := bob.Agent.Start(); err != nil { // bob first: he gets the pane ana had
+		t.Fatal(err)
+	}
+	if err := ana.Agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if got := bob.Pane + ana.Pane; got != oldPanes {
+		t.Fatalf("panes after the restart %s, want %s (numbered from the start again)", got, oldPanes)
+	}
+	if got := ana.OfKind("started"); len(got) != 2 {
+		t.Fatalf("ana's log has %d starts, want 2", len(got))
+	}
+	waitFor(t, "single watchdog", func() bool { return watchdogs() == 1 })
+}
+
+// A stand-in runs its hooks as Claude Code does: the prompt as JSON on the
+// submit hook's stdin, a turn-end hook when busy ends, in the environment
+// given to its pane.
+func TestStandinHooks(t *testing.T) {
+	s := NewTestServer(t)
+	out := filepath.Join(s.Dir, "hooks.out")
+	a := s.StartAgent("agent-t-ana", Env("HOOKTAG=x1"), BusyAfterSubmit(50*time.Millisecond),
+		OnSubmit(`{ cat; echo " $HOOKTAG"; } >> `+out), OnTurnEnd(`echo "turn $HOOKTAG" >> `+out))
+	a.Type("hi")
+	a.Press("Enter")
+	want := `{"hook_event_name":"UserPromptSubmit","prompt":"hi"} x1` + "\nturn x1\n"
+	waitFor(t, "hook output "+want, func() bool {
+		b, _ := os.ReadFile(out)
+		return string(b) == want
+	})
+}
+
+// Without bracketed paste, a pasted newline is Enter: each line is a
+// prompt of its own.
+func TestNoBracketedPaste(t *testing.T) {
+	s := NewTestServer(t)
+	a := s.StartAgent("agent-t-ana", Style("plain"), NoBracketedPaste())
+	if _, err := s.Server.tmuxStdin([]byte("one\ntwo\n"), "load-buffer", "-b", "b", "-"); err != nil {
+		t.Fatal(err)
+	}
+	s.Tmux("paste-buffer", "-p", "-d", "-r", "-b", "b", "-t", a.Pane)
+	if got := a.WaitReceived(2, 5*time.Second); strings.Join(got, "|") != "one|two" {
+		t.Fatalf("received %q", got)
+	}
+}
