@@ -147,10 +147,23 @@ func deliverRun(ctx context.Context, opts *DeliverOptions) error {
 	}
 }
 
+// finishDeliver reports a deliver: with --json one document, which
+// carries the error that ended it, if any, with its exit code (a second
+// document for the error would break a reader of one).
 func finishDeliver(opts *DeliverOptions, all []courier.Typing, err error) error {
-	if opts.F.JSON {
+	switch {
+	case opts.F.JSON && err != nil:
+		code := exitCode(err)
+		fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s\n", showText(errText(err)))
+		writeJSON(opts.F, struct {
+			wire.Deliver
+			Error    string `json:"error"`
+			ExitCode int    `json:"exit_code"`
+		}{wire.NewDeliver(all, errText), errText(err), code})
+		return exitError{code}
+	case opts.F.JSON:
 		writeJSON(opts.F, wire.NewDeliver(all, errText))
-	} else if len(all) == 0 && err == nil {
+	case len(all) == 0 && err == nil:
 		fmt.Fprintln(opts.IO.Out, "nothing to deliver")
 	}
 	return err

@@ -189,3 +189,23 @@ func TestWaitTimeoutExits7(t *testing.T) {
 		t.Fatalf("timeout after %s:\n%s", res.Elapsed, res)
 	}
 }
+
+// deliver --json prints one document however it ends: a pass that could
+// not start (no such team) printed its results and then an error document
+// (found by e2e/chaos, seed 41).
+func TestDeliverJSONIsOneDocument(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	s.StartAgent("agent-t-ana")
+	res := s.Run("--json", "deliver", "nosuch")
+	var doc struct {
+		Error    string `json:"error"`
+		ExitCode int    `json:"exit_code"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &doc); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, res)
+	}
+	if res.Code == 0 || doc.ExitCode != res.Code || doc.Error == "" {
+		t.Errorf("exit %d, document says exit_code %d and error %q\n%s", res.Code, doc.ExitCode, doc.Error, res)
+	}
+}
