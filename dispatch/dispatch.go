@@ -472,6 +472,13 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 			text = strings.Join(strings.Fields(text), " ")
 		}
 	}
+	if len(text) > cookedLineMax && !bracketed && msg.Stored {
+		// A program that reads its terminal a line at a time (no line
+		// editor of its own: no bracketed paste) gets at most 4,095 bytes
+		// of a line from the kernel, the rest dropped (found by e2e/chaos:
+		// python and a read loop got the first 4,095 bytes of a longer one).
+		text, out.Pointer = Pointer(msg.ID, text), true
+	}
 	if !pane.InMode {
 		opts.Screen = screen // read with the pane, a moment ago
 	}
@@ -499,6 +506,12 @@ func tooLong(text string, p AgentProfile) bool {
 	return (p.FoldBytes > 0 && len(text) > p.FoldBytes) ||
 		(p.FoldLines > 0 && strings.Count(text, "\n")+1 > p.FoldLines)
 }
+
+// cookedLineMax is the longest text typed whole into a program without
+// bracketed paste: the terminal's line discipline keeps 4,095 bytes of a
+// line (N_TTY_BUF_SIZE less the newline), and the id and ": " in front of
+// the text take some of them.
+const cookedLineMax = 4000
 
 // pointerLineMax bounds the first line quoted in a pointer.
 const pointerLineMax = 120

@@ -268,6 +268,24 @@ func TestMultiLineNeverSubmittedLineByLine(t *testing.T) {
 	}
 }
 
+// A line longer than the terminal keeps for a program that reads a line
+// at a time (4,095 bytes) goes as a pointer: the program got the first
+// 4,095 bytes and the rest was dropped (found by e2e/chaos, seed 204).
+func TestALongLineIsNeverCutByTheTerminal(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	log := filepath.Join(s.Dir, "logs", "repl.log")
+	s.Tmux(append([]string{"new-session", "-d", "-s", "agent-t-repl"}, promptProgram(log)...)...)
+	waitFor(t, "the prompt", 10*time.Second, func() bool { return strings.Contains(s.Capture("=agent-t-repl:"), ">") })
+	text := "start " + strings.Repeat("0123456789", 600) + " end"
+	rep, res := sendJSON(t, s, &text, "t", "repl", "-")
+	wantCode(t, res, 0)
+	got := readLines(t, log)
+	if len(got) != 1 || !rep.Pointer || !strings.HasPrefix(got[0], rep.ID+": start") || !strings.Contains(got[0], "agentmsg read "+rep.ID) {
+		t.Fatalf("the program read %d lines, the first %d bytes (pointer %v); want one line pointing at %s:\n%s", len(got), len(strings.Join(got, "")), rep.Pointer, rep.ID, res)
+	}
+}
+
 // Senders that name one server by two paths (-S through a symbolic link,
 // and the real one) share one pane lock (item 8): no prompt ever holds two
 // messages. On main, 1 prompt of 30 held two.
