@@ -380,6 +380,12 @@ func (d *Deliverer) Deliver(ctx context.Context, pane string, id message.ID, tex
 		run.res.Verdict = VerdictUnknown
 	case errors.Is(err, ErrUnconfirmed) && run.leftInBox:
 		run.res.Verdict = Typed
+	case run.res.Presses > 0:
+		// Our text was in the box when we pressed: whatever went wrong
+		// after (the pane or its server went away, tmux failed), the
+		// agent may have taken it first.
+		run.res.Verdict = VerdictUnknown
+		run.res.Err = fmt.Errorf("%w: after the press: %w; %w", ErrUnconfirmed, err, ErrUnknown)
 	default:
 		run.res.Verdict = Failed
 	}

@@ -162,6 +162,18 @@ func TestDeliver(t *testing.T) {
 			}},
 		{name: "pane goes away mid-delivery", setup: func(a *fakeAgent) { a.goneAfter = 3 },
 			verdict: Failed, errIs: ErrPaneGone, wantSubmitted: []string{}, typings: 1},
+		// Gone after our press (its server restarted, the agent quit): it may
+		// have taken the message first, so never "failed" (found by
+		// e2e/chaos: a message the agent got was reported failed).
+		{name: "pane goes away right after the press",
+			setup: func(a *fakeAgent) {
+				a.onCall = func(op string) {
+					if op == "press" {
+						a.goneAfter = a.calls + 1
+					}
+				}
+			},
+			verdict: VerdictUnknown, errIs: ErrPaneGone, presses: 1, typings: 1},
 		{name: "resume: already submitted earlier, nothing typed again",
 			setup: func(a *fakeAgent) { a.transcript = append(a.transcript, "> "+string(testID)+": hello") },
 			opts:  func(o *Options) { o.Resume = true }, verdict: Submitted, presses: 0, typings: 0, wantSubmitted: []string{}},

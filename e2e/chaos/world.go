@@ -150,7 +150,18 @@ func (a *agent) label() string { return a.srv.name + "/" + a.spec.team + "/" + a
 // writeFiles writes the config (profiles for the REPLs), python's REPL
 // script and the read loop's binary name.
 func (w *world) writeFiles() error {
-	config := `[profiles.pyrepl]
+	// The stand-ins' own profiles: an agent's CLI is one agentmsg knows,
+	// as it is for a user (without them a split running a configured REPL
+	// was the one known pane of an agent's session, and took its
+	// messages). The plain program runs as "plain" (a link), a program
+	// that takes no bracketed paste.
+	config := harness.BaseConfig + `
+[profiles.plain]
+base = "generic"
+commands = ["plain"]
+bracketed_paste = false
+
+[profiles.pyrepl]
 base = "generic"
 commands = ["python3"]
 ready = '^>>>$'
@@ -168,6 +179,9 @@ ready = '^ask>$'
 	}
 	// tmux names a pane's command after the file run: a symlink to bash
 	// called asker is "asker", not a shell agentmsg would refuse.
+	if err := os.Symlink(w.bins.Standin, filepath.Join(w.home, "bin/plain")); err != nil {
+		return err
+	}
 	return os.Symlink("/bin/bash", filepath.Join(w.home, "bin/asker"))
 }
 
@@ -288,7 +302,7 @@ func (w *world) startAgent(a *agent) error {
 	case progStandin, progPlain:
 		var opts []harness.AgentOption
 		if a.spec.prog == progPlain {
-			opts = append(opts, harness.Style("plain"), harness.NoBracketedPaste())
+			opts = append(opts, harness.Style("plain"), harness.NoBracketedPaste(), harness.Executable(filepath.Join(w.home, "bin/plain")))
 		}
 		if a.spec.busyAfter > 0 {
 			opts = append(opts, harness.BusyAfterSubmit(a.spec.busyAfter))

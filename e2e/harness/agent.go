@@ -35,6 +35,7 @@ type agentStart struct {
 	shell  bool     // run under a shell, not as the pane's own process
 	env    []string // VAR=value for the pane, besides the server's environment
 	launch Launcher
+	exe    string // the stand-in by another name (a link to it), "" for its own
 }
 
 // Launcher starts command (the stand-in and its arguments) in a new
@@ -83,6 +84,10 @@ func OnTurnEnd(command string) AgentOption { return flagOption("on-turn-end", co
 func NoBracketedPaste() AgentOption {
 	return func(st *agentStart) { st.args = append(st.args, "-bracketed-paste=false") } // a bool flag takes no separate value
 }
+
+// Executable runs the stand-in through path, a link to it: tmux then names
+// the pane's command after the link, as a profile's commands match it.
+func Executable(path string) AgentOption { return func(st *agentStart) { st.exe = path } }
 
 // Style is "claude" (the default) or "plain".
 func Style(style string) AgentOption { return flagOption("style", style) }
@@ -153,10 +158,14 @@ func (s *Server) StartAgent(session string, opts ...AgentOption) (*Agent, error)
 	// More than one argument after the options: tmux runs the program
 	// itself, no shell in between to reinterpret anything. Under a shell,
 	// the arguments go as "$@", not through its parser.
-	command := []string{s.Bins.Standin}
+	exe := s.Bins.Standin
+	if st.exe != "" {
+		exe = st.exe
+	}
+	command := []string{exe}
 	if st.shell {
 		a.shell = true
-		command = []string{"/bin/sh", "-c", `"$0" "$@"; exit $?`, s.Bins.Standin}
+		command = []string{"/bin/sh", "-c", `"$0" "$@"; exit $?`, exe}
 	}
 	command = append(command, st.args...)
 	if st.launch == nil {
