@@ -540,6 +540,12 @@ func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, o
 		}
 	default:
 		rec.State = mailbox.StateFailed
+		if before.state == mailbox.StateTyped && out.Typings == 0 && out.Presses == 0 && !out.Reached.Further(earlier) {
+			// Typed by an earlier attempt, and this one (its agent not
+			// found now, say) touched nothing: the text still waits in the
+			// box, and a person's Enter may submit it. It never failed.
+			rec.State = mailbox.StateTyped
+		}
 	}
 	res.State, res.Reason = rec.State, rec.Reason
 	if box == nil {

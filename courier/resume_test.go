@@ -2,6 +2,7 @@ package courier
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -227,3 +228,31 @@ func TestDeliverLeavesAMessageItsLiveSenderIsTyping(t *testing.T) {
 }
 
 func (s *spyTmux) Pinned(tmux.Pane) tmux.Client { return s }
+
+// A message typed by an earlier attempt waits in the box: an attempt that
+// then touches nothing (its agent cannot be told apart from a program
+// beside it, say) leaves it typed, never failed, since a person's Enter
+// may still submit it (found by e2e/chaos, seed 821432).
+func TestAnAttemptThatTouchedNothingLeavesATypedMessageTyped(t *testing.T) {
+	c, spy := newSpyCourier(t)
+	spy.hold = true
+	env := envelope(t, "are you there")
+	if res := c.Send(context.Background(), ana(t), env, Mode{Queue: true}); res.State != mailbox.StateTyped {
+		t.Fatalf("result %+v (err %v), want kept as typed", res, res.Err)
+	}
+	box, err := c.Store.Box("alpha", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := delivery1(t, c, env.ID)
+	for _, verdict := range []delivery.Verdict{dispatch.NotFound, delivery.Failed} {
+		out := dispatch.Outcome{Verdict: verdict, ID: env.ID, Err: errors.New("two panes run a known program")}
+		res := c.settle(context.Background(), box, env.ID, out, Mode{Queue: true}, 2, prior{state: mailbox.StateTyped, reached: delivery.Step(d.Reached), resumed: true})
+		if res.State != mailbox.StateTyped {
+			t.Errorf("%s: result state %s, want typed", verdict, res.State)
+		}
+		if got := delivery1(t, c, env.ID); got.State != mailbox.StateTyped {
+			t.Errorf("%s: recorded %+v, want typed", verdict, got)
+		}
+	}
+}

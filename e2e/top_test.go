@@ -157,7 +157,13 @@ func TestTop(t *testing.T) {
 	eve.SetState("ready")
 	top.waitFor(t, 10*time.Second, `alpha/eve +ready`)
 	top.press("d")
-	top.waitFor(t, 20*time.Second, `deliver alpha: 1 of 1 delivered`)
+	delivered := `deliver alpha: 1 of 1 delivered`
+	if harness.DaemonMode() {
+		// The daemon delivers to an agent it sees become ready, by
+		// itself: d may find nothing left. Once, either way.
+		delivered = `deliver alpha: (1 of 1 delivered|nothing to deliver)`
+	}
+	top.waitFor(t, 20*time.Second, delivered)
 	wantReceived(t, eve, harness.Submitted(kept.ID, "please look at PR 12"))
 	top.waitFor(t, 10*time.Second, kept.ID+` +alpha/eve +tester +submitted`)
 	top.press("d")

@@ -255,6 +255,13 @@ func (d *Daemon) watchAgents(ctx context.Context) {
 // passLimit bounds a deliver pass the daemon starts by itself.
 const passLimit = 30 * time.Second
 
+// passReady bounds a pass's wait for each agent to be ready. The daemon
+// starts a pass when it sees an agent become ready, so one that is not
+// ready now gets another pass when it is: waiting longer would only keep
+// its message marked typing (and shown so by top and the events) while
+// it sat behind a dialog.
+const passReady = 2 * time.Second
+
 // deliverSoon starts a deliver pass over team ("" every team) on the
 // server at socket, unless one of the daemon's own runs there now: the
 // passes of a team take turns with every other agentmsg's (a turn-end
@@ -278,6 +285,6 @@ func (d *Daemon) deliverSoon(socket, team string) {
 		if err != nil {
 			return
 		}
-		_, _ = svc.Deliver(d.ctx, service.DeliverRequest{Team: team, TakeTurns: true, Limit: passLimit, LeaveSelf: true})
+		_, _ = svc.Deliver(d.ctx, service.DeliverRequest{Team: team, TakeTurns: true, Limit: passLimit, ReadyTimeout: passReady, LeaveSelf: true})
 	}()
 }

@@ -37,9 +37,17 @@ func (r *round) drain() error {
 	r.quiesce()
 	r.note("drain: Enter in every pane")
 	for _, a := range r.w.agents {
-		a.srv.Server.PressKeys(a.Pane(), "Enter") // an agent that exited has no pane to press in
-		for _, d := range a.extras {
-			a.srv.Server.PressKeys(d.pane, "Enter")
+		for _, pane := range append([]string{a.Pane()}, a.extraPanes()...) {
+			if showsDialog(a, pane) {
+				// The person's Enter would answer it: a stand-in restarted
+				// by the round read its last cue again. Closed first.
+				r.dialogs[a] = true // so that cue waits for it to close
+				if err := r.cue(a, "ready"); err != nil || showsDialog(a, pane) {
+					r.note("drain: %s still shows a dialog; no Enter", a.label())
+					continue
+				}
+			}
+			a.srv.Server.PressKeys(pane, "Enter") // an agent that exited has no pane to press in
 		}
 	}
 	for range 2 {

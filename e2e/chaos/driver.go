@@ -82,6 +82,12 @@ func (r *round) do(i int, st step) error {
 	case stepDraft:
 		a := w.agents[st.agent]
 		text := draftText(st.draft)
+		if showsDialog(a, a.Pane()) {
+			// A person types a draft into a box, not into a dialog: keys
+			// there are counted against agentmsg.
+			r.note("  draft skipped: %s shows a dialog", a.label())
+			return nil
+		}
 		a.prog.Drafts = append(a.prog.Drafts, text)
 		return a.srv.Server.TypeLiteral(a.Pane(), text)
 	case stepEnter:
@@ -141,7 +147,7 @@ func (r *round) cue(a *agent, state string) error {
 		if err != nil {
 			return err
 		}
-		if strings.Contains(screen, "Do you want to proceed?") == (state == "dialog") {
+		if strings.Contains(screen, dialogCue) == (state == "dialog") {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -149,6 +155,16 @@ func (r *round) cue(a *agent, state string) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// dialogCue is what a stand-in's dialog shows.
+const dialogCue = "Do you want to proceed?"
+
+// showsDialog reports whether pane (a's or one beside it) shows a
+// stand-in's dialog now.
+func showsDialog(a *agent, pane string) bool {
+	screen, err := a.srv.Server.Capture(pane)
+	return err == nil && strings.Contains(screen, dialogCue)
 }
 
 func (r *round) selectPane(a *agent, pick int) error {

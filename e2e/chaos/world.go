@@ -547,3 +547,12 @@ func (w *world) Close() error {
 	errs = append(errs, os.RemoveAll(w.home))
 	return errors.Join(errs...)
 }
+
+// extraPanes are the panes of the programs beside a.
+func (a *agent) extraPanes() []string {
+	var panes []string
+	for _, d := range a.extras {
+		panes = append(panes, d.pane)
+	}
+	return panes
+}
