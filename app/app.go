@@ -124,9 +124,9 @@ func (e Env) Locks() lock.Dir {
 }
 
 // Dispatcher builds the dispatcher of the caller's server: its profiles
-// (kind, when set, reads every pane as that profile: spawn --agent), its
-// pane choices, the mailbox's registry (store may be nil), the hooks'
-// receipts, the locks beside the socket.
+// (what spawn --agent registered reads that agent's pane), its pane
+// choices, the mailbox's registry (store may be nil), the hooks' receipts,
+// the locks beside the socket.
 func (e Env) Dispatcher(store *mailbox.Store) (*dispatch.Dispatcher, error) {
 	s := e.Config.Settings
 	server, err := e.Server()
@@ -164,7 +164,7 @@ func (e Env) Dispatcher(store *mailbox.Store) (*dispatch.Dispatcher, error) {
 		Profile:     pick,
 		Known:       knownAgent(profiles),
 		Received:    received(mailbox.DefaultRoot(e.LookupEnv), server),
-		Registered:  registeredPane(store, server),
+		Registered:  registeredPane(store, server, profiles),
 		PaneFor:     func(t target.Target) string { return e.Config.Panes[t.String()] },
 		Tmux:        client,
 		Locks:       lock.ForServer(server.Socket, e.Locks()),
@@ -194,9 +194,10 @@ func knownAgent(profiles []profile.Profile) func(tmux.Pane) (string, bool) {
 	}
 }
 
-// registeredPane is the pane spawn recorded for an agent on server, read
-// from the mailbox's registry.
-func registeredPane(store *mailbox.Store, server tmux.Server) func(target.Target) (dispatch.Registration, bool) {
+// registeredPane is the pane spawn recorded for an agent on server, and
+// the kind it was told (spawn --agent) with its profile, read from the
+// mailbox's registry.
+func registeredPane(store *mailbox.Store, server tmux.Server, profiles []profile.Profile) func(target.Target) (dispatch.Registration, bool) {
 	return func(t target.Target) (dispatch.Registration, bool) {
 		if store == nil {
 			return dispatch.Registration{}, false
@@ -209,7 +210,12 @@ func registeredPane(store *mailbox.Store, server tmux.Server) func(target.Target
 		if sock, err := tmux.CanonicalSocket(rec.Socket); err != nil || sock != server.Socket {
 			return dispatch.Registration{}, false
 		}
-		return dispatch.Registration{Pane: rec.Pane, PID: rec.PID}, true
+		reg := dispatch.Registration{Pane: rec.Pane, PID: rec.PID, Kind: rec.Kind}
+		if p, ok := profile.LookupIn(profiles, rec.Kind); ok && rec.Kind != "" {
+			ap := AgentProfile(p)
+			reg.Profile = &ap
+		}
+		return reg, true
 	}
 }
 

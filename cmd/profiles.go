@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/profile"
 )
 
 // profileError words a profile asked for by name that does not exist.
@@ -17,6 +18,11 @@ func profileError(err error) error {
 		return usagef("--agent %q: want one of %s", np.Name, strings.Join(np.Known, ", "))
 	}
 	return err
+}
+
+// builtinProfiles names the profiles agentmsg ships, for a flag's help.
+func builtinProfiles() string {
+	return strings.Join(app.ProfileNames(profile.Builtin()), ", ")
 }
 
 // agentFlags are the per-command flags about how the target agent behaves.
@@ -29,7 +35,7 @@ type agentFlags struct {
 }
 
 func (a *agentFlags) register(c *cobra.Command, delivers bool) {
-	c.Flags().StringVar(&a.kind, "agent", "", "the agent CLI's profile (claude, codex, gemini, qwen, aider, shell, generic, or one from the config file) instead of detecting it")
+	c.Flags().StringVar(&a.kind, "agent", "", "the profile to read the agent's screen with ("+builtinProfiles()+", or one from the config file) instead of the kind spawn registered or detecting it")
 	if delivers {
 		c.Flags().BoolVar(&a.whileBusy, "while-busy", false, "type into a busy agent that queues messages (Claude Code, Codex, Gemini, Qwen) instead of waiting for its turn to end: sooner, but a permission dialog that opens between agentmsg's last look and its keys would take them")
 		c.Flags().BoolVar(&a.waitIdle, "wait-idle", false, "wait for a busy agent's turn to end (the default; overrides --while-busy)")

@@ -94,17 +94,27 @@ type Call struct {
 	Pane string
 }
 
-// profile says how the agent in pane behaves: the call's choice, else
-// what the dispatcher detects.
-func (d *Dispatcher) profile(call Call, pane tmux.Pane, screen []string) (AgentProfile, string, bool) {
-	switch {
-	case call.Agent != nil:
+// profile says how the agent t in pane behaves: the call's choice, else
+// the kind spawn registered it as, else what the dispatcher detects. A
+// wrapper script's pane shows a shell as its command, and a REPL's an
+// interpreter: what spawn was told is worth more than either.
+func (d *Dispatcher) profile(call Call, t target.Target, pane tmux.Pane, screen []string) (AgentProfile, string, bool) {
+	if call.Agent != nil {
 		return *call.Agent, call.AgentWhy, true
-	case d.Profile != nil:
-		p, why := d.Profile(pane, screen)
-		return p, why, true
 	}
-	return AgentProfile{}, "", false
+	reg, ok := d.registered(t, pane)
+	kind := ok && reg.Kind != ""
+	if kind && reg.Profile != nil {
+		return *reg.Profile, fmt.Sprintf("registered as %s when spawned", reg.Kind), true
+	}
+	if d.Profile == nil {
+		return AgentProfile{}, "", false
+	}
+	p, why := d.Profile(pane, screen)
+	if kind {
+		why += fmt.Sprintf(" (spawned as %q, which no profile is now)", reg.Kind)
+	}
+	return p, why, true
 }
 
 // Outcome is what happened to one message for one target.
@@ -324,7 +334,7 @@ func (d *Dispatcher) Agents(ctx context.Context, team string, call Call) ([]Agen
 		}
 		reader := d.Opts.Reader
 		// Read as a send would: with the agent's own profile.
-		if p, _, ok := d.profile(call, a.pane, lines); ok {
+		if p, _, ok := d.profile(call, a.Target, a.pane, lines); ok {
 			out.Profile = p.Name
 			if p.Reader != nil {
 				reader = p.Reader
@@ -341,8 +351,9 @@ func (d *Dispatcher) Agents(ctx context.Context, team string, call Call) ([]Agen
 }
 
 // InBox is the id a message in t's input box starts with, as its profile
-// reads the box now: text of ours that waits there unsubmitted.
-func (d *Dispatcher) InBox(ctx context.Context, t target.Target) (message.ID, bool) {
+// (call's, else its own) reads the box now: text of ours that waits there
+// unsubmitted.
+func (d *Dispatcher) InBox(ctx context.Context, t target.Target, call Call) (message.ID, bool) {
 	r, err := d.Resolve(ctx, t, Call{IntoSelf: true})
 	if err != nil {
 		return "", false
@@ -354,7 +365,7 @@ func (d *Dispatcher) InBox(ctx context.Context, t target.Target) (message.ID, bo
 		}
 	}
 	reader := d.Opts.Reader
-	if p, _, ok := d.profile(Call{}, r.Pane, screen); ok && p.Reader != nil {
+	if p, _, ok := d.profile(call, t, r.Pane, screen); ok && p.Reader != nil {
 		reader = p.Reader
 	}
 	return message.Leading(reader.Read(screen).Box)
@@ -451,7 +462,7 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 		}
 	}
 	bracketed := false // what a program no profile describes is assumed to do
-	if p, why, ok := d.profile(call, pane, screen); ok {
+	if p, why, ok := d.profile(call, t, pane, screen); ok {
 		out.Profile, out.ProfileWhy = p.Name, why
 		opts = d.options(opts, p, call)
 		bracketed = p.BracketedPaste
