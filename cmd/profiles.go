@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -68,4 +69,33 @@ func (a *agentFlags) call(f *Factory) (dispatch.Call, error) {
 	}
 	call.Agent, call.AgentWhy = &ap, "--agent "+a.kind
 	return call, nil
+}
+
+// noPromptHint tells a sender whose agent shows no input box or prompt its
+// profile knows which profile that is and how to describe the program's
+// prompt; doctor suggests the pattern from the screen.
+func noPromptHint(w dispatch.Wait) string {
+	doctor := "agentmsg doctor " + orDash(w.Target.Team) + " " + w.Target.Agent()
+	lines := []string{
+		fmt.Sprintf("%s is read as profile %s (%s), which finds no input box or prompt on its screen.", w.Target, show(orDash(w.Profile)), show(w.ProfileWhy)),
+		fmt.Sprintf("If it reads lines after a prompt, describe the prompt in the config file (%s suggests one):", doctor),
+	}
+	lines = append(lines, promptProfile(w.Profile, w.Command, "PROMPT ")...)
+	lines = append(lines, "or read it as another profile: --agent NAME (spawn --agent NAME records one for the agent)")
+	return "  " + strings.Join(lines, "\n  ")
+}
+
+// promptProfile is a config file's profile for a program that reads lines
+// after prompt, run as command in a pane read as profile name.
+func promptProfile(name, command, prompt string) []string {
+	commands := fmt.Sprintf("%q", show(command))
+	if name == "shell" {
+		commands = `"SCRIPT"` // the script's name: the shell running it is every shell
+	}
+	return []string{
+		"  [profiles.NAME]",
+		`  base = "generic"`,
+		"  commands = [" + commands + "]",
+		"  prompt = '" + show(prompt) + "'",
+	}
 }

@@ -78,7 +78,7 @@ type Call struct {
 	// Force types into a pane that shows a shell prompt.
 	Force bool
 	// OnWait, when set, hears about every delivery that waits for its agent.
-	OnWait func(target.Target, delivery.Wait)
+	OnWait func(Wait)
 	// Resume: an earlier attempt may have typed the message, and got as far
 	// as Earlier (see delivery.Options).
 	Resume  bool
@@ -115,6 +115,14 @@ func (d *Dispatcher) profile(call Call, t target.Target, pane tmux.Pane, screen 
 		why += fmt.Sprintf(" (spawned as %q, which no profile is now)", reg.Kind)
 	}
 	return p, why, true
+}
+
+// Wait is a delivery waiting for its agent, and how the agent's screen
+// is read: its profile, why that one, and the pane's foreground command.
+type Wait struct {
+	delivery.Wait
+	Target                       target.Target
+	Profile, ProfileWhy, Command string
 }
 
 // Outcome is what happened to one message for one target.
@@ -441,9 +449,6 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 	if call.ReadyTimeout > 0 {
 		opts.ReadyTimeout = call.ReadyTimeout
 	}
-	if call.OnWait != nil {
-		opts.OnWait = func(w delivery.Wait) { call.OnWait(t, w) }
-	}
 	if d.Received != nil {
 		opts.Receipt = func(id message.ID) bool { return d.Received(id, pane) }
 	}
@@ -468,6 +473,12 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 		bracketed = p.BracketedPaste
 		if msg.Stored && tooLong(text, p) {
 			text, out.Pointer = Pointer(msg.ID, text), true
+		}
+	}
+	if call.OnWait != nil {
+		name, why := out.Profile, out.ProfileWhy
+		opts.OnWait = func(w delivery.Wait) {
+			call.OnWait(Wait{Wait: w, Target: t, Profile: name, ProfileWhy: why, Command: pane.Command})
 		}
 	}
 	if pane.BracketedPaste != tmux.PasteUnknown {

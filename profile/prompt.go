@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentmsg/agentmsg/delivery"
 )
@@ -87,4 +89,25 @@ func (p Prompt) box(row string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// SuggestPrompt guesses a prompt pattern from a screen whose last row may
+// be a program's empty prompt ("my>", ">>>", "(Pdb)"): short, and ending
+// in a mark rather than a letter or digit. The row is quoted, and its
+// trailing space, trimmed from the screen, put back.
+func SuggestPrompt(screen []string) (string, bool) {
+	lines := trimScreen(screen)
+	if len(lines) == 0 {
+		return "", false
+	}
+	row := strings.TrimLeft(lines[len(lines)-1], " ")
+	last, _ := utf8.DecodeLastRuneInString(row)
+	if row == "" || utf8.RuneCountInString(row) > 24 || unicode.IsLetter(last) || unicode.IsDigit(last) || isShellPrompt(row) {
+		return "", false
+	}
+	pattern := regexp.QuoteMeta(row) + " "
+	if _, err := NewPrompt(pattern); err != nil {
+		return "", false
+	}
+	return pattern, true
 }

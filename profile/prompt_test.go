@@ -201,3 +201,28 @@ func TestDetectPromptPrograms(t *testing.T) {
 		}
 	}
 }
+
+func TestSuggestPrompt(t *testing.T) {
+	for _, tt := range []struct {
+		screen []string
+		want   string
+	}{
+		{[]string{"hello", "my> ", ""}, "my> "},
+		{[]string{">>>"}, ">>> "},
+		{[]string{"(Pdb)"}, `\(Pdb\) `},
+		{[]string{"a long line of output from the program."}, ""},
+		{[]string{"working on step 3"}, ""},
+		{[]string{"user@host:~$ "}, ""},
+		{nil, ""},
+	} {
+		got, ok := SuggestPrompt(tt.screen)
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("SuggestPrompt(%q) = %q, %v; want %q", tt.screen, got, ok, tt.want)
+		}
+		if ok {
+			if rd := mustPrompt(got).Read(tt.screen); rd.State != delivery.Ready {
+				t.Errorf("the suggestion %q reads %q as %s", got, tt.screen, rd.State)
+			}
+		}
+	}
+}
