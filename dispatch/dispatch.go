@@ -494,6 +494,11 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 			text = strings.Join(strings.Fields(text), " ")
 		}
 	}
+	if !bracketed {
+		// Every pasted character is a key too: a tab asks a readline
+		// prompt (python3's) to complete, and is lost.
+		text = strings.ReplaceAll(text, "\t", "    ")
+	}
 	if !pane.InMode {
 		opts.Screen = screen // read with the pane, a moment ago
 	}

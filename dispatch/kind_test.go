@@ -56,3 +56,40 @@ func TestTheRegisteredKindReadsThePane(t *testing.T) {
 		t.Errorf("unknown kind: %s (%s)", in.Profile.Name, in.Why)
 	}
 }
+
+// pasteOff is the fake server whose panes say (as tmux 3.7 does) that
+// their program has not turned bracketed paste on.
+type pasteOff struct{ tmux.Client }
+
+func (s pasteOff) off(panes []tmux.Pane, err error) ([]tmux.Pane, error) {
+	for i := range panes {
+		panes[i].BracketedPaste = tmux.PasteOff
+	}
+	return panes, err
+}
+func (s pasteOff) SessionPanes(ctx context.Context, session string) ([]tmux.Pane, error) {
+	return s.off(s.Client.SessionPanes(ctx, session))
+}
+func (s pasteOff) ListPanes(ctx context.Context) ([]tmux.Pane, error) {
+	return s.off(s.Client.ListPanes(ctx))
+}
+func (s pasteOff) Pinned(tmux.Pane) tmux.Client { return s }
+
+// Without bracketed paste every pasted character is a key: a tab asks a
+// readline prompt (python3's) to complete, and is lost. It goes as
+// spaces. On main python3 read "MSG_…: atab" for "a\ttab", and the send
+// said submitted (the box's text is compared without its whitespace).
+func TestNoTabsWithoutBracketedPaste(t *testing.T) {
+	s := faketmux.New("agent-alpha-ana")
+	d := newDispatcher(s)
+	d.Tmux = pasteOff{s}
+	out := send(d, mustTarget(t, "alpha", "ana"), "LEAD", "a\ttab")
+	if got := s.Received("agent-alpha-ana"); !out.OK() || len(got) != 1 || got[0] != string(out.ID)+": a    tab" {
+		t.Fatalf("received %q (%s, %v); want the tab as four spaces", got, out.Verdict, out.Err)
+	}
+	d.Tmux = s // bracketed paste on: the tab stays
+	out = send(d, mustTarget(t, "alpha", "ana"), "LEAD", "a\ttab")
+	if got := s.Received("agent-alpha-ana"); !out.OK() || got[1] != string(out.ID)+": a\ttab" {
+		t.Fatalf("received %q (%s, %v); want the tab kept", got, out.Verdict, out.Err)
+	}
+}
