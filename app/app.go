@@ -185,12 +185,13 @@ func received(root string, server tmux.Server) func(message.ID, tmux.Pane) bool 
 
 // knownAgent says whether a pane runs an agent CLI that profiles know, by
 // its foreground command and processes: what tells the agent's pane from a
-// shell or a dev server beside it.
+// shell, a dev server or a python3 REPL beside it (the builtin python
+// profile reads any python3, an agent or not).
 func knownAgent(profiles []profile.Profile) func(tmux.Pane) (string, bool) {
 	return func(pane tmux.Pane) (string, bool) {
 		procs := func() [][]string { return profile.Procs{}.Foreground(pane.PID) }
 		p, _ := profile.DetectPane(profiles, profile.Pane{Command: pane.Command, Procs: procs}, nil)
-		return p.Name, p.Name != "generic" && p.Name != "shell"
+		return p.Name, p.Name != "generic" && p.Name != "shell" && p.Name != "python"
 	}
 }
 
