@@ -125,9 +125,9 @@ func (e Env) Locks() lock.Dir {
 }
 
 // Dispatcher builds the dispatcher of the caller's server: its profiles
-// (kind, when set, reads every pane as that profile: spawn --agent), its
-// pane choices, the mailbox's registry (store may be nil), the hooks'
-// receipts, the locks beside the socket.
+// (what spawn --agent registered reads that agent's pane), its pane
+// choices, the mailbox's registry (store may be nil), the hooks' receipts,
+// the locks beside the socket.
 func (e Env) Dispatcher(store *mailbox.Store) (*dispatch.Dispatcher, error) {
 	s := e.Config.Settings
 	server, err := e.Server()
@@ -165,7 +165,7 @@ func (e Env) Dispatcher(store *mailbox.Store) (*dispatch.Dispatcher, error) {
 		Profile:     pick,
 		Known:       knownAgent(profiles),
 		Received:    received(mailbox.DefaultRoot(e.LookupEnv), server),
-		Registered:  registeredPane(store, server),
+		Registered:  registeredPane(store, server, profiles),
 		PaneFor:     func(t target.Target) string { return e.Config.Panes[t.String()] },
 		Tmux:        client,
 		Locks:       lock.ForServer(server.Socket, e.Locks()),
@@ -186,18 +186,20 @@ func received(root string, server tmux.Server) func(message.ID, tmux.Pane) bool 
 
 // knownAgent says whether a pane runs an agent CLI that profiles know, by
 // its foreground command and processes: what tells the agent's pane from a
-// shell or a dev server beside it.
+// shell, a dev server or a python3 REPL beside it (the builtin python
+// profile reads any python3, an agent or not).
 func knownAgent(profiles []profile.Profile) func(tmux.Pane) (string, bool) {
 	return func(pane tmux.Pane) (string, bool) {
 		procs := func() [][]string { return profile.Procs{}.Foreground(pane.PID) }
 		p, _ := profile.DetectPane(profiles, profile.Pane{Command: pane.Command, Procs: procs}, nil)
-		return p.Name, p.Name != "generic" && p.Name != "shell"
+		return p.Name, p.Name != "generic" && p.Name != "shell" && p.Name != "python"
 	}
 }
 
-// registeredPane is the pane spawn recorded for an agent on server, read
-// from the mailbox's registry.
-func registeredPane(store *mailbox.Store, server tmux.Server) func(target.Target) (dispatch.Registration, bool) {
+// registeredPane is the pane spawn recorded for an agent on server, and
+// the kind it was told (spawn --agent) with its profile, read from the
+// mailbox's registry.
+func registeredPane(store *mailbox.Store, server tmux.Server, profiles []profile.Profile) func(target.Target) (dispatch.Registration, bool) {
 	return func(t target.Target) (dispatch.Registration, bool) {
 		if store == nil {
 			return dispatch.Registration{}, false
@@ -210,7 +212,12 @@ func registeredPane(store *mailbox.Store, server tmux.Server) func(target.Target
 		if sock, err := tmux.CanonicalSocket(rec.Socket); err != nil || sock != server.Socket {
 			return dispatch.Registration{}, false
 		}
-		return dispatch.Registration{Pane: rec.Pane, PID: rec.PID}, true
+		reg := dispatch.Registration{Pane: rec.Pane, PID: rec.PID, Kind: rec.Kind}
+		if p, ok := profile.LookupIn(profiles, rec.Kind); ok && rec.Kind != "" {
+			ap := AgentProfile(p)
+			reg.Profile = &ap
+		}
+		return reg, true
 	}
 }
 

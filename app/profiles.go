@@ -21,7 +21,7 @@ func Profiles(cfg *config.Loaded) ([]profile.Profile, error) {
 	overrides := make(map[string]profile.Override, len(cfg.Profiles))
 	for name, p := range cfg.Profiles {
 		o := profile.Override{Base: p.Base, Commands: p.Commands, Queues: p.Queues, BracketedPaste: p.BracketedPaste, FoldBytes: p.FoldBytes, FoldLines: p.FoldLines,
-			ReadyPattern: p.Ready, BusyPattern: p.Busy, DialogPattern: p.Dialog, PlaceholderPattern: p.Placeholder}
+			PromptPattern: p.Prompt, ReadyPattern: p.Ready, BusyPattern: p.Busy, DialogPattern: p.Dialog, PlaceholderPattern: p.Placeholder}
 		if p.Settle != "" {
 			d, err := time.ParseDuration(p.Settle) // checked by config already
 			if err != nil {

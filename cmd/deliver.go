@@ -27,6 +27,7 @@ type DeliverOptions struct {
 	// TurnEnd is the pass an agent's turn-end hook runs: the caller's
 	// team, taking turns with the others, within TurnEndLimit.
 	TurnEnd bool
+	Agent   agentFlags // --agent
 }
 
 // TurnEndLimit bounds a turn-end hook's deliver (and its wait for the pass
@@ -86,16 +87,21 @@ Each pass waits at most --ready-timeout per agent (default for deliver: 1s).`,
 	c.Flags().BoolVar(&opts.Watch, "watch", false, "keep delivering until interrupted")
 	c.Flags().DurationVar(&opts.Every, "every", opts.Every, "with --watch, the time between passes")
 	c.Flags().BoolVar(&opts.TurnEnd, "turn-end", false, "the pass of an agent's turn-end hook: its team, one at a time, within "+TurnEndLimit.String())
+	opts.Agent.register(c, false)
 	return c
 }
 
 func deliverRun(ctx context.Context, opts *DeliverOptions) error {
 	f := opts.F
+	call, err := opts.Agent.call(f)
+	if err != nil {
+		return err
+	}
 	svc, err := f.Service(ctx)
 	if err != nil {
 		return err
 	}
-	req := service.DeliverRequest{Team: opts.Team, ReadyTimeout: opts.ReadyTimeout}
+	req := service.DeliverRequest{Team: opts.Team, ReadyTimeout: opts.ReadyTimeout, Agent: call.Agent, AgentWhy: call.AgentWhy}
 	if opts.TurnEnd {
 		if req.Team == "" {
 			req.Team = svc.Team

@@ -95,6 +95,9 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 			"queued": in.Reading.Queued, "shell": in.Reading.Shell,
 			"would": would, "probe_ms": probeMS, "exit_code": ExitOK,
 		}
+		if suggested, ok := profile.SuggestPrompt(in.Screen); ok && promptAdvice(in) != nil {
+			doc["suggested_prompt"] = suggested
+		}
 		var panes []map[string]any
 		for _, p := range in.Panes {
 			panes = append(panes, map[string]any{"pane": p.ID, "address": dispatch.PaneAddress(p), "window": p.WindowName,
@@ -164,6 +167,9 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 		}
 	}
 	fmt.Fprintf(w, "a send would: %s\n", show(would))
+	if advice := promptAdvice(in); advice != nil {
+		fmt.Fprintf(w, "advice    %s\n", strings.Join(advice, "\n          "))
+	}
 	if len(in.Probe) > 0 {
 		p := slices.Clone(in.Probe)
 		slices.Sort(p)
@@ -234,4 +240,22 @@ func settleWhy(p dispatch.AgentProfile) string {
 		return "none: the text on screen is proof the program took it"
 	}
 	return "set in the config file"
+}
+
+// promptAdvice, for a screen with no input box or prompt its profile
+// knows, is how to describe the program's prompt: from its last row when
+// that looks like an empty prompt. Nil for any other screen.
+func promptAdvice(in dispatch.Inspection) []string {
+	if !in.Found || in.PaneErr != nil || in.Reading.State != delivery.Unknown || in.Reading.Shell {
+		return nil
+	}
+	prompt, ok := profile.SuggestPrompt(in.Screen)
+	if !ok {
+		prompt = "PROMPT "
+	}
+	advice := []string{
+		fmt.Sprintf("profile %s finds no input box or prompt on this screen. If the program reads lines after a prompt, describe it in the config file:", show(in.Profile.Name)),
+	}
+	advice = append(advice, promptProfile(in.Profile.Name, in.Pane.Command, prompt)...)
+	return append(advice, "or read it as another profile: --agent NAME (spawn --agent NAME records one for the agent)")
 }

@@ -22,12 +22,14 @@ type ListOptions struct {
 	// Mailbox says, for a team with no sessions, whether it exists at all.
 	Mailbox func() (*mailbox.Store, error)
 	Team    string
+	Factory *Factory   // --agent's profiles come from its config
+	Agent   agentFlags // --agent
 }
 
 func NewCmdList(f *Factory, runF func(context.Context, *ListOptions) error) *cobra.Command {
 	opts := &ListOptions{IO: f.IO, Dispatcher: f.Dispatcher, JSON: func() bool { return f.JSON },
-		Mailbox: func() (*mailbox.Store, error) { return f.Mailbox() }}
-	return &cobra.Command{
+		Mailbox: func() (*mailbox.Store, error) { return f.Mailbox() }, Factory: f}
+	c := &cobra.Command{
 		Use:   "list [TEAM]",
 		Short: "Show the agents on the tmux server and the state of each one's input box",
 		Long: `List shows every agent session (agent-<team>-<name>, agent-<team>-<name>-<n>,
@@ -39,6 +41,9 @@ command and the state its screen shows now:
   dialog   a permission, trust or selection dialog is open
   draft    the input box holds text (a person typing)
   unknown  no input box at the bottom of the screen
+
+PROFILE is how the screen was read: --agent, else the kind spawn registered
+(spawn --agent), else what the pane's command, processes and screen say.
 
 Sessions that are not named like agents are left out.`,
 		Example: `  agentmsg list
@@ -59,6 +64,8 @@ Sessions that are not named like agents are left out.`,
 			return listRun(c.Context(), opts)
 		},
 	}
+	opts.Agent.register(c, false)
+	return c
 }
 
 func listRun(ctx context.Context, opts *ListOptions) error {
@@ -66,7 +73,11 @@ func listRun(ctx context.Context, opts *ListOptions) error {
 	if err != nil {
 		return err
 	}
-	agents, err := d.Agents(ctx, opts.Team, dispatch.Call{})
+	call, err := opts.Agent.call(opts.Factory)
+	if err != nil {
+		return err
+	}
+	agents, err := d.Agents(ctx, opts.Team, call)
 	if err != nil {
 		return err
 	}
@@ -93,14 +104,14 @@ func listRun(ctx context.Context, opts *ListOptions) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TEAM\tAGENT\tSESSION\tPANE\tCOMMAND\tSTATE\tDETAIL")
+	fmt.Fprintln(tw, "TEAM\tAGENT\tSESSION\tPANE\tCOMMAND\tSTATE\tPROFILE\tDETAIL")
 	for _, a := range agents {
 		team := a.Target.Team
 		if team == "" {
 			team = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", team, a.Target.Agent(), a.Target.Session, show(a.Pane.ID), show(a.Pane.Command),
-			show(string(a.State)), show(a.Detail))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", team, a.Target.Agent(), a.Target.Session, show(a.Pane.ID), show(a.Pane.Command),
+			show(string(a.State)), show(orDash(a.Profile)), show(a.Detail))
 	}
 	return tw.Flush()
 }

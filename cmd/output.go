@@ -12,7 +12,6 @@ import (
 	"github.com/agentmsg/agentmsg/internal/shell"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
-	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )
 
@@ -105,19 +104,29 @@ type waitPrinter struct {
 	w      io.Writer
 	inline bool
 	last   map[string]delivery.State
+	hinted map[string]bool // the targets told how to describe a prompt
 	dirty  bool
 }
 
 func newWaitPrinter(w io.Writer, inline bool) *waitPrinter {
-	return &waitPrinter{w: w, inline: inline, last: map[string]delivery.State{}}
+	return &waitPrinter{w: w, inline: inline, last: map[string]delivery.State{}, hinted: map[string]bool{}}
 }
 
-func (p *waitPrinter) wait(t target.Target, w delivery.Wait) {
+func (p *waitPrinter) wait(w dispatch.Wait) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	t := w.Target
 	line := fmt.Sprintf("waiting for %s: %s", t, w.State)
 	if w.Detail != "" {
 		line += " (" + show(w.Detail) + ")"
+	}
+	if w.State == delivery.Unknown && !p.hinted[t.Session] {
+		// Said at once: waiting will not teach the profile a prompt.
+		p.hinted[t.Session] = true
+		if p.dirty {
+			fmt.Fprint(p.w, "\r\033[K")
+		}
+		fmt.Fprintln(p.w, noPromptHint(w))
 	}
 	if p.inline {
 		fmt.Fprintf(p.w, "\r\033[K%s %s", line, w.Waited.Round(time.Second))

@@ -2,12 +2,14 @@ package cmd
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/profile"
 )
 
 // profileError words a profile asked for by name that does not exist.
@@ -17,6 +19,11 @@ func profileError(err error) error {
 		return usagef("--agent %q: want one of %s", np.Name, strings.Join(np.Known, ", "))
 	}
 	return err
+}
+
+// builtinProfiles names the profiles agentmsg ships, for a flag's help.
+func builtinProfiles() string {
+	return strings.Join(app.ProfileNames(profile.Builtin()), ", ")
 }
 
 // agentFlags are the per-command flags about how the target agent behaves.
@@ -29,7 +36,7 @@ type agentFlags struct {
 }
 
 func (a *agentFlags) register(c *cobra.Command, delivers bool) {
-	c.Flags().StringVar(&a.kind, "agent", "", "the agent CLI's profile (claude, codex, gemini, qwen, aider, shell, generic, or one from the config file) instead of detecting it")
+	c.Flags().StringVar(&a.kind, "agent", "", "the profile to read the agent's screen with ("+builtinProfiles()+", or one from the config file) instead of the kind spawn registered or detecting it")
 	if delivers {
 		c.Flags().BoolVar(&a.whileBusy, "while-busy", false, "type into a busy agent that queues messages (Claude Code, Codex, Gemini, Qwen) instead of waiting for its turn to end: sooner, but a permission dialog that opens between agentmsg's last look and its keys would take them")
 		c.Flags().BoolVar(&a.waitIdle, "wait-idle", false, "wait for a busy agent's turn to end (the default; overrides --while-busy)")
@@ -62,4 +69,33 @@ func (a *agentFlags) call(f *Factory) (dispatch.Call, error) {
 	}
 	call.Agent, call.AgentWhy = &ap, "--agent "+a.kind
 	return call, nil
+}
+
+// noPromptHint tells a sender whose agent shows no input box or prompt its
+// profile knows which profile that is and how to describe the program's
+// prompt; doctor suggests the pattern from the screen.
+func noPromptHint(w dispatch.Wait) string {
+	doctor := "agentmsg doctor " + orDash(w.Target.Team) + " " + w.Target.Agent()
+	lines := []string{
+		fmt.Sprintf("%s is read as profile %s (%s), which finds no input box or prompt on its screen.", w.Target, show(orDash(w.Profile)), show(w.ProfileWhy)),
+		fmt.Sprintf("If it reads lines after a prompt, describe the prompt in the config file (%s suggests one):", doctor),
+	}
+	lines = append(lines, promptProfile(w.Profile, w.Command, "PROMPT ")...)
+	lines = append(lines, "or read it as another profile: --agent NAME (spawn --agent NAME records one for the agent)")
+	return "  " + strings.Join(lines, "\n  ")
+}
+
+// promptProfile is a config file's profile for a program that reads lines
+// after prompt, run as command in a pane read as profile name.
+func promptProfile(name, command, prompt string) []string {
+	commands := fmt.Sprintf("%q", show(command))
+	if name == "shell" {
+		commands = `"SCRIPT"` // the script's name: the shell running it is every shell
+	}
+	return []string{
+		"  [profiles.NAME]",
+		`  base = "generic"`,
+		"  commands = [" + commands + "]",
+		"  prompt = '" + show(prompt) + "'",
+	}
 }

@@ -88,7 +88,7 @@ agentmsg kill first, or pick another --instance.
 	fl := c.Flags()
 	fl.StringVar(&opts.Request.Instance, "instance", "", "instance of NAME: session agent-TEAM-NAME-I (letters and digits)")
 	fl.StringVar(&opts.Request.Dir, "cwd", "", "working directory of the agent (default: the current one)")
-	fl.StringVar(&opts.Request.Agent, "agent", "", "the agent CLI it runs (claude, codex, gemini, qwen, aider, shell, generic, or one from the config file), for the registry")
+	fl.StringVar(&opts.Request.Agent, "agent", "", "the profile of the agent CLI or program it runs ("+builtinProfiles()+", or one from the config file): recorded in the registry, and every send, deliver, list and doctor reads its pane with it")
 	fl.StringArrayVar(&opts.Request.Env, "env", nil, "extra environment KEY=VALUE for the agent (repeatable)")
 	return c
 }

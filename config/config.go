@@ -569,6 +569,9 @@ type ProfileSettings struct {
 	BracketedPaste *bool `toml:"bracketed_paste" json:"bracketed_paste,omitempty"`
 	FoldBytes      *int  `toml:"fold_bytes" json:"fold_bytes,omitempty"`
 	FoldLines      *int  `toml:"fold_lines" json:"fold_lines,omitempty"`
+	// Prompt: a regular expression for the prompt of a program that reads
+	// lines (a REPL, a read loop), matched at the start of the last row.
+	Prompt string `toml:"prompt" json:"prompt,omitempty"`
 	// Regular expressions matched against the bottom rows of the screen.
 	Ready       string `toml:"ready" json:"ready,omitempty"`
 	Busy        string `toml:"busy" json:"busy,omitempty"`
@@ -583,7 +586,7 @@ func (l *Loaded) loadProfiles(md toml.MetaData, prim toml.Primitive, path string
 	}
 	for _, k := range md.Undecoded() {
 		if len(k) > 0 && k[0] == "profiles" {
-			return invalidf("%s: unknown key %q in [profiles]; known: base, commands, settle, queues, bracketed_paste, fold_bytes, fold_lines, ready, busy, dialog, placeholder", path, k.String())
+			return invalidf("%s: unknown key %q in [profiles]; known: base, commands, settle, queues, bracketed_paste, fold_bytes, fold_lines, prompt, ready, busy, dialog, placeholder", path, k.String())
 		}
 	}
 	for name, p := range profiles {

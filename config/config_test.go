@@ -442,6 +442,10 @@ commands = ["mycli", "mycli-beta"]
 queues = true
 fold_bytes = 2000
 ready = '^\$ $'
+
+[profiles.myrepl]
+base = "generic"
+prompt = 'my> '
 `, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -452,6 +456,9 @@ ready = '^\$ $'
 	my := l.Profiles["mycli"]
 	if my.Base != "generic" || len(my.Commands) != 2 || my.Queues == nil || !*my.Queues || *my.FoldBytes != 2000 || my.Ready != `^\$ $` {
 		t.Errorf("mycli = %+v", my)
+	}
+	if l.Profiles["myrepl"].Prompt != "my> " {
+		t.Errorf("myrepl = %+v", l.Profiles["myrepl"])
 	}
 	for body, want := range map[string]string{
 		"[profiles.x]\nspeed = 1\n":             "unknown key",

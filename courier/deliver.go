@@ -151,7 +151,7 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 		return nil, err
 	}
 	if typing {
-		boxFirst(ctx, c.Dispatch, t, batch.Envelopes)
+		boxFirst(ctx, c.Dispatch, t, call, batch.Envelopes)
 	}
 	var out []Typing
 	for _, env := range batch.Envelopes {
@@ -210,8 +210,8 @@ func (c *Courier) onServer(ctx context.Context, t target.Target, listed *map[str
 // (the box is not empty, so they would wait for ever, and it behind them),
 // and submitting it is all it needs; the agent then gets it first, as the
 // text it was already shown.
-func boxFirst(ctx context.Context, d *dispatch.Dispatcher, t target.Target, envs []mailbox.Envelope) {
-	id, ok := d.InBox(ctx, t)
+func boxFirst(ctx context.Context, d *dispatch.Dispatcher, t target.Target, call dispatch.Call, envs []mailbox.Envelope) {
+	id, ok := d.InBox(ctx, t, call)
 	if !ok {
 		return
 	}

@@ -78,7 +78,7 @@ type Call struct {
 	// Force types into a pane that shows a shell prompt.
 	Force bool
 	// OnWait, when set, hears about every delivery that waits for its agent.
-	OnWait func(target.Target, delivery.Wait)
+	OnWait func(Wait)
 	// Resume: an earlier attempt may have typed the message, and got as far
 	// as Earlier (see delivery.Options).
 	Resume  bool
@@ -94,17 +94,35 @@ type Call struct {
 	Pane string
 }
 
-// profile says how the agent in pane behaves: the call's choice, else
-// what the dispatcher detects.
-func (d *Dispatcher) profile(call Call, pane tmux.Pane, screen []string) (AgentProfile, string, bool) {
-	switch {
-	case call.Agent != nil:
+// profile says how the agent t in pane behaves: the call's choice, else
+// the kind spawn registered it as, else what the dispatcher detects. A
+// wrapper script's pane shows a shell as its command, and a REPL's an
+// interpreter: what spawn was told is worth more than either.
+func (d *Dispatcher) profile(call Call, t target.Target, pane tmux.Pane, screen []string) (AgentProfile, string, bool) {
+	if call.Agent != nil {
 		return *call.Agent, call.AgentWhy, true
-	case d.Profile != nil:
-		p, why := d.Profile(pane, screen)
-		return p, why, true
 	}
-	return AgentProfile{}, "", false
+	reg, ok := d.registered(t, pane)
+	kind := ok && reg.Kind != ""
+	if kind && reg.Profile != nil {
+		return *reg.Profile, fmt.Sprintf("registered as %s when spawned", reg.Kind), true
+	}
+	if d.Profile == nil {
+		return AgentProfile{}, "", false
+	}
+	p, why := d.Profile(pane, screen)
+	if kind {
+		why += fmt.Sprintf(" (spawned as %q, which no profile is now)", reg.Kind)
+	}
+	return p, why, true
+}
+
+// Wait is a delivery waiting for its agent, and how the agent's screen
+// is read: its profile, why that one, and the pane's foreground command.
+type Wait struct {
+	delivery.Wait
+	Target                       target.Target
+	Profile, ProfileWhy, Command string
 }
 
 // Outcome is what happened to one message for one target.
@@ -324,7 +342,7 @@ func (d *Dispatcher) Agents(ctx context.Context, team string, call Call) ([]Agen
 		}
 		reader := d.Opts.Reader
 		// Read as a send would: with the agent's own profile.
-		if p, _, ok := d.profile(call, a.pane, lines); ok {
+		if p, _, ok := d.profile(call, a.Target, a.pane, lines); ok {
 			out.Profile = p.Name
 			if p.Reader != nil {
 				reader = p.Reader
@@ -341,8 +359,9 @@ func (d *Dispatcher) Agents(ctx context.Context, team string, call Call) ([]Agen
 }
 
 // InBox is the id a message in t's input box starts with, as its profile
-// reads the box now: text of ours that waits there unsubmitted.
-func (d *Dispatcher) InBox(ctx context.Context, t target.Target) (message.ID, bool) {
+// (call's, else its own) reads the box now: text of ours that waits there
+// unsubmitted.
+func (d *Dispatcher) InBox(ctx context.Context, t target.Target, call Call) (message.ID, bool) {
 	r, err := d.Resolve(ctx, t, Call{IntoSelf: true})
 	if err != nil {
 		return "", false
@@ -354,7 +373,7 @@ func (d *Dispatcher) InBox(ctx context.Context, t target.Target) (message.ID, bo
 		}
 	}
 	reader := d.Opts.Reader
-	if p, _, ok := d.profile(Call{}, r.Pane, screen); ok && p.Reader != nil {
+	if p, _, ok := d.profile(call, t, r.Pane, screen); ok && p.Reader != nil {
 		reader = p.Reader
 	}
 	return message.Leading(reader.Read(screen).Box)
@@ -430,9 +449,6 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 	if call.ReadyTimeout > 0 {
 		opts.ReadyTimeout = call.ReadyTimeout
 	}
-	if call.OnWait != nil {
-		opts.OnWait = func(w delivery.Wait) { call.OnWait(t, w) }
-	}
 	if d.Received != nil {
 		opts.Receipt = func(id message.ID) bool { return d.Received(id, pane) }
 	}
@@ -451,12 +467,18 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 		}
 	}
 	bracketed := false // what a program no profile describes is assumed to do
-	if p, why, ok := d.profile(call, pane, screen); ok {
+	if p, why, ok := d.profile(call, t, pane, screen); ok {
 		out.Profile, out.ProfileWhy = p.Name, why
 		opts = d.options(opts, p, call)
 		bracketed = p.BracketedPaste
 		if msg.Stored && tooLong(text, p) {
 			text, out.Pointer = Pointer(msg.ID, text), true
+		}
+	}
+	if call.OnWait != nil {
+		name, why := out.Profile, out.ProfileWhy
+		opts.OnWait = func(w delivery.Wait) {
+			call.OnWait(Wait{Wait: w, Target: t, Profile: name, ProfileWhy: why, Command: pane.Command})
 		}
 	}
 	if pane.BracketedPaste != tmux.PasteUnknown {
@@ -471,6 +493,11 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 		} else {
 			text = strings.Join(strings.Fields(text), " ")
 		}
+	}
+	if !bracketed {
+		// Every pasted character is a key too: a tab asks a readline
+		// prompt (python3's) to complete, and is lost.
+		text = strings.ReplaceAll(text, "\t", "    ")
 	}
 	if len(text) > cookedLineMax && !bracketed && msg.Stored {
 		// A program that reads its terminal a line at a time (no line

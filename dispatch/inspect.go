@@ -74,7 +74,7 @@ func (d *Dispatcher) Inspect(ctx context.Context, t target.Target, probe int, ca
 	in.Profile, in.Why = AgentProfile{Name: "generic"}, "no profiles configured"
 	opts := d.Opts
 	opts.Force = call.Force
-	if p, why, ok := d.profile(call, in.Pane, in.Screen); ok {
+	if p, why, ok := d.profile(call, t, in.Pane, in.Screen); ok {
 		in.Profile, in.Why = p, why
 		opts = d.options(opts, p, call)
 	}

@@ -54,6 +54,20 @@ func (e *PaneChoiceError) Example() string {
 type Registration struct {
 	Pane string
 	PID  int
+	// Kind is the agent CLI spawn was told the pane runs ("" not told),
+	// and Profile that profile (nil when no profile has the name now).
+	Kind    string
+	Profile *AgentProfile
+}
+
+// registered is what spawn recorded of t, while pane is the pane it
+// started (the same pane, running the same first process).
+func (d *Dispatcher) registered(t target.Target, pane tmux.Pane) (Registration, bool) {
+	if d.Registered == nil {
+		return Registration{}, false
+	}
+	reg, ok := d.Registered(t)
+	return reg, ok && reg.Pane == pane.ID && reg.PID == pane.PID
 }
 
 // choosePane picks t's pane among its session's panes: the one asked for

@@ -25,13 +25,20 @@ type Override struct {
 	BracketedPaste *bool
 	FoldBytes      *int
 	FoldLines      *int
+	// PromptPattern, when set, makes the profile read a program that
+	// asks for each line with a prompt (see Prompt): a regular expression
+	// that matches the prompt at the start of the last row. It replaces
+	// the base's reader; the patterns below refine it.
+	PromptPattern string
 	// Regular expressions matched against each of the bottom rows of the
-	// screen (trailing spaces trimmed), refining the base's reader:
+	// screen as it shows them (trailing spaces trimmed, then with one
+	// space put back), refining the base's reader:
 	//   DialogPattern: a match means a dialog is open (never type).
 	//   BusyPattern: a match means the agent is working.
 	//   PlaceholderPattern: a box text it matches is a placeholder, i.e. empty.
 	//   ReadyPattern: when the base reader finds no box, the bottom-most
-	//   matching row is an empty, ready prompt.
+	//   matching row is an empty, ready prompt; the last row cut after a
+	//   prefix it matches is that prompt holding the text after the cut.
 	ReadyPattern, BusyPattern, DialogPattern, PlaceholderPattern string
 }
 
@@ -93,7 +100,11 @@ func Apply(base []Profile, overrides map[string]Override) ([]Profile, error) {
 
 func unknownBase(name, base string) error {
 	if base == "" {
-		return fmt.Errorf("profile %q: no such profile; to add one, give a base (claude, codex, gemini, qwen, aider, shell or generic)", name)
+		var names []string
+		for _, p := range Builtin() {
+			names = append(names, p.Name)
+		}
+		return fmt.Errorf("profile %q: no such profile; to add one, give a base (%s)", name, strings.Join(names, ", "))
 	}
 	return fmt.Errorf("profile %q: base %q: no such profile", name, base)
 }
@@ -134,6 +145,13 @@ func applyOne(name string, p Profile, o Override) (Profile, error) {
 			return Profile{}, fmt.Errorf("profile %q: fold lines %d is negative", name, *o.FoldLines)
 		}
 		p.FoldLines = *o.FoldLines
+	}
+	if o.PromptPattern != "" {
+		prompt, err := NewPrompt(o.PromptPattern)
+		if err != nil {
+			return Profile{}, fmt.Errorf("profile %q: prompt pattern %w", name, err)
+		}
+		p.Reader = prompt
 	}
 	pr := patterned{base: p.Reader}
 	for _, f := range []struct {
@@ -191,7 +209,7 @@ func (p patterned) Read(screen []string) delivery.Reading {
 	from := bottom(lines, bottomRows)
 	match := func(re *regexp.Regexp, from int) int {
 		for i := len(lines) - 1; re != nil && i >= from; i-- {
-			if re.MatchString(lines[i]) {
+			if matchRow(re, lines[i]) {
 				return i
 			}
 		}
@@ -220,12 +238,38 @@ func (p patterned) Read(screen []string) delivery.Reading {
 		}
 		return r
 	}
-	if r.State == delivery.Unknown {
+	if r.State == delivery.Unknown && p.ready != nil {
 		if i := match(p.ready, from); i >= 0 {
 			return delivery.Reading{State: delivery.Ready, BoxRow: i}
 		}
+		if last := len(lines) - 1; last >= 0 {
+			if box, ok := typedAfter(p.ready, lines[last]); ok {
+				return delivery.Reading{State: delivery.Draft, BoxRow: last, Box: box, Detail: "the prompt holds text"}
+			}
+		}
 	}
 	return r
+}
+
+// matchRow matches a row as the screen shows it: trimmed of trailing
+// spaces, so a pattern written with the prompt's own trailing space
+// ("^my> $") is tried again with one space put back.
+func matchRow(re *regexp.Regexp, row string) bool {
+	return re.MatchString(row) || re.MatchString(row+" ")
+}
+
+// typedAfter reads row as the empty prompt that ready describes with text
+// typed after it: the row cut at its first space after which the part
+// before matches ready. What was typed is the rest.
+func typedAfter(ready *regexp.Regexp, row string) (string, bool) {
+	for i, c := range row {
+		if c == ' ' && i > 0 && matchRow(ready, row[:i]) {
+			if box := strings.TrimSpace(row[i:]); box != "" {
+				return box, true
+			}
+		}
+	}
+	return "", false
 }
 
 func (p patterned) recognize(lines []string) (string, bool) {

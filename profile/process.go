@@ -208,3 +208,57 @@ func IdentifyAll(procs [][]string) (name string, argv []string) {
 	}
 	return "", nil
 }
+
+// byProgram is the profile that claims, among its commands, a program a
+// pane's foreground processes run (the deepest first): an executable's
+// base name, or the script a shell or an interpreter runs ("bash
+// /x/myrepl" runs "myrepl"). Shells and interpreters themselves name no
+// program here, and a shell's profile is never picked this way.
+func byProgram(profiles []Profile, procs [][]string) (p Profile, name string, argv []string, ok bool) {
+	for i := len(procs) - 1; i >= 0; i-- {
+		name := program(procs[i])
+		if name == "" {
+			continue
+		}
+		for j := len(profiles) - 1; j >= 0; j-- {
+			if slices.Contains(profiles[j].Commands, name) && !isShellProfile(profiles[j]) {
+				return profiles[j], name, procs[i], true
+			}
+		}
+	}
+	return Profile{}, "", nil, false
+}
+
+// program is what a process runs, by name: its executable's base name, or
+// for a shell or an interpreter the base name of its script (its first
+// argument that is no option) or module (python3 -m NAME); "" for a shell
+// or an interpreter alone, or running code given inline (sh -c, node -e).
+func program(argv []string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	base := filepath.Base(strings.TrimPrefix(argv[0], "-")) // "-bash": a login shell
+	if !slices.Contains(interpreters, base) && !slices.Contains(shellCommands, base) {
+		return base
+	}
+	for i, a := range argv[1:] {
+		switch {
+		case a == "-m" && i+2 < len(argv):
+			return argv[i+2]
+		case inlineCode(a):
+			return ""
+		case !strings.HasPrefix(a, "-"):
+			return filepath.Base(a)
+		}
+	}
+	return ""
+}
+
+// inlineCode: an option after which a shell or an interpreter runs code
+// given as an argument, not a file ("-c", "-lc", "-e", "--eval").
+func inlineCode(a string) bool {
+	if a == "--eval" || a == "--command" {
+		return true
+	}
+	return len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a[1:], "ce")
+}

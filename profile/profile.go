@@ -22,8 +22,8 @@ import (
 
 // Profile says how one agent CLI behaves in a terminal.
 type Profile struct {
-	// Name: "claude", "codex", "gemini", "qwen", "droid", "aider", "shell", "generic",
-	// or a name the config file adds.
+	// Name: "claude", "codex", "gemini", "qwen", "droid", "aider", "python",
+	// "shell", "generic", or a name the config file adds.
 	Name string
 	// Commands are the pane_current_command values that identify it.
 	// Node-based CLIs often show "node"; then the screen decides.
@@ -138,6 +138,17 @@ func Builtin() []Profile {
 			Reader: Aider{},
 		},
 		{
+			// python3's interactive interpreter: ">>> ", and "... " while
+			// a statement goes on; each line is taken when the next
+			// prompt shows under it. Not assumed to turn bracketed paste
+			// on, so a message of several lines goes to it as one line.
+			// python3 runs scripts and agent CLIs too (python3 -m
+			// aider): their processes and screens are looked at first.
+			Name: "python", Commands: []string{"python3", "python"},
+			SubmitKey: cr,
+			Reader:    mustPrompt(`(>>>|\.\.\.) `),
+		},
+		{
 			// A shell runs whatever is typed: never an agent.
 			Name: "shell", Commands: slices.Clone(shellCommands),
 			SubmitKey: cr,
@@ -190,41 +201,51 @@ type Pane struct {
 
 // DetectPane picks a profile from profiles. The foreground command decides
 // first, by exact match; a profile later in the list wins a command claimed
-// twice, so a profile the config adds beats a builtin. Next the foreground
-// processes: a Node launcher ("node …/bin/codex.js") or a wrapper shell
-// running the CLI is known by the CLI's arguments, and trusted as its
-// command would be. A shell as foreground command still yields to an agent
-// whose live screen is recognised. Otherwise the screen decides; failing
-// all, the profile named "generic".
+// twice, so a profile the config adds beats a builtin. A shell or an
+// interpreter (python3, node) as the foreground command is only a guess,
+// though: it may run an agent CLI or a program of the config's. Next come
+// the foreground processes: a Node launcher ("node …/bin/codex.js") or a
+// wrapper shell running the CLI is known by the CLI's arguments, a script
+// by its name among a profile's commands (bash running …/myrepl is
+// "myrepl"), and trusted as its command would be. The guess still yields
+// to an agent whose live screen is recognised. Otherwise the screen
+// decides; failing all, the profile named "generic".
 func DetectPane(profiles []Profile, pane Pane, screen []string) (Profile, string) {
 	cmd := strings.TrimSpace(pane.Command)
-	var shell *Profile
+	var guess *Profile
 	if cmd != "" {
 		for i := len(profiles) - 1; i >= 0; i-- {
 			p := profiles[i]
 			if !slices.Contains(p.Commands, cmd) {
 				continue
 			}
-			if !isShellProfile(p) {
+			if !isShellProfile(p) && !slices.Contains(interpreters, cmd) {
 				return p, "foreground command " + cmd
 			}
-			shell = &p
+			guess = &p
 			break
 		}
 	}
 	if pane.Procs != nil {
-		if name, argv := IdentifyAll(pane.Procs()); name != "" {
+		procs := pane.Procs()
+		if name, argv := IdentifyAll(procs); name != "" {
 			if p, ok := byCLI(profiles, name); ok {
 				return p, fmt.Sprintf("foreground process %s (%s)", name, clipArgs(argv))
 			}
 		}
+		if p, name, argv, ok := byProgram(profiles, procs); ok {
+			return p, fmt.Sprintf("foreground process %s (%s)", name, clipArgs(argv))
+		}
 	}
-	if shell != nil {
+	if guess != nil {
 		if q, why, ok := recognize(profiles, screen); ok {
 			q, why = screenOnly(q, why)
 			return q, fmt.Sprintf("foreground command %s, but the %s", cmd, why)
 		}
-		return *shell, fmt.Sprintf("foreground command %s: a shell", cmd)
+		if isShellProfile(*guess) {
+			return *guess, fmt.Sprintf("foreground command %s: a shell", cmd)
+		}
+		return *guess, "foreground command " + cmd
 	}
 	if p, why, ok := recognize(profiles, screen); ok {
 		return screenOnly(p, why)

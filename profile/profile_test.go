@@ -84,7 +84,7 @@ func TestDetect(t *testing.T) {
 		{"droid", "droid/0.225.2/100x24-256/busy-typed.txt", "droid", "foreground command droid"},
 		{"node", "droid/0.225.2/100x50-truecolor/idle.txt", "droid", "screen shows Droid's input box (not its command, so it is not trusted to queue while busy)"},
 		{"node", "droid/0.225.2/100x24-truecolor/busy.txt", "droid", "screen shows Droid's input box (not its command, so it is not trusted to queue while busy)"},
-		{"python3", "aider/idle.txt", "aider", "screen shows aider's banner"},
+		{"python3", "aider/idle.txt", "aider", "foreground command python3, but the screen shows aider's banner"},
 		{"vim", "shell/running.txt", "generic", "unknown program vim: generic"},
 		{"", "shell/running.txt", "generic", "foreground command unknown: generic"},
 	}

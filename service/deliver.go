@@ -35,6 +35,10 @@ type DeliverRequest struct {
 	// Limit, when above 0, bounds the pass, and with TakeTurns the wait
 	// for the pass at work, each: a hook's deliver ends by itself.
 	Limit time.Duration
+	// Agent, when set, reads every agent's pane in the pass as this
+	// profile (chosen by hand); AgentWhy says so.
+	Agent    *dispatch.AgentProfile
+	AgentWhy string
 }
 
 // DeliverResult is what one pass did.
@@ -96,7 +100,7 @@ func (s *Service) Deliver(ctx context.Context, req DeliverRequest) (DeliverResul
 		defer cancel()
 	}
 	out.Reminded, out.RemindErr = s.remindExpired(req.Team)
-	call := dispatch.Call{ReadyTimeout: req.ReadyTimeout, IntoSelf: !req.LeaveSelf}
+	call := dispatch.Call{ReadyTimeout: req.ReadyTimeout, IntoSelf: !req.LeaveSelf, Agent: req.Agent, AgentWhy: req.AgentWhy}
 	if out.Typed, err = c.Deliver(ctx, req.Team, call); err != nil {
 		return out, &PassError{Err: err}
 	}

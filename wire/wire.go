@@ -268,6 +268,7 @@ type Agent struct {
 	InMode  bool   `json:"in_mode"`
 	State   string `json:"state"`
 	Detail  string `json:"detail,omitempty"`
+	Profile string `json:"profile,omitempty"` // the profile the screen was read as
 }
 
 // Agents is the agents of a tmux server (list).
@@ -281,7 +282,7 @@ func NewAgents(socket string, agents []dispatch.Agent) Agents {
 	out := Agents{Socket: socket, Agents: []Agent{}}
 	for _, a := range agents {
 		out.Agents = append(out.Agents, Agent{a.Target.Team, a.Target.Agent(), a.Target.Session, a.Pane.ID,
-			a.Pane.Command, a.Pane.PID, a.Pane.InMode, string(a.State), a.Detail})
+			a.Pane.Command, a.Pane.PID, a.Pane.InMode, string(a.State), a.Detail, a.Profile})
 	}
 	return out
 }
