@@ -74,9 +74,16 @@ func (tm *team) deps(name string) Deps {
 // returns a client session to it.
 func connect(t *testing.T, deps Deps, orchestrator bool) *mcp.ClientSession {
 	t.Helper()
+	return connectServer(t, New(deps, orchestrator))
+}
+
+// connectServer serves srv over an in-memory transport and returns a
+// client session to it.
+func connectServer(t *testing.T, srv *mcp.Server) *mcp.ClientSession {
+	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := New(deps, orchestrator).Connect(ctx, st, nil)
+	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

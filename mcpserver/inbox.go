@@ -56,6 +56,12 @@ func (s *server) waitForMessage(ctx context.Context, in WaitInput) (WaitOutput, 
 	if err != nil {
 		return WaitOutput{}, fmt.Errorf("timeout_seconds: %w", err)
 	}
+	select {
+	case s.waits <- struct{}{}:
+		defer func() { <-s.waits }()
+	default:
+		return WaitOutput{}, fmt.Errorf("%d waits are open for you already, the most one server keeps; let one end (or cancel it) before starting another", cap(s.waits))
+	}
 	fl := service.Filter{Sender: in.From, Type: mailbox.Type(in.Type), ReplyTo: message.ID(in.ReplyTo)}
 	res, err := (&s.deps).Wait(ctx, service.WaitRequest{Filter: fl, Timeout: limit})
 	if err != nil {

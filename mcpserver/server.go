@@ -38,15 +38,29 @@ const (
 	MaxWorkflowTimeout     = time.Hour
 )
 
+// MaxOpenWaits bounds the wait_for_message calls open at once on one
+// server (one caller): an agent needs a few; a client that opens
+// thousands is told so rather than served. A wait costs a sleeping
+// goroutine while it is open (mailbox.Store.Wait shares one poller per
+// inbox), so the bound is about memory, not CPU.
+const MaxOpenWaits = 64
+
 // server is one MCP server's state: its deps, whose dispatcher is made
-// once (service.CachedDispatcher) and shared by every tool.
+// once (service.CachedDispatcher) and shared by every tool, and the slots
+// of its open waits.
 type server struct {
-	deps Deps
+	deps  Deps
+	waits chan struct{}
 }
 
 // New builds the MCP server: the agent tools, and with orchestrator the
 // lead's tools too.
 func New(deps Deps, orchestrator bool) *mcp.Server {
+	return newServer(deps, orchestrator, MaxOpenWaits)
+}
+
+// newServer is New with at most maxWaits waits open at once.
+func newServer(deps Deps, orchestrator bool, maxWaits int) *mcp.Server {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
@@ -54,7 +68,7 @@ func New(deps Deps, orchestrator bool) *mcp.Server {
 	if version == "" {
 		version = "dev"
 	}
-	s := &server{deps: deps}
+	s := &server{deps: deps, waits: make(chan struct{}, maxWaits)}
 	s.deps.Dispatcher = service.CachedDispatcher(deps.Dispatcher)
 	instructions := agentInstructions
 	if orchestrator {
