@@ -196,6 +196,16 @@ func (f *fakeLifecycle) Status(_ context.Context, team string) ([]lifecycle.Agen
 	return f.status, f.err
 }
 
+// Spawn makes fakeLifecycle a lifecycle that starts agents.
+func (f *fakeLifecycle) Spawn(_ context.Context, r lifecycle.SpawnRequest) (target.Target, error) {
+	f.record(fmt.Sprintf("spawn %s/%s %q in %q", r.Team, r.Name, r.Command, r.Dir))
+	t, err := target.New(r.Team, r.Name)
+	if err != nil {
+		return t, err
+	}
+	return t, f.err
+}
+
 func (f *fakeLifecycle) log() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

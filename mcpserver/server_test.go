@@ -36,11 +36,13 @@ func toolNames(t *testing.T, c *client) []string {
 func TestToolsPerMode(t *testing.T) {
 	t.Parallel()
 	tm := newTeam(t)
-	agent := []string{"check_messages", "claim_request", "list_agents", "request_task", "send_message", "wait_for_message"}
+	agent := []string{"check_messages", "claim_request", "get_board", "heartbeat", "list_agents", "list_requests",
+		"read_message", "reply_message", "request_task", "send_message", "set_status", "wait_for_message"}
 	if got := toolNames(t, tm.as("ana", false)); !slices.Equal(got, agent) {
 		t.Errorf("agent mode: %v, want %v", got, agent)
 	}
-	all := append(slices.Clone(agent), "assign_task", "broadcast", "create_workflow", "get_agent_status", "kill_agent", "shutdown_agent")
+	all := append(slices.Clone(agent), "assign_task", "broadcast", "clean_team", "create_workflow", "deliver_messages",
+		"get_agent_status", "get_events", "kill_agent", "message_log", "shutdown_agent", "spawn_agent")
 	slices.Sort(all)
 	if got := toolNames(t, tm.as("lead", true)); !slices.Equal(got, all) {
 		t.Errorf("orchestrator mode: %v, want %v", got, all)
