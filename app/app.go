@@ -29,6 +29,7 @@ import (
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/profile"
 	"github.com/agentmsg/agentmsg/receipt"
+	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )
@@ -226,7 +227,7 @@ func registeredPane(store *mailbox.Store, server tmux.Server, profiles []profile
 func (e Env) Courier(store *mailbox.Store, d *dispatch.Dispatcher) *courier.Courier {
 	s := e.Config.Settings
 	return &courier.Courier{Store: store, Dispatch: d, Locks: lock.ForMailbox(store.Root, store.Base, e.Command),
-		Keep: mailbox.Retention{MaxCount: s.KeepCount, MaxAge: s.KeepAge}}
+		Keep: mailbox.Retention{MaxCount: s.KeepCount, MaxAge: s.KeepAge}, Hint: service.AnswerHint}
 }
 
 // Lifecycle builds the manager that starts, stops and watches agents.

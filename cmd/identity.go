@@ -20,6 +20,8 @@ type Identity struct {
 	Name   string // the canonical name (target.ParseName): "ana", "ana-2", "dana"; every "from" shows it
 	Sender string // upper case, only for ids: MSG_<SENDER>_<hex>
 	Source string // where Name came from, for messages
+	// TeamSource is where Team came from ("" when there is none).
+	TeamSource string
 	// TeamNamed: Team was given on this command line (--team), so a
 	// mistyped one is refused like a TEAM argument (knownTeam). A team from
 	// the environment, the config file or the session is the caller's own,
@@ -60,6 +62,9 @@ func resolveIdentity(ctx context.Context, f *Factory) (Identity, error) {
 	}
 	id := Identity{Name: cfg.Settings.From, Source: string(cfg.Source("from")), Team: cfg.Settings.Team,
 		TeamNamed: cfg.Settings.Team != "" && cfg.Source("team") == config.FlagSource("team")}
+	if id.Team != "" {
+		id.TeamSource = string(cfg.Source("team"))
+	}
 	if id.Name == "" || id.Team == "" {
 		session, err := tmux.CallerSession(ctx, cfg.Settings.Tmux, f.LookupEnv)
 		if err != nil {
@@ -70,7 +75,7 @@ func resolveIdentity(ctx context.Context, f *Factory) (Identity, error) {
 				id.Name, id.Source = t.Agent(), "tmux session "+session
 			}
 			if id.Team == "" && !t.IsRalph() {
-				id.Team = t.Team
+				id.Team, id.TeamSource = t.Team, "tmux session "+session
 			}
 		}
 	}

@@ -233,6 +233,7 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 	root.AddCommand(NewCmdServe(f, nil))
 	root.AddCommand(NewCmdEvents(f, nil))
 	root.AddCommand(lifecycleCommands(f)...)
+	root.AddCommand(NewCmdTask(f), NewCmdWorkflow(f), NewCmdWhoami(f, nil), NewCmdPrime(f, nil))
 	root.SetHelpCommand(newCmdHelp())
 	strictGroups(root)
 	return root

@@ -44,6 +44,10 @@ type Courier struct {
 	// Keep bounds each inbox; Deliver compacts an inbox that outgrows it.
 	Keep mailbox.Retention
 	Now  func() time.Time
+	// Hint, when set, says how to answer a message (one line, "" for
+	// none): typed after its text, in parentheses. The words are the
+	// front ends' (service.AnswerHint), not the courier's.
+	Hint func(mailbox.Envelope) string
 }
 
 // Mode says how far a send goes.
@@ -123,6 +127,18 @@ func Typed(env mailbox.Envelope) string {
 	return strings.Join(prefix, " ") + " " + env.Content
 }
 
+// typed is Typed(env) with its answer hint, when it has one.
+func (c *Courier) typed(env mailbox.Envelope) string {
+	text := Typed(env)
+	if c.Hint == nil {
+		return text
+	}
+	if hint := c.Hint(env); hint != "" {
+		text += " (" + hint + ")"
+	}
+	return text
+}
+
 // Send records env (its ID, From, Type, Content set) in t's inbox and
 // types it, unless mode says only to record it; then it records the
 // outcome: resolve, record, deliver, record. The record is made once t's
@@ -195,7 +211,7 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 		err = fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
 		return Result{Outcome: c.Dispatch.Unsent(pane, env.ID, err)}
 	}
-	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
+	msg := dispatch.Message{ID: env.ID, Text: c.typed(env), Stored: true,
 		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, 1)}
 	out := c.Dispatch.Deliver(ctx, pane, msg, mode.Call)
 	return c.settle(ctx, box, env.ID, out, mode, 1, prior{})
@@ -335,7 +351,7 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 	if err := errors.Join(append(errs, syncErr)...); err != nil {
 		return nil, fmt.Errorf("recording the broadcast: %w", err)
 	}
-	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
+	msg := dispatch.Message{ID: env.ID, Text: c.typed(env), Stored: true,
 		OnStep: c.onStep(func(t target.Target) *mailbox.Box { return boxes[t.Session] }, env.ID, 1)}
 	outs := c.Dispatch.DeliverEach(ctx, now, msg, mode.Call)
 	out := make([]Result, 0, len(outs)+len(behind))
@@ -477,7 +493,7 @@ func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target
 		// Nothing typed: the outcome (the agent gone, say) is recorded.
 		return c.settle(ctx, box, env.ID, c.Dispatch.Unsent(pane, env.ID, err), mode, attempt, before)
 	}
-	msg := dispatch.Message{ID: env.ID, Text: Typed(env), Stored: true,
+	msg := dispatch.Message{ID: env.ID, Text: c.typed(env), Stored: true,
 		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, attempt)}
 	out := c.Dispatch.Deliver(ctx, pane, msg, call)
 	return c.settle(ctx, box, env.ID, out, mode, attempt, before)

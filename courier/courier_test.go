@@ -80,6 +80,45 @@ func TestSendRecordsThenTypes(t *testing.T) {
 	}
 }
 
+// A message with an answer hint is typed with it, in parentheses after
+// its text, by a send and by a later deliver alike; one without is typed
+// as it is.
+func TestHintIsTypedAfterTheText(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	c.Hint = func(e mailbox.Envelope) string {
+		if e.Type == mailbox.TypeShutdownRequest {
+			return "answer: how"
+		}
+		return ""
+	}
+	stop := envelope(t, "stop")
+	stop.Type = mailbox.TypeShutdownRequest
+	plain := envelope(t, "plain")
+	if res := c.Send(context.Background(), ana(t), stop, Mode{Queue: true}); !res.OK() {
+		t.Fatalf("send: %+v", res)
+	}
+	tm.SetDialog("agent-alpha-ana", true)
+	later := envelope(t, "later")
+	later.Type = mailbox.TypeShutdownRequest
+	for _, e := range []mailbox.Envelope{plain, later} {
+		if res := c.Send(context.Background(), ana(t), e, Mode{Queue: true}); res.Verdict != Deferred {
+			t.Fatalf("send with the dialog open: %+v", res)
+		}
+	}
+	tm.SetDialog("agent-alpha-ana", false)
+	if _, err := c.Deliver(context.Background(), "alpha", dispatch.Call{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		string(stop.ID) + ": [shutdown-request] stop (answer: how)",
+		string(plain.ID) + ": plain",
+		string(later.ID) + ": [shutdown-request] later (answer: how)",
+	}
+	if got := tm.Received("agent-alpha-ana"); !slices.Equal(got, want) {
+		t.Errorf("typed %q, want %q", got, want)
+	}
+}
+
 func TestNotReadyIsDeferredThenDelivered(t *testing.T) {
 	c, tm := newCourier(t, "agent-alpha-ana")
 	tm.SetDialog("agent-alpha-ana", true)

@@ -50,6 +50,10 @@ type Store struct {
 	Place Place
 	// Events, when set, hears of every change the store records.
 	Events *eventlog.Log
+
+	// watches are the inboxes Wait looks at, one poller each, shared by
+	// every copy of the Store New made (nil: each Wait polls alone).
+	watches *watchSet
 }
 
 func (s *Store) lockWait() time.Duration {
@@ -60,7 +64,9 @@ func (s *Store) lockWait() time.Duration {
 }
 
 // New returns a Store rooted at root.
-func New(root string) *Store { return &Store{Root: root} }
+func New(root string) *Store {
+	return &Store{Root: root, watches: &watchSet{by: map[string]*inboxWatch{}}}
+}
 
 // Default is the store at DefaultRoot.
 func Default(lookupEnv func(string) (string, bool)) *Store {

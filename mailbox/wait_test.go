@@ -3,6 +3,9 @@ package mailbox
 import (
 	"context"
 	"errors"
+	"os"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -102,4 +105,98 @@ func TestWaitBeforeInboxExists(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Waits on one inbox share one poller, which stops with the last of them:
+// 10,000 waits each polling on their own kept a core busy.
+func TestWaitsShareOnePoller(t *testing.T) {
+	s := newStore(t)
+	const waiters = 50
+	want := newEnv(t, "bob", "ana", "for everyone")
+	errs := make(chan error, waiters)
+	for range waiters {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			e, err := s.Wait(ctx, team, "ana", func(e Envelope) bool { return e.ID == want.ID }, Position{})
+			if err == nil && e.ID != want.ID {
+				err = errors.New("woke on the wrong message " + string(e.ID))
+			}
+			errs <- err
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for pollers, users := s.watching(); users < waiters; pollers, users = s.watching() {
+		if pollers > 1 {
+			t.Fatalf("%d pollers for one inbox", pollers)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d waits are watching", users, waiters)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if pollers, _ := s.watching(); pollers != 1 {
+		t.Fatalf("%d waits on one inbox run %d pollers, want 1", waiters, pollers)
+	}
+	if err := box(t, s, "ana").Append(want); err != nil {
+		t.Fatal(err)
+	}
+	for range waiters {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pollers, users := s.watching(); pollers != 0 || users != 0 {
+		t.Errorf("after the waits: %d pollers for %d users, want none", pollers, users)
+	}
+}
+
+// watching counts the inboxes polled for Wait and the waits on them.
+func (s *Store) watching() (pollers, users int) {
+	s.watches.mu.Lock()
+	defer s.watches.mu.Unlock()
+	for _, w := range s.watches.by {
+		pollers++
+		users += w.users
+	}
+	return pollers, users
+}
+
+// What 10,000 idle waits on one inbox cost, at the scale: the
+// process's CPU time over 5 s in which nothing arrives. Timing decides it,
+// so it runs only with AGENTMSG_MEASURE_MCP=1.
+func TestWaitsIdleCPUMeasured(t *testing.T) {
+	if os.Getenv("AGENTMSG_MEASURE_MCP") == "" {
+		t.Skip("set AGENTMSG_MEASURE_MCP=1 to measure 10,000 idle waits")
+	}
+	s := newStore(t)
+	appendN(t, box(t, s, "ana"), 1)
+	const waiters = 10_000
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range waiters {
+		wg.Go(func() { _, _ = s.Wait(ctx, team, "ana", func(Envelope) bool { return false }, Position{}) })
+	}
+	time.Sleep(time.Second) // past the waits' first reads
+	before := cpuUsed(t)
+	const idle = 5 * time.Second
+	time.Sleep(idle)
+	used := cpuUsed(t) - before
+	cancel()
+	wg.Wait()
+	share := 100 * used.Seconds() / idle.Seconds()
+	t.Logf("%d idle waits on one inbox, %s: %s of CPU (%.2f%% of a core)", waiters, idle, used, share)
+	if share >= 5 {
+		t.Errorf("%.2f%% of a core, want under 5%%", share)
+	}
+}
+
+// cpuUsed is the CPU time this process has used, user and system.
+func cpuUsed(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

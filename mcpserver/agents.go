@@ -10,7 +10,9 @@ import (
 )
 
 // ListInput is list_agents' input.
-type ListInput struct{}
+type ListInput struct {
+	Team string `json:"team,omitempty" jsonschema:"yours when empty; another only for an orchestrator"`
+}
 
 // ListedAgent is one agent of the team.
 type ListedAgent struct {
@@ -34,11 +36,12 @@ type ListOutput struct {
 	Note   string        `json:"note,omitempty"`
 }
 
-func (s *server) listAgents(ctx context.Context, _ ListInput) (ListOutput, error) {
-	if _, err := s.team(); err != nil {
+func (s *server) listAgents(ctx context.Context, in ListInput) (ListOutput, error) {
+	team, err := s.teamOf(in.Team)
+	if err != nil {
 		return ListOutput{}, err
 	}
-	res, err := s.deps.ListAgents(ctx)
+	res, err := s.in(team).ListAgents(ctx)
 	out := ListOutput{Team: res.Team, Agents: []ListedAgent{}}
 	if err != nil {
 		return out, err
@@ -59,6 +62,7 @@ func (s *server) listAgents(ctx context.Context, _ ListInput) (ListOutput, error
 // StatusInput is get_agent_status' input.
 type StatusInput struct {
 	Agent string `json:"agent,omitempty" jsonschema:"one agent; every agent of the team when empty"`
+	Team  string `json:"team,omitempty" jsonschema:"yours when empty, or any other"`
 }
 
 // AgentStatusOut is one agent's status.
@@ -84,7 +88,7 @@ type StatusOutput struct {
 }
 
 func (s *server) agentStatus(ctx context.Context, in StatusInput) (StatusOutput, error) {
-	team, err := s.team()
+	team, err := s.teamOf(in.Team)
 	if err != nil {
 		return StatusOutput{}, err
 	}
@@ -110,7 +114,8 @@ func (s *server) agentStatus(ctx context.Context, in StatusInput) (StatusOutput,
 
 // ShutdownInput is shutdown_agent's input.
 type ShutdownInput struct {
-	Agent       string  `json:"agent" jsonschema:"the agent of your team to stop, such as ana or ana-2"`
+	Agent       string  `json:"agent" jsonschema:"the agent to stop, such as ana or ana-2"`
+	Team        string  `json:"team,omitempty" jsonschema:"its team: yours when empty, or any other"`
 	Reason      string  `json:"reason,omitempty" jsonschema:"why it should stop, shown to the agent"`
 	WaitSeconds float64 `json:"wait_seconds,omitempty" jsonschema:"wait this long for the agent's shutdown-response (0: do not wait; at most 600)"`
 }
@@ -128,7 +133,7 @@ type ShutdownOutput struct {
 const maxShutdownWait = 10 * time.Minute
 
 func (s *server) shutdownAgent(ctx context.Context, in ShutdownInput) (ShutdownOutput, error) {
-	t, err := s.agentTarget("agent", in.Agent)
+	t, err := s.agentTarget(in.Team, "agent", in.Agent)
 	if err != nil {
 		return ShutdownOutput{}, err
 	}
@@ -150,7 +155,8 @@ func (s *server) shutdownAgent(ctx context.Context, in ShutdownInput) (ShutdownO
 
 // KillInput is kill_agent's input.
 type KillInput struct {
-	Agent        string  `json:"agent" jsonschema:"the agent of your team to kill"`
+	Agent        string  `json:"agent" jsonschema:"the agent to kill"`
+	Team         string  `json:"team,omitempty" jsonschema:"its team: yours when empty, or any other"`
 	GraceSeconds float64 `json:"grace_seconds,omitempty" jsonschema:"time between SIGTERM and SIGKILL (default 5, at most 60)"`
 }
 
@@ -167,7 +173,7 @@ type KillOutput struct {
 const defaultGrace = 5 * time.Second
 
 func (s *server) killAgent(ctx context.Context, in KillInput) (KillOutput, error) {
-	t, err := s.agentTarget("agent", in.Agent)
+	t, err := s.agentTarget(in.Team, "agent", in.Agent)
 	if err != nil {
 		return KillOutput{}, err
 	}

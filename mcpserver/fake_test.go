@@ -74,9 +74,16 @@ func (tm *team) deps(name string) Deps {
 // returns a client session to it.
 func connect(t *testing.T, deps Deps, orchestrator bool) *mcp.ClientSession {
 	t.Helper()
+	return connectServer(t, New(deps, orchestrator))
+}
+
+// connectServer serves srv over an in-memory transport and returns a
+// client session to it.
+func connectServer(t *testing.T, srv *mcp.Server) *mcp.ClientSession {
+	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := New(deps, orchestrator).Connect(ctx, st, nil)
+	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +194,16 @@ func (f *fakeLifecycle) Kill(_ context.Context, t target.Target, grace time.Dura
 func (f *fakeLifecycle) Status(_ context.Context, team string) ([]lifecycle.AgentStatus, error) {
 	f.record("status " + team)
 	return f.status, f.err
+}
+
+// Spawn makes fakeLifecycle a lifecycle that starts agents.
+func (f *fakeLifecycle) Spawn(_ context.Context, r lifecycle.SpawnRequest) (target.Target, error) {
+	f.record(fmt.Sprintf("spawn %s/%s %q in %q", r.Team, r.Name, r.Command, r.Dir))
+	t, err := target.New(r.Team, r.Name)
+	if err != nil {
+		return t, err
+	}
+	return t, f.err
 }
 
 func (f *fakeLifecycle) log() []string {

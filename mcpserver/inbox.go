@@ -56,6 +56,11 @@ func (s *server) waitForMessage(ctx context.Context, in WaitInput) (WaitOutput, 
 	if err != nil {
 		return WaitOutput{}, fmt.Errorf("timeout_seconds: %w", err)
 	}
+	release, err := s.openWait()
+	if err != nil {
+		return WaitOutput{}, err
+	}
+	defer release()
 	fl := service.Filter{Sender: in.From, Type: mailbox.Type(in.Type), ReplyTo: message.ID(in.ReplyTo)}
 	res, err := (&s.deps).Wait(ctx, service.WaitRequest{Filter: fl, Timeout: limit})
 	if err != nil {
@@ -67,6 +72,17 @@ func (s *server) waitForMessage(ctx context.Context, in WaitInput) (WaitOutput, 
 		out.Message = &m
 	}
 	return out, nil
+}
+
+// openWait takes one of the server's wait slots, or says that all are
+// taken; release gives it back.
+func (s *server) openWait() (release func(), err error) {
+	select {
+	case s.waits <- struct{}{}:
+		return func() { <-s.waits }, nil
+	default:
+		return nil, fmt.Errorf("%d waits are open for you already, the most one server keeps; let one end (or cancel it) before starting another", cap(s.waits))
+	}
 }
 
 // filterFields are the tool fields that set each service.Filter field.

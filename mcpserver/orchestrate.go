@@ -40,11 +40,27 @@ func (s *server) addOrchestratorTools(srv *mcp.Server) {
 			d, _ := seconds(in.TimeoutSeconds, DefaultWorkflowTimeout, MaxWorkflowTimeout)
 			return d + deliverLimit
 		}, s.createWorkflow)
+	addTool(srv, "spawn_agent",
+		"Start an agent in a tmux session of its own (agent-TEAM-NAME), running command word for word, and register it with its team; it can run agentmsg (or this MCP server) with no settings.",
+		fixed[SpawnInput](spawnLimit), s.spawnAgent)
+	addTool(srv, "deliver_messages",
+		"Type the messages waiting in a team's inboxes (deferred while their agents were busy) into the agents that are ready now, oldest first, each exactly once; tell the team of requests that expired unclaimed.",
+		fixed[DeliverInput](deliverLimit), s.deliverMessages)
+	addTool(srv, "message_log",
+		"What became of the messages in a team's inboxes: each with its delivery state and why it waits or failed; with message_id, every delivery record of that message.",
+		fixed[LogInput](mailboxLimit), s.messageLog)
+	addTool(srv, "get_events",
+		"Every change of every message and agent, in order (message.submitted, message.deferred, agent.busy, ...): give the next_after of one call as after to the next to miss nothing and see nothing twice.",
+		fixed[EventsInput](mailboxLimit), s.getEvents)
+	addTool(srv, "clean_team",
+		"Remove what the mailbox keeps for a team: inboxes, read cursors, requests and status board (messages not yet delivered are lost). dry_run only says what that would be.",
+		fixed[CleanInput](mailboxLimit), s.cleanTeam)
 }
 
 // BroadcastInput is broadcast's input.
 type BroadcastInput struct {
 	Content  string            `json:"content" jsonschema:"the message text"`
+	Team     string            `json:"team,omitempty" jsonschema:"the team to reach: yours when empty, or any other"`
 	Type     string            `json:"type,omitempty" jsonschema:"text (the default), status, task, shutdown-request, ..."`
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
@@ -65,7 +81,7 @@ type BroadcastOutput struct {
 }
 
 func (s *server) broadcast(ctx context.Context, in BroadcastInput) (BroadcastOutput, error) {
-	team, err := s.team()
+	team, err := s.teamOf(in.Team)
 	if err != nil {
 		return BroadcastOutput{}, err
 	}
@@ -93,4 +109,89 @@ func (s *server) broadcast(ctx context.Context, in BroadcastInput) (BroadcastOut
 		out.Failed = append(out.Failed, Failure{Agent: r.Target.Agent(), Reason: reason})
 	}
 	return out, nil
+}
+
+// DeliverInput is deliver_messages' input.
+type DeliverInput struct {
+	Team                string  `json:"team,omitempty" jsonschema:"the team whose waiting messages to type: yours when empty, or any other"`
+	ReadyTimeoutSeconds float64 `json:"ready_timeout_seconds,omitempty" jsonschema:"how long to wait for each agent to be ready (default: the configured wait; at most 60)"`
+}
+
+// Delivered is one message a deliver pass tried.
+type Delivered struct {
+	Agent     string `json:"agent"`
+	MessageID string `json:"message_id"`
+	Verdict   string `json:"verdict" jsonschema:"submitted, queued, deferred (still waiting), skipped, typed, unknown or failed"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// DeliverOutput is what one pass did.
+type DeliverOutput struct {
+	Team      string      `json:"team"`
+	Delivered int         `json:"delivered" jsonschema:"messages the agents took"`
+	Tried     []Delivered `json:"tried" jsonschema:"every message tried, in order"`
+	Reminded  []string    `json:"reminded,omitempty" jsonschema:"expired, unclaimed requests the team was told of"`
+}
+
+const maxPassWait = time.Minute
+
+func (s *server) deliverMessages(ctx context.Context, in DeliverInput) (DeliverOutput, error) {
+	team, err := s.teamOf(in.Team)
+	if err != nil {
+		return DeliverOutput{}, err
+	}
+	wait, err := seconds(in.ReadyTimeoutSeconds, 0, maxPassWait)
+	if err != nil {
+		return DeliverOutput{}, fmt.Errorf("ready_timeout_seconds: %w", err)
+	}
+	// Not into the caller's own pane: it is busy calling this tool.
+	res, err := s.deps.Deliver(ctx, service.DeliverRequest{Team: team, ReadyTimeout: wait, LeaveSelf: true})
+	out := DeliverOutput{Team: team, Delivered: res.Delivered(), Tried: []Delivered{}}
+	for _, t := range res.Typed {
+		d := Delivered{Agent: t.Agent, MessageID: string(t.ID), Verdict: string(t.Verdict), Reason: t.Reason}
+		if t.Err != nil && d.Reason == "" {
+			d.Reason = t.Err.Error()
+		}
+		out.Tried = append(out.Tried, d)
+	}
+	for _, r := range res.Reminded {
+		out.Reminded = append(out.Reminded, r.ID)
+	}
+	var pe *service.PassError
+	if err != nil && !errors.As(err, &pe) {
+		return out, fmt.Errorf("delivering to team %s: %w", team, err)
+	}
+	return out, err
+}
+
+// CleanInput is clean_team's input.
+type CleanInput struct {
+	Team   string `json:"team" jsonschema:"the team whose mailbox to remove: its inboxes, read cursors, requests and status board"`
+	DryRun bool   `json:"dry_run,omitempty" jsonschema:"only say what would be removed"`
+}
+
+// CleanOutput is what is (or was) stored for the team.
+type CleanOutput struct {
+	Team     string   `json:"team"`
+	Stored   bool     `json:"stored" jsonschema:"anything was stored for it"`
+	Removed  bool     `json:"removed"`
+	Inboxes  []string `json:"inboxes"`
+	Requests int      `json:"requests"`
+	Statuses int      `json:"statuses"`
+}
+
+func (s *server) cleanTeam(ctx context.Context, in CleanInput) (CleanOutput, error) {
+	if in.Team == "" {
+		return CleanOutput{}, errors.New("team is empty: name the team whose mailbox to remove")
+	}
+	team, err := s.teamOf(in.Team)
+	if err != nil {
+		return CleanOutput{}, err
+	}
+	res, err := s.deps.CleanTeam(ctx, service.CleanTeam{Team: team, DryRun: in.DryRun})
+	if err != nil {
+		return CleanOutput{}, fmt.Errorf("cleaning team %s: %w", team, err)
+	}
+	return CleanOutput{Team: res.Team, Stored: res.Stored, Removed: res.Removed, Inboxes: res.Inboxes,
+		Requests: res.Requests, Statuses: res.Statuses}, nil
 }

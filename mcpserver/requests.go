@@ -14,6 +14,7 @@ import (
 // RequestInput is request_task's input.
 type RequestInput struct {
 	Description    string  `json:"description" jsonschema:"what needs doing"`
+	Team           string  `json:"team,omitempty" jsonschema:"the team to ask: yours when empty; another only for an orchestrator"`
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" jsonschema:"the request expires unclaimed after this many seconds (0: never; at most 31536000, a year)"`
 }
 
@@ -26,14 +27,15 @@ type RequestOutput struct {
 }
 
 func (s *server) requestTask(ctx context.Context, in RequestInput) (RequestOutput, error) {
-	if _, err := s.team(); err != nil {
+	team, err := s.teamOf(in.Team)
+	if err != nil {
 		return RequestOutput{}, err
 	}
 	timeout, err := seconds(in.TimeoutSeconds, 0, mailbox.MaxRequestTimeout)
 	if err != nil {
 		return RequestOutput{}, fmt.Errorf("timeout_seconds: %w", err)
 	}
-	p, err := (&s.deps).Request(ctx, service.PostRequest{Description: in.Description, Timeout: timeout})
+	p, err := (&s.deps).Request(ctx, service.PostRequest{Team: s.other(team), Description: in.Description, Timeout: timeout})
 	if errors.Is(err, service.ErrEmptyDescription) {
 		return RequestOutput{}, errors.New("description is empty: say what needs doing")
 	}
@@ -60,6 +62,7 @@ func keys[V any](m map[string]V) []string {
 // ClaimInput is claim_request's input.
 type ClaimInput struct {
 	RequestID string `json:"request_id" jsonschema:"the REQ_... id from the request message"`
+	Team      string `json:"team,omitempty" jsonschema:"the request's team: yours when empty; another only for an orchestrator"`
 }
 
 // ClaimOutput says who has the request.
@@ -74,11 +77,11 @@ type ClaimOutput struct {
 }
 
 func (s *server) claimRequest(ctx context.Context, in ClaimInput) (ClaimOutput, error) {
-	team, err := s.team()
+	team, err := s.teamOf(in.Team)
 	if err != nil {
 		return ClaimOutput{}, err
 	}
-	r, err := (&s.deps).Claim(ctx, service.ClaimRequest{RequestID: in.RequestID})
+	r, err := (&s.deps).Claim(ctx, service.ClaimRequest{Team: s.other(team), RequestID: in.RequestID})
 	out := ClaimOutput{RequestID: r.Request.ID, From: r.Request.From, Description: r.Request.Description,
 		Claimed: r.Claimed, ClaimedBy: r.ClaimedBy, ClaimedAt: r.ClaimedAt}
 	switch {
@@ -95,6 +98,50 @@ func (s *server) claimRequest(ctx context.Context, in ClaimInput) (ClaimOutput, 
 	}
 	if r.TellErr != nil {
 		out.Reason = fmt.Sprintf("claimed, but %s could not be told: %v", r.Request.From, r.TellErr)
+	}
+	return out, nil
+}
+
+// ListRequestsInput is list_requests' input.
+type ListRequestsInput struct {
+	Team string `json:"team,omitempty" jsonschema:"yours when empty; another only for an orchestrator"`
+}
+
+// RequestEntry is one request and who has it.
+type RequestEntry struct {
+	RequestID   string    `json:"request_id"`
+	From        string    `json:"from"`
+	Description string    `json:"description"`
+	State       string    `json:"state" jsonschema:"open, claimed or expired"`
+	ClaimedBy   string    `json:"claimed_by,omitempty"`
+	ClaimedAt   time.Time `json:"claimed_at,omitzero"`
+	Posted      time.Time `json:"posted"`
+	Expires     time.Time `json:"expires,omitzero"`
+}
+
+// ListRequestsOutput is a team's requests, oldest first.
+type ListRequestsOutput struct {
+	Team     string         `json:"team"`
+	Requests []RequestEntry `json:"requests"`
+	Note     string         `json:"note,omitempty"`
+}
+
+func (s *server) listRequests(ctx context.Context, in ListRequestsInput) (ListRequestsOutput, error) {
+	team, err := s.teamOf(in.Team)
+	if err != nil {
+		return ListRequestsOutput{}, err
+	}
+	res, err := (&s.deps).Requests(ctx, service.ListRequests{Team: s.other(team)})
+	out := ListRequestsOutput{Team: team, Requests: []RequestEntry{}}
+	if err != nil {
+		return out, s.toolErr("list_requests", err)
+	}
+	if res.Unreadable != nil {
+		out.Note = "some requests could not be read: " + res.Unreadable.Error()
+	}
+	for _, r := range res.Requests {
+		out.Requests = append(out.Requests, RequestEntry{RequestID: r.ID, From: r.From, Description: r.Description,
+			State: string(r.State), ClaimedBy: r.ClaimedBy, ClaimedAt: r.ClaimedAt, Posted: r.Posted, Expires: r.Expires})
 	}
 	return out, nil
 }

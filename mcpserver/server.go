@@ -1,10 +1,13 @@
 // Package mcpserver serves agentmsg's messaging as MCP tools, for agents
 // that talk to each other through tool calls rather than a shell: an agent
-// mode (check, send, request, claim, list, wait) and an orchestrator mode
-// that adds broadcast, shutdown, kill, status, task assignment and
-// workflows. It only translates: each tool turns its arguments into a call
-// of a service.Service method and the result into its output; the stdio
-// transport is here, flags are cmd's.
+// mode (check, read, send, reply, wait, request, claim, list, board,
+// status, heartbeat), in the caller's own team, and an orchestrator mode
+// that may name any team and adds broadcast, spawn, shutdown, kill,
+// status, task assignment, workflows, deliver, the message log, events
+// and team cleaning: every operation of package service (the root
+// package's tests hold both front ends to that). It only translates: each
+// tool turns its arguments into a call of a service.Service method and the
+// result into its output; the stdio transport is here, flags are cmd's.
 package mcpserver
 
 import (
@@ -38,15 +41,31 @@ const (
 	MaxWorkflowTimeout     = time.Hour
 )
 
+// MaxOpenWaits bounds the wait_for_message calls open at once on one
+// server (one caller): an agent needs a few; a client that opens
+// thousands is told so rather than served. A wait costs a sleeping
+// goroutine while it is open (mailbox.Store.Wait shares one poller per
+// inbox), so the bound is about memory, not CPU.
+const MaxOpenWaits = 64
+
 // server is one MCP server's state: its deps, whose dispatcher is made
-// once (service.CachedDispatcher) and shared by every tool.
+// once (service.CachedDispatcher) and shared by every tool, whether it
+// serves a lead (who may act on any team), and the slots of its open
+// waits.
 type server struct {
-	deps Deps
+	deps         Deps
+	orchestrator bool
+	waits        chan struct{}
 }
 
 // New builds the MCP server: the agent tools, and with orchestrator the
 // lead's tools too.
 func New(deps Deps, orchestrator bool) *mcp.Server {
+	return newServer(deps, orchestrator, MaxOpenWaits)
+}
+
+// newServer is New with at most maxWaits waits open at once.
+func newServer(deps Deps, orchestrator bool, maxWaits int) *mcp.Server {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
@@ -54,7 +73,7 @@ func New(deps Deps, orchestrator bool) *mcp.Server {
 	if version == "" {
 		version = "dev"
 	}
-	s := &server{deps: deps}
+	s := &server{deps: deps, orchestrator: orchestrator, waits: make(chan struct{}, maxWaits)}
 	s.deps.Dispatcher = service.CachedDispatcher(deps.Dispatcher)
 	instructions := agentInstructions
 	if orchestrator {
@@ -71,14 +90,22 @@ func New(deps Deps, orchestrator bool) *mcp.Server {
 
 const agentInstructions = `agentmsg: messages between the AI agents of a team, each in its own tmux session.
 You are %q in team %q. Read new messages with check_messages (or block with
-wait_for_message), answer with send_message (set reply_to to the message_id you
-answer). Open requests (request_task) go to the whole team; claim_request takes
-one, and exactly one claimant gets it. list_agents shows who is there.`
+wait_for_message); a long one typed into your pane as "... (full text: agentmsg
+read ID)" is read whole with read_message. Answer a message with reply_message
+(a shutdown-request: type shutdown-response, metadata accept=true or false; a
+plan: type plan-approval, metadata approve=true or false; a message's "answer"
+field says which), or write with send_message. Open requests (request_task) go
+to the whole team; claim_request takes one, and exactly one claimant gets it;
+list_requests shows them. list_agents shows who is there, get_board what each
+is doing; set_status says what you do, heartbeat that you are alive.`
 
 const orchestratorInstructions = `
-As the lead you also have broadcast, assign_task (a task whose prompt starts with
-the agent's unread messages), create_workflow (steps with depends_on, run in
-parallel where they can), shutdown_agent, kill_agent and get_agent_status.`
+As the lead you may name any team (the team field) and you also have broadcast,
+assign_task (a task whose prompt starts with the agent's unread messages),
+create_workflow (steps with depends_on, run in parallel where they can),
+spawn_agent, shutdown_agent, kill_agent, get_agent_status, deliver_messages
+(type what waits for agents that were busy), message_log and get_events (what
+became of each message), and clean_team.`
 
 // addTool registers a typed tool whose handler runs within limit(in): past
 // it, the call ends with a tool error naming the limit. A handler's error
@@ -113,9 +140,41 @@ func (s *server) team() (string, error) {
 	return s.deps.Team, nil
 }
 
-// agentTarget resolves an agent name of the caller's team.
-func (s *server) agentTarget(field, name string) (target.Target, error) {
-	team, err := s.team()
+// teamOf is the team a tool acts on: named ("" is the caller's own). Only
+// an orchestrator acts on another team; an agent stays in its own.
+func (s *server) teamOf(named string) (string, error) {
+	if named == "" || named == s.deps.Team {
+		return s.team()
+	}
+	if !s.orchestrator {
+		return "", fmt.Errorf("team %q: only an orchestrator (agentmsg mcp --orchestrator) acts on another team; you are in team %s", named, s.deps.Team)
+	}
+	if err := target.ValidateTeam(named); err != nil {
+		return "", fmt.Errorf("team: %w", err)
+	}
+	return named, nil
+}
+
+// other is team as a service request names it: "" for the caller's own
+// (which need not exist yet), else the team, which the service checks.
+func (s *server) other(team string) string {
+	if team == s.deps.Team {
+		return ""
+	}
+	return team
+}
+
+// in is the service acting for the caller in team: the same caller, its
+// inbox and reports in that team (see teamOf).
+func (s *server) in(team string) *service.Service {
+	svc := s.deps
+	svc.Team = team
+	return &svc
+}
+
+// agentTarget resolves an agent name of team ("" the caller's; see teamOf).
+func (s *server) agentTarget(team, field, name string) (target.Target, error) {
+	team, err := s.teamOf(team)
 	if err != nil {
 		return target.Target{}, err
 	}

@@ -36,11 +36,13 @@ func toolNames(t *testing.T, c *client) []string {
 func TestToolsPerMode(t *testing.T) {
 	t.Parallel()
 	tm := newTeam(t)
-	agent := []string{"check_messages", "claim_request", "list_agents", "request_task", "send_message", "wait_for_message"}
+	agent := []string{"check_messages", "claim_request", "get_board", "heartbeat", "list_agents", "list_requests",
+		"read_message", "reply_message", "request_task", "send_message", "set_status", "wait_for_message"}
 	if got := toolNames(t, tm.as("ana", false)); !slices.Equal(got, agent) {
 		t.Errorf("agent mode: %v, want %v", got, agent)
 	}
-	all := append(slices.Clone(agent), "assign_task", "broadcast", "create_workflow", "get_agent_status", "kill_agent", "shutdown_agent")
+	all := append(slices.Clone(agent), "assign_task", "broadcast", "clean_team", "create_workflow", "deliver_messages",
+		"get_agent_status", "get_events", "kill_agent", "message_log", "shutdown_agent", "spawn_agent")
 	slices.Sort(all)
 	if got := toolNames(t, tm.as("lead", true)); !slices.Equal(got, all) {
 		t.Errorf("orchestrator mode: %v, want %v", got, all)
@@ -776,4 +778,62 @@ func TestWorkflowValidation(t *testing.T) {
 	if len(tm.tmux.Received("agent-t-a1")) != 0 {
 		t.Error("an invalid workflow sent tasks")
 	}
+}
+
+// At most maxWaits wait_for_message calls are open at once per server; one
+// more is refused at once, saying why, and a slot freed is used again.
+func TestWaitsAreBounded(t *testing.T) {
+	t.Parallel()
+	tm := newTeam(t)
+	ana := &client{t: t, cs: connectServer(t, newServer(tm.deps("ana"), false, 2))}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var open sync.WaitGroup
+	for range 2 {
+		// Each holds a slot, taking it again whenever a probe below got
+		// it first.
+		open.Go(func() {
+			for ctx.Err() == nil {
+				res, err := ana.raw(ctx, "wait_for_message", map[string]any{"from": "nobody", "timeout_seconds": 60})
+				if err == nil && !res.IsError {
+					return
+				}
+			}
+		})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var probe WaitOutput
+	for !ana.tryWait(&probe) {
+		if time.Now().After(deadline) {
+			t.Fatal("a third wait was taken while two were open")
+		}
+	}
+	res, err := ana.raw(context.Background(), "wait_for_message", nil)
+	if err != nil || !res.IsError || !strings.Contains(text(res), "2 waits are open") {
+		t.Fatalf("the third wait: %v %v", err, res)
+	}
+	cancel()
+	open.Wait()
+	for ana.tryWait(&probe) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slots of cancelled waits were not freed")
+		}
+	}
+	if !probe.TimedOut {
+		t.Fatalf("a wait after the others ended: %+v", probe)
+	}
+}
+
+// tryWait runs a short wait and reports whether it was refused.
+func (c *client) tryWait(out *WaitOutput) bool {
+	c.t.Helper()
+	res, err := c.raw(context.Background(), "wait_for_message", map[string]any{"timeout_seconds": 0.05})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if res.IsError {
+		return true
+	}
+	decode(c.t, res, out)
+	return false
 }

@@ -16,6 +16,12 @@ import (
 // transport does.
 const DefaultMaxLine = mcp.DefaultMaxLineLength
 
+// DefaultMaxInFlight bounds the calls read and not yet answered on one
+// connection: an agent has a few at a time, and a client that never reads
+// its answers must not make the server hold every call it writes (100,000
+// grew it past 600 MB).
+const DefaultMaxInFlight = 64
+
 // Stdio is the MCP stdio transport: one JSON-RPC message per line on In,
 // one per line on Out. It stands in front of the SDK rather than using
 // its IOTransport, for two things the SDK does not do:
@@ -29,6 +35,11 @@ const DefaultMaxLine = mcp.DefaultMaxLineLength
 //   - When In ends, every request already read is answered before the
 //     session ends: a client may write its requests and close stdin
 //     (printf '...' | agentmsg mcp). The SDK cancels them instead.
+//   - At most MaxInFlight calls are read and not yet answered: past it the
+//     server reads no more of In until an answer is written, so a client
+//     that writes faster than it reads is held back by its own pipe, and
+//     one that never reads costs a bounded amount. A notification behind
+//     the call held back (a cancellation) waits with it.
 //
 // Batches are refused: MCP removed them in protocol version 2025-06-18.
 type Stdio struct {
@@ -37,6 +48,9 @@ type Stdio struct {
 	// MaxLine bounds one line in bytes; 0 is DefaultMaxLine. A longer
 	// line is answered with -32600 and skipped.
 	MaxLine int
+	// MaxInFlight bounds the calls read and not yet answered; 0 is
+	// DefaultMaxInFlight.
+	MaxInFlight int
 }
 
 // Connect implements mcp.Transport.
@@ -45,8 +59,13 @@ func (s *Stdio) Connect(context.Context) (mcp.Connection, error) {
 	if max <= 0 {
 		max = DefaultMaxLine
 	}
+	inFlight := s.MaxInFlight
+	if inFlight <= 0 {
+		inFlight = DefaultMaxInFlight
+	}
 	c := &stdioConn{
 		out:      s.Out,
+		inFlight: inFlight,
 		incoming: make(chan jsonrpc.Message),
 		eof:      make(chan struct{}),
 		closed:   make(chan struct{}),
@@ -68,9 +87,10 @@ type stdioConn struct {
 	closeOnce sync.Once
 	closed    chan struct{}
 
-	mu      sync.Mutex
-	pending map[jsonrpc.ID]bool // calls read and not yet answered
-	changed chan struct{}       // closed and replaced whenever pending shrinks
+	mu       sync.Mutex
+	pending  map[jsonrpc.ID]bool // calls read and not yet answered
+	changed  chan struct{}       // closed and replaced whenever pending shrinks
+	inFlight int                 // the most pending may hold
 }
 
 func (c *stdioConn) SessionID() string { return "" }
@@ -86,6 +106,9 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case <-c.closed:
 			return nil, io.EOF
 		case msg := <-c.incoming:
+			if err := c.room(ctx, msg); err != nil {
+				return nil, err
+			}
 			if c.accept(msg) {
 				return msg, nil
 			}
@@ -126,6 +149,31 @@ func (c *stdioConn) accept(msg jsonrpc.Message) bool {
 		}
 	}
 	return true
+}
+
+// room returns once msg may be taken in: at once unless it is a call and
+// inFlight calls are unanswered, else when one of them is. Meanwhile
+// nothing more is read from In (readLines waits to hand over its next
+// message), which is the back-pressure on the client.
+func (c *stdioConn) room(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); !ok || !req.IsCall() {
+		return nil
+	}
+	for {
+		c.mu.Lock()
+		n, changed := len(c.pending), c.changed
+		c.mu.Unlock()
+		if n < c.inFlight {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.closed:
+			return io.EOF
+		case <-changed:
+		}
+	}
 }
 
 // answered drops id from pending; the caller holds mu.

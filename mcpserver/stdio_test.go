@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's concurrent writes.
@@ -93,5 +97,56 @@ func TestStdioDuplicateIDAndLongLine(t *testing.T) {
 	}
 	if len(replies["3"]) != 0 || len(replies["4"]) != 1 {
 		t.Errorf("replies: %q", replies)
+	}
+}
+
+// Past MaxInFlight calls not yet answered the transport takes no more
+// from stdin until one is answered, so a client that never reads its
+// answers makes the server hold at most that many (100,000 unread calls
+// grew it past 600 MB). A correct transport passes whatever the timing;
+// the short grace is how long a wrong one has to show itself.
+func TestStdioBoundsCallsInFlight(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	in, feed := io.Pipe()
+	conn, err := (&Stdio{In: in, Out: io.Discard, MaxInFlight: 2}).Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	go func() {
+		for id := 1; id <= 3; id++ {
+			fmt.Fprintf(feed, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`+"\n", id)
+		}
+	}()
+	var calls []*jsonrpc.Request
+	for range 2 {
+		msg, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls = append(calls, msg.(*jsonrpc.Request))
+	}
+	third := make(chan jsonrpc.Message, 1)
+	go func() {
+		msg, _ := conn.Read(ctx)
+		third <- msg
+	}()
+	select {
+	case msg := <-third:
+		t.Fatalf("a third call was taken in while two were unanswered: %v", msg)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := conn.Write(ctx, &jsonrpc.Response{ID: calls[0].ID, Result: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case msg := <-third:
+		if req, ok := msg.(*jsonrpc.Request); !ok || req.ID.Raw() != int64(3) {
+			t.Fatalf("after an answer the transport took %v, want call 3", msg)
+		}
+	case <-ctx.Done():
+		t.Fatal("an answer did not make room for the next call")
 	}
 }

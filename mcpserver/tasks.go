@@ -10,7 +10,8 @@ import (
 
 // AssignInput is assign_task's input.
 type AssignInput struct {
-	Agent  string `json:"agent" jsonschema:"the agent of your team to give the task to"`
+	Agent  string `json:"agent" jsonschema:"the agent to give the task to"`
+	Team   string `json:"team,omitempty" jsonschema:"its team: yours when empty, or any other"`
 	Task   string `json:"task" jsonschema:"what the agent is to do"`
 	TaskID string `json:"task_id,omitempty" jsonschema:"your name for the task, sent as metadata task_id"`
 }
@@ -23,7 +24,7 @@ type AssignOutput struct {
 }
 
 func (s *server) assignTask(ctx context.Context, in AssignInput) (AssignOutput, error) {
-	t, err := s.agentTarget("agent", in.Agent)
+	t, err := s.agentTarget(in.Team, "agent", in.Agent)
 	if err != nil {
 		return AssignOutput{}, err
 	}

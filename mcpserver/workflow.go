@@ -12,7 +12,7 @@ import (
 // WorkflowStep is one step of a workflow.
 type WorkflowStep struct {
 	Name      string   `json:"name" jsonschema:"the step's name: letters, digits, _ . -"`
-	Agent     string   `json:"agent" jsonschema:"the agent of your team that does it"`
+	Agent     string   `json:"agent" jsonschema:"the agent of the workflow's team that does it"`
 	Prompt    string   `json:"prompt" jsonschema:"what the agent is to do"`
 	DependsOn []string `json:"depends_on,omitempty" jsonschema:"steps whose outputs this one needs; it starts when they are done"`
 }
@@ -20,6 +20,7 @@ type WorkflowStep struct {
 // WorkflowInput is create_workflow's input.
 type WorkflowInput struct {
 	Steps          []WorkflowStep `json:"steps"`
+	Team           string         `json:"team,omitempty" jsonschema:"the team whose agents do the steps: yours when empty, or any other"`
 	TimeoutSeconds float64        `json:"timeout_seconds,omitempty" jsonschema:"give up on the steps not done after this long (default 600, at most 3600)"`
 }
 
@@ -55,7 +56,8 @@ type WorkflowOutput struct {
 }
 
 func (s *server) createWorkflow(ctx context.Context, in WorkflowInput) (WorkflowOutput, error) {
-	if _, err := s.team(); err != nil {
+	team, err := s.teamOf(in.Team)
+	if err != nil {
 		return WorkflowOutput{}, err
 	}
 	limit, err := seconds(in.TimeoutSeconds, DefaultWorkflowTimeout, MaxWorkflowTimeout)
@@ -66,7 +68,8 @@ func (s *server) createWorkflow(ctx context.Context, in WorkflowInput) (Workflow
 	for _, st := range in.Steps {
 		req.Steps = append(req.Steps, service.WorkflowStep{Name: st.Name, Agent: st.Agent, Prompt: st.Prompt, DependsOn: st.DependsOn})
 	}
-	res, err := s.deps.Workflow(ctx, req)
+	// The steps report to the caller's inbox in that team.
+	res, err := s.in(team).Workflow(ctx, req)
 	switch {
 	case errors.Is(err, service.ErrNoSteps):
 		return WorkflowOutput{}, errors.New("steps is empty: give at least one {name, agent, prompt}")

@@ -213,7 +213,7 @@ func (s *Service) stamp(d *dispatch.Dispatcher, env *mailbox.Envelope) error {
 // carrier is the courier over d (nil: only the mailbox).
 func (s *Service) carrier(d *dispatch.Dispatcher) (*courier.Courier, error) {
 	if s.Courier == nil {
-		return &courier.Courier{Store: s.Store, Dispatch: d}, nil
+		return &courier.Courier{Store: s.Store, Dispatch: d, Hint: AnswerHint}, nil
 	}
 	return s.Courier(d)
 }
