@@ -574,6 +574,14 @@ func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, o
 		// finds it submitted or finishes it.
 		res.State = mailbox.StateTyping
 		res.RecordErr = fmt.Errorf("%s, but recording that in the inbox failed (it still says %s): %w", out.Verdict, res.State, err)
+		if !res.OK() && out.Typings == 0 && out.Presses == 0 && !out.Reached.Further(earlier) {
+			// Nothing typed, and nothing recorded to say it failed (a
+			// full disk): the message is kept as typing, and the next
+			// deliver types it. Failed would be untrue, and a sender who
+			// retried would send it twice (found by e2e/chaos, seed 962481).
+			res.Verdict = Deferred
+			res.RecordErr = fmt.Errorf("not typed, and kept: recording that in the inbox failed (it still says %s, and the next deliver types it): %w", res.State, err)
+		}
 		if res.Err == nil {
 			res.Err = res.RecordErr
 		} else {

@@ -913,3 +913,62 @@ func TestDeliverFinishesTheMessageInTheBoxFirst(t *testing.T) {
 		t.Fatalf("ana received %q (pass: %+v); want the one in the box, then the older one", got, done)
 	}
 }
+
+// fullBeforePaste fills the disk at the first look at the pane: after the
+// message is recorded as typing, before its first step can be.
+type fullBeforePaste struct {
+	*fakeServer
+	lockFile string
+	inbox    string // once it exists, the message is recorded
+	full     bool
+}
+
+func (f *fullBeforePaste) Pinned(tmux.Pane) tmux.Client { return f }
+
+func (f *fullBeforePaste) Capture(ctx context.Context, pane string, lines int) ([]string, error) {
+	if _, err := os.Stat(f.inbox); err == nil && !f.full {
+		f.full = true
+		if err := os.Remove(f.lockFile); err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
+		if err := os.Mkdir(f.lockFile, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	return f.fakeServer.Capture(ctx, pane, lines)
+}
+
+// A send that typed nothing and could record neither its step nor its
+// failure (a full disk) leaves the message kept as typing: it says so,
+// deferred and not OK, never failed; the next deliver types it once
+// (e2e/chaos, seed 962481: the sender said failed, and deliver later
+// typed it).
+func TestNothingTypedAndNothingRecordedIsKeptNotFailed(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	dir := filepath.Join(c.Store.Root, "teams", "alpha", "mailbox")
+	disk := &fullBeforePaste{fakeServer: tm, lockFile: filepath.Join(dir, "ana.lock"), inbox: filepath.Join(dir, "ana.jsonl")}
+	c.Dispatch.Tmux = disk
+	env := envelope(t, "hello")
+	res := c.Send(context.Background(), ana(t), env, Mode{Queue: true})
+	if res.Verdict != Deferred || res.State != mailbox.StateTyping || res.RecordErr == nil || res.Typings != 0 {
+		t.Fatalf("result %s, stored %s, typings %d, err %v; want deferred, stored typing, its record's error", res.Verdict, res.State, res.Typings, res.Err)
+	}
+	if !strings.Contains(res.Err.Error(), "the next deliver types it") {
+		t.Errorf("err %v, want it to say what becomes of the message", res.Err)
+	}
+	if got := tm.Received("agent-alpha-ana"); len(got) != 0 {
+		t.Fatalf("received %q before deliver", got)
+	}
+	if err := os.Remove(disk.lockFile); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Deliver(context.Background(), "", dispatch.Call{}); err != nil {
+		t.Fatal(err)
+	}
+	if s := state(t, c, env.ID); s != mailbox.StateSubmitted {
+		t.Errorf("after deliver the inbox says %s, want submitted", s)
+	}
+	if got := tm.Received("agent-alpha-ana"); len(got) != 1 {
+		t.Errorf("received %q, want it once", got)
+	}
+}
