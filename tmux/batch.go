@@ -243,7 +243,13 @@ func (c *core) runList(list []*call) (again []*call) {
 			// The call that failed, or one the server never got to because
 			// it went away.
 			stderr := res.stderr
-			if stderr == "" {
+			switch {
+			case stderr == "" && res.exitCode == 0:
+				// tmux ends a list early and quietly, exit 0, only when
+				// its server exits under it (kill-server from another
+				// client): the calls it never finished found no server.
+				stderr = "the server exited while it ran the command list (tmux exited 0 before its end)"
+			case stderr == "":
 				stderr = fmt.Sprintf("exit status %d", res.exitCode)
 			}
 			cl.done <- callResult{err: &Error{Command: callNames(cl), Socket: c.server.Socket, Stderr: stderr, ExitCode: res.exitCode, Kind: classify(stderr)}}

@@ -436,3 +436,26 @@ func sessionPane(ctx context.Context, c Client, session string) (Pane, error) {
 	}
 	return panes[0], nil
 }
+
+// A server killed while it runs a command list (kill-server from another
+// client) leaves the client to exit 0 with nothing more printed: the calls
+// it never finished failed because the server went, not for an unknown
+// reason (CI: a sender waiting for ana's readiness said failed with "exit
+// status 0" when her server was replaced, and its message was lost to
+// deliver).
+func TestAListCutShortWithExitZeroIsNoServer(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "tmux")
+	script := "#!/bin/sh\nif [ \"$1\" = -V ]; then echo 'tmux 3.3a'; fi\nexit 0\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewExec(Server{Socket: filepath.Join(dir, "sock")}, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.ListPanes(context.Background())
+	if !errors.Is(err, ErrNoServer) {
+		t.Errorf("a list cut short, exit 0: %v, want ErrNoServer", err)
+	}
+}
