@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/wire"
@@ -97,14 +96,7 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 		return exitError{code}
 	}
 	for _, r := range res.Results {
-		mark := "✓"
-		switch {
-		case r.Verdict == courier.Deferred && r.OK():
-			mark = "…"
-		case !r.OK():
-			mark = "✗"
-		}
-		fmt.Fprintf(opts.IO.Out, "%s %s\n", mark, describeResult(r))
+		fmt.Fprintf(opts.IO.Out, "%s %s\n", resultMark(r), describeResult(r))
 	}
 	fmt.Fprintf(opts.IO.Out, "%d of %d delivered as %s", len(res.Delivered), len(res.Results), res.ID)
 	if n := len(res.Deferred); n > 0 {

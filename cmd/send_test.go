@@ -232,3 +232,29 @@ func TestDeliverTurnEndIsOnePass(t *testing.T) {
 		t.Errorf("--turn-end --watch: %v, want a usage error", err)
 	}
 }
+
+// A deliver in which a message failed exits 6, as a broadcast in which a
+// target failed does: a script or hook must not read 0 as "all typed".
+// A message still kept for later is marked … (not ✓: it was not typed).
+func TestDeliverRunExitCodeAndMarks(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana", "agent-alpha-bob")
+	for _, name := range []string{"ana", "bob"} {
+		fx.srv.SetDialog("agent-alpha-"+name, true)
+		if err := sendRun(context.Background(), options(t, fx, NewCmdSend, "alpha", name, "later")); err != nil {
+			t.Fatalf("sendRun to %s: %v", name, err)
+		}
+	}
+	fx.srv.SetDialog("agent-alpha-ana", false)
+	fx.srv.SetDead("agent-alpha-ana")
+	fx.out.Reset()
+	err := deliverRun(context.Background(), options(t, fx, NewCmdDeliver, "alpha"))
+	if code := exitCode(err); code != ExitPartial {
+		t.Errorf("deliver with a failed message: exit %d (%v), want %d\n%s", code, err, ExitPartial, fx.out)
+	}
+	if !strings.Contains(fx.out.String(), "✗ ") {
+		t.Errorf("the failed message is not marked ✗:\n%s", fx.out)
+	}
+	if !strings.Contains(fx.out.String(), "… deferred for alpha/bob") {
+		t.Errorf("the deferral is not marked …:\n%s", fx.out)
+	}
+}
