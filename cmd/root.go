@@ -64,7 +64,11 @@ func RunIn(ctx context.Context, r app.Run) int {
 func Run(ctx context.Context, f *Factory, args []string) int {
 	root := NewCmdRoot(f)
 	root.SetArgs(args)
+	helpRefused := strictHelp(root)
 	err := root.ExecuteContext(ctx)
+	if err == nil {
+		err = helpRefused()
+	}
 	// A bad flag stops parsing before --json may have been read; the
 	// caller still asked for a JSON document.
 	if fe := (flagError{}); errors.As(err, &fe) && !f.JSON {

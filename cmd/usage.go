@@ -40,6 +40,24 @@ func strictGroups(c *cobra.Command) {
 	}
 }
 
+// strictHelp makes --help after an unknown subcommand of a group bad
+// usage too: cobra shows the group's help and exits 0, as if the command
+// existed. It returns what the help found wrong, to be checked once the
+// command line has run.
+func strictHelp(root *cobra.Command) (refused func() error) {
+	var err error
+	show := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		if c.HasSubCommands() {
+			if err = unknownCommand(c, c.Flags().Args()); err != nil {
+				return
+			}
+		}
+		show(c, args)
+	})
+	return func() error { return err }
+}
+
 // unknownCommand refuses any argument to a group command.
 func unknownCommand(c *cobra.Command, args []string) error {
 	if len(args) == 0 {

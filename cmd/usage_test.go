@@ -26,6 +26,11 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"team", "bogus"}, `unknown command "bogus"`},
 		{[]string{"hooks", "bogus"}, `unknown command "bogus"`},
 		{[]string{"help", "sned"}, `unknown help topic "sned"`},
+		// --help after an unknown command printed the root's help, exit 0.
+		{[]string{"nosuch", "--help"}, `unknown command "nosuch" for "agentmsg"`},
+		{[]string{"hosts", "--help"}, `unknown command "hosts" for "agentmsg"`},
+		{[]string{"sned", "-h"}, "Did you mean this?\n\tsend"},
+		{[]string{"status", "bogus", "--help"}, `unknown command "bogus" for "agentmsg status"`},
 		{[]string{"send", "alpha", "ana", "--bogus", "--json", "hi"}, "unknown flag: --bogus"},
 		{[]string{"--bogus", "--json", "list"}, "unknown flag: --bogus"},
 		{[]string{"wait", "--timeout", "soon", "--json"}, "invalid argument"},
