@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,16 +104,43 @@ func TestSendRunNotReady(t *testing.T) {
 	}
 }
 
-// --mailbox-only needs no tmux at all.
+// --mailbox-only needs no tmux at all: for a new name with --create, and
+// for a name that has an inbox already.
 func TestSendRunMailboxOnlyNeedsNoTmux(t *testing.T) {
 	fx := newRunFixture(t)
 	fx.f.Dispatcher = func() (*dispatch.Dispatcher, error) { return nil, tmux.ErrNotInstalled }
-	if err := sendRun(context.Background(), options(t, fx, NewCmdSend, "--mailbox-only", "alpha", "dana", "hi")); err != nil {
-		t.Fatalf("sendRun: %v\n%s", err, fx.errOut)
+	for _, args := range [][]string{{"--mailbox-only", "--create", "alpha", "dana", "hi"}, {"--mailbox-only", "alpha", "dana", "again"}} {
+		if err := sendRun(context.Background(), options(t, fx, NewCmdSend, args...)); err != nil {
+			t.Fatalf("sendRun %q: %v\n%s", args, err, fx.errOut)
+		}
 	}
 	b, err := fx.store.Read("alpha", "dana")
-	if err != nil || len(b.Envelopes) != 1 || b.Envelopes[0].Content != "hi" {
+	if err != nil || len(b.Envelopes) != 2 || b.Envelopes[0].Content != "hi" {
 		t.Fatalf("dana's inbox %+v, %v", b.Envelopes, err)
+	}
+}
+
+// --mailbox-only to a name with no session, no inbox and no board entry
+// is a typo until --create says otherwise: it is refused (exit 3, naming
+// the agents of the team) and no inbox is made for it. It used to exit 0
+// and make one, which MCP then listed as an agent of the team.
+func TestSendRunMailboxOnlyRefusesAnUnknownName(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	err := sendRun(context.Background(), options(t, fx, NewCmdSend, "--mailbox-only", "alpha", "nobodyhere", "hi"))
+	if code := exitCode(err); code != ExitNotFound {
+		t.Fatalf("--mailbox-only to a typo: exit %d (%v), want %d\n%s", code, err, ExitNotFound, fx.out)
+	}
+	for _, want := range []string{"nobodyhere", "ana", "--create"} {
+		if !strings.Contains(errText(err), want) {
+			t.Errorf("the refusal %q does not mention %q", errText(err), want)
+		}
+	}
+	if names, _ := fx.store.Agents("alpha"); slices.Contains(names, "nobodyhere") {
+		t.Errorf("an inbox was made for the typo: %q", names)
+	}
+	// An agent with a session is known, though it has no inbox yet.
+	if err := sendRun(context.Background(), options(t, fx, NewCmdSend, "--mailbox-only", "alpha", "ana", "hi")); err != nil {
+		t.Errorf("--mailbox-only to ana, who has a session: %v", err)
 	}
 }
 
