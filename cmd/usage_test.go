@@ -92,3 +92,32 @@ func TestJSONFailuresCarryExitCode(t *testing.T) {
 		t.Errorf("doctor of a missing agent: exit %d, %v\nstdout:\n%s\nstderr:\n%s", code, err, out, errOut)
 	}
 }
+
+// The delivery settings (--ready-timeout, --settle, ...) are in the help
+// of the commands that type into panes only: every command listed all 9,
+// status, board and inbox too. The connection flags stay everywhere.
+func TestDeliveryFlagsOnlyInHelpOfCommandsThatDeliver(t *testing.T) {
+	for _, tt := range []struct {
+		cmd      []string
+		delivers bool
+	}{
+		{[]string{"send"}, true}, {[]string{"broadcast"}, true}, {[]string{"deliver"}, true}, {[]string{"reply"}, true},
+		{[]string{"status"}, false}, {[]string{"board"}, false}, {[]string{"inbox"}, false}, {[]string{"config"}, false},
+		{[]string{"list"}, false}, {[]string{"status", "set"}, false}, {[]string{"request"}, false}, {[]string{"kill"}, false},
+	} {
+		f, out, _ := testFactory(nil)
+		if code := Run(context.Background(), f, append(tt.cmd, "--help")); code != ExitOK {
+			t.Fatalf("%q --help: exit %d", tt.cmd, code)
+		}
+		for _, flag := range []string{"--ready-timeout", "--settle", "--confirm-timeout", "--poll", "--retries", "--repress", "--keep-count"} {
+			if got := strings.Contains(out.String(), flag); got != tt.delivers {
+				t.Errorf("%q --help shows %s: %v, want %v", tt.cmd, flag, got, tt.delivers)
+			}
+		}
+		for _, flag := range []string{"--socket", "--json", "--from"} {
+			if !strings.Contains(out.String(), flag) {
+				t.Errorf("%q --help lacks %s", tt.cmd, flag)
+			}
+		}
+	}
+}
