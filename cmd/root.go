@@ -125,10 +125,11 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		Use:   "agentmsg",
 		Short: "Deliver messages to AI coding agents running in tmux, and prove they arrived",
 		Long: `agentmsg types a message into an AI coding agent's input box (Claude Code,
-Codex, Gemini CLI, aider, or any program with a prompt) running in a tmux
-session named agent-<team>-<name>, submits it, and confirms that the agent
-really received it. It never types into a dialog, never touches a person's
-half-typed text, and never merges two senders' messages.
+Codex, Gemini CLI, Qwen Code, Factory's Droid, aider, or any program with a
+prompt) running in a tmux session named agent-<team>-<name>, submits it, and
+confirms that the agent really received it. It never types into a dialog,
+never touches a person's half-typed text, and never merges two senders'
+messages.
 
 Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 

@@ -121,3 +121,18 @@ func TestDeliveryFlagsOnlyInHelpOfCommandsThatDeliver(t *testing.T) {
 		}
 	}
 }
+
+// The root help names every agent CLI with a builtin profile: Qwen Code
+// and Droid were left out.
+func TestRootHelpNamesEveryAgentCLI(t *testing.T) {
+	f, out, _ := testFactory(nil)
+	if code := Run(context.Background(), f, []string{"--help"}); code != ExitOK {
+		t.Fatalf("--help: exit %d", code)
+	}
+	help := strings.Join(strings.Fields(out.String()), " ")
+	for _, name := range []string{"Claude Code", "Codex", "Gemini CLI", "Qwen Code", "Droid", "aider"} {
+		if !strings.Contains(help, name) {
+			t.Errorf("agentmsg --help does not name %s", name)
+		}
+	}
+}
