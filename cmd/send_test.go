@@ -286,3 +286,18 @@ func TestDeliverRunExitCodeAndMarks(t *testing.T) {
 		t.Errorf("the deferral is not marked …:\n%s", fx.out)
 	}
 }
+
+// broadcast "x" (the team forgotten, stdin empty) took "x" for the team
+// and said "the message is empty"; it says what it took for what.
+func TestBroadcastRunTeamForgotten(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	err := broadcastRun(context.Background(), options(t, fx, NewCmdBroadcast, "standup"))
+	if exitCode(err) != ExitUsage {
+		t.Fatalf("broadcast \"standup\": exit %d (%v), want %d", exitCode(err), err, ExitUsage)
+	}
+	for _, want := range []string{`"standup" was taken for the TEAM`, "agentmsg broadcast TEAM MESSAGE"} {
+		if !strings.Contains(errText(err), want) {
+			t.Errorf("%q lacks %q", errText(err), want)
+		}
+	}
+}
