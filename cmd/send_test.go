@@ -301,3 +301,17 @@ func TestBroadcastRunTeamForgotten(t *testing.T) {
 		}
 	}
 }
+
+// shutdown names its request once: it printed "shutdown-request MSG_X:
+// submitted to alpha/ana as MSG_X".
+func TestShutdownRunNamesTheRequestOnce(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	if err := shutdownRun(context.Background(), options(t, fx, NewCmdShutdown, "alpha", "ana")); err != nil {
+		t.Fatalf("shutdownRun: %v\n%s", err, fx.errOut)
+	}
+	line := strings.TrimSpace(fx.out.String())
+	id := line[strings.Index(line, "MSG_"):][:len("MSG_LEAD_")+8]
+	if strings.Count(line, id) != 1 || !strings.HasPrefix(line, "shutdown-request submitted to alpha/ana as "+id) {
+		t.Errorf("shutdown's report: %q", line)
+	}
+}
