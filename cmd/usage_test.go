@@ -64,9 +64,10 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}
 }
 
-// Help, asked for, is no error.
+// Help, asked for, is no error. (status alone shows the caller's entry:
+// TestStatusAloneShowsTheCallersEntry.)
 func TestHelpIsNoError(t *testing.T) {
-	for _, args := range [][]string{{}, {"help"}, {"help", "send"}, {"status"}, {"team"}, {"hooks"}, {"--help"}, {"status", "--help"}} {
+	for _, args := range [][]string{{}, {"help"}, {"help", "send"}, {"team"}, {"hooks"}, {"--help"}, {"status", "--help"}} {
 		f, out, errOut := testFactory(nil)
 		if code := Run(context.Background(), f, args); code != ExitOK || out.Len() == 0 {
 			t.Errorf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, out, errOut)
