@@ -2,11 +2,12 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/wire"
@@ -85,6 +86,10 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 		opts.Delivery.Call.OnWait = newWaitPrinter(opts.IO.ErrOut, false).wait
 	}
 	res, err := svc.Broadcast(ctx, service.BroadcastRequest{Team: opts.Team, All: opts.All, Draft: draft, Delivery: opts.Delivery})
+	if errors.Is(err, dispatch.ErrEmptyMessage) && opts.FromStdin && !opts.All {
+		// Most often the team was forgotten: the message became the team.
+		return usagef("broadcast: no message: %q was taken for the TEAM, and stdin held nothing; give both: agentmsg broadcast TEAM MESSAGE (or --all MESSAGE)", opts.Team)
+	}
 	if err != nil {
 		return err
 	}
@@ -97,14 +102,7 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 		return exitError{code}
 	}
 	for _, r := range res.Results {
-		mark := "✓"
-		switch {
-		case r.Verdict == courier.Deferred && r.OK():
-			mark = "…"
-		case !r.OK():
-			mark = "✗"
-		}
-		fmt.Fprintf(opts.IO.Out, "%s %s\n", mark, describeResult(r))
+		fmt.Fprintf(opts.IO.Out, "%s %s\n", resultMark(r), describeResult(r))
 	}
 	fmt.Fprintf(opts.IO.Out, "%d of %d delivered as %s", len(res.Delivered), len(res.Results), res.ID)
 	if n := len(res.Deferred); n > 0 {

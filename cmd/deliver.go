@@ -126,11 +126,7 @@ func deliverRun(ctx context.Context, opts *DeliverOptions) error {
 		all = append(all, res.Typed...)
 		if !f.JSON {
 			for _, t := range res.Typed {
-				mark := "✓"
-				if !t.OK() {
-					mark = "✗"
-				}
-				fmt.Fprintf(opts.IO.Out, "%s %s\n", mark, describeResult(t.Result))
+				fmt.Fprintf(opts.IO.Out, "%s %s\n", resultMark(t.Result), describeResult(t.Result))
 			}
 		}
 		if err != nil {
@@ -172,5 +168,18 @@ func finishDeliver(opts *DeliverOptions, all []courier.Typing, err error) error 
 	case len(all) == 0 && err == nil:
 		fmt.Fprintln(opts.IO.Out, "nothing to deliver")
 	}
+	if err == nil && anyFailed(all) {
+		return exitError{ExitPartial}
+	}
 	return err
+}
+
+// anyFailed reports whether a message tried was neither taken nor kept.
+func anyFailed(all []courier.Typing) bool {
+	for _, t := range all {
+		if !t.OK() {
+			return true
+		}
+	}
+	return false
 }

@@ -119,6 +119,7 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 	w := f.IO.Out
 	fmt.Fprintf(w, "server    %s (tmux %s, pid %d)\n", show(in.Server.Socket), show(in.Server.Version), in.Server.PID)
 	printTmux(w, tm)
+	printHazards(w, tm.Hazards)
 	if in.Found {
 		fmt.Fprintf(w, "session   %s: found (exact match)\n", t.Session)
 	} else {

@@ -74,6 +74,18 @@ func (e *envelopeFlags) metadata() (map[string]string, error) {
 // wireResult is r as --json prints it, in the command line's words.
 func wireResult(r courier.Result) wire.Outcome { return wire.NewResult(r, errText) }
 
+// resultMark is the mark before one target's line: ✓ typed and taken,
+// … kept in the inbox for later (nothing was typed), ✗ failed.
+func resultMark(r courier.Result) string {
+	switch {
+	case !r.OK():
+		return "✗"
+	case r.Verdict == courier.Deferred:
+		return "…"
+	}
+	return "✓"
+}
+
 func describeResult(r courier.Result) string {
 	if r.RecordErr != nil && r.Outcome.OK() {
 		return fmt.Sprintf("%s; but %v", describe(r.Outcome), r.RecordErr)

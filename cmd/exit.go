@@ -30,7 +30,7 @@ const exitCodesHelp = `Exit codes:
   3  no such target (no agent session of that exact name, or none in the team), request or message
   4  not ready in time: busy, a dialog or a person's draft the whole time
   5  typed but not confirmed as submitted
-  6  a broadcast in which some targets failed
+  6  a broadcast in which some targets failed, or a deliver in which some messages failed
   7  wait: no matching message arrived in time
   8  claim: the request was already claimed by another agent, or expired
   9  shutdown --wait: the agent deferred its shutdown (accept=false)`

@@ -657,7 +657,7 @@ func TestMailboxExitCodes(t *testing.T) {
 // where tmux is not installed (the test factory fails any use of tmux).
 func TestMailboxOnlySendNeedsNoTmux(t *testing.T) {
 	m := newMBHome(t)
-	r := m.want(m.run("lead", "--json", "send", "--mailbox-only", "alpha", "ana", "read me later"), ExitOK)
+	r := m.want(m.run("lead", "--json", "send", "--mailbox-only", "--create", "alpha", "ana", "read me later"), ExitOK)
 	if !strings.Contains(r.stdout, `"verdict": "recorded"`) {
 		t.Fatalf("send --mailbox-only:\n%s", r)
 	}

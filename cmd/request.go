@@ -87,7 +87,9 @@ func requestRun(ctx context.Context, opts *RequestOptions) error {
 	} else {
 		fmt.Fprintf(opts.IO.Out, "posted %s in team %s\n", r.ID, p.Team)
 		if len(p.Notified) > 0 {
-			fmt.Fprintf(opts.IO.ErrOut, "told %s; claim it with: agentmsg claim %s\n", show(strings.Join(p.Notified, ", ")), r.ID)
+			// Only the inboxes are written: a deliver (or an agent's
+			// turn-end hook) types it into the panes.
+			fmt.Fprintf(opts.IO.ErrOut, "recorded in the inboxes of %s; the next agentmsg deliver types it (or a turn-end hook); claim it with: agentmsg claim %s\n", show(strings.Join(p.Notified, ", ")), r.ID)
 		} else {
 			fmt.Fprintf(opts.IO.ErrOut, "no other agent of %s has an inbox yet; they see it with: agentmsg requests %s\n", p.Team, p.Team)
 		}

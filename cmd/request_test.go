@@ -28,3 +28,14 @@ func TestRequestCleansAndTellsTheBoard(t *testing.T) {
 		t.Fatalf("stored: %+v %v", list, err)
 	}
 }
+
+// request writes inboxes; nothing is typed until a deliver (or a turn-end
+// hook) runs: it said "told ana, bob", as if the agents had seen it.
+func TestRequestSaysItRecordedAndWhatTypesIt(t *testing.T) {
+	m := newMBHome(t)
+	m.send("lead", "ana", mailbox.TypeText, "hi")
+	r := m.want(m.run("lead", "request", "alpha", "review PR 12"), ExitOK)
+	if strings.Contains(r.stderr, "told") || !strings.Contains(r.stderr, "recorded in the inboxes of ana; the next agentmsg deliver types it") {
+		t.Errorf("request's report:\n%s", r)
+	}
+}

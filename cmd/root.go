@@ -64,7 +64,11 @@ func RunIn(ctx context.Context, r app.Run) int {
 func Run(ctx context.Context, f *Factory, args []string) int {
 	root := NewCmdRoot(f)
 	root.SetArgs(args)
+	helpRefused := strictHelp(root)
 	err := root.ExecuteContext(ctx)
+	if err == nil {
+		err = helpRefused()
+	}
 	// A bad flag stops parsing before --json may have been read; the
 	// caller still asked for a JSON document.
 	if fe := (flagError{}); errors.As(err, &fe) && !f.JSON {
@@ -121,10 +125,11 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		Use:   "agentmsg",
 		Short: "Deliver messages to AI coding agents running in tmux, and prove they arrived",
 		Long: `agentmsg types a message into an AI coding agent's input box (Claude Code,
-Codex, Gemini CLI, aider, or any program with a prompt) running in a tmux
-session named agent-<team>-<name>, submits it, and confirms that the agent
-really received it. It never types into a dialog, never touches a person's
-half-typed text, and never merges two senders' messages.
+Codex, Gemini CLI, Qwen Code, Factory's Droid, aider, or any program with a
+prompt) running in a tmux session named agent-<team>-<name>, submits it, and
+confirms that the agent really received it. It never types into a dialog,
+never touches a person's half-typed text, and never merges two senders'
+messages.
 
 Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 

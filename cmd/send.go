@@ -29,6 +29,8 @@ type SendOptions struct {
 	// WaitDelivered: after a deferral, how long to wait for the message's
 	// delivery (0: not at all).
 	WaitDelivered time.Duration
+	// Create lets --mailbox-only start an inbox for a name not known yet.
+	Create bool
 }
 
 func NewCmdSend(f *Factory, runF func(context.Context, *SendOptions) error) *cobra.Command {
@@ -53,7 +55,9 @@ Every message is first recorded in the agent's inbox (see agentmsg inbox, log).
 When the agent is still not ready at the deadline, the message stays there
 and send exits 0 with the verdict "deferred": agentmsg deliver types it once
 the agent is ready. --no-queue makes that a failure (exit 4) instead.
---mailbox-only records it without typing, for agents that read their inbox.
+--mailbox-only records it without typing, for agents that read their inbox;
+to a name agentmsg does not know (no session, inbox or board entry) only
+with --create, so that a typo is refused rather than given an inbox.
 
 ` + typesHelp + `
 
@@ -84,7 +88,8 @@ the agent is ready. --no-queue makes that a failure (exit 4) instead.
 	}
 	noQueue := false
 	c.Flags().BoolVar(&noQueue, "no-queue", false, "fail (exit 4) when the agent is not ready in time, instead of keeping the message for agentmsg deliver")
-	c.Flags().BoolVar(&opts.Delivery.MailboxOnly, "mailbox-only", false, "only record the message in the agent's inbox (for agents that read their inbox; the agent need not exist)")
+	c.Flags().BoolVar(&opts.Delivery.MailboxOnly, "mailbox-only", false, "only record the message in the agent's inbox (for agents that read their inbox; the agent need not have a session)")
+	c.Flags().BoolVar(&opts.Create, "create", false, "with --mailbox-only, start an inbox for a name agentmsg does not know yet (no session, inbox or board entry)")
 	opts.Envelope.register(c)
 	opts.Agent.register(c, true)
 	opts.Agent.registerPane(c)
@@ -107,9 +112,12 @@ func sendRun(ctx context.Context, opts *SendOptions) error {
 	}
 	// The event log's end before the send: its delivery comes after it.
 	before, _ := svc.LastEvent()
-	res, err := svc.Send(ctx, service.SendRequest{To: opts.Target, Draft: draft, Delivery: opts.Delivery})
+	res, err := svc.Send(ctx, service.SendRequest{To: opts.Target, Draft: draft, Delivery: opts.Delivery, RefuseUnknown: !opts.Create})
 	if progress != nil {
 		progress.done()
+	}
+	if unknown := (*service.UnknownAgentError)(nil); errors.As(err, &unknown) {
+		return fmt.Errorf("%w; a new name's inbox needs --create: agentmsg send --mailbox-only --create %s %s ...", err, opts.Target.Team, opts.Target.Agent())
 	}
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,16 +104,43 @@ func TestSendRunNotReady(t *testing.T) {
 	}
 }
 
-// --mailbox-only needs no tmux at all.
+// --mailbox-only needs no tmux at all: for a new name with --create, and
+// for a name that has an inbox already.
 func TestSendRunMailboxOnlyNeedsNoTmux(t *testing.T) {
 	fx := newRunFixture(t)
 	fx.f.Dispatcher = func() (*dispatch.Dispatcher, error) { return nil, tmux.ErrNotInstalled }
-	if err := sendRun(context.Background(), options(t, fx, NewCmdSend, "--mailbox-only", "alpha", "dana", "hi")); err != nil {
-		t.Fatalf("sendRun: %v\n%s", err, fx.errOut)
+	for _, args := range [][]string{{"--mailbox-only", "--create", "alpha", "dana", "hi"}, {"--mailbox-only", "alpha", "dana", "again"}} {
+		if err := sendRun(context.Background(), options(t, fx, NewCmdSend, args...)); err != nil {
+			t.Fatalf("sendRun %q: %v\n%s", args, err, fx.errOut)
+		}
 	}
 	b, err := fx.store.Read("alpha", "dana")
-	if err != nil || len(b.Envelopes) != 1 || b.Envelopes[0].Content != "hi" {
+	if err != nil || len(b.Envelopes) != 2 || b.Envelopes[0].Content != "hi" {
 		t.Fatalf("dana's inbox %+v, %v", b.Envelopes, err)
+	}
+}
+
+// --mailbox-only to a name with no session, no inbox and no board entry
+// is a typo until --create says otherwise: it is refused (exit 3, naming
+// the agents of the team) and no inbox is made for it. It used to exit 0
+// and make one, which MCP then listed as an agent of the team.
+func TestSendRunMailboxOnlyRefusesAnUnknownName(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	err := sendRun(context.Background(), options(t, fx, NewCmdSend, "--mailbox-only", "alpha", "nobodyhere", "hi"))
+	if code := exitCode(err); code != ExitNotFound {
+		t.Fatalf("--mailbox-only to a typo: exit %d (%v), want %d\n%s", code, err, ExitNotFound, fx.out)
+	}
+	for _, want := range []string{"nobodyhere", "ana", "--create"} {
+		if !strings.Contains(errText(err), want) {
+			t.Errorf("the refusal %q does not mention %q", errText(err), want)
+		}
+	}
+	if names, _ := fx.store.Agents("alpha"); slices.Contains(names, "nobodyhere") {
+		t.Errorf("an inbox was made for the typo: %q", names)
+	}
+	// An agent with a session is known, though it has no inbox yet.
+	if err := sendRun(context.Background(), options(t, fx, NewCmdSend, "--mailbox-only", "alpha", "ana", "hi")); err != nil {
+		t.Errorf("--mailbox-only to ana, who has a session: %v", err)
 	}
 }
 
@@ -230,5 +258,60 @@ func TestDeliverTurnEndIsOnePass(t *testing.T) {
 	c.SilenceErrors, c.SilenceUsage = true, true
 	if err := c.ExecuteContext(context.Background()); exitCode(err) != ExitUsage {
 		t.Errorf("--turn-end --watch: %v, want a usage error", err)
+	}
+}
+
+// A deliver in which a message failed exits 6, as a broadcast in which a
+// target failed does: a script or hook must not read 0 as "all typed".
+// A message still kept for later is marked … (not ✓: it was not typed).
+func TestDeliverRunExitCodeAndMarks(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana", "agent-alpha-bob")
+	for _, name := range []string{"ana", "bob"} {
+		fx.srv.SetDialog("agent-alpha-"+name, true)
+		if err := sendRun(context.Background(), options(t, fx, NewCmdSend, "alpha", name, "later")); err != nil {
+			t.Fatalf("sendRun to %s: %v", name, err)
+		}
+	}
+	fx.srv.SetDialog("agent-alpha-ana", false)
+	fx.srv.SetDead("agent-alpha-ana")
+	fx.out.Reset()
+	err := deliverRun(context.Background(), options(t, fx, NewCmdDeliver, "alpha"))
+	if code := exitCode(err); code != ExitPartial {
+		t.Errorf("deliver with a failed message: exit %d (%v), want %d\n%s", code, err, ExitPartial, fx.out)
+	}
+	if !strings.Contains(fx.out.String(), "✗ ") {
+		t.Errorf("the failed message is not marked ✗:\n%s", fx.out)
+	}
+	if !strings.Contains(fx.out.String(), "… deferred for alpha/bob") {
+		t.Errorf("the deferral is not marked …:\n%s", fx.out)
+	}
+}
+
+// broadcast "x" (the team forgotten, stdin empty) took "x" for the team
+// and said "the message is empty"; it says what it took for what.
+func TestBroadcastRunTeamForgotten(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	err := broadcastRun(context.Background(), options(t, fx, NewCmdBroadcast, "standup"))
+	if exitCode(err) != ExitUsage {
+		t.Fatalf("broadcast \"standup\": exit %d (%v), want %d", exitCode(err), err, ExitUsage)
+	}
+	for _, want := range []string{`"standup" was taken for the TEAM`, "agentmsg broadcast TEAM MESSAGE"} {
+		if !strings.Contains(errText(err), want) {
+			t.Errorf("%q lacks %q", errText(err), want)
+		}
+	}
+}
+
+// shutdown names its request once: it printed "shutdown-request MSG_X:
+// submitted to alpha/ana as MSG_X".
+func TestShutdownRunNamesTheRequestOnce(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	if err := shutdownRun(context.Background(), options(t, fx, NewCmdShutdown, "alpha", "ana")); err != nil {
+		t.Fatalf("shutdownRun: %v\n%s", err, fx.errOut)
+	}
+	line := strings.TrimSpace(fx.out.String())
+	id := line[strings.Index(line, "MSG_"):][:len("MSG_LEAD_")+8]
+	if strings.Count(line, id) != 1 || !strings.HasPrefix(line, "shutdown-request submitted to alpha/ana as "+id) {
+		t.Errorf("shutdown's report: %q", line)
 	}
 }

@@ -3,11 +3,14 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/lifecycle"
+	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/wire"
@@ -96,12 +99,12 @@ func shutdownRun(ctx context.Context, opts *ShutdownOptions) error {
 	}
 	if res.NotSent() {
 		if !opts.JSON() {
-			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: shutdown-request %s: %s\n", res.RequestID, describeResult(res.Sent))
+			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %s\n", describeRequest("shutdown-request", res.RequestID, res.Sent))
 		}
 		return exitError{code}
 	}
 	if !opts.JSON() {
-		fmt.Fprintf(opts.IO.Out, "shutdown-request %s: %s\n", res.RequestID, describeResult(res.Sent))
+		fmt.Fprintln(opts.IO.Out, describeRequest("shutdown-request", res.RequestID, res.Sent))
 	}
 	switch {
 	case !res.Waited:
@@ -122,4 +125,14 @@ func shutdownRun(ctx context.Context, opts *ShutdownOptions) error {
 		fmt.Fprintf(opts.IO.Out, "%s deferred: %s\n", opts.Target, showText(res.Reason))
 	}
 	return exitError{code}
+}
+
+// describeRequest is what became of a protocol message, naming its id
+// once: most verdicts name it already.
+func describeRequest(kind string, id message.ID, r courier.Result) string {
+	text := describeResult(r)
+	if strings.Contains(text, string(id)) {
+		return kind + " " + text
+	}
+	return fmt.Sprintf("%s %s: %s", kind, id, text)
 }

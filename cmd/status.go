@@ -18,15 +18,44 @@ import (
 var statusStates = mailbox.StatusStates()
 
 func NewCmdStatus(f *Factory, runF func(context.Context, *StatusOptions) error) *cobra.Command {
+	deps := newTeamDeps(f)
 	c := &cobra.Command{
 		Use:   "status",
-		Short: "Report what you are doing on your team's status board",
-		Long: `Status keeps your entry on your team's status board, which
-agentmsg board shows. See agentmsg status set --help.`,
-		Args: argsBetween(0, 0, "a subcommand: set"),
+		Short: "Show or report what you are doing on your team's status board",
+		Long: `Status shows your entry on your team's status board (agentmsg board shows
+everyone's); agentmsg status set changes it. See agentmsg status set --help.`,
+		Example: `  agentmsg status
+  agentmsg status set --state working --working-on "inbox cursor"`,
+		Args: unknownCommand,
+		RunE: func(c *cobra.Command, args []string) error { return statusShowRun(c.Context(), deps) },
 	}
 	c.AddCommand(NewCmdStatusSet(f, runF))
 	return c
+}
+
+// statusShowRun prints the caller's own entry on its team's board.
+func statusShowRun(ctx context.Context, deps teamDeps) error {
+	svc, team, err := deps.serviceTeam(ctx, "")
+	if err != nil {
+		return err
+	}
+	b, err := svc.Board(ctx, team)
+	if err != nil {
+		return teamError(err)
+	}
+	i := slices.IndexFunc(b.Agents, func(st mailbox.Status) bool { return st.Agent == svc.Name })
+	if i < 0 {
+		if b.ReadErr != nil {
+			return b.ReadErr
+		}
+		fmt.Fprintf(deps.IO.ErrOut, "%s has no entry on team %s's board yet (agentmsg status set --state working --working-on ...)\n", svc.Name, b.Team)
+		return nil
+	}
+	if deps.JSON() {
+		writeJSON(deps.jsonOut(), wire.NewStatus(service.StatusResult{Team: b.Team, Status: b.Agents[i]}))
+		return nil
+	}
+	return writeBoard(deps.IO.Out, deps.IO.ErrOut, b.Team, b.Agents[i:i+1], deps.Now())
 }
 
 // StatusOptions are status set's inputs. Only the fields whose flags were

@@ -44,3 +44,28 @@ func TestUnknownTeamIsNotFound(t *testing.T) {
 		}
 	}
 }
+
+// status alone shows the caller's own entry (it printed status's help).
+func TestStatusAloneShowsTheCallersEntry(t *testing.T) {
+	env := map[string]string{"AGENTMSG_HOME": t.TempDir(), "AGENTMSG_FROM": "ana", "AGENTMSG_TEAM": "alpha", "XDG_CONFIG_HOME": t.TempDir()}
+	f, out, errOut := testFactory(env)
+	if code := Run(context.Background(), f, []string{"status"}); code != ExitOK {
+		t.Fatalf("status with no entry: exit %d\n%s", code, errOut)
+	}
+	if strings.Contains(out.String(), "Available Commands") || !strings.Contains(errOut.String(), "ana has no entry on team alpha's board yet") {
+		t.Errorf("status with no entry: stdout %q stderr %q", out, errOut)
+	}
+	f, _, _ = testFactory(env)
+	if code := Run(context.Background(), f, []string{"status", "set", "--state", "working", "--working-on", "the inbox cursor"}); code != ExitOK {
+		t.Fatalf("status set: exit %d", code)
+	}
+	for _, args := range [][]string{{"status"}, {"--json", "status"}} {
+		f, out, errOut = testFactory(env)
+		if code := Run(context.Background(), f, args); code != ExitOK {
+			t.Fatalf("%q: exit %d\n%s", args, code, errOut)
+		}
+		if !strings.Contains(out.String(), "working") || !strings.Contains(out.String(), "the inbox cursor") {
+			t.Errorf("%q does not show ana's entry:\n%s", args, out)
+		}
+	}
+}

@@ -49,7 +49,7 @@ func whichTmux(ctx context.Context, f *Factory, serverVersion string) tmuxInUse 
 	return in
 }
 
-// printTmux writes the tmux in use and its known hazards for a person.
+// printTmux writes the tmux in use for a person.
 func printTmux(w io.Writer, in tmuxInUse) {
 	switch {
 	case in.Path == "":
@@ -60,7 +60,15 @@ func printTmux(w io.Writer, in tmuxInUse) {
 	default:
 		fmt.Fprintf(w, "tmux      %s (%s; %s; choose another with AGENTMSG_TMUX or tmux = \"PATH\" in the config)\n", show(in.Path), show(string(in.Version)), show(in.Why))
 	}
-	for _, h := range in.Hazards {
-		fmt.Fprintf(w, "  hazard: %s\n    agentmsg: %s\n", h.Summary, h.Defence)
+}
+
+// printHazards writes the hazards a person can act on (doctor's: once, and
+// only when the tmux has one); those agentmsg defends against whole are
+// left to --json.
+func printHazards(w io.Writer, hs []tmux.Hazard) {
+	for _, h := range hs {
+		if !h.Handled {
+			fmt.Fprintf(w, "  hazard: %s\n    agentmsg: %s\n", h.Summary, h.Defence)
+		}
 	}
 }

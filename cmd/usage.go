@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/agentmsg/agentmsg/config"
 )
 
 // jsonRequested reports whether args hold --json (before any "--").
@@ -37,6 +40,60 @@ func strictGroups(c *cobra.Command) {
 	}
 	for _, sub := range c.Commands() {
 		strictGroups(sub)
+	}
+}
+
+// strictHelp makes --help after an unknown subcommand of a group bad
+// usage too: cobra shows the group's help and exits 0, as if the command
+// existed. It returns what the help found wrong, to be checked once the
+// command line has run.
+func strictHelp(root *cobra.Command) (refused func() error) {
+	var err error
+	show := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		if c.HasSubCommands() {
+			if err = unknownCommand(c, c.Flags().Args()); err != nil {
+				return
+			}
+		}
+		defer hideDeliveryFlags(c)()
+		show(c, args)
+	})
+	return func() error { return err }
+}
+
+// deliveringCommands type into agents' panes (or serve front ends that
+// do): theirs is the help that lists the delivery settings.
+var deliveringCommands = map[string]bool{
+	"send": true, "broadcast": true, "deliver": true, "reply": true, "shutdown": true,
+	"task assign": true, "workflow run": true, "mcp": true, "serve": true, "top": true,
+}
+
+// everyCommandsKeys are the config keys every command takes: which tmux
+// server, and who is asking. The others are delivery settings.
+var everyCommandsKeys = map[string]bool{"socket": true, "socket_name": true, "tmux": true, "from": true, "team": true}
+
+// hideDeliveryFlags hides the delivery settings from the help of a command that
+// types nothing, where they were 9 lines of noise, and returns what
+// shows them again. The root's help lists them all, once.
+func hideDeliveryFlags(c *cobra.Command) (restore func()) {
+	path := strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
+	if !c.HasParent() || deliveringCommands[path] {
+		return func() {}
+	}
+	var hidden []*pflag.Flag
+	for _, k := range config.Keys() {
+		fl := c.Root().PersistentFlags().Lookup(k.Flag)
+		if fl == nil || fl.Hidden || everyCommandsKeys[k.Key] {
+			continue
+		}
+		fl.Hidden = true
+		hidden = append(hidden, fl)
+	}
+	return func() {
+		for _, fl := range hidden {
+			fl.Hidden = false
+		}
 	}
 }
 

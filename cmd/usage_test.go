@@ -26,6 +26,11 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"team", "bogus"}, `unknown command "bogus"`},
 		{[]string{"hooks", "bogus"}, `unknown command "bogus"`},
 		{[]string{"help", "sned"}, `unknown help topic "sned"`},
+		// --help after an unknown command printed the root's help, exit 0.
+		{[]string{"nosuch", "--help"}, `unknown command "nosuch" for "agentmsg"`},
+		{[]string{"hosts", "--help"}, `unknown command "hosts" for "agentmsg"`},
+		{[]string{"sned", "-h"}, "Did you mean this?\n\tsend"},
+		{[]string{"status", "bogus", "--help"}, `unknown command "bogus" for "agentmsg status"`},
 		{[]string{"send", "alpha", "ana", "--bogus", "--json", "hi"}, "unknown flag: --bogus"},
 		{[]string{"--bogus", "--json", "list"}, "unknown flag: --bogus"},
 		{[]string{"wait", "--timeout", "soon", "--json"}, "invalid argument"},
@@ -59,9 +64,10 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}
 }
 
-// Help, asked for, is no error.
+// Help, asked for, is no error. (status alone shows the caller's entry:
+// TestStatusAloneShowsTheCallersEntry.)
 func TestHelpIsNoError(t *testing.T) {
-	for _, args := range [][]string{{}, {"help"}, {"help", "send"}, {"status"}, {"team"}, {"hooks"}, {"--help"}, {"status", "--help"}} {
+	for _, args := range [][]string{{}, {"help"}, {"help", "send"}, {"team"}, {"hooks"}, {"--help"}, {"status", "--help"}} {
 		f, out, errOut := testFactory(nil)
 		if code := Run(context.Background(), f, args); code != ExitOK || out.Len() == 0 {
 			t.Errorf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, out, errOut)
@@ -85,5 +91,49 @@ func TestJSONFailuresCarryExitCode(t *testing.T) {
 	}
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || code != ExitNotFound || doc.ExitCode == nil || *doc.ExitCode != ExitNotFound || doc.Error == "" {
 		t.Errorf("doctor of a missing agent: exit %d, %v\nstdout:\n%s\nstderr:\n%s", code, err, out, errOut)
+	}
+}
+
+// The delivery settings (--ready-timeout, --settle, ...) are in the help
+// of the commands that type into panes only: every command listed all 9,
+// status, board and inbox too. The connection flags stay everywhere.
+func TestDeliveryFlagsOnlyInHelpOfCommandsThatDeliver(t *testing.T) {
+	for _, tt := range []struct {
+		cmd      []string
+		delivers bool
+	}{
+		{[]string{"send"}, true}, {[]string{"broadcast"}, true}, {[]string{"deliver"}, true}, {[]string{"reply"}, true},
+		{[]string{"status"}, false}, {[]string{"board"}, false}, {[]string{"inbox"}, false}, {[]string{"config"}, false},
+		{[]string{"list"}, false}, {[]string{"status", "set"}, false}, {[]string{"request"}, false}, {[]string{"kill"}, false},
+	} {
+		f, out, _ := testFactory(nil)
+		if code := Run(context.Background(), f, append(tt.cmd, "--help")); code != ExitOK {
+			t.Fatalf("%q --help: exit %d", tt.cmd, code)
+		}
+		for _, flag := range []string{"--ready-timeout", "--settle", "--confirm-timeout", "--poll", "--retries", "--repress", "--keep-count"} {
+			if got := strings.Contains(out.String(), flag); got != tt.delivers {
+				t.Errorf("%q --help shows %s: %v, want %v", tt.cmd, flag, got, tt.delivers)
+			}
+		}
+		for _, flag := range []string{"--socket", "--json", "--from"} {
+			if !strings.Contains(out.String(), flag) {
+				t.Errorf("%q --help lacks %s", tt.cmd, flag)
+			}
+		}
+	}
+}
+
+// The root help names every agent CLI with a builtin profile: Qwen Code
+// and Droid were left out.
+func TestRootHelpNamesEveryAgentCLI(t *testing.T) {
+	f, out, _ := testFactory(nil)
+	if code := Run(context.Background(), f, []string{"--help"}); code != ExitOK {
+		t.Fatalf("--help: exit %d", code)
+	}
+	help := strings.Join(strings.Fields(out.String()), " ")
+	for _, name := range []string{"Claude Code", "Codex", "Gemini CLI", "Qwen Code", "Droid", "aider"} {
+		if !strings.Contains(help, name) {
+			t.Errorf("agentmsg --help does not name %s", name)
+		}
 	}
 }

@@ -276,7 +276,7 @@ func (d *Dispatcher) ResolveTeam(ctx context.Context, team string, call Call) ([
 	}
 	agents = slices.DeleteFunc(agents, func(a found) bool { return d.Self != "" && a.pane.ID == d.Self })
 	if len(agents) == 0 {
-		return nil, noTargets(team)
+		return nil, d.noTargets(ctx, team)
 	}
 	out := make([]Resolved, len(agents))
 	for i, a := range agents {
@@ -579,11 +579,26 @@ func (d *Dispatcher) notFound(ctx context.Context, t target.Target) error {
 	return fmt.Errorf("%w: %s", ErrTargetNotFound, msg)
 }
 
-func noTargets(team string) error {
+// noTargets says that team has no agents, and which teams do: most often
+// the team's name was mistyped.
+func (d *Dispatcher) noTargets(ctx context.Context, team string) error {
 	if team == "" {
 		return fmt.Errorf("%w: no agent-* sessions on this server", ErrNoTargets)
 	}
-	return fmt.Errorf("%w: team %s has no agent sessions on this server", ErrNoTargets, team)
+	msg := fmt.Sprintf("team %s has no agent sessions on this server", team)
+	if agents, err := d.find(ctx, "", Call{}); err == nil {
+		var teams []string
+		for _, a := range agents {
+			if a.Target.Team != "" && !slices.Contains(teams, a.Target.Team) {
+				teams = append(teams, a.Target.Team)
+			}
+		}
+		if len(teams) > 0 {
+			slices.Sort(teams)
+			msg += fmt.Sprintf(" (teams there: %s)", strings.Join(teams, ", "))
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrNoTargets, msg)
 }
 
 func joinDetail(a, b string) string {

@@ -258,3 +258,13 @@ func counts(rep report) (ok, failed int) {
 	}
 	return ok, failed
 }
+
+// A team with no agents names the teams that have some: "broadcast nosuch
+// x" said only that nosuch had none.
+func TestNoTargetsNamesTheTeamsThere(t *testing.T) {
+	s := faketmux.New("agent-alpha-ana", "agent-beta-bob", "agent-alpha-cy", "scratch")
+	_, err := newDispatcher(s).ResolveTeam(context.Background(), "nosuch", Call{})
+	if !errors.Is(err, ErrNoTargets) || !strings.Contains(err.Error(), "(teams there: alpha, beta)") {
+		t.Fatalf("err %v, want ErrNoTargets naming alpha and beta", err)
+	}
+}

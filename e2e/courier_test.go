@@ -85,11 +85,14 @@ func TestNoQueueFailsFast(t *testing.T) {
 	wantUntouched(t, ana)
 }
 
-// --mailbox-only records without typing, even for an agent not in tmux.
+// --mailbox-only records without typing, even for an agent not in tmux
+// (a name agentmsg does not know yet only with --create: a typo is exit 3).
 func TestMailboxOnly(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
-	rep, res := sendJSON(t, s, nil, "--mailbox-only", "alpha", "remote", "read this when you poll")
+	_, res := sendJSON(t, s, nil, "--mailbox-only", "alpha", "remote", "read this when you poll")
+	wantCode(t, res, 3)
+	rep, res := sendJSON(t, s, nil, "--mailbox-only", "--create", "alpha", "remote", "read this when you poll")
 	wantCode(t, res, 0)
 	if rep.Verdict != "recorded" {
 		t.Errorf("verdict %q, want recorded", rep.Verdict)

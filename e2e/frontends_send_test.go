@@ -40,7 +40,7 @@ func TestCLIAndMCPAgreeOnSendAndReply(t *testing.T) {
 	}
 
 	// ana asks lead (a person: only an inbox); lead answers through each.
-	q := cliSend("--from", "ana", "send", "--mailbox-only", "t", "lead", "ready to merge?")
+	q := cliSend("--from", "ana", "send", "--mailbox-only", "--create", "t", "lead", "ready to merge?")
 	if q.Verdict != "recorded" {
 		t.Fatalf("ana's question: %q", q.Verdict)
 	}

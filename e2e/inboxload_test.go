@@ -28,7 +28,7 @@ func TestFifteenHundredSendersToOneInbox(t *testing.T) {
 	}
 	const senders = 1500
 	s := harness.NewTestServer(t)
-	wantCode(t, s.Run("send", "--mailbox-only", "alpha", "ana", "the first"), 0)
+	wantCode(t, s.Run("send", "--mailbox-only", "--create", "alpha", "ana", "the first"), 0)
 	unlock := holdInboxLock(t, s, "ana")
 
 	// Each sender's output goes to files, not pipes: 3,000 pipes and as

@@ -62,6 +62,10 @@ type SendRequest struct {
 	// the error is an *UnknownAgentError. Without it, no session is the
 	// verdict not_found.
 	InboxIfAbsent bool
+	// RefuseUnknown: a MailboxOnly message to a name with no session, no
+	// inbox and no board entry is an *UnknownAgentError, not a new inbox
+	// (a typo would make one, and be listed as an agent of the team).
+	RefuseUnknown bool
 }
 
 // SendResult is what a message to one agent became.
@@ -123,6 +127,11 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	// A message only recorded in an inbox needs no tmux (nor tmux
 	// installed).
 	var d *dispatch.Dispatcher
+	if mode.MailboxOnly && req.RefuseUnknown {
+		if err := s.refuseUnknown(ctx, t); err != nil {
+			return out, err
+		}
+	}
 	if !mode.MailboxOnly {
 		if d, err = s.Dispatcher(); err != nil && !(req.InboxIfAbsent && noTmux(err)) {
 			return out, err
@@ -255,6 +264,34 @@ func present(ctx context.Context, d *dispatch.Dispatcher, t target.Target) (bool
 		return false, fmt.Errorf("looking for %s's session: %w", t, err)
 	}
 	return ok, nil
+}
+
+// refuseUnknown is an *UnknownAgentError when t has no inbox, no board
+// entry and no session; the mailbox is asked first, so a known name needs
+// no tmux.
+func (s *Service) refuseUnknown(ctx context.Context, t target.Target) error {
+	known, names := s.known(t)
+	if known {
+		return nil
+	}
+	d, err := s.Dispatcher()
+	if err != nil && !noTmux(err) {
+		return err
+	}
+	there, err := present(ctx, d, t)
+	if err != nil || there {
+		return err
+	}
+	if d != nil { // the team's sessions, so that a typo's fix is in sight
+		sessions, _ := d.Targets(ctx, t.Team)
+		for _, a := range sessions {
+			if !slices.Contains(names, a.Agent()) {
+				names = append(names, a.Agent())
+			}
+		}
+		sort.Strings(names)
+	}
+	return &UnknownAgentError{Target: t, Known: names}
 }
 
 // known reports whether t's name has an inbox or a board entry in its

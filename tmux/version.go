@@ -57,6 +57,9 @@ func (v Version) AtLeast(major, minor int) bool { return v.number() >= major*100
 type Hazard struct {
 	Summary string `json:"summary"`
 	Defence string `json:"defence"`
+	// Handled: agentmsg's defence covers it whole, whatever else runs on
+	// the server; nothing is left for a person to do.
+	Handled bool `json:"-"`
 }
 
 // Hazards lists the known hazards of tmux v (measured here with builds of
@@ -76,6 +79,7 @@ func (v Version) Hazards() []Hazard {
 		}, Hazard{
 			Summary: "a pasted ESC[201~ ends bracketed paste early, so the rest of the text would arrive as keystrokes",
 			Defence: "agentmsg removes escape sequences from every text before it is pasted",
+			Handled: true,
 		})
 	}
 	if !v.AtLeast(3, 2) {

@@ -33,7 +33,7 @@ const (
 	ExitNotFound    = 3 // no such target
 	ExitNotReady    = 4 // busy, dialog or a person's draft the whole ready timeout
 	ExitUnconfirmed = 5 // typed but not confirmed as submitted
-	ExitPartial     = 6 // a broadcast in which some targets failed
+	ExitPartial     = 6 // a broadcast in which some targets failed, or a deliver in which some messages failed
 	ExitTimeout     = 7 // wait: no matching message in time
 	ExitClaimed     = 8 // claim: the request was already claimed, or expired
 	ExitDeferred    = 9 // shutdown --wait: the agent answered, but deferred (accept=false)
