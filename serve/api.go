@@ -96,6 +96,10 @@ type sendBody struct {
 	Agent string `json:"agent"`
 	From  string `json:"from,omitempty"`
 	Pane  string `json:"pane,omitempty"`
+	// Create lets a mailbox_only message start the inbox of a name with
+	// no session, inbox or board entry (send --create): without it a
+	// typo is refused, not given an inbox.
+	Create bool `json:"create,omitempty"`
 	draft
 	delivering
 	server
@@ -341,7 +345,7 @@ func (d *Daemon) send(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, err := svc.Send(d.requestContext(r), service.SendRequest{To: t, Draft: b.draft.service(), Delivery: del})
+	res, err := svc.Send(d.requestContext(r), service.SendRequest{To: t, Draft: b.draft.service(), Delivery: del, RefuseUnknown: !b.Create})
 	if err != nil {
 		fail(w, 0, err)
 		return

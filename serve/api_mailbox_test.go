@@ -174,3 +174,19 @@ func TestAPICleanTeam(t *testing.T) {
 	st, doc = a.do(t, "POST", "/v1/teams/Bad!/clean", `{}`)
 	want(t, "clean a bad name", st, doc, 400, 2)
 }
+
+// A mailbox_only message to a name with no session, inbox or board entry
+// is refused as the CLI refuses it (a typo gets no inbox), unless create
+// says the inbox is meant to start.
+func TestAPIMailboxOnlyToAnUnknownNameNeedsCreate(t *testing.T) {
+	a := newTestAPI(t, "a1")
+	st, doc := a.do(t, "POST", "/v1/send", `{"team":"t","agent":"nobodyhere","text":"hi","from":"app","mailbox_only":true}`)
+	want(t, "mailbox_only to a typo", st, doc, 404, 3)
+	if _, err := a.store.Read("t", "nobodyhere"); err == nil {
+		if b, _ := a.store.Read("t", "nobodyhere"); len(b.Envelopes) > 0 {
+			t.Fatalf("the typo got an inbox: %v", b.Envelopes)
+		}
+	}
+	st, doc = a.do(t, "POST", "/v1/send", `{"team":"t","agent":"nobodyhere","text":"hi","from":"app","mailbox_only":true,"create":true}`)
+	want(t, "mailbox_only with create", st, doc, 200, 0)
+}
