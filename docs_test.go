@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// markdownLink is an inline link's target: [text](target).
+var markdownLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// docPages are the Markdown files whose links must hold.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{"README.md", "ARCHITECTURE.md"}, pages...)
+}
+
+// outsideCode returns the lines of a Markdown file that are not in a
+// fenced code block: a link or heading shown as an example is not one.
+func outsideCode(text string) []string {
+	var lines []string
+	fenced := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			continue
+		}
+		if !fenced {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// anchors are the ids GitHub gives a file's headings: lower case, every
+// character but letters, digits, spaces, '-' and '_' dropped, spaces as
+// '-', and a repeated id suffixed -1, -2, ...
+func anchors(text string) map[string]bool {
+	ids := map[string]bool{}
+	seen := map[string]int{}
+	for _, line := range outsideCode(text) {
+		heading := strings.TrimLeft(line, "#")
+		if heading == line || !strings.HasPrefix(heading, " ") {
+			continue
+		}
+		id := strings.Map(func(r rune) rune {
+			switch {
+			case r == ' ':
+				return '-'
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				return unicode.ToLower(r)
+			}
+			return -1
+		}, strings.TrimSpace(heading))
+		if n := seen[id]; n > 0 {
+			ids[fmt.Sprintf("%s-%d", id, n)] = true
+		} else {
+			ids[id] = true
+		}
+		seen[id]++
+	}
+	return ids
+}
+
+// Every relative link in the README and the docs leads to a file that
+// exists, and to a heading of it when it names one.
+func TestDocLinksResolve(t *testing.T) {
+	for _, page := range docPages(t) {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range outsideCode(string(b)) {
+			for _, m := range markdownLink.FindAllStringSubmatch(line, -1) {
+				if err := checkLink(page, string(b), m[1]); err != nil {
+					t.Errorf("%s: link %s: %v", page, m[1], err)
+				}
+			}
+		}
+	}
+}
+
+// checkLink says what is wrong with a link found in page, whose text is
+// text: nothing for a link out of the repository.
+func checkLink(page, text, link string) error {
+	if strings.Contains(link, "://") || strings.HasPrefix(link, "mailto:") {
+		return nil
+	}
+	path, anchor, _ := strings.Cut(link, "#")
+	if path != "" {
+		page = filepath.Join(filepath.Dir(page), path)
+		info, err := os.Stat(page)
+		if err != nil || info.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(page)
+		if err != nil {
+			return err
+		}
+		text = string(b)
+	}
+	if anchor != "" && !anchors(text)[anchor] {
+		return fmt.Errorf("no heading with the anchor #%s in %s", anchor, page)
+	}
+	return nil
+}
