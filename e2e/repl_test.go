@@ -19,41 +19,41 @@ import (
 // a bash read -p loop, node), run for real in tmux panes. What each program
 // read is its own record (a log it writes for every line it reads), never
 // its screen; every send must be submitted and read exactly once. The
-// README's worked examples are these constants, word for word
-// (TestReplReadmeExamples).
+// worked examples of docs/agents.md are these constants, word for word
+// (TestReplDocExamples).
 
-// readmeMyrepl is the README's read -p loop: it logs every line it reads.
-const readmeMyrepl = `#!/bin/bash
+// docMyrepl is the read -p loop of docs/agents.md: it logs every line it reads.
+const docMyrepl = `#!/bin/bash
 # myrepl: reads lines after the prompt "my> " and logs each one
 while IFS= read -r -p "my> " line; do
   printf '%s\n' "$line" >> ~/myrepl.log
 done
 `
 
-// readmeMyreplProfile picks it by the script's name: tmux shows the
+// docMyreplProfile picks it by the script's name: tmux shows the
 // pane's command as bash, agentmsg looks at its processes.
-const readmeMyreplProfile = `[profiles.myrepl]
+const docMyreplProfile = `[profiles.myrepl]
 base = "generic"
 commands = ["myrepl"]       # the script's name (tmux shows bash; agentmsg reads the processes)
 prompt = 'my> '             # the prompt at the start of the last row
 `
 
-// readmePythonProfile is what the builtin python profile amounts to, as
+// docPythonProfile is what the builtin python profile amounts to, as
 // a config table to start another REPL's profile from.
-const readmePythonProfile = `[profiles.py]
+const docPythonProfile = `[profiles.py]
 base = "generic"
 commands = ["python3"]
 prompt = '(>>>|\.\.\.) '    # ">>> ", or "... " while a statement goes on
 `
 
-// readmeNodeProfile has no commands: Codex, Gemini CLI and others show
+// docNodeProfile has no commands: Codex, Gemini CLI and others show
 // node too. spawn --agent node names it.
-const readmeNodeProfile = `[profiles.node]
+const docNodeProfile = `[profiles.node]
 base = "generic"
 prompt = '(>|\.\.\.) '      # "> ", or "... " while a statement goes on
 `
 
-const readmeNodeSpawn = `agentmsg spawn alpha js --agent node --env NODE_NO_READLINE=1 -- node`
+const docNodeSpawn = `agentmsg spawn alpha js --agent node --env NODE_NO_READLINE=1 -- node`
 
 // pythonRecorder is a PYTHONSTARTUP file: python3's own REPL, which logs
 // each line it read (readline's history) when it shows its next prompt.
@@ -197,7 +197,7 @@ func needProgram(t *testing.T, name string) string {
 	return path
 }
 
-// python3's own REPL, read by the builtin profile and by the README's
+// python3's own REPL, read by the builtin profile and by docs/agents.md's
 // table: on main it read "unknown program python3: generic" and every
 // send waited 30 s and was deferred.
 func TestReplPython(t *testing.T) {
@@ -205,7 +205,7 @@ func TestReplPython(t *testing.T) {
 	python := needProgram(t, "python3")
 	for _, tt := range []struct{ name, config, profile string }{
 		{"builtin", "", "python"},
-		{"readme table", readmePythonProfile, "py"},
+		{"docs table", docPythonProfile, "py"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -224,15 +224,15 @@ func TestReplPython(t *testing.T) {
 	}
 }
 
-// The README's read -p loop, picked by its script's name although tmux
+// The read -p loop of docs/agents.md, picked by its script's name although tmux
 // shows bash: on main it read as a shell ("a shell is in the foreground
 // (no prompt on screen)") and every send waited 30 s.
 func TestReplReadLoop(t *testing.T) {
 	t.Parallel()
 	needProgram(t, "bash")
 	s := harness.NewTestServer(t)
-	writeConfig(t, s, readmeMyreplProfile)
-	script := writeFile(t, filepath.Join(s.Dir, "myrepl"), readmeMyrepl, 0o700)
+	writeConfig(t, s, docMyreplProfile)
+	script := writeFile(t, filepath.Join(s.Dir, "myrepl"), docMyrepl, 0o700)
 	s.Tmux("new-session", "-d", "-s", "agent-alpha-my", "-x", "120", "-y", "40", "--", "env", "HOME="+s.Dir, script)
 	doc := waitReady(t, s, "alpha", "my", "myrepl")
 	if !strings.HasPrefix(doc.ProfileWhy, "foreground process myrepl (") {
@@ -241,19 +241,19 @@ func TestReplReadLoop(t *testing.T) {
 	wantRead(t, filepath.Join(s.Dir, "myrepl.log"), sendAll(t, s, "alpha", "my", replTexts))
 }
 
-// The README's node: its REPL with its line editor off (NODE_NO_READLINE:
-// no previews drawn under the prompt), spawned as the README says, so
+// The node of docs/agents.md: its REPL with its line editor off (NODE_NO_READLINE:
+// no previews drawn under the prompt), spawned as that page says, so
 // that spawn --agent names the profile.
 func TestReplNode(t *testing.T) {
 	t.Parallel()
 	node := needProgram(t, "node")
 	s := harness.NewTestServer(t)
-	writeConfig(t, s, readmeNodeProfile)
+	writeConfig(t, s, docNodeProfile)
 	hook := writeFile(t, filepath.Join(s.Dir, "record.js"), nodeRecorder, 0o600)
 	record := filepath.Join(s.Dir, "node.log")
-	// The README's command line, and the recorder: its own log, no
+	// The page's command line, and the recorder: its own log, no
 	// history file, the recorder preloaded.
-	spawn, _, _ := strings.Cut(strings.TrimPrefix(readmeNodeSpawn, "agentmsg "), " -- ")
+	spawn, _, _ := strings.Cut(strings.TrimPrefix(docNodeSpawn, "agentmsg "), " -- ")
 	args := append(strings.Fields(spawn), "--env", "REPL_LOG="+record, "--env", "NODE_REPL_HISTORY=", "--", node, "-r", hook)
 	wantCode(t, s.Run(args...), 0)
 	doc := waitReady(t, s, "alpha", "js", "node")
@@ -276,7 +276,7 @@ func TestSpawnAgentKindIsUsedEverywhere(t *testing.T) {
 	needProgram(t, "bash")
 	s := harness.NewTestServer(t)
 	writeConfig(t, s, loopProfile)
-	script := writeFile(t, filepath.Join(s.Dir, "myrepl"), readmeMyrepl, 0o700)
+	script := writeFile(t, filepath.Join(s.Dir, "myrepl"), docMyrepl, 0o700)
 	record := filepath.Join(s.Dir, "myrepl.log")
 	wantCode(t, s.Run("spawn", "alpha", "lo", "--agent", "loop", "--env", "HOME="+s.Dir, "--", script), 0)
 	doc := waitReady(t, s, "alpha", "lo", "loop")
@@ -339,7 +339,7 @@ func TestDeliverAgentFlag(t *testing.T) {
 	needProgram(t, "bash")
 	s := harness.NewTestServer(t)
 	writeConfig(t, s, loopProfile)
-	script := writeFile(t, filepath.Join(s.Dir, "myrepl"), readmeMyrepl, 0o700)
+	script := writeFile(t, filepath.Join(s.Dir, "myrepl"), docMyrepl, 0o700)
 	s.Tmux("new-session", "-d", "-s", "agent-alpha-lo", "-x", "120", "-y", "40", "--", "env", "HOME="+s.Dir, script)
 	waitScreen(t, s, "=agent-alpha-lo:", "my>")
 	rep, res := sendJSON(t, s, nil, "--ready-timeout", "300ms", "alpha", "lo", "kept for deliver")
@@ -377,15 +377,15 @@ func TestReplUnknownPromptSaysHowToAddOne(t *testing.T) {
 	}
 }
 
-// The README's worked examples are the ones these tests run.
-func TestReplReadmeExamples(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+// The worked examples of docs/agents.md are the ones these tests run.
+func TestReplDocExamples(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "agents.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, snippet := range []string{readmeMyrepl, readmeMyreplProfile, readmePythonProfile, readmeNodeProfile, readmeNodeSpawn} {
+	for _, snippet := range []string{docMyrepl, docMyreplProfile, docPythonProfile, docNodeProfile, docNodeSpawn} {
 		if !strings.Contains(string(b), snippet) {
-			t.Errorf("README.md does not hold, word for word:\n%s", snippet)
+			t.Errorf("docs/agents.md does not hold, word for word:\n%s", snippet)
 		}
 	}
 }
