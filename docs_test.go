@@ -5,10 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
 )
+
+// The README is the first screen a newcomer reads; the depth is in docs/.
+// readmeMaxLines keeps it that way: past it, a section belongs in a page.
+const readmeMaxLines = 300
 
 // markdownLink is an inline link's target: [text](target).
 var markdownLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
@@ -111,4 +116,27 @@ func checkLink(page, text, link string) error {
 		return fmt.Errorf("no heading with the anchor #%s in %s", anchor, page)
 	}
 	return nil
+}
+
+// The README stays a first screen and a table of contents: short, and
+// linking every page of docs/ and ARCHITECTURE.md.
+func TestReadmeIsShortAndLinksEveryPage(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	if n := strings.Count(readme, "\n"); n >= readmeMaxLines {
+		t.Errorf("README.md has %d lines; keep it under %d and move the depth to docs/", n, readmeMaxLines)
+	}
+	var linked []string
+	for _, m := range markdownLink.FindAllStringSubmatch(readme, -1) {
+		path, _, _ := strings.Cut(m[1], "#")
+		linked = append(linked, path)
+	}
+	for _, page := range docPages(t)[1:] {
+		if !slices.Contains(linked, filepath.ToSlash(page)) {
+			t.Errorf("README.md does not link %s", page)
+		}
+	}
 }

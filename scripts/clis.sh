@@ -10,7 +10,7 @@
 #
 # The cache dir is ${AGENTMSG_CACHE:-$HOME/.cache/agentmsg}/NAME. The versions
 # are pinned (the ones the recorded screens in profile/testdata and the
-# README's compatibility table are from); AGENTMSG_CLAUDE_VERSION,
+# compatibility table in docs/agents.md are from); AGENTMSG_CLAUDE_VERSION,
 # AGENTMSG_CODEX_VERSION, AGENTMSG_GEMINI_VERSION, AGENTMSG_QWEN_VERSION and
 # AGENTMSG_DROID_VERSION (AGENTMSG_DROID_BIN_VERSION for its binary) choose
 # others ("latest" for the newest; scripts/compat --latest). Progress and
