@@ -315,3 +315,51 @@ func TestShutdownRunNamesTheRequestOnce(t *testing.T) {
 		t.Errorf("shutdown's report: %q", line)
 	}
 }
+
+// sendLine runs send with args on fx and returns its stdout, stderr and
+// exit code, the buffers emptied for the next run.
+func sendLine(t *testing.T, fx *runFixture, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	err := sendRun(context.Background(), options(t, fx, NewCmdSend, args...))
+	stdout, stderr = fx.out.String(), fx.errOut.String()
+	fx.out.Reset()
+	fx.errOut.Reset()
+	return stdout, stderr, exitCode(err)
+}
+
+// A deferral says why in text as in --json: the agent not ready in time,
+// or older messages waiting before it. A send that typed older messages
+// first says which, and what became of each.
+func TestSendRunSaysWhyAndWhatWentFirst(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	fx.srv.SetDialog("agent-alpha-ana", true)
+	out, _, code := sendLine(t, fx, "alpha", "ana", "first")
+	if code != ExitOK || !strings.Contains(out, "deferred for alpha/ana as MSG_LEAD_") || !strings.Contains(out, "a dialog stayed open") {
+		t.Fatalf("a deferral for a dialog (exit %d):\n%s", code, out)
+	}
+	first := strings.TrimSuffix(strings.Fields(out)[4], ":")
+	out, _, _ = sendLine(t, fx, "alpha", "ana", "second")
+	if !strings.Contains(out, "behind older messages") || strings.Contains(out, "a dialog stayed open; kept") ||
+		!strings.Contains(out, "tried older message "+first+" first: deferred (a dialog stayed open)") {
+		t.Fatalf("a deferral behind an older message must say so, and what became of the older one:\n%s", out)
+	}
+	fx.srv.SetDialog("agent-alpha-ana", false)
+	fx.f.JSON = true
+	out, _, code = sendLine(t, fx, "alpha", "ana", "third")
+	fx.f.JSON = false
+	doc := decodeJSON[struct {
+		Verdict string
+		Older   []struct{ ID, Verdict, Reason string }
+	}](t, out)
+	if code != ExitOK || doc.Verdict != "submitted" || len(doc.Older) != 2 || doc.Older[0].ID != first || doc.Older[0].Verdict != "submitted" || doc.Older[1].Verdict != "submitted" {
+		t.Fatalf("--json of a send that typed two older messages first: %+v\n%s", doc, out)
+	}
+	fx.srv.SetDialog("agent-alpha-ana", true)
+	sendLine(t, fx, "alpha", "ana", "fourth")
+	fx.srv.SetDialog("agent-alpha-ana", false)
+	out, _, _ = sendLine(t, fx, "alpha", "ana", "fifth")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "first: submitted") || !strings.HasPrefix(lines[1], "submitted to alpha/ana") {
+		t.Fatalf("text of a send that typed an older message first: want the older one's line, then the new one's:\n%s", out)
+	}
+}

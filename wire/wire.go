@@ -116,6 +116,9 @@ type Outcome struct {
 	Stored string `json:"stored,omitempty"`
 	// Reason says in one word why it was not taken, or waits.
 	Reason string `json:"reason,omitempty"`
+	// Older are the older messages to the same agent that a send tried
+	// first, oldest first (their delivery is not this message's).
+	Older []Outcome `json:"older,omitempty"`
 }
 
 // Phases are where a delivery's time went, in milliseconds.
@@ -155,6 +158,9 @@ func NewResult(r courier.Result, words Words) Outcome {
 		j.Reason = courier.Reason(r.Outcome)
 	}
 	j.ExitCode = ResultCode(r)
+	for _, o := range r.Older {
+		j.Older = append(j.Older, NewResult(o, words))
+	}
 	return j
 }
 
