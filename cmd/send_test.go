@@ -363,3 +363,17 @@ func TestSendRunSaysWhyAndWhatWentFirst(t *testing.T) {
 		t.Fatalf("text of a send that typed an older message first: want the older one's line, then the new one's:\n%s", out)
 	}
 }
+
+// A message typed as a pointer (one line and "agentmsg read ID") says so
+// in text, as --json's pointer does.
+func TestSendRunSaysAPointerWasTyped(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	out, _, code := sendLine(t, fx, "--agent", "claude", "alpha", "ana", "line one\nline two\nline three\nline four\nline five")
+	got := fx.srv.Received("agent-alpha-ana")
+	if code != ExitOK || len(got) != 1 || !strings.Contains(got[0], "(full text: agentmsg read MSG_LEAD_") {
+		t.Fatalf("setup: exit %d, ana received %q", code, got)
+	}
+	if !strings.Contains(out, "submitted to alpha/ana") || !strings.Contains(out, "typed as its first line and a pointer to the whole text (agentmsg read MSG_LEAD_") {
+		t.Fatalf("a pointer send must say so:\n%s", out)
+	}
+}
