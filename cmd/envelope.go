@@ -156,6 +156,9 @@ func reportSent(f *Factory, res service.SendResult) error {
 	if f.JSON {
 		writeJSON(f, wire.NewSend(res, errText))
 	} else {
+		if why := out.WhileBusyIgnored; why != "" {
+			fmt.Fprintf(f.IO.ErrOut, "agentmsg: --while-busy does not apply to %s: %s; a busy agent's turn is waited for\n", out.Target, show(why))
+		}
 		for _, o := range out.Older {
 			fmt.Fprintln(f.IO.Out, olderLine(o))
 		}

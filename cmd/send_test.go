@@ -377,3 +377,24 @@ func TestSendRunSaysAPointerWasTyped(t *testing.T) {
 		t.Fatalf("a pointer send must say so:\n%s", out)
 	}
 }
+
+// --while-busy that cannot apply to the agent is said, with why, in text
+// and --json (doctor says it in its profile line).
+func TestSendRunSaysWhileBusyDoesNotApply(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	_, errOut, code := sendLine(t, fx, "--while-busy", "--agent", "generic", "alpha", "ana", "hi")
+	if code != ExitOK || !strings.Contains(errOut, "--while-busy does not apply to alpha/ana: profile generic does not queue") {
+		t.Fatalf("exit %d; stderr:\n%s", code, errOut)
+	}
+	fx.f.JSON = true
+	out, _, _ := sendLine(t, fx, "--while-busy", "--agent", "generic", "alpha", "ana", "hi")
+	if doc := decodeJSON[struct {
+		WhileBusyIgnored string `json:"while_busy_ignored"`
+	}](t, out); !strings.Contains(doc.WhileBusyIgnored, "profile generic does not queue") {
+		t.Fatalf("--json:\n%s", out)
+	}
+	fx.f.JSON = false
+	if _, errOut, _ := sendLine(t, fx, "--while-busy", "--agent", "claude", "alpha", "ana", "hi"); strings.Contains(errOut, "--while-busy") {
+		t.Fatalf("claude queues: nothing to say\n%s", errOut)
+	}
+}

@@ -110,6 +110,8 @@ type Outcome struct {
 	Error     string  `json:"error,omitempty"`
 	Profile   string  `json:"profile,omitempty"` // the agent CLI the screen was read as
 	Pointer   bool    `json:"pointer,omitempty"` // typed as a pointer to agentmsg read
+	// WhileBusyIgnored says why --while-busy did not apply to the agent.
+	WhileBusyIgnored string `json:"while_busy_ignored,omitempty"`
 	// Phases says where the time went, in milliseconds.
 	Phases *Phases `json:"phases_ms,omitempty"`
 	// Stored is the mailbox's delivery state, where it recorded the message.
@@ -139,7 +141,7 @@ func NewOutcome(o dispatch.Outcome, words Words) Outcome {
 		Team: o.Target.Team, Agent: o.Target.Agent(), Session: o.Target.Session, Pane: o.Pane,
 		Verdict: string(o.Verdict), State: string(o.State), Presses: o.Presses, Typings: o.Typings,
 		ElapsedMS: ms(o.Elapsed), ExitCode: OutcomeCode(o),
-		Profile: o.Profile, Pointer: o.Pointer,
+		Profile: o.Profile, Pointer: o.Pointer, WhileBusyIgnored: o.WhileBusyIgnored,
 	}
 	if p := o.Phases; p != (delivery.Phases{}) {
 		j.Phases = &Phases{ms(p.Lock), ms(p.Ready), ms(p.Type), ms(p.Settle), ms(p.Confirm)}
