@@ -136,13 +136,19 @@ func TestShutdownKillAgentsArgs(t *testing.T) {
 }
 
 func TestLifecycleHelp(t *testing.T) {
-	for _, name := range []string{"spawn", "shutdown", "kill", "agents", "heartbeat"} {
+	// spawn and kill deliver nothing: their help lists their own exit
+	// codes, not a broadcast's.
+	for name, codes := range map[string]string{"spawn": spawnExitHelp, "shutdown": exitCodesHelp, "kill": killExitHelp,
+		"agents": exitCodesHelp, "heartbeat": exitCodesHelp} {
 		f, out, _ := testFactory(nil)
 		if code := Run(context.Background(), f, []string{name, "--help"}); code != ExitOK {
 			t.Fatalf("%s --help: exit code %d", name, code)
 		}
-		if !strings.Contains(out.String(), "Examples:") || !strings.Contains(out.String(), exitCodesHelp) {
-			t.Errorf("%s --help lacks examples or exit codes:\n%s", name, out)
+		if !strings.Contains(out.String(), "Examples:") || !strings.Contains(out.String(), codes) {
+			t.Errorf("%s --help lacks examples or its exit codes:\n%s", name, out)
+		}
+		if codes != exitCodesHelp && strings.Contains(out.String(), "broadcast") {
+			t.Errorf("%s --help names a broadcast's exit codes:\n%s", name, out)
 		}
 	}
 	if !strings.Contains(exitCodesHelp, "  9  shutdown --wait: the agent deferred") {
