@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/log"
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/delivery"
@@ -396,5 +397,23 @@ func TestSendRunSaysWhileBusyDoesNotApply(t *testing.T) {
 	fx.f.JSON = false
 	if _, errOut, _ := sendLine(t, fx, "--while-busy", "--agent", "claude", "alpha", "ana", "hi"); strings.Contains(errOut, "--while-busy") {
 		t.Fatalf("claude queues: nothing to say\n%s", errOut)
+	}
+}
+
+// list -v says which sessions named agent-... it left out, and why.
+func TestListVerboseNamesSkippedSessions(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana", "agent-solo", "agent-Alpha-x")
+	fx.f.Log.SetLevel(log.DebugLevel)
+	opts := options(t, fx, NewCmdList)
+	if err := listRun(context.Background(), opts); err != nil {
+		t.Fatalf("listRun: %v\n%s", err, fx.errOut)
+	}
+	for _, want := range []string{"skipped session agent-solo: not agent-TEAM-NAME", "skipped session agent-Alpha-x: "} {
+		if !strings.Contains(fx.errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, fx.errOut)
+		}
+	}
+	if strings.Contains(fx.errOut.String(), "agent-alpha-ana") {
+		t.Errorf("an agent's session is not skipped:\n%s", fx.errOut)
 	}
 }
