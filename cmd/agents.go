@@ -92,11 +92,7 @@ func agentsRun(ctx context.Context, opts *AgentsOptions) error {
 		return nil
 	}
 	for _, s := range reaped {
-		what := "unregistered"
-		if !s.Registered {
-			what = "not registered"
-		}
-		fmt.Fprintf(opts.IO.ErrOut, "reaped %s (%s): %s\n", s.Target, what, show(s.Reason))
+		fmt.Fprintln(opts.IO.ErrOut, reapLine(s))
 	}
 	if len(list) == 0 {
 		where := "on " + res.Socket + " or in the registry"
@@ -114,4 +110,17 @@ func agentsRun(ctx context.Context, opts *AgentsOptions) error {
 			s.Pending, s.OpenRequests, sinceText(now, s.LastActivity), show(orDash(s.Pane)), cell(orDash(s.Command), 24), cell(s.Reason, 60))
 	}
 	return tw.Flush()
+}
+
+// reapLine says what --reap did with a dead agent: it removes registry
+// entries only, so one never registered is left as it was.
+func reapLine(s lifecycle.AgentStatus) string {
+	if s.Registered {
+		return fmt.Sprintf("reaped %s (unregistered): %s", s.Target, show(s.Reason))
+	}
+	kill := "agentmsg kill"
+	if s.Target.Team != "" {
+		kill += " " + s.Target.Team + " " + s.Target.Agent()
+	}
+	return fmt.Sprintf("dead %s, nothing to reap: it was never registered, and its session stays (%s removes it): %s", s.Target, kill, show(s.Reason))
 }

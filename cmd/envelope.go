@@ -92,8 +92,13 @@ func describeResult(r courier.Result) string {
 	}
 	switch r.Verdict {
 	case courier.Deferred:
-		if r.Err != nil { // interrupted, or another sender held the pane
+		switch {
+		case r.Err != nil: // interrupted, or another sender held the pane
 			return fmt.Sprintf("deferred for %s as %s: %s; kept in its inbox (agentmsg deliver types it)", r.Target, r.ID, errText(r.Err))
+		case r.Reason == courier.ReasonBehindOlder:
+			return fmt.Sprintf("deferred for %s as %s: %s; kept in its inbox (agentmsg deliver types them in order)", r.Target, r.ID, reasonWords(r.Reason))
+		case r.Reason != "":
+			return fmt.Sprintf("deferred for %s as %s: %s; kept in its inbox until it is ready (agentmsg deliver types it then)", r.Target, r.ID, reasonWords(r.Reason))
 		}
 		return fmt.Sprintf("deferred for %s as %s: kept in its inbox until it is ready (agentmsg deliver types it then)", r.Target, r.ID)
 	case courier.Recorded:
@@ -104,13 +109,59 @@ func describeResult(r courier.Result) string {
 	return describe(r.Outcome)
 }
 
+// reasonWords says a reason (courier.Reason*) for a person.
+func reasonWords(reason string) string {
+	switch reason {
+	case courier.ReasonBehindOlder:
+		return "behind older messages to it that still wait"
+	case courier.ReasonBusy:
+		return "the agent stayed busy"
+	case courier.ReasonDialog:
+		return "a dialog stayed open"
+	case courier.ReasonDraft:
+		return "a person's text stayed in its input box"
+	case courier.ReasonNoBox:
+		return "no input box was recognised"
+	case courier.ReasonLocked:
+		return "another sender held the pane"
+	case courier.ReasonGone:
+		return "the pane went away"
+	case courier.ReasonShell:
+		return "the pane shows a shell prompt"
+	case courier.ReasonNotFound:
+		return "the agent was not found"
+	case courier.ReasonInBox:
+		return "typed, and left in its input box"
+	case courier.ReasonUnknown:
+		return "nothing shows whether it arrived"
+	}
+	return show(reason) // interrupted, error
+}
+
+// olderLine says what became of an older message a send tried first.
+func olderLine(r courier.Result) string {
+	what := string(r.Verdict)
+	if r.Reason != "" {
+		what += " (" + reasonWords(r.Reason) + ")"
+	}
+	return fmt.Sprintf("tried older message %s first: %s", r.ID, what)
+}
+
 // reportSent prints what one message became (send, reply) and returns its
-// exit: --json's document or a line on stdout; a failure also on stderr,
-// with what to try next.
+// exit: --json's document or a line on stdout, after a line for each older
+// message the send tried first; a failure also on stderr, with what to
+// try next.
 func reportSent(f *Factory, res service.SendResult) error {
 	out := res.Result
 	if f.JSON {
 		writeJSON(f, wire.NewSend(res, errText))
+	} else {
+		if why := out.WhileBusyIgnored; why != "" {
+			fmt.Fprintf(f.IO.ErrOut, "agentmsg: --while-busy does not apply to %s: %s; a busy agent's turn is waited for\n", out.Target, show(why))
+		}
+		for _, o := range out.Older {
+			fmt.Fprintln(f.IO.Out, olderLine(o))
+		}
 	}
 	if out.OK() {
 		if !f.JSON {

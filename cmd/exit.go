@@ -35,6 +35,19 @@ const exitCodesHelp = `Exit codes:
   8  claim: the request was already claimed by another agent, or expired
   9  shutdown --wait: the agent deferred its shutdown (accept=false)`
 
+// spawnExitHelp and killExitHelp are the exit codes of commands that type
+// nothing: none of a delivery's.
+const spawnExitHelp = `Exit codes:
+  0  spawned
+  1  anything else: the session exists already, tmux missing, server unreachable, ...
+  2  bad usage or an invalid name`
+
+const killExitHelp = `Exit codes:
+  0  killed: every process it collected ended, and the session was removed
+  1  anything else: a process survived (it is named), tmux missing, server unreachable, ...
+  2  bad usage or an invalid name
+  3  no agent session of that exact name`
+
 // exitCode maps an error to its exit code: the command line's own errors
 // here, the engine's in package wire.
 func exitCode(err error) int {

@@ -31,7 +31,10 @@ func NewCmdInbox(f *Factory, runF func(context.Context, *InboxOptions) error) *c
 		Long: `Inbox prints the messages in your inbox (or in TEAM NAME's) that came after
 your read cursor, then moves the cursor past them: run it again and you see
 only what came since. The cursor belongs to you (your --from name), so two
-readers of one inbox do not take messages from each other.
+readers of one inbox do not take messages from each other. It leaves out
+what is no news: in your own inbox, messages already typed into your pane
+(submitted, queued or left in your input box); in any inbox, a send that
+failed (its sender was told, and may send it again).
 
 --all prints every message kept in the inbox and leaves the cursor alone.
 --follow keeps printing new messages as they arrive, until interrupted.
@@ -42,7 +45,9 @@ the next unfiltered one (and may show you a filtered one again then).
 The sender filter is --sender, not --from: --from says who you are.
 
 Formats (--format, or --json for json):
-  text    one line per message: [ID] time from SENDER (type): content
+  text    one line per message: [ID] time from SENDER (type; state): content,
+          state saying where its delivery got (waiting to be typed, to read,
+          submitted, ...)
   json    one JSON document {team, agent, reader, messages}; with --follow,
           one message per line (JSON lines)
   prompt  a block to put into an agent's next prompt, nothing when there is
@@ -168,7 +173,7 @@ func (o *InboxOptions) print(team, agent, reader string, envs []mailbox.Envelope
 			fmt.Fprintf(o.IO.ErrOut, "%s in the inbox of %s/%s\n", what, team, agent)
 		}
 		for _, e := range envs {
-			writeMessage(o.IO.Out, e)
+			writeInboxMessage(o.IO.Out, e)
 		}
 	}
 	return nil

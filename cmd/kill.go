@@ -38,7 +38,7 @@ agent's registry entry goes; its inbox stays.
 
 To ask an agent to stop on its own first, use agentmsg shutdown.
 
-` + exitCodesHelp,
+` + killExitHelp,
 		Example: `  agentmsg kill alpha ana
   agentmsg kill alpha ana-2 --grace 30s
   agentmsg --json kill alpha ralph-7`,

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/lifecycle"
+	"github.com/agentmsg/agentmsg/target"
 )
 
 func TestSpawnArgs(t *testing.T) {
@@ -136,13 +139,19 @@ func TestShutdownKillAgentsArgs(t *testing.T) {
 }
 
 func TestLifecycleHelp(t *testing.T) {
-	for _, name := range []string{"spawn", "shutdown", "kill", "agents", "heartbeat"} {
+	// spawn and kill deliver nothing: their help lists their own exit
+	// codes, not a broadcast's.
+	for name, codes := range map[string]string{"spawn": spawnExitHelp, "shutdown": exitCodesHelp, "kill": killExitHelp,
+		"agents": exitCodesHelp, "heartbeat": exitCodesHelp} {
 		f, out, _ := testFactory(nil)
 		if code := Run(context.Background(), f, []string{name, "--help"}); code != ExitOK {
 			t.Fatalf("%s --help: exit code %d", name, code)
 		}
-		if !strings.Contains(out.String(), "Examples:") || !strings.Contains(out.String(), exitCodesHelp) {
-			t.Errorf("%s --help lacks examples or exit codes:\n%s", name, out)
+		if !strings.Contains(out.String(), "Examples:") || !strings.Contains(out.String(), codes) {
+			t.Errorf("%s --help lacks examples or its exit codes:\n%s", name, out)
+		}
+		if codes != exitCodesHelp && strings.Contains(out.String(), "broadcast") {
+			t.Errorf("%s --help names a broadcast's exit codes:\n%s", name, out)
 		}
 	}
 	if !strings.Contains(exitCodesHelp, "  9  shutdown --wait: the agent deferred") {
@@ -168,5 +177,18 @@ func TestHeartbeatRecords(t *testing.T) {
 	f, _, errOut := testFactory(map[string]string{"AGENTMSG_HOME": dir, "AGENTMSG_FROM": "ana"})
 	if code := Run(context.Background(), f, []string{"heartbeat"}); code != ExitUsage {
 		t.Errorf("without a team: exit code %d, want %d (%s)", code, ExitUsage, errOut)
+	}
+}
+
+// --reap says what it did: a registered dead agent is unregistered; one
+// never registered had nothing to reap, and its session stays.
+func TestReapSaysWhatIsTrue(t *testing.T) {
+	cy := lifecycle.AgentStatus{Target: target.Target{Team: "alpha", Name: "cy", Session: "agent-alpha-cy"}, Reason: "the program exited", Registered: true}
+	if got := reapLine(cy); got != "reaped alpha/cy (unregistered): the program exited" {
+		t.Errorf("registered: %q", got)
+	}
+	cy.Registered = false
+	if got := reapLine(cy); strings.Contains(got, "reaped") || !strings.Contains(got, "never registered") || !strings.Contains(got, "agentmsg kill alpha cy") {
+		t.Errorf("never registered: %q", got)
 	}
 }

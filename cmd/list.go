@@ -3,8 +3,10 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
+	"github.com/charmbracelet/log"
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/dispatch"
@@ -81,6 +83,9 @@ func listRun(ctx context.Context, opts *ListOptions) error {
 	if err != nil {
 		return err
 	}
+	if f := opts.Factory; f != nil && f.Log != nil && f.Log.GetLevel() <= log.DebugLevel {
+		saySkipped(ctx, opts.IO.ErrOut, d)
+	}
 	if len(agents) == 0 && opts.Team != "" && opts.Mailbox != nil {
 		s, err := opts.Mailbox()
 		if err != nil {
@@ -114,4 +119,23 @@ func listRun(ctx context.Context, opts *ListOptions) error {
 			show(string(a.State)), show(orDash(a.Profile)), show(a.Detail))
 	}
 	return tw.Flush()
+}
+
+// saySkipped names, for list -v, each session called agent-... that names
+// no agent (agent-solo, agent-Alpha-x), and why: list leaves them out.
+func saySkipped(ctx context.Context, w io.Writer, d *dispatch.Dispatcher) {
+	panes, err := d.Tmux.ListPanes(ctx)
+	if err != nil {
+		return // list itself says what failed
+	}
+	said := map[string]bool{}
+	for _, p := range panes {
+		if said[p.Session] {
+			continue
+		}
+		said[p.Session] = true
+		if err := target.NotAgentSession(p.Session); err != nil {
+			fmt.Fprintf(w, "skipped session %s: %s\n", show(p.Session), show(err.Error()))
+		}
+	}
 }

@@ -40,9 +40,40 @@ func indentRest(s, indent string) string {
 
 // writeMessage prints one message for a person: id, time, sender, label,
 // then the content.
-func writeMessage(w io.Writer, e mailbox.Envelope) {
+func writeMessage(w io.Writer, e mailbox.Envelope) { writeLabelled(w, e, msgLabel(e)) }
+
+// writeInboxMessage is writeMessage with where the message's delivery got
+// (inbox): "(text; waiting to be typed)".
+func writeInboxMessage(w io.Writer, e mailbox.Envelope) {
+	label := msgLabel(e)
+	if e.Delivery != nil {
+		label += "; " + stateWords(e.Delivery.State)
+	}
+	writeLabelled(w, e, label)
+}
+
+func writeLabelled(w io.Writer, e mailbox.Envelope, label string) {
 	fmt.Fprintf(w, "[%s] %s from %s (%s): %s\n", show(string(e.ID)), e.Timestamp.Local().Format("2006-01-02 15:04:05"),
-		show(e.From), msgLabel(e), indentRest(showText(e.Content), "  "))
+		show(e.From), label, indentRest(showText(e.Content), "  "))
+}
+
+// stateWords says a delivery state for a person reading the inbox.
+func stateWords(st mailbox.DeliveryState) string {
+	switch st {
+	case mailbox.StatePending, mailbox.StateDeferred:
+		return "waiting to be typed"
+	case mailbox.StateTyping:
+		return "being typed"
+	case mailbox.StateTyped:
+		return "typed, not submitted"
+	case mailbox.StateInbox:
+		return "to read"
+	case mailbox.StateFailed:
+		return "not delivered"
+	case mailbox.StateHandled:
+		return "handled by a person"
+	}
+	return show(string(st)) // submitted, queued, read, skipped
 }
 
 // writePrompt prints messages as a block for an agent's next prompt.

@@ -675,3 +675,32 @@ func storeAt(home string) *mailbox.Store {
 	s.Place = mailbox.Place{Host: app.HostName(), Socket: server.Socket}
 	return s
 }
+
+func TestInboxShowsEachMessagesDeliveryState(t *testing.T) {
+	m := newMBHome(t)
+	mark := func(env mailbox.Envelope, st mailbox.DeliveryState) {
+		b, err := m.store.Box("alpha", env.To)
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		if err := b.SetDelivery(env.ID, mailbox.Delivery{State: st}); err != nil {
+			m.t.Fatal(err)
+		}
+	}
+	waits := m.send("lead", "ana", mailbox.TypeText, "waits for deliver")
+	mark(waits, mailbox.StateDeferred)
+	toRead := m.send("bob", "ana", mailbox.TypeStatus, "only to read")
+	mark(toRead, mailbox.StateInbox)
+	typed := m.send("lead", "ana", mailbox.TypeText, "typed into her pane")
+	mark(typed, mailbox.StateSubmitted)
+
+	r := m.want(m.run("ana", "inbox"), ExitOK)
+	if !strings.Contains(r.stdout, "from lead (text; waiting to be typed): waits for deliver") ||
+		!strings.Contains(r.stdout, "from bob (status; to read): only to read") || strings.Contains(r.stdout, "typed into her pane") {
+		t.Fatalf("ana's inbox must show each message's state and leave out what her pane shows:\n%s", r)
+	}
+	r = m.want(m.run("ana", "inbox", "--all"), ExitOK)
+	if !strings.Contains(r.stdout, "from lead (text; submitted): typed into her pane") {
+		t.Fatalf("--all:\n%s", r)
+	}
+}

@@ -51,11 +51,20 @@ func errText(err error) string {
 func describe(o dispatch.Outcome) string {
 	switch {
 	case o.Verdict == delivery.Queued:
-		return fmt.Sprintf("queued for %s as %s: it runs after the agent's current turn (pane %s, %s)", o.Target, o.ID, o.Pane, ms(o.Elapsed))
+		return fmt.Sprintf("queued for %s as %s: it runs after the agent's current turn (pane %s, %s)%s", o.Target, o.ID, o.Pane, ms(o.Elapsed), pointerNote(o))
 	case o.OK():
-		return fmt.Sprintf("submitted to %s as %s (pane %s, %s)", o.Target, o.ID, o.Pane, ms(o.Elapsed))
+		return fmt.Sprintf("submitted to %s as %s (pane %s, %s)%s", o.Target, o.ID, o.Pane, ms(o.Elapsed), pointerNote(o))
 	}
 	return fmt.Sprintf("not delivered to %s (%s): %s", o.Target, o.Verdict, showErr(o.Err))
+}
+
+// pointerNote says that a long message went as a pointer (--json's
+// pointer), or "".
+func pointerNote(o dispatch.Outcome) string {
+	if !o.Pointer {
+		return ""
+	}
+	return "; typed as its first line and a pointer to the whole text (agentmsg read " + string(o.ID) + ")"
 }
 
 // hint says what to try next after a failed outcome, or "". serverFlag is

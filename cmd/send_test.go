@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/log"
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/delivery"
@@ -313,5 +314,106 @@ func TestShutdownRunNamesTheRequestOnce(t *testing.T) {
 	id := line[strings.Index(line, "MSG_"):][:len("MSG_LEAD_")+8]
 	if strings.Count(line, id) != 1 || !strings.HasPrefix(line, "shutdown-request submitted to alpha/ana as "+id) {
 		t.Errorf("shutdown's report: %q", line)
+	}
+}
+
+// sendLine runs send with args on fx and returns its stdout, stderr and
+// exit code, the buffers emptied for the next run.
+func sendLine(t *testing.T, fx *runFixture, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	err := sendRun(context.Background(), options(t, fx, NewCmdSend, args...))
+	stdout, stderr = fx.out.String(), fx.errOut.String()
+	fx.out.Reset()
+	fx.errOut.Reset()
+	return stdout, stderr, exitCode(err)
+}
+
+// A deferral says why in text as in --json: the agent not ready in time,
+// or older messages waiting before it. A send that typed older messages
+// first says which, and what became of each.
+func TestSendRunSaysWhyAndWhatWentFirst(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	fx.srv.SetDialog("agent-alpha-ana", true)
+	out, _, code := sendLine(t, fx, "alpha", "ana", "first")
+	if code != ExitOK || !strings.Contains(out, "deferred for alpha/ana as MSG_LEAD_") || !strings.Contains(out, "a dialog stayed open") {
+		t.Fatalf("a deferral for a dialog (exit %d):\n%s", code, out)
+	}
+	first := strings.TrimSuffix(strings.Fields(out)[4], ":")
+	out, _, _ = sendLine(t, fx, "alpha", "ana", "second")
+	if !strings.Contains(out, "behind older messages") || strings.Contains(out, "a dialog stayed open; kept") ||
+		!strings.Contains(out, "tried older message "+first+" first: deferred (a dialog stayed open)") {
+		t.Fatalf("a deferral behind an older message must say so, and what became of the older one:\n%s", out)
+	}
+	fx.srv.SetDialog("agent-alpha-ana", false)
+	fx.f.JSON = true
+	out, _, code = sendLine(t, fx, "alpha", "ana", "third")
+	fx.f.JSON = false
+	doc := decodeJSON[struct {
+		Verdict string
+		Older   []struct{ ID, Verdict, Reason string }
+	}](t, out)
+	if code != ExitOK || doc.Verdict != "submitted" || len(doc.Older) != 2 || doc.Older[0].ID != first || doc.Older[0].Verdict != "submitted" || doc.Older[1].Verdict != "submitted" {
+		t.Fatalf("--json of a send that typed two older messages first: %+v\n%s", doc, out)
+	}
+	fx.srv.SetDialog("agent-alpha-ana", true)
+	sendLine(t, fx, "alpha", "ana", "fourth")
+	fx.srv.SetDialog("agent-alpha-ana", false)
+	out, _, _ = sendLine(t, fx, "alpha", "ana", "fifth")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "first: submitted") || !strings.HasPrefix(lines[1], "submitted to alpha/ana") {
+		t.Fatalf("text of a send that typed an older message first: want the older one's line, then the new one's:\n%s", out)
+	}
+}
+
+// A message typed as a pointer (one line and "agentmsg read ID") says so
+// in text, as --json's pointer does.
+func TestSendRunSaysAPointerWasTyped(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	out, _, code := sendLine(t, fx, "--agent", "claude", "alpha", "ana", "line one\nline two\nline three\nline four\nline five")
+	got := fx.srv.Received("agent-alpha-ana")
+	if code != ExitOK || len(got) != 1 || !strings.Contains(got[0], "(full text: agentmsg read MSG_LEAD_") {
+		t.Fatalf("setup: exit %d, ana received %q", code, got)
+	}
+	if !strings.Contains(out, "submitted to alpha/ana") || !strings.Contains(out, "typed as its first line and a pointer to the whole text (agentmsg read MSG_LEAD_") {
+		t.Fatalf("a pointer send must say so:\n%s", out)
+	}
+}
+
+// --while-busy that cannot apply to the agent is said, with why, in text
+// and --json (doctor says it in its profile line).
+func TestSendRunSaysWhileBusyDoesNotApply(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana")
+	_, errOut, code := sendLine(t, fx, "--while-busy", "--agent", "generic", "alpha", "ana", "hi")
+	if code != ExitOK || !strings.Contains(errOut, "--while-busy does not apply to alpha/ana: profile generic does not queue") {
+		t.Fatalf("exit %d; stderr:\n%s", code, errOut)
+	}
+	fx.f.JSON = true
+	out, _, _ := sendLine(t, fx, "--while-busy", "--agent", "generic", "alpha", "ana", "hi")
+	if doc := decodeJSON[struct {
+		WhileBusyIgnored string `json:"while_busy_ignored"`
+	}](t, out); !strings.Contains(doc.WhileBusyIgnored, "profile generic does not queue") {
+		t.Fatalf("--json:\n%s", out)
+	}
+	fx.f.JSON = false
+	if _, errOut, _ := sendLine(t, fx, "--while-busy", "--agent", "claude", "alpha", "ana", "hi"); strings.Contains(errOut, "--while-busy") {
+		t.Fatalf("claude queues: nothing to say\n%s", errOut)
+	}
+}
+
+// list -v says which sessions named agent-... it left out, and why.
+func TestListVerboseNamesSkippedSessions(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana", "agent-solo", "agent-Alpha-x")
+	fx.f.Log.SetLevel(log.DebugLevel)
+	opts := options(t, fx, NewCmdList)
+	if err := listRun(context.Background(), opts); err != nil {
+		t.Fatalf("listRun: %v\n%s", err, fx.errOut)
+	}
+	for _, want := range []string{"skipped session agent-solo: not agent-TEAM-NAME", "skipped session agent-Alpha-x: "} {
+		if !strings.Contains(fx.errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, fx.errOut)
+		}
+	}
+	if strings.Contains(fx.errOut.String(), "agent-alpha-ana") {
+		t.Errorf("an agent's session is not skipped:\n%s", fx.errOut)
 	}
 }

@@ -43,7 +43,7 @@ mailbox), so agentmsg run inside it needs no flags. --env adds more.
 It fails when a session of exactly that name exists (exit 1): stop it with
 agentmsg kill first, or pick another --instance.
 
-` + exitCodesHelp,
+` + spawnExitHelp,
 		Example: `  agentmsg spawn alpha ana -- claude
   agentmsg spawn alpha ana --instance 2 --cwd ~/src/app --agent claude -- claude --model sonnet
   agentmsg spawn alpha bob -- sh -c 'cd /srv && exec codex'

@@ -75,6 +75,9 @@ type Result struct {
 	// The message may have reached the agent, but the inbox says less;
 	// Err says so too.
 	RecordErr error
+	// Older are the older messages to the same agent that a send tried
+	// first (the enqueue rule), oldest first, each with its own outcome.
+	Older []Result
 }
 
 // OK reports whether the message is taken care of: submitted, safely
@@ -172,22 +175,34 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 	// is the order an agent reads in. If they still cannot go, neither can
 	// this one; it waits behind them.
 	typedOlder := false
+	var older []Result
 	if mode.Queue {
 		wait, typed, err := c.olderFirst(ctx, team, agent)
-		typedOlder = typed
+		typedOlder = typed != nil
+		older = results(typed)
 		if wait {
 			why := "behind older messages to the same agent"
 			if err != nil {
 				why += " (" + err.Error() + ")"
 			}
 			env.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: why, Reason: ReasonBehindOlder}
-			res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred, Reason: ReasonBehindOlder}
+			res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred, Reason: ReasonBehindOlder, Older: older}
 			if err := box.Append(env); err != nil {
 				res.Verdict, res.Err = delivery.Failed, fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
 			}
 			return res
 		}
 	}
+	res := c.sendNow(ctx, t, env, box, early, typedOlder, mode)
+	res.Older = older
+	return res
+}
+
+// sendNow is Send once no older message waits: it takes the message's
+// typing lock, finds t's pane (again, when older messages were typed
+// since the early look), records the message and types it.
+func (c *Courier) sendNow(ctx context.Context, t target.Target, env mailbox.Envelope, box *mailbox.Box, early <-chan resolved, typedOlder bool, mode Mode) Result {
+	team, agent := Inbox(t)
 	unlock, err := c.holdTyping(ctx, team, agent, env.ID)
 	if err != nil {
 		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}}
@@ -237,14 +252,26 @@ func (c *Courier) onStep(boxOf func(target.Target) *mailbox.Box, id message.ID, 
 // them. Should typing them fail (interrupted, another deliverer busy with
 // the inbox), the new one waits too: kept, not lost (err says why).
 //
-// typed says whether it went on to type (or try to): the pane has changed
-// since a look taken before.
-func (c *Courier) olderFirst(ctx context.Context, team, agent string) (wait, typed bool, err error) {
+// typed is what it typed (or tried to), oldest first; non-nil when it
+// went on to type: the pane has changed since a look taken before.
+func (c *Courier) olderFirst(ctx context.Context, team, agent string) (wait bool, typed []Typing, err error) {
 	if !c.waiting(team, agent) {
-		return false, false, nil
+		return false, nil, nil
 	}
-	_, err = c.deliverInbox(ctx, team, agent, false, dispatch.Call{}, nil)
-	return err != nil || c.waiting(team, agent), true, err
+	typed, err = c.deliverInbox(ctx, team, agent, false, dispatch.Call{}, nil)
+	if typed == nil {
+		typed = []Typing{}
+	}
+	return err != nil || c.waiting(team, agent), typed, err
+}
+
+// results are the outcomes of typings, in order.
+func results(typed []Typing) []Result {
+	var out []Result
+	for _, t := range typed {
+		out = append(out, t.Result)
+	}
+	return out
 }
 
 // resolved is a pane lookup's answer.

@@ -280,14 +280,19 @@ func TestOlderMessagesGoFirst(t *testing.T) {
 	if r := c.Send(context.Background(), ana(t), m1, Mode{Queue: true}); r.Verdict != Deferred {
 		t.Fatalf("m1: %+v", r)
 	}
-	// Still not ready: m2 waits behind m1 instead of being tried on its own.
-	if r := c.Send(context.Background(), ana(t), m2, Mode{Queue: true}); r.Verdict != Deferred {
-		t.Fatalf("m2: %+v", r)
+	// Still not ready: m2 waits behind m1 instead of being tried on its
+	// own, and says that m1 was tried first and why it still waits.
+	r := c.Send(context.Background(), ana(t), m2, Mode{Queue: true})
+	if r.Verdict != Deferred || r.Reason != ReasonBehindOlder || len(r.Older) != 1 || r.Older[0].ID != m1.ID ||
+		r.Older[0].Verdict != Deferred || r.Older[0].Reason != ReasonDialog {
+		t.Fatalf("m2: %+v, want deferred behind m1 (tried first: deferred, dialog)", r)
 	}
 	tm.SetDialog("agent-alpha-ana", false)
-	// Ready now: m3's send types m1 and m2 first.
-	if r := c.Send(context.Background(), ana(t), m3, Mode{Queue: true}); r.Verdict != delivery.Submitted {
-		t.Fatalf("m3: %+v", r)
+	// Ready now: m3's send types m1 and m2 first, and says so.
+	r = c.Send(context.Background(), ana(t), m3, Mode{Queue: true})
+	if r.Verdict != delivery.Submitted || len(r.Older) != 2 || r.Older[0].ID != m1.ID || r.Older[1].ID != m2.ID ||
+		r.Older[0].Verdict != delivery.Submitted || r.Older[1].Verdict != delivery.Submitted {
+		t.Fatalf("m3: %+v, want submitted after m1 and m2 (both submitted first)", r)
 	}
 	want := []string{string(m1.ID) + ": one", string(m2.ID) + ": two", string(m3.ID) + ": three"}
 	if got := tm.Received("agent-alpha-ana"); !slices.Equal(got, want) {

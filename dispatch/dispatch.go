@@ -141,7 +141,11 @@ type Outcome struct {
 	// Pointer: the message was long, and the agent got one line pointing
 	// at the whole text (agentmsg read ID) instead.
 	Pointer bool
-	Phases  delivery.Phases
+	// WhileBusyIgnored says why Call.WhileBusy did not apply to this
+	// agent ("" when it did, or was not asked): the delivery waited for
+	// a busy agent's turn to end instead.
+	WhileBusyIgnored string
+	Phases           delivery.Phases
 	// Reached: how far typing it may have got in the pane (see
 	// delivery.Step), counting an earlier attempt that was resumed.
 	Reached delivery.Step
@@ -467,13 +471,17 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 		}
 	}
 	bracketed := false // what a program no profile describes is assumed to do
-	if p, why, ok := d.profile(call, t, pane, screen); ok {
+	p, why, ok := d.profile(call, t, pane, screen)
+	if ok {
 		out.Profile, out.ProfileWhy = p.Name, why
 		opts = d.options(opts, p, call)
 		bracketed = p.BracketedPaste
 		if msg.Stored && tooLong(text, p) {
 			text, out.Pointer = Pointer(msg.ID, text), true
 		}
+	}
+	if call.WhileBusy {
+		out.WhileBusyIgnored = whileBusyIgnored(p, why, ok)
 	}
 	if call.OnWait != nil {
 		name, why := out.Profile, out.ProfileWhy
@@ -525,6 +533,20 @@ func (d *Dispatcher) options(base delivery.Options, p AgentProfile, call Call) d
 	base.Settle = max(base.Settle, p.Settle)
 	base.QueueWhileBusy = p.Queues && call.WhileBusy
 	return base
+}
+
+// whileBusyIgnored says why --while-busy cannot apply to an agent read as
+// p (found: whether any profile reads it), or "" when it can: only an
+// agent CLI known to queue what is submitted while it works is typed into
+// while busy.
+func whileBusyIgnored(p AgentProfile, why string, found bool) string {
+	switch {
+	case !found:
+		return "no profile reads this pane, so it is not known to queue messages typed while it is busy"
+	case !p.Queues:
+		return fmt.Sprintf("profile %s does not queue messages typed while it is busy (%s)", p.Name, why)
+	}
+	return ""
 }
 
 // tooLong reports whether text would be folded in p's box, or is past the

@@ -268,3 +268,38 @@ func TestNoTargetsNamesTheTeamsThere(t *testing.T) {
 		t.Fatalf("err %v, want ErrNoTargets naming alpha and beta", err)
 	}
 }
+
+// --while-busy that cannot apply (the agent's profile does not queue what
+// is submitted while it works, or no profile reads it) says why: a send
+// then waits for the turn to end as if it had not been asked.
+func TestWhileBusyThatCannotApplySaysWhy(t *testing.T) {
+	s := faketmux.New("agent-alpha-ana")
+	d := newDispatcher(s)
+	ana := mustTarget(t, "alpha", "ana")
+	deliver := func(call Call) Outcome {
+		t.Helper()
+		msg, err := d.NewMessage("LEAD", "hi")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := d.Resolve(context.Background(), ana, call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Deliver(context.Background(), r, msg, call)
+	}
+	queues := &AgentProfile{Name: "q", Queues: true}
+	waits := &AgentProfile{Name: "w"}
+	if o := deliver(Call{Agent: queues, AgentWhy: "--agent q", WhileBusy: true}); o.WhileBusyIgnored != "" {
+		t.Errorf("a profile that queues: %q", o.WhileBusyIgnored)
+	}
+	if o := deliver(Call{Agent: waits, AgentWhy: "--agent w"}); o.WhileBusyIgnored != "" {
+		t.Errorf("not asked: %q", o.WhileBusyIgnored)
+	}
+	if o := deliver(Call{Agent: waits, AgentWhy: "--agent w", WhileBusy: true}); !strings.Contains(o.WhileBusyIgnored, "profile w does not queue") || !strings.Contains(o.WhileBusyIgnored, "--agent w") {
+		t.Errorf("a profile that does not queue: %q", o.WhileBusyIgnored)
+	}
+	if o := deliver(Call{WhileBusy: true}); !strings.Contains(o.WhileBusyIgnored, "no profile") {
+		t.Errorf("no profile: %q", o.WhileBusyIgnored)
+	}
+}

@@ -40,7 +40,7 @@ func toMessage(e mailbox.Envelope) Message {
 
 func (s *server) addAgentTools(srv *mcp.Server) {
 	addTool(srv, "check_messages",
-		"Return the messages in your inbox that you have not read yet, oldest first, and mark them read (peek: true leaves them unread).",
+		"Return the messages in your inbox that you have not read yet, oldest first, and mark them read (peek: true leaves them unread). Messages already typed into your pane, and sends that failed, are left out: you have seen the first, and the second is its sender's to send again.",
 		fixed[CheckInput](mailboxLimit), s.checkMessages)
 	addTool(srv, "send_message",
 		"Send a message to an agent of your team (an orchestrator: of any team). It is stored in the agent's inbox and typed into its tmux session when it has one; delivered is true once the agent took it. Set reply_to to answer a message (or use reply_message). wait_delivered_seconds waits that long for a deferred message to be delivered.",

@@ -19,9 +19,9 @@ func TestSendMetadataIsCleaned(t *testing.T) {
 	if got := tm.tmux.Received("agent-t-ana"); !slices.Equal(got, want) {
 		t.Fatalf("ana's pane got %q, want %q", got, want)
 	}
-	var got CheckOutput
-	ana.call("check_messages", map[string]any{}, &got)
-	if got.Count != 1 || len(got.Messages[0].Metadata) != 1 || got.Messages[0].Metadata["k"] != "v1INJECTED" {
+	var got Message
+	ana.call("read_message", map[string]any{"message_id": sent.MessageID}, &got)
+	if len(got.Metadata) != 1 || got.Metadata["k"] != "v1INJECTED" {
 		t.Fatalf("stored metadata: %+v", got)
 	}
 }

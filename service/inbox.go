@@ -207,7 +207,8 @@ type InboxResult struct {
 }
 
 // Inbox returns the messages of an inbox that the caller has not read
-// (req.All: every kept one) and match req.Filter, and moves the caller's
+// and that are news to it (see news; req.All: every kept one) and match
+// req.Filter, and moves the caller's
 // cursor past them: never past an unread message that did not match, so a
 // filtered read skips nothing for good (req.All and req.Peek leave the
 // cursor alone).
@@ -236,8 +237,13 @@ func (s *Service) Inbox(ctx context.Context, req InboxRequest) (InboxResult, err
 		return InboxResult{}, fmt.Errorf("reading the inbox of %s/%s: %w", team, agent, err)
 	}
 	res.Corrupt, res.end = batch.Corrupt, batch.End
+	own := team == s.Team && agent == s.Name
 	for _, e := range batch.Envelopes {
 		res.seen[e.ID] = true
+		if !req.All && !news(e, own) {
+			res.shown[e.ID] = true // seen already: the cursor may pass it
+			continue
+		}
 		if fl.Match(e) {
 			res.Messages = append(res.Messages, e)
 		}
@@ -245,10 +251,23 @@ func (s *Service) Inbox(ctx context.Context, req InboxRequest) (InboxResult, err
 	return res, s.markShown(&res, res.Messages)
 }
 
-// markShown moves the reader's cursor past what was returned, unless the
-// request leaves it alone.
+// news reports whether e is news to a reader of its inbox (own: the
+// inbox's agent). A message the agent has seen (submitted or queued in its
+// pane, or pulled) or has in its input box (typed) is on its screen
+// already, and one refused or failed (send exited non-zero) is its
+// sender's to send again: listing either would show it twice.
+func news(e mailbox.Envelope, own bool) bool {
+	if e.Delivery == nil {
+		return true
+	}
+	st := e.Delivery.State
+	return st != mailbox.StateFailed && !(own && (st.Seen() || st == mailbox.StateTyped))
+}
+
+// markShown moves the reader's cursor past what was returned (and what
+// was passed over as no news), unless the request leaves it alone.
 func (s *Service) markShown(res *InboxResult, shown []mailbox.Envelope) error {
-	if res.req.All || res.req.Peek || len(shown) == 0 {
+	if res.req.All || res.req.Peek || len(shown)+len(res.shown) == 0 {
 		return nil
 	}
 	for _, e := range shown {

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -287,5 +288,51 @@ func TestInboxAndLogRefuseAnUnknownTeam(t *testing.T) {
 	}
 	if res, err := s.Inbox(ctx, InboxRequest{Team: "alpha"}); err != nil || len(res.Messages) != 1 {
 		t.Errorf("Inbox of alpha, named: %+v, %v", res, err)
+	}
+}
+
+// putIn is put with the delivery state the inbox records for the message.
+func putIn(t *testing.T, s *Service, to, content string, st mailbox.DeliveryState) mailbox.Envelope {
+	t.Helper()
+	env := put(t, s, "lead", to, mailbox.TypeText, content, "")
+	b, err := s.Store.Box(s.Team, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetDelivery(env.ID, mailbox.Delivery{State: st}); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+func TestInboxListsWhatTheAgentHasNotSeen(t *testing.T) {
+	s := mailboxSvc(t, "ana")
+	ctx := context.Background()
+	submitted := putIn(t, s, "ana", "typed and submitted", mailbox.StateSubmitted)
+	queued := putIn(t, s, "ana", "queued behind a turn", mailbox.StateQueued)
+	inBox := putIn(t, s, "ana", "typed, in the box", mailbox.StateTyped)
+	refused := putIn(t, s, "ana", "refused with exit 4", mailbox.StateFailed)
+	deferred := putIn(t, s, "ana", "waits for deliver", mailbox.StateDeferred)
+	mailboxOnly := putIn(t, s, "ana", "only to read", mailbox.StateInbox)
+
+	// ana saw in her pane what was typed there; a refused send is its
+	// sender's to send again: neither is news to her.
+	res, err := s.Inbox(ctx, InboxRequest{})
+	if got := ids(res.Messages); err != nil || !slices.Equal(got, []message.ID{deferred.ID, mailboxOnly.ID}) {
+		t.Fatalf("ana's inbox lists %v, %v; want only %s and %s", got, err, deferred.ID, mailboxOnly.ID)
+	}
+	if got := unreadIDs(t, s, "ana", "ana"); len(got) != 0 {
+		t.Fatalf("the cursor stopped before messages ana has seen: unread %v", got)
+	}
+	// Another reader of her inbox saw none of it in a pane of its own,
+	// but a refused send is no news to it either.
+	res, err = s.as("lead").Inbox(ctx, InboxRequest{Team: "alpha", Agent: "ana"})
+	if got := ids(res.Messages); err != nil || !slices.Equal(got, []message.ID{submitted.ID, queued.ID, inBox.ID, deferred.ID, mailboxOnly.ID}) {
+		t.Fatalf("lead reading ana's inbox: %v, %v", got, err)
+	}
+	// --all still shows every message.
+	res, err = s.Inbox(ctx, InboxRequest{All: true})
+	if err != nil || len(res.Messages) != 6 || res.Messages[3].ID != refused.ID {
+		t.Fatalf("--all: %v, %v", ids(res.Messages), err)
 	}
 }

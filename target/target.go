@@ -166,6 +166,32 @@ func FromSession(session string) (t Target, ok bool) {
 	return Target{}, false
 }
 
+// NotAgentSession says why a session named agent-... is no agent's, as
+// FromSession reads it; nil when it is one, or when its name does not
+// start with agent- (no agent's, by design).
+func NotAgentSession(session string) error {
+	rest, found := strings.CutPrefix(session, SessionPrefix)
+	if !found {
+		return nil
+	}
+	if _, ok := FromSession(session); ok {
+		return nil
+	}
+	parts := strings.Split(rest, "-")
+	var err error
+	switch {
+	case len(parts) == 2 && parts[0] == RalphTeam:
+		_, err = New("", RalphTeam+"-"+parts[1])
+	case len(parts) == 2:
+		_, err = New(parts[0], parts[1])
+	case len(parts) == 3:
+		_, err = New(parts[0], parts[1]+"-"+parts[2])
+	default:
+		return fmt.Errorf("not %sTEAM-NAME (or %sTEAM-NAME-N, %s%s-ID)", SessionPrefix, SessionPrefix, SessionPrefix, RalphTeam)
+	}
+	return err
+}
+
 func checkPart(what, value string, re *regexp.Regexp, rule string) error {
 	switch {
 	case value == "":

@@ -110,12 +110,17 @@ type Outcome struct {
 	Error     string  `json:"error,omitempty"`
 	Profile   string  `json:"profile,omitempty"` // the agent CLI the screen was read as
 	Pointer   bool    `json:"pointer,omitempty"` // typed as a pointer to agentmsg read
+	// WhileBusyIgnored says why --while-busy did not apply to the agent.
+	WhileBusyIgnored string `json:"while_busy_ignored,omitempty"`
 	// Phases says where the time went, in milliseconds.
 	Phases *Phases `json:"phases_ms,omitempty"`
 	// Stored is the mailbox's delivery state, where it recorded the message.
 	Stored string `json:"stored,omitempty"`
 	// Reason says in one word why it was not taken, or waits.
 	Reason string `json:"reason,omitempty"`
+	// Older are the older messages to the same agent that a send tried
+	// first, oldest first (their delivery is not this message's).
+	Older []Outcome `json:"older,omitempty"`
 }
 
 // Phases are where a delivery's time went, in milliseconds.
@@ -136,7 +141,7 @@ func NewOutcome(o dispatch.Outcome, words Words) Outcome {
 		Team: o.Target.Team, Agent: o.Target.Agent(), Session: o.Target.Session, Pane: o.Pane,
 		Verdict: string(o.Verdict), State: string(o.State), Presses: o.Presses, Typings: o.Typings,
 		ElapsedMS: ms(o.Elapsed), ExitCode: OutcomeCode(o),
-		Profile: o.Profile, Pointer: o.Pointer,
+		Profile: o.Profile, Pointer: o.Pointer, WhileBusyIgnored: o.WhileBusyIgnored,
 	}
 	if p := o.Phases; p != (delivery.Phases{}) {
 		j.Phases = &Phases{ms(p.Lock), ms(p.Ready), ms(p.Type), ms(p.Settle), ms(p.Confirm)}
@@ -155,6 +160,9 @@ func NewResult(r courier.Result, words Words) Outcome {
 		j.Reason = courier.Reason(r.Outcome)
 	}
 	j.ExitCode = ResultCode(r)
+	for _, o := range r.Older {
+		j.Older = append(j.Older, NewResult(o, words))
+	}
 	return j
 }
 
