@@ -177,7 +177,7 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 	typedOlder := false
 	var older []Result
 	if mode.Queue {
-		wait, typed, err := c.olderFirst(ctx, team, agent)
+		wait, typed, err := c.olderFirst(ctx, team, agent, mode.Call)
 		typedOlder = typed != nil
 		older = results(typed)
 		if wait {
@@ -254,11 +254,16 @@ func (c *Courier) onStep(boxOf func(target.Target) *mailbox.Box, id message.ID, 
 //
 // typed is what it typed (or tried to), oldest first; non-nil when it
 // went on to type: the pane has changed since a look taken before.
-func (c *Courier) olderFirst(ctx context.Context, team, agent string) (wait bool, typed []Typing, err error) {
+//
+// The older messages are waited for as long as the new one would be
+// (the sender's ready timeout), no longer: a sender that asked for 1s
+// waited the default 30s behind a busy agent. Its other choices (force,
+// while busy) are its own message's, not theirs.
+func (c *Courier) olderFirst(ctx context.Context, team, agent string, call dispatch.Call) (wait bool, typed []Typing, err error) {
 	if !c.waiting(team, agent) {
 		return false, nil, nil
 	}
-	typed, err = c.deliverInbox(ctx, team, agent, false, dispatch.Call{}, nil)
+	typed, err = c.deliverInbox(ctx, team, agent, false, dispatch.Call{ReadyTimeout: call.ReadyTimeout}, nil)
 	if typed == nil {
 		typed = []Typing{}
 	}
@@ -281,8 +286,8 @@ type resolved struct {
 }
 
 // mustWait is olderFirst's answer alone.
-func (c *Courier) mustWait(ctx context.Context, team, agent string) bool {
-	wait, _, _ := c.olderFirst(ctx, team, agent)
+func (c *Courier) mustWait(ctx context.Context, team, agent string, call dispatch.Call) bool {
+	wait, _, _ := c.olderFirst(ctx, team, agent, call)
 	return wait
 }
 
@@ -415,7 +420,7 @@ func (c *Courier) recordOne(ctx context.Context, p dispatch.Resolved, env mailbo
 	if err != nil {
 		return fail(err)
 	}
-	if mode.Queue && c.mustWait(ctx, tm, agent) {
+	if mode.Queue && c.mustWait(ctx, tm, agent, mode.Call) {
 		e := env
 		e.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent", Reason: ReasonBehindOlder}
 		if err := box.AppendBatched(e); err != nil {

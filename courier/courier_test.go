@@ -977,3 +977,24 @@ func TestNothingTypedAndNothingRecordedIsKeptNotFailed(t *testing.T) {
 		t.Errorf("received %q, want it once", got)
 	}
 }
+
+// Older messages are waited for as long as the sender's own would be: a
+// send with a 10ms ready timeout behind an agent in a dialog gave up on
+// the older one after the default instead (30s outside the tests).
+func TestOlderMessagesAreWaitedForAsLongAsTheSendersOwn(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	c.Dispatch.Opts.ReadyTimeout = 5 * time.Second
+	tm.SetDialog("agent-alpha-ana", true)
+	short := Mode{Queue: true, Call: dispatch.Call{ReadyTimeout: 10 * time.Millisecond}}
+	if r := c.Send(context.Background(), ana(t), envelope(t, "one"), short); r.Verdict != Deferred {
+		t.Fatalf("m1: %+v", r)
+	}
+	r := c.Send(context.Background(), ana(t), envelope(t, "two"), short)
+	if len(r.Older) != 1 || r.Older[0].Verdict != Deferred {
+		t.Fatalf("m2: %+v, want the older one tried first and deferred", r)
+	}
+	// Far from either bound: the default is 500 times the sender's.
+	if waited := r.Older[0].Elapsed; waited >= c.Dispatch.Opts.ReadyTimeout/2 {
+		t.Errorf("the older one was waited for %s, want about 10ms, as the sender asked", waited)
+	}
+}
