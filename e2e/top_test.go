@@ -192,7 +192,7 @@ func TestTop(t *testing.T) {
 	attachClient(t, s, "top")
 	top.press("Tab", "o")
 	top.waitFor(t, 10*time.Second, `switched to alpha/ana \(`+regexp.QuoteMeta(ana.Pane)+`\)`)
-	if got := strings.TrimSpace(s.Tmux("list-clients", "-F", "#{client_session} #{pane_id}")); got != "agent-alpha-ana "+ana.Pane {
+	if got := personClients(s, "#{client_session} #{pane_id}"); got != "agent-alpha-ana "+ana.Pane {
 		t.Errorf("the client shows %q, want alpha/ana's pane %s", got, ana.Pane)
 	}
 	wantUntouched(t, ana)
@@ -287,8 +287,7 @@ func attachClient(t *testing.T, s *harness.TestServer, session string) {
 	done := make(chan error, 1)
 	go func() { done <- client.Wait() }()
 	t.Cleanup(func() {
-		names, _ := s.Server.Tmux("list-clients", "-F", "#{client_name}")
-		for _, name := range strings.Fields(names) {
+		for _, name := range strings.Fields(personClients(s, "#{client_name}")) {
 			_, _ = s.Server.Tmux("detach-client", "-t", name)
 		}
 		select {
@@ -298,7 +297,7 @@ func attachClient(t *testing.T, s *harness.TestServer, session string) {
 		}
 	})
 	deadline := time.Now().Add(10 * time.Second)
-	for strings.TrimSpace(s.Tmux("list-clients", "-F", "#{client_session}")) != session {
+	for personClients(s, "#{client_session}") != session {
 		if time.Now().After(deadline) {
 			t.Fatalf("no client attached to %s", session)
 		}
@@ -319,4 +318,18 @@ func cpuTime(t *testing.T, pid int) time.Duration {
 	utime, _ := strconv.Atoi(f[11])
 	stime, _ := strconv.Atoi(f[12])
 	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// personClients lists the server's clients in format, one a line, leaving
+// out control-mode clients: the daemon's own (tmux 3.7 and newer) is one,
+// and it is not a person's terminal.
+func personClients(s *harness.TestServer, format string) string {
+	out, _ := s.Server.Tmux("list-clients", "-F", "#{client_control_mode} "+format)
+	var lines []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, "0 "); ok {
+			lines = append(lines, rest)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
