@@ -334,3 +334,30 @@ func TestDaemonStartsOnDemand(t *testing.T) {
 	}
 	wantReceived(t, ana, harness.Submitted(strings.Fields(res.Stdout)[4], "started it"))
 }
+
+// The daemon records each change of an agent's state as an event, and
+// asks tmux whether any screen changed before it looks at them all: an
+// agent turned busy, then ready, then into a dialog and back is seen
+// every time (agent.busy, agent.ready, agent.dialog, agent.ready), an
+// agent that appears is seen, and one that goes is too.
+func TestDaemonRecordsEveryAgentChange(t *testing.T) {
+	t.Parallel()
+	s := daemonServer(t)
+	ana := s.StartAgent("agent-alpha-ana")
+	s.StartAgent("agent-alpha-bob")
+	// The daemon's first look learns the states (no events); it looks
+	// every second, so after 1.5s changes are news.
+	time.Sleep(1500 * time.Millisecond)
+	events := func() string { return s.Run("--json", "events", "--follow=false").Stdout }
+	for _, state := range []string{"busy", "ready", "dialog", "ready"} {
+		before := strings.Count(events(), `"agent.`+state+`"`)
+		ana.SetState(state)
+		waitFor(t, "agent."+state+" for ana", 15*time.Second, func() bool {
+			return strings.Count(events(), `"agent.`+state+`"`) > before
+		})
+	}
+	s.StartAgent("agent-alpha-cy")
+	waitFor(t, "cy appearing", 15*time.Second, func() bool { return strings.Contains(events(), `"agent-alpha-cy"`) || strings.Contains(events(), `"agent":"cy"`) })
+	s.Tmux("kill-session", "-t", "=agent-alpha-bob")
+	waitFor(t, "bob gone", 15*time.Second, func() bool { return strings.Contains(events(), `"agent.gone"`) })
+}

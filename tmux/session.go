@@ -110,3 +110,29 @@ func (c *Exec) SwitchClient(ctx context.Context, pane string) error {
 	_, err := c.do(ctx, true, nil, "switch-client", "-t", c.target(pane))
 	return err
 }
+
+// Changes is a fingerprint of every pane on the server (its id, its
+// window and the window's last output, its mode, whether it is dead, its
+// foreground command, its session) and the newest output time among them.
+// A watcher that finds the fingerprint unchanged since a look at the
+// screens that began in a later second than that newest output knows no
+// screen has changed since: it costs one command, where a look costs a
+// capture per pane. (#{window_activity} counts in whole seconds, so output
+// in the second a look began may have come after it.)
+func (c *Exec) Changes(ctx context.Context) (fingerprint string, newest time.Time, err error) {
+	out, err := c.run(ctx, "list-panes", "-a", "-F",
+		"#{window_activity} #{pane_id} #{window_id} #{pane_in_mode} #{pane_dead} #{session_id} #{pane_current_command}"+sep+"#{session_name}")
+	if errors.Is(err, ErrNoServer) {
+		return "", time.Time{}, nil
+	}
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		sec, _, _ := strings.Cut(line, " ")
+		if n, err := strconv.ParseInt(sec, 10, 64); err == nil && n > newest.Unix() {
+			newest = time.Unix(n, 0)
+		}
+	}
+	return string(out), newest, nil
+}

@@ -459,3 +459,42 @@ func TestAListCutShortWithExitZeroIsNoServer(t *testing.T) {
 		t.Errorf("a list cut short, exit 0: %v, want ErrNoServer", err)
 	}
 }
+
+// Changes stays the same while nothing is drawn and changes with output,
+// a new pane or a new window, and newest is the last output's second.
+func TestChangesSeesOutputAndNewPanes(t *testing.T) {
+	e, raw := testServer(t)
+	ctx := context.Background()
+	pane, _, err := e.NewSession(ctx, "agent-alpha-ana", t.TempDir(), nil, []string{"sh", "-c", "read x; echo got $x; sleep 300"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, newest, err := e.Changes(ctx)
+	if err != nil || fp == "" || newest.IsZero() {
+		t.Fatalf("Changes = %q, %v, %v", fp, newest, err)
+	}
+	if again, _, _ := e.Changes(ctx); again != fp {
+		t.Errorf("nothing drawn, yet the fingerprint changed:\n%s\n%s", fp, again)
+	}
+	// Output a second later moves the window's activity.
+	time.Sleep(1100 * time.Millisecond)
+	if err := e.Paste(ctx, pane, "hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		now, n, _ := e.Changes(ctx)
+		if now != fp && n.After(newest) {
+			fp = now
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("output not seen: %q, newest %v", now, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	raw("new-window", "-d", "-t", "=agent-alpha-ana:", "sleep", "300")
+	if now, _, _ := e.Changes(ctx); now == fp {
+		t.Errorf("a new window, and the fingerprint is the same: %q", now)
+	}
+}
