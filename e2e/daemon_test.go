@@ -357,7 +357,9 @@ func TestDaemonRecordsEveryAgentChange(t *testing.T) {
 		})
 	}
 	s.StartAgent("agent-alpha-cy")
-	waitFor(t, "cy appearing", 15*time.Second, func() bool { return strings.Contains(events(), `"agent-alpha-cy"`) || strings.Contains(events(), `"agent":"cy"`) })
+	waitFor(t, "cy appearing", 15*time.Second, func() bool {
+		return strings.Contains(events(), `"agent-alpha-cy"`) || strings.Contains(events(), `"agent":"cy"`)
+	})
 	s.Tmux("kill-session", "-t", "=agent-alpha-bob")
 	waitFor(t, "bob gone", 15*time.Second, func() bool { return strings.Contains(events(), `"agent.gone"`) })
 }
