@@ -34,6 +34,10 @@ type hub struct {
 	mu   sync.Mutex
 	subs map[*sub]bool
 	last int64 // the newest event the follower has passed on
+	// wake tells an idle follower (no streams, so no reading) that a
+	// stream has come: read the log 50 times a second for no one, and
+	// an idle daemon used over 1% of a core.
+	wake chan struct{}
 }
 
 type sub struct {
@@ -44,10 +48,11 @@ type sub struct {
 
 func newHub(log *eventlog.Log) *hub {
 	last, _ := log.Last()
-	return &hub{log: log, subs: map[*sub]bool{}, last: last}
+	return &hub{log: log, subs: map[*sub]bool{}, last: last, wake: make(chan struct{}, 1)}
 }
 
-// follow passes each new event on, until ctx ends.
+// follow passes each new event on, until ctx ends. While no stream is
+// open it reads nothing and waits to be woken.
 func (h *hub) follow(ctx context.Context) {
 	t := time.NewTicker(followEvery)
 	defer t.Stop()
@@ -57,8 +62,19 @@ func (h *hub) follow(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		h.mu.Lock()
+		idle, last := len(h.subs) == 0, h.last
+		h.mu.Unlock()
+		if idle {
+			select {
+			case <-ctx.Done():
+				return
+			case <-h.wake:
+			}
+			continue
+		}
 		for {
-			evs, next, err := h.log.Since(h.last, 512)
+			evs, next, err := h.log.Since(last, 512)
 			if errors.Is(err, eventlog.ErrExpired) {
 				h.last = -1
 				continue
@@ -67,7 +83,7 @@ func (h *hub) follow(ctx context.Context) {
 				break
 			}
 			h.mu.Lock()
-			h.last = next
+			h.last, last = next, next
 			for s := range h.subs {
 				for _, e := range evs {
 					select {
@@ -86,8 +102,20 @@ func (h *hub) follow(ctx context.Context) {
 func (h *hub) subscribe() *sub {
 	s := &sub{ch: make(chan eventlog.Event, streamBuffer), dropped: make(chan struct{})}
 	h.mu.Lock()
+	if len(h.subs) == 0 {
+		// The follower read nothing while idle: it goes on from now. The
+		// stream reads what came before from the log itself, and skips
+		// what it gets twice (by id).
+		if last, err := h.log.Last(); err == nil {
+			h.last = last
+		}
+	}
 	h.subs[s] = true
 	h.mu.Unlock()
+	select {
+	case h.wake <- struct{}{}:
+	default: // already woken
+	}
 	return s
 }
 
