@@ -407,6 +407,7 @@ type request struct {
 	Tools     []struct {
 		Name string `json:"name"`
 	} `json:"tools"`
+	body []byte // the whole body, where Claude Code names deferred tools
 }
 
 type message struct {
@@ -495,6 +496,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	var req request
 	if err == nil {
 		err = json.Unmarshal(body, &req)
+		req.body = body
 	}
 	if err != nil {
 		rec.Kind, rec.Error, rec.Body = KindOther, err.Error(), clip(string(body), 300)
