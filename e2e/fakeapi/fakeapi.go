@@ -42,6 +42,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -452,12 +453,35 @@ func userText(msgs []message) (text string, toolResult bool) {
 				if strings.HasPrefix(t, "<system-reminder>") || strings.HasPrefix(t, "[Request interrupted") {
 					continue // the CLI's own notes, not a person's words
 				}
-				parts = append(parts, b.Text)
+				parts = append(parts, unwrapPastes(b.Text))
 			}
 		}
 		return strings.Join(parts, "\n"), toolResult
 	}
 	return "", false
+}
+
+// pastedOpen starts the wrapper Claude Code 2.1.332 puts around a folded
+// paste's text, which it appends to the typed text:
+// "\n\n<pasted_content id=\"N\">\nTEXT\n</pasted_content id=\"N\">\n".
+var pastedOpen = regexp.MustCompile(`\n*<pasted_content id="([^"]*)">\n`)
+
+// unwrapPastes gives the text as the box held it: each wrapped paste's text
+// right after what precedes it, as 2.1.197 sent a paste at the cursor.
+func unwrapPastes(text string) string {
+	for {
+		m := pastedOpen.FindStringSubmatchIndex(text)
+		if m == nil {
+			return text
+		}
+		closing := "\n</pasted_content id=\"" + text[m[2]:m[3]] + "\">"
+		end := strings.Index(text[m[1]:], closing)
+		if end < 0 {
+			return text
+		}
+		rest := strings.TrimPrefix(text[m[1]+end+len(closing):], "\n")
+		text = text[:m[0]] + text[m[1]:m[1]+end] + rest
+	}
 }
 
 func systemText(raw json.RawMessage) string {
