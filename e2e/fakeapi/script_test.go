@@ -115,18 +115,22 @@ func TestScriptMissingToolIsALoggedError(t *testing.T) {
 }
 
 // claudeDeferredBody is a Claude Code 2.1.332 main-loop request: the MCP
-// tools are named in a message, not offered, until ToolSearch loads them;
-// loaded are those tools offered as well.
-func claudeDeferredBody(loaded []string, msgs ...any) string {
-	tools := []any{map[string]any{"name": "Bash"}, map[string]any{"name": "DeferredToolPlaceholder"}, map[string]any{"name": "ToolSearch"}}
+// tools are named in a system message after the first prompt, not offered,
+// until ToolSearch loads them; loaded are those tools offered as well
+// (defer_loading true).
+func claudeDeferredBody(loaded []string, prompt any, msgs ...any) string {
+	tools := []any{map[string]any{"name": "Bash"}, map[string]any{"name": "DeferredToolPlaceholder", "defer_loading": true},
+		map[string]any{"name": "ToolSearch"}}
 	for _, n := range loaded {
-		tools = append(tools, map[string]any{"name": n})
+		tools = append(tools, map[string]any{"name": n, "defer_loading": true})
 	}
-	listing := userMsg([]any{map[string]any{"type": "text", "text": "<system-reminder>\nThe following deferred tools are now available via ToolSearch:\n" +
-		"mcp__agentmsg__check_messages\nmcp__agentmsg__send_message\n</system-reminder>"}})
+	listing := map[string]any{"role": "system", "content": []any{map[string]any{"type": "text", "text": "# Environment\n...\n" +
+		"The following deferred tools are now available via ToolSearch. Their schemas are NOT loaded — calling them directly will fail " +
+		"with InputValidationError. Use ToolSearch with query \"select:<name>[,<name>...]\" to load tool schemas before calling them:\n" +
+		"CronCreate\nmcp__agentmsg__check_messages\nmcp__agentmsg__send_message\n"}}}
 	return mustJSON(map[string]any{
-		"model": "claude-opus-4-8", "max_tokens": 64000, "stream": true, "tools": tools,
-		"messages": append([]any{listing}, msgs...),
+		"model": "claude-opus-5-5", "max_tokens": 64000, "stream": true, "tools": tools,
+		"messages": append([]any{prompt, listing}, msgs...),
 	})
 }
 
@@ -142,11 +146,12 @@ func toolTurn(name, id string, input map[string]any, content any) []any {
 func TestScriptMessagesLoadsDeferredToolsThroughToolSearch(t *testing.T) {
 	t.Parallel()
 	s, hs := newServer(t, Config{Control: Control{Scripts: agentmsgScripts}})
+	prompt := userMsg("MSG_BOB_0123abcd: PING-7 from bob")
 	ask := func(loaded []string, msgs ...any) (string, string, map[string]any) {
-		return toolUse(t, readEvents(t, post(t, hs.URL+"/v1/messages", claudeDeferredBody(loaded, msgs...))))
+		return toolUse(t, readEvents(t, post(t, hs.URL+"/v1/messages", claudeDeferredBody(loaded, prompt, msgs...))))
 	}
-	msgs := []any{userMsg("MSG_BOB_0123abcd: PING-7 from bob")}
-	name, id, in := ask(nil, msgs...)
+	var msgs []any
+	name, id, in := ask(nil)
 	if name != "ToolSearch" || in["query"] != "select:mcp__agentmsg__send_message" {
 		t.Fatalf("first call %s %v", name, in)
 	}
@@ -163,7 +168,7 @@ func TestScriptMessagesLoadsDeferredToolsThroughToolSearch(t *testing.T) {
 	}
 	// A search that loads nothing is not repeated: the call is an error.
 	msgs = append(msgs, toolTurn(name, id, in, "No matching deferred tools found")...)
-	evs := readEvents(t, post(t, hs.URL+"/v1/messages", claudeDeferredBody(loaded, msgs...)))
+	evs := readEvents(t, post(t, hs.URL+"/v1/messages", claudeDeferredBody(loaded, prompt, msgs...)))
 	if got := replyText(evs); !strings.Contains(got, `no tool matching "agentmsg__check_messages"`) {
 		t.Errorf("reply after a vain search %q", got)
 	}
