@@ -435,9 +435,13 @@ func blocks(raw json.RawMessage) []block {
 	return bs
 }
 
+// toolLoaded is the note Claude Code 2.1.332 sends with a ToolSearch
+// result (its own pattern, from its bundle).
+var toolLoaded = regexp.MustCompile(`^Tool loaded\.(?:\n\[id:[^\]\n]+\])*\n?$`)
+
 // userText is the text of the last user message, without the
-// <system-reminder> blocks Claude Code adds, and whether that message holds
-// a tool result.
+// <system-reminder> blocks and other notes Claude Code adds, and whether
+// that message holds a tool result.
 func userText(msgs []message) (text string, toolResult bool) {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role != "user" {
@@ -450,7 +454,8 @@ func userText(msgs []message) (text string, toolResult bool) {
 				toolResult = true
 			case "text":
 				t := strings.TrimSpace(b.Text)
-				if strings.HasPrefix(t, "<system-reminder>") || strings.HasPrefix(t, "[Request interrupted") {
+				if strings.HasPrefix(t, "<system-reminder>") || strings.HasPrefix(t, "[Request interrupted") ||
+					toolResult && toolLoaded.MatchString(b.Text) {
 					continue // the CLI's own notes, not a person's words
 				}
 				parts = append(parts, unwrapPastes(b.Text))
