@@ -154,27 +154,67 @@ func (l *live) runStdin(stdin string, args ...string) result {
 	return res
 }
 
-// choose moves a menu's selection down to the choice shown as want and
-// picks it, as a person would. A key pressed the moment a menu shows may
-// be lost (seen once in CI): press again until the selection moves.
+// choose answers a menu as a person would: it moves the cursor (a row
+// starting with ❯ or ›) to the choice that holds want, then presses Enter.
+// Where the cursor starts differs between versions: Claude Code 2.1.197's
+// trust menu starts on "1. Yes, I trust this folder", 2.1.332's on "No,
+// exit". A want that holds the cursor itself is found only once selected.
 func (l *live) choose(want string) {
 	l.t.Helper()
-	var err error
-	for try := 0; try < 5; try++ {
-		if err = l.agent.Keys("Down"); err != nil {
+	screen, err := l.agent.Capture()
+	for try := 0; try < 8 && err == nil; try++ {
+		key, selected := menuKey(screen, want)
+		if selected {
+			err = l.agent.Enter()
+			if err == nil {
+				return
+			}
 			break
 		}
-		if _, err = l.agent.WaitFor(3*time.Second, func(s string) bool { return strings.Contains(s, want) }); err == nil {
+		if err = l.agent.Keys(key); err != nil {
 			break
 		}
+		before := screen
+		// No change within the deadline (a key the menu dropped): try again.
+		screen, _ = l.agent.WaitFor(3*time.Second, func(s string) bool { return s != before })
 	}
 	if err == nil {
-		err = l.agent.Enter()
+		err = errors.New("the cursor never reached it")
 	}
-	if err != nil {
-		s, _ := l.agent.Capture()
-		l.t.Fatalf("choosing %q: %v\n%s", want, err, s)
+	s, _ := l.agent.Capture()
+	l.t.Fatalf("choosing %q: %v\n%s", want, err, s)
+}
+
+// menuKey reads a menu on screen: whether the cursor is on the choice that
+// holds want, else the key that moves it there (Down unless the cursor is
+// below the choice).
+func menuKey(screen, want string) (key string, selected bool) {
+	lines := strings.Split(screen, "\n")
+	at := -1
+	for i, line := range lines {
+		if strings.Contains(line, want) {
+			at = i
+		}
 	}
+	if at < 0 {
+		return "Down", false
+	}
+	if isCursorRow(lines[at]) {
+		return "", true
+	}
+	for _, line := range lines[at+1:] {
+		if isCursorRow(line) {
+			return "Up", false
+		}
+	}
+	return "Down", false
+}
+
+// isCursorRow reports a menu row the cursor is on. The input box's ❯ is
+// followed by a no-break space, a choice's by a plain one.
+func isCursorRow(line string) bool {
+	t := strings.TrimLeft(line, " ")
+	return strings.HasPrefix(t, "❯ ") || strings.HasPrefix(t, "› ")
 }
 
 // checkDetected checks that doctor knows the CLI by its process: the Node
@@ -568,8 +608,10 @@ func liveDialog(t *testing.T, cli string, tm terminal, kind string) {
 		t.Fatalf("deliver touched the dialog: %+v, prompts %q", rd, l.api.Prompts())
 	}
 	// The person closes it; deliver then types the message once.
-	if kind == "trust" {
-		// Its first choice trusts the folder.
+	if kind == "trust" && cli == Claude {
+		l.choose("Yes, I trust this folder")
+	} else if kind == "trust" {
+		// Droid's first choice trusts the folder.
 		if err := l.agent.Enter(); err != nil {
 			t.Fatal(err)
 		}

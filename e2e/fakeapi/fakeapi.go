@@ -42,6 +42,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -407,6 +408,7 @@ type request struct {
 	Tools     []struct {
 		Name string `json:"name"`
 	} `json:"tools"`
+	body []byte // the whole body, where Claude Code names deferred tools
 }
 
 type message struct {
@@ -433,9 +435,13 @@ func blocks(raw json.RawMessage) []block {
 	return bs
 }
 
+// toolLoaded is the note Claude Code 2.1.332 sends with a ToolSearch
+// result (its own pattern, from its bundle).
+var toolLoaded = regexp.MustCompile(`^Tool loaded\.(?:\n\[id:[^\]\n]+\])*\n?$`)
+
 // userText is the text of the last user message, without the
-// <system-reminder> blocks Claude Code adds, and whether that message holds
-// a tool result.
+// <system-reminder> blocks and other notes Claude Code adds, and whether
+// that message holds a tool result.
 func userText(msgs []message) (text string, toolResult bool) {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role != "user" {
@@ -448,15 +454,39 @@ func userText(msgs []message) (text string, toolResult bool) {
 				toolResult = true
 			case "text":
 				t := strings.TrimSpace(b.Text)
-				if strings.HasPrefix(t, "<system-reminder>") || strings.HasPrefix(t, "[Request interrupted") {
+				if strings.HasPrefix(t, "<system-reminder>") || strings.HasPrefix(t, "[Request interrupted") ||
+					toolResult && toolLoaded.MatchString(b.Text) {
 					continue // the CLI's own notes, not a person's words
 				}
-				parts = append(parts, b.Text)
+				parts = append(parts, unwrapPastes(b.Text))
 			}
 		}
 		return strings.Join(parts, "\n"), toolResult
 	}
 	return "", false
+}
+
+// pastedOpen starts the wrapper Claude Code 2.1.332 puts around a folded
+// paste's text, which it appends to the typed text:
+// "\n\n<pasted_content id=\"N\">\nTEXT\n</pasted_content id=\"N\">\n".
+var pastedOpen = regexp.MustCompile(`\n*<pasted_content id="([^"]*)">\n`)
+
+// unwrapPastes gives the text as the box held it: each wrapped paste's text
+// right after what precedes it, as 2.1.197 sent a paste at the cursor.
+func unwrapPastes(text string) string {
+	for {
+		m := pastedOpen.FindStringSubmatchIndex(text)
+		if m == nil {
+			return text
+		}
+		closing := "\n</pasted_content id=\"" + text[m[2]:m[3]] + "\">"
+		end := strings.Index(text[m[1]:], closing)
+		if end < 0 {
+			return text
+		}
+		rest := strings.TrimPrefix(text[m[1]+end+len(closing):], "\n")
+		text = text[:m[0]] + text[m[1]:m[1]+end] + rest
+	}
 }
 
 func systemText(raw json.RawMessage) string {
@@ -495,6 +525,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	var req request
 	if err == nil {
 		err = json.Unmarshal(body, &req)
+		req.body = body
 	}
 	if err != nil {
 		rec.Kind, rec.Error, rec.Body = KindOther, err.Error(), clip(string(body), 300)

@@ -362,6 +362,16 @@ func TestUserText(t *testing.T) {
 		{"refused tool, then a prompt", []message{{"user", raw(`[{"type":"tool_result","tool_use_id":"t","content":"no","is_error":true},` +
 			`{"type":"text","text":"[Request interrupted by user for tool use]"},{"type":"text","text":"MSG_2: next"}]`)}}, "MSG_2: next", true},
 		{"none", nil, "", false},
+		// Claude Code 2.1.332's note with a ToolSearch result.
+		{"tool loaded", []message{{"user", raw(`[{"type":"tool_result","tool_use_id":"t","content":[{"type":"tool_reference","tool_name":"x"}]},` +
+			`{"type":"text","text":"Tool loaded."}]`)}}, "", true},
+		{"tool loaded, then a prompt", []message{{"user", raw(`[{"type":"tool_result","tool_use_id":"t","content":"x"},` +
+			`{"type":"text","text":"Tool loaded.\n[id:abc]"},{"type":"text","text":"MSG_6"}]`)}}, "MSG_6", true},
+		// Claude Code 2.1.332 sends a folded paste's text wrapped, after
+		// the typed text.
+		{"folded paste", []message{{"user", raw(`"\n\n<pasted_content id=\"5293\">\nMSG_3: long\nline 2\n</pasted_content id=\"5293\">\n"`)}}, "MSG_3: long\nline 2", false},
+		{"typed text, then a folded paste", []message{{"user", raw(`"a draft\n\n<pasted_content id=\"1\">\nMSG_4\nx\n</pasted_content id=\"1\">\n"`)}}, "a draftMSG_4\nx", false},
+		{"unclosed wrapper left as it is", []message{{"user", raw(`"<pasted_content id=\"1\">\nMSG_5"`)}}, "<pasted_content id=\"1\">\nMSG_5", false},
 	}
 	for _, tt := range tests {
 		got, tr := userText(tt.msgs)

@@ -3,6 +3,7 @@ package fakeapi
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -22,6 +23,12 @@ import (
 // and a reply saying so) instead of a call the agent rejects:
 //
 //   - Claude Code offers an MCP server's tools as mcp__SERVER__TOOL;
+//   - Claude Code 2.1.332 offers them only by name, in a message listing
+//     its deferred tools, and loads one when the model calls its ToolSearch
+//     tool with {"query": "select:NAME"}: the tool is offered from the next
+//     request on. So a tool that is not offered, but named in the request
+//     while ToolSearch is offered, is first searched for (a tool_result
+//     Record for ToolSearch), then called;
 //   - Codex 0.169 offers MCP tools only as "deferred tool namespaces" named
 //     in its developer message (mcp__SERVER), callable from JavaScript
 //     through its exec tool as tools.mcp__SERVER__TOOL(args): the call is
@@ -63,7 +70,13 @@ type pending struct {
 	call   int
 	msgID  string // the prompt's message id, for $MSG_ID
 	tool   string // the name called
+	// search is true for a ToolSearch call made to load the script's
+	// call: once its result is back, that call is made, not the next.
+	search bool
 }
+
+// toolSearch is Claude Code's tool that loads a deferred tool.
+const toolSearch = "ToolSearch"
 
 // scriptFor returns the first script whose marker text holds.
 func scriptFor(scripts []Script, text string) (Script, bool) {
@@ -131,22 +144,59 @@ func matchTool(names []string, want string) (string, error) {
 	return "", fmt.Errorf("no tool matching %q among the %d offered: %s", want, len(names), strings.Join(sorted, ", "))
 }
 
+// deferredName finds a name ending with want in a request's body, in any
+// of its strings (Claude Code names its deferred tools in a message, not
+// among the tools), or "".
+func deferredName(body []byte, want string) string {
+	re := regexp.MustCompile(`([A-Za-z0-9_-]*` + regexp.QuoteMeta(want) + `)(?:[^A-Za-z0-9_-]|$)`)
+	var v any
+	_ = json.Unmarshal(body, &v)
+	var find func(v any) string
+	find = func(v any) string {
+		switch v := v.(type) {
+		case string:
+			if m := re.FindStringSubmatch(v); m != nil {
+				return m[1]
+			}
+		case []any:
+			for _, e := range v {
+				if n := find(e); n != "" {
+					return n
+				}
+			}
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(v)) { // the same answer every time
+				if n := find(v[k]); n != "" {
+					return n
+				}
+			}
+		}
+		return ""
+	}
+	return find(v)
+}
+
 // resultText is the text of a tool result's content: a string, or a list
-// of blocks or parts with text.
+// of blocks or parts with text (a ToolSearch's tool_reference blocks read
+// "tool_reference NAME").
 func resultText(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s
 	}
 	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ToolName string `json:"tool_name"`
 	}
 	if json.Unmarshal(raw, &parts) == nil {
 		var out []string
 		for _, p := range parts {
-			if p.Text != "" {
+			switch {
+			case p.Text != "":
 				out = append(out, p.Text)
+			case p.Type == "tool_reference":
+				out = append(out, "tool_reference "+p.ToolName)
 			}
 		}
 		return strings.Join(out, "\n")
@@ -239,6 +289,9 @@ func (s *Server) scriptMessages(w http.ResponseWriter, r *http.Request, req requ
 			logs = append(logs, pr)
 		}
 		sc, msgID, next = p.script, p.msgID, p.call+1
+		if p.search {
+			next = p.call
+		}
 	case rec.Kind == KindPrompt:
 		var ok bool
 		if sc, ok = scriptFor(c.Scripts, text); !ok {
@@ -253,17 +306,17 @@ func (s *Server) scriptMessages(w http.ResponseWriter, r *http.Request, req requ
 	answer := rep.text
 	var callErr string
 	if next < len(sc.Calls) {
-		call := sc.Calls[next]
-		name, err := matchTool(names, call.Tool)
-		if err != nil {
+		call := pending{script: sc, call: next, msgID: msgID}
+		// One search per call: a tool still missing after it is an error.
+		searched := found && p.search
+		var err error
+		if rep, err = s.messagesCall(req, names, call, searched); err != nil {
 			callErr = err.Error()
-			rep.text = "fakeapi: " + callErr
+			rep = reply{text: "fakeapi: " + callErr}
 			answer = rep.text
 		} else {
-			rep = reply{toolName: name, toolInput: call.args(msgID), toolID: s.newID("toolu")}
-			s.remember(rep.toolID, pending{script: sc, call: next, msgID: msgID, tool: name})
 			in, _ := json.Marshal(rep.toolInput)
-			answer = "tool_use " + name + ": " + string(in)
+			answer = "tool_use " + rep.toolName + ": " + string(in)
 		}
 	}
 	for _, l := range logs {
@@ -275,6 +328,26 @@ func (s *Server) scriptMessages(w http.ResponseWriter, r *http.Request, req requ
 	}
 	s.answerMessages(w, r, req, rep)
 	return true
+}
+
+// messagesCall is the tool_use that makes call p (its tool offered under
+// one of names), or the ToolSearch call that loads it, and remembers it.
+func (s *Server) messagesCall(req request, names []string, p pending, searched bool) (reply, error) {
+	want := p.script.Calls[p.call]
+	name, err := matchTool(names, want.Tool)
+	input := want.args(p.msgID)
+	if err != nil {
+		deferred := deferredName(req.body, want.Tool)
+		if searched || deferred == "" || !slices.Contains(names, toolSearch) {
+			return reply{}, err
+		}
+		name, p.search = toolSearch, true
+		input = map[string]any{"query": "select:" + deferred, "max_results": 5}
+	}
+	p.tool = name
+	rep := reply{toolName: name, toolInput: input, toolID: s.newID("toolu")}
+	s.remember(rep.toolID, p)
+	return rep, nil
 }
 
 // ---- Responses (Codex) ----

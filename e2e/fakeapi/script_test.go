@@ -114,6 +114,74 @@ func TestScriptMissingToolIsALoggedError(t *testing.T) {
 	}
 }
 
+// claudeDeferredBody is a Claude Code 2.1.332 main-loop request: the MCP
+// tools are named in a system message after the first prompt, not offered,
+// until ToolSearch loads them; loaded are those tools offered as well
+// (defer_loading true).
+func claudeDeferredBody(loaded []string, prompt any, msgs ...any) string {
+	tools := []any{map[string]any{"name": "Bash"}, map[string]any{"name": "DeferredToolPlaceholder", "defer_loading": true},
+		map[string]any{"name": "ToolSearch"}}
+	for _, n := range loaded {
+		tools = append(tools, map[string]any{"name": n, "defer_loading": true})
+	}
+	listing := map[string]any{"role": "system", "content": []any{map[string]any{"type": "text", "text": "# Environment\n...\n" +
+		"The following deferred tools are now available via ToolSearch. Their schemas are NOT loaded — calling them directly will fail " +
+		"with InputValidationError. Use ToolSearch with query \"select:<name>[,<name>...]\" to load tool schemas before calling them:\n" +
+		"CronCreate\nmcp__agentmsg__check_messages\nmcp__agentmsg__send_message\n"}}}
+	return mustJSON(map[string]any{
+		"model": "claude-opus-5-5", "max_tokens": 64000, "stream": true, "tools": tools,
+		"messages": append([]any{prompt, listing}, msgs...),
+	})
+}
+
+// toolTurn is the assistant's tool_use and the user's tool_result holding
+// content.
+func toolTurn(name, id string, input map[string]any, content any) []any {
+	return []any{
+		map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": name, "input": input}}},
+		userMsg([]any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": content}}),
+	}
+}
+
+func TestScriptMessagesLoadsDeferredToolsThroughToolSearch(t *testing.T) {
+	t.Parallel()
+	s, hs := newServer(t, Config{Control: Control{Scripts: agentmsgScripts}})
+	prompt := userMsg("MSG_BOB_0123abcd: PING-7 from bob")
+	ask := func(loaded []string, msgs ...any) (string, string, map[string]any) {
+		return toolUse(t, readEvents(t, post(t, hs.URL+"/v1/messages", claudeDeferredBody(loaded, prompt, msgs...))))
+	}
+	var msgs []any
+	name, id, in := ask(nil)
+	if name != "ToolSearch" || in["query"] != "select:mcp__agentmsg__send_message" {
+		t.Fatalf("first call %s %v", name, in)
+	}
+	msgs = append(msgs, toolTurn(name, id, in, []any{map[string]any{"type": "tool_reference", "tool_name": "mcp__agentmsg__send_message"}})...)
+	loaded := []string{"mcp__agentmsg__send_message"}
+	name, id, in = ask(loaded, msgs...)
+	if name != "mcp__agentmsg__send_message" || in["reply_to"] != "MSG_BOB_0123abcd" {
+		t.Fatalf("call after the search %s %v", name, in)
+	}
+	msgs = append(msgs, toolTurn(name, id, in, `{"delivered":true}`)...)
+	name, id, in = ask(loaded, msgs...)
+	if name != "ToolSearch" || in["query"] != "select:mcp__agentmsg__check_messages" {
+		t.Fatalf("second search %s %v", name, in)
+	}
+	// A search that loads nothing is not repeated: the call is an error.
+	msgs = append(msgs, toolTurn(name, id, in, "No matching deferred tools found")...)
+	evs := readEvents(t, post(t, hs.URL+"/v1/messages", claudeDeferredBody(loaded, prompt, msgs...)))
+	if got := replyText(evs); !strings.Contains(got, `no tool matching "agentmsg__check_messages"`) {
+		t.Errorf("reply after a vain search %q", got)
+	}
+	recs := s.Records()
+	want := "prompt:,tool_result:ToolSearch,tool_result:mcp__agentmsg__send_message,tool_result:ToolSearch"
+	if kinds := kindsOf(recs); kinds != want {
+		t.Fatalf("records %v, want %v", kinds, want)
+	}
+	if recs[1].Result != "tool_reference mcp__agentmsg__send_message" || recs[3].Error == "" {
+		t.Errorf("records %+v", recs)
+	}
+}
+
 // codexMCPBody is a Codex 0.169 prompt: the exec tool in additional_tools
 // and the MCP server as a deferred namespace in a developer message.
 func codexMCPBody(items ...any) string {
