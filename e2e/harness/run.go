@@ -107,11 +107,14 @@ func (s *Server) RunsDirect() error {
 // AgentmsgEnv is an environment for an agentmsg under test: the caller's,
 // without anything that would point it at another tmux server or another
 // configuration, with sender from and every XDG dir inside dir (config
-// file, mailbox, locks).
+// file, mailbox, locks), and tmux's default socket directory too.
 func AgentmsgEnv(dir, from string) []string {
 	env := withoutVars(os.Environ(), "TMUX", "TMUX_PANE", "TMUX_TMPDIR", "AGENTMSG_*",
 		"XDG_CONFIG_HOME", "XDG_RUNTIME_DIR", "XDG_STATE_HOME")
 	return append(env,
+		// tmux's default server, for a run that names none, is one in dir:
+		// a test never reaches the user's, nor leaves files beside it.
+		"TMUX_TMPDIR="+dir,
 		"AGENTMSG_FROM="+from,
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
 		"XDG_RUNTIME_DIR="+filepath.Join(dir, "runtime"),
