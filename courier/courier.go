@@ -555,6 +555,9 @@ func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, o
 	if out.Reached.Further(reached) {
 		reached = out.Reached
 	}
+	// untouched: this attempt typed, pressed and reached nothing, so the
+	// pane holds what earlier attempts left there, no more.
+	untouched := out.Typings == 0 && out.Presses == 0 && !out.Reached.Further(earlier)
 	rec := mailbox.Delivery{Attempts: attempt, LastVerdict: string(out.Verdict), Updated: c.now(), Reached: string(reached), Reason: Reason(out)}
 	if out.Err != nil {
 		rec.LastVerdict += ": " + out.Err.Error()
@@ -588,7 +591,7 @@ func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, o
 		}
 	default:
 		rec.State = mailbox.StateFailed
-		if before.state == mailbox.StateTyped && out.Typings == 0 && out.Presses == 0 && !out.Reached.Further(earlier) {
+		if before.state == mailbox.StateTyped && untouched {
 			// Typed by an earlier attempt, and this one (its agent not
 			// found now, say) touched nothing: the text still waits in the
 			// box, and a person's Enter may submit it. It never failed.
@@ -606,7 +609,7 @@ func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, o
 		// finds it submitted or finishes it.
 		res.State = mailbox.StateTyping
 		res.RecordErr = fmt.Errorf("%s, but recording that in the inbox failed (it still says %s): %w", out.Verdict, res.State, err)
-		if !res.OK() && out.Typings == 0 && out.Presses == 0 && !out.Reached.Further(earlier) {
+		if !res.OK() && untouched {
 			// Nothing typed, and nothing recorded to say it failed (a
 			// full disk): the message is kept as typing, and the next
 			// deliver types it. Failed would be untrue, and a sender who

@@ -498,14 +498,20 @@ type fullDisk struct {
 func (f *fullDisk) SendBytes(ctx context.Context, pane string, b ...byte) error {
 	if !f.full {
 		f.full = true
-		if err := os.Remove(f.lockFile); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-		if err := os.Mkdir(f.lockFile, 0o700); err != nil {
+		if err := fillDisk(f.lockFile); err != nil {
 			return err
 		}
 	}
 	return f.fakeServer.SendBytes(ctx, pane, b...)
+}
+
+// fillDisk makes an inbox unwritable from now on: its lock file becomes
+// a directory, which no one opens for writing, root included.
+func fillDisk(lockFile string) error {
+	if err := os.Remove(lockFile); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return os.Mkdir(lockFile, 0o700)
 }
 
 // When the record of the outcome cannot be written, the result says what
@@ -933,10 +939,7 @@ func (f *fullBeforePaste) Pinned(tmux.Pane) tmux.Client { return f }
 func (f *fullBeforePaste) Capture(ctx context.Context, pane string, lines int) ([]string, error) {
 	if _, err := os.Stat(f.inbox); err == nil && !f.full {
 		f.full = true
-		if err := os.Remove(f.lockFile); err != nil && !os.IsNotExist(err) {
-			return nil, err
-		}
-		if err := os.Mkdir(f.lockFile, 0o700); err != nil {
+		if err := fillDisk(f.lockFile); err != nil {
 			return nil, err
 		}
 	}

@@ -358,7 +358,12 @@ func TestDaemonRecordsEveryAgentChange(t *testing.T) {
 	}
 	s.StartAgent("agent-alpha-cy")
 	waitFor(t, "cy appearing", 15*time.Second, func() bool {
-		return strings.Contains(events(), `"agent-alpha-cy"`) || strings.Contains(events(), `"agent":"cy"`)
+		for line := range strings.SplitSeq(events(), "\n") {
+			if strings.Contains(line, `"agent.appeared"`) && strings.Contains(line, `"agent":"cy"`) {
+				return true
+			}
+		}
+		return false
 	})
 	s.Tmux("kill-session", "-t", "=agent-alpha-bob")
 	waitFor(t, "bob gone", 15*time.Second, func() bool { return strings.Contains(events(), `"agent.gone"`) })

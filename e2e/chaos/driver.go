@@ -168,10 +168,7 @@ func showsDialog(a *agent, pane string) bool {
 }
 
 func (r *round) selectPane(a *agent, pick int) error {
-	panes := []string{a.Pane()}
-	for _, d := range a.extras {
-		panes = append(panes, d.pane)
-	}
+	panes := append([]string{a.Pane()}, a.extraPanes()...)
 	p := panes[pick%len(panes)]
 	if _, err := a.srv.Server.Tmux("select-window", "-t", p); err != nil {
 		return err
