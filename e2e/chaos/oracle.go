@@ -40,6 +40,12 @@ type Program struct {
 	// Restarts are when it was started again (its server restarted):
 	// whatever it had queued then was lost with it.
 	Restarts []time.Time
+	// QueueUnseen: it queues a prompt submitted while it is busy and draws
+	// the queue above its box as it draws its transcript, so the profile
+	// it is read with (the stand-ins': generic, not trusted to queue)
+	// reads a queued message as submitted. Such a verdict is no claim
+	// once a restart has lost the queue (seeds 962471, 922327).
+	QueueUnseen bool
 }
 
 // Message is one message a sender tried to send.
@@ -322,14 +328,25 @@ func judgeCopy(m *Message, c *Copy, n int, withDraft string) (vs []Violation, no
 		}
 		return false
 	}
+	// claimed: a verdict that says the message reached the agent. One it
+	// may only have queued is not, once a restart lost the queue.
+	claimed := func(verdict string, at time.Time) bool {
+		switch verdict {
+		case "submitted":
+			return !(c.To.QueueUnseen && lostQueue(at))
+		case "queued":
+			return !lostQueue(at)
+		}
+		return false
+	}
 	claims := []string{}
-	if c.Verdict == "submitted" || c.Verdict == "queued" && !lostQueue(c.VerdictAt) {
+	if claimed(c.Verdict, c.VerdictAt) {
 		claims = append(claims, "the sender said "+c.Verdict)
 	}
-	if slices.Contains(c.Delivers, "submitted") {
+	if slices.ContainsFunc(c.Delivers, func(v string) bool { return v == "submitted" && claimed(v, time.Time{}) }) {
 		claims = append(claims, "deliver said submitted")
 	}
-	if c.State == "submitted" || c.State == "queued" && !lostQueue(time.Time{}) {
+	if claimed(c.State, time.Time{}) {
 		claims = append(claims, "the inbox says "+c.State)
 	}
 	if n == 0 && len(claims) > 0 {

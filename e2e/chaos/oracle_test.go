@@ -37,15 +37,16 @@ func TestOracleRules(t *testing.T) {
 	text1 := "zq1xL0 hello"
 	lines1 := "zq1xL0 a\nzq1xL1 b\n/exit"
 	tests := []struct {
-		name    string
-		copy    Copy
-		text    string
-		prompts []string // of the recipient
-		other   []string // of another program
-		drafts  []string
-		odd     []string
-		restart bool
-		want    []string
+		name        string
+		copy        Copy
+		text        string
+		prompts     []string // of the recipient
+		other       []string // of another program
+		drafts      []string
+		odd         []string
+		restart     bool
+		queueUnseen bool
+		want        []string
 	}{
 		{name: "submitted and there once", copy: Copy{Verdict: "submitted", State: "submitted"}, prompts: []string{id1 + ": " + text1}},
 		{name: "submitted, absent", copy: Copy{Verdict: "submitted", State: "submitted"}, want: []string{ruleClaimedAbsent}},
@@ -75,6 +76,9 @@ func TestOracleRules(t *testing.T) {
 		{name: "failed, then kept to type again", copy: Copy{Verdict: "failed", State: "typing"}, want: []string{ruleFailedRevived}},
 		{name: "sender killed, typing, there", copy: Copy{State: "typing"}, prompts: []string{id1 + ": " + text1}},
 		{name: "keys in a dialog", copy: Copy{Verdict: "deferred", State: "deferred"}, odd: []string{"dialog-key x"}, want: []string{ruleKeysInDialog}},
+		{name: "submitted, absent, restarted, a queue its profile cannot see", copy: Copy{Verdict: "typed", State: "submitted"}, restart: true, queueUnseen: true},
+		{name: "submitted, absent, restarted, a queue its profile sees", copy: Copy{Verdict: "typed", State: "submitted"}, restart: true, want: []string{ruleClaimedAbsent}},
+		{name: "submitted, absent, never restarted", copy: Copy{Verdict: "submitted", State: "submitted"}, queueUnseen: true, want: []string{ruleClaimedAbsent}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,7 +86,7 @@ func TestOracleRules(t *testing.T) {
 			if text == "" {
 				text = text1
 			}
-			to := &Program{Label: "ana", Prompts: tt.prompts, Drafts: tt.drafts, Odd: tt.odd}
+			to := &Program{Label: "ana", Prompts: tt.prompts, Drafts: tt.drafts, Odd: tt.odd, QueueUnseen: tt.queueUnseen}
 			if tt.restart {
 				to.Restarts = []time.Time{t0.Add(time.Second)}
 			}

@@ -139,7 +139,7 @@ func newWorld(spec worldSpec) (w *world, err error) {
 	}
 	for _, as := range spec.agents {
 		a := &agent{spec: as, srv: w.servers[as.server]}
-		a.prog = &Program{Label: a.label()}
+		a.prog = &Program{Label: a.label(), QueueUnseen: as.prog == progStandin}
 		w.agents = append(w.agents, a)
 	}
 	return w, w.startAgents(w.agents)
