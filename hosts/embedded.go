@@ -28,6 +28,9 @@ func StartEmbedded(dir string) (*Embedded, error) {
 		DontListen: true,
 		NoSigs:     true,
 		NoLog:      true,
+		// A packet the outbox acknowledged survives a power cut, as an
+		// inbox line does (the mailbox fsyncs each message).
+		SyncAlways: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS server: %w", err)

@@ -1,0 +1,30 @@
+// Package hosts joins agentmsg's daemons on many machines through NATS
+// JetStream. Each host is a daemon with a name; a message to an agent on
+// another host is published once to that host's stream and delivered there
+// by the host's own engine, so every rule of one host holds on each.
+//
+// The parts, and why each is so:
+//
+//   - The outbox. Every packet this host sends (a message, or a state
+//     change of a message another host sent) is first written to a stream
+//     of the embedded, in-process NATS server (see Embedded), whose store
+//     is on this machine's disk. A host whose link is down keeps accepting
+//     sends to other hosts: they wait there and go out when it is back.
+//   - The forwarder moves the outbox, in order, to the bus: the cluster the
+//     configuration names, or, alone, the embedded server itself. Each
+//     packet is published with its id as Nats-Msg-Id, so a publish retried
+//     after a lost answer is never a second message; only the stream's
+//     acknowledgement lets it go from the outbox.
+//   - Every host has one stream on the bus, AGENTMSG_<HOST>, holding what
+//     is sent to it, on subjects agentmsg.<kind>.<to>.<from>. A host's
+//     user may publish only subjects that end in its own name, so the
+//     subject proves the sending host (see Permissions), and it may read
+//     only its own stream.
+//   - The inbound consumer reads the host's stream, one packet at a time
+//     (order per sender and recipient is the stream's order), hands it to
+//     the daemon, and acknowledges it only once the daemon has recorded it
+//     durably. A packet seen twice (a crash before the ack) is recorded
+//     once: the daemon's record is idempotent by message id.
+//   - Presence: each host puts its name, agents and the time into a
+//     key-value bucket every few seconds; `agentmsg hosts` reads it.
+package hosts

@@ -1,0 +1,116 @@
+package hosts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// forward carries the outbox to the bus, oldest first, until ctx ends. A
+// packet leaves the outbox only once the receiving host's stream has
+// acknowledged it; one that cannot go now holds back the later packets to
+// the same host (their order is kept), not those to other hosts.
+func (l *Link) forward(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var wait time.Duration
+	for ctx.Err() == nil {
+		moved, blocked, err := l.forwardOnce(ctx)
+		l.setErr(err)
+		switch {
+		case err != nil || blocked:
+			if !backoff(ctx, &wait) {
+				return
+			}
+			continue
+		case moved:
+			wait = 0
+			continue // more may have come meanwhile
+		}
+		wait = 0
+		select {
+		case <-ctx.Done():
+		case <-l.doorbell:
+		case <-tick.C:
+		}
+	}
+}
+
+// forwardOnce tries every packet in the outbox once; moved says some
+// went, blocked that some could not.
+func (l *Link) forwardOnce(ctx context.Context) (moved, blocked bool, err error) {
+	info, err := l.box.Info(ctx)
+	if err != nil {
+		return false, false, fmt.Errorf("reading the outbox: %w", err)
+	}
+	if info.State.Msgs == 0 {
+		return false, false, nil
+	}
+	held := map[string]bool{} // hosts whose packets wait this round
+	var last error
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && ctx.Err() == nil; seq++ {
+		raw, err := l.box.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return moved, true, fmt.Errorf("reading the outbox: %w", err)
+		}
+		p, err := decode(raw.Data)
+		if err != nil {
+			// Not a packet this agentmsg can send: it would hold its
+			// host's packets back forever.
+			l.opts.Logf("hosts: dropping outbox entry %d: %v", seq, err)
+			_ = l.box.DeleteMsg(ctx, seq)
+			continue
+		}
+		if held[p.To] {
+			continue
+		}
+		if err := l.publish(ctx, p, raw.Header.Get(jetstream.MsgIDHeader)); err != nil {
+			held[p.To], last = true, fmt.Errorf("sending to host %s: %w", p.To, err)
+			continue
+		}
+		// Acknowledged by the bus: a crash before this delete publishes
+		// it again, which the bus's de-duplication (and the receiver's
+		// record by id) makes harmless.
+		if err := l.box.DeleteMsg(ctx, seq); err != nil {
+			return true, true, fmt.Errorf("clearing the outbox: %w", err)
+		}
+		moved = true
+	}
+	return moved, len(held) > 0, last
+}
+
+// errNoHost: no stream on the bus takes a host's packets (it never joined).
+var errNoHost = errors.New("no such host on the bus (it has never joined)")
+
+// publish puts p on the bus and waits for the receiving stream's ack.
+func (l *Link) publish(ctx context.Context, p Packet, dedup string) error {
+	if !l.bus.IsConnected() {
+		return errors.New("the bus is not reachable")
+	}
+	data, err := encode(p)
+	if err != nil {
+		return err
+	}
+	msg := &nats.Msg{Subject: subject(p.Kind, p.To, l.opts.Name), Data: data, Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, dedup)
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	ack, err := l.bjs.PublishMsg(ctx, msg, jetstream.WithExpectStream(streamName(p.To)))
+	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
+		return errNoHost
+	}
+	if err != nil {
+		return err
+	}
+	if ack.Stream != streamName(p.To) {
+		return fmt.Errorf("stored by stream %s, not %s", ack.Stream, streamName(p.To))
+	}
+	return nil
+}

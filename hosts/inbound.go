@@ -1,0 +1,129 @@
+package hosts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// inbound hands what arrives in this host's stream to the handler, one
+// packet at a time, until ctx ends. It (re)creates the stream and its
+// consumer whenever the bus comes back without them.
+func (l *Link) inbound(ctx context.Context) {
+	var wait time.Duration
+	for ctx.Err() == nil {
+		cons, err := l.ensureInbound(ctx)
+		if err != nil {
+			l.setReady(false)
+			l.setErr(err)
+			if !backoff(ctx, &wait) {
+				return
+			}
+			continue
+		}
+		l.setReady(true)
+		l.ring() // the forwarder may have been waiting for the bus
+		wait = 0
+		if err := l.consume(ctx, cons); err != nil && ctx.Err() == nil {
+			l.setReady(false)
+			l.setErr(err)
+			if !backoff(ctx, &wait) {
+				return
+			}
+		}
+	}
+}
+
+// ensureInbound makes this host's stream and durable consumer on the bus.
+func (l *Link) ensureInbound(ctx context.Context) (jetstream.Consumer, error) {
+	if !l.bus.IsConnected() {
+		return nil, errors.New("the bus is not reachable")
+	}
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	name := l.opts.Name
+	replicas := max(l.opts.Replicas, 1)
+	stream, err := l.bjs.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: streamName(name), Subjects: []string{subjectRoot + ".*." + name + ".*"},
+		Storage: jetstream.FileStorage, Retention: jetstream.WorkQueuePolicy,
+		Replicas: replicas, Duplicates: busDedupWindow, MaxAge: outboxKeep,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("this host's stream %s on the bus: %w", streamName(name), err)
+	}
+	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable: inboundConsumer, AckPolicy: jetstream.AckExplicitPolicy,
+		// One at a time: a packet is recorded before the next is read,
+		// so the order of each sender's packets is the order recorded.
+		MaxAckPending: 1, AckWait: inboundAckWait, DeliverPolicy: jetstream.DeliverAllPolicy,
+		Replicas: replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("this host's consumer on the bus: %w", err)
+	}
+	return cons, nil
+}
+
+// consume reads packets until the consumer fails or ctx ends.
+func (l *Link) consume(ctx context.Context, cons jetstream.Consumer) error {
+	it, err := cons.Messages(jetstream.PullMaxMessages(1))
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	go func() {
+		<-ctx.Done()
+		it.Stop()
+	}()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return ctx.Err()
+			}
+			return err
+		}
+		l.take(ctx, m)
+	}
+}
+
+// take hands one packet to the handler and acknowledges it once handled.
+func (l *Link) take(ctx context.Context, m jetstream.Msg) {
+	kind, to, from, ok := parseSubject(m.Subject())
+	p, err := decode(m.Data())
+	switch {
+	case !ok || to != l.opts.Name:
+		err = fmt.Errorf("a packet on subject %s, not this host's", m.Subject())
+	case err == nil && (p.From != from || p.To != to || p.Kind != kind):
+		// The subject is what the sender's permissions prove.
+		err = fmt.Errorf("packet %s says it is a %s from host %s to %s, but came as a %s from %s", p.ID, p.Kind, p.From, p.To, kind, from)
+	}
+	if err != nil {
+		l.opts.Logf("hosts: refused: %v", err)
+		_ = m.Term() // never handed over again
+		return
+	}
+	switch p.Kind {
+	case KindMessage:
+		err = l.opts.Handler.Message(ctx, p)
+	case KindEvent:
+		if err = l.opts.Handler.Event(ctx, p); err == nil {
+			l.tell(p)
+		}
+	}
+	if err != nil {
+		l.setErr(fmt.Errorf("recording %s from host %s: %w", p.ID, p.From, err))
+		_ = m.NakWithDelay(time.Second)
+		return
+	}
+	_ = m.DoubleAck(ctx)
+}
+
+func (l *Link) setReady(ready bool) {
+	l.mu.Lock()
+	l.ready = ready
+	l.mu.Unlock()
+}

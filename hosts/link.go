@@ -1,0 +1,314 @@
+package hosts
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Handler is the daemon's side of a link: what it does with a packet that
+// arrives. Each returns only once what it did is durable; an error leaves
+// the packet on the bus, to be handed over again.
+type Handler interface {
+	// Message records a message to one of this host's agents (once, by
+	// id: it may be handed over twice) and starts its delivery.
+	Message(ctx context.Context, p Packet) error
+	// Event records a state change of a message this host sent.
+	Event(ctx context.Context, p Packet) error
+}
+
+// Options configure a host's link.
+type Options struct {
+	// Name is this host's.
+	Name string
+	// Dir keeps the embedded server's streams (the outbox; alone, the bus).
+	Dir string
+	// URL is the bus: a NATS server or cluster ("nats://a:4222,nats://b:4222"
+	// or tls://...). "" is the embedded server: one machine, no port.
+	URL string
+	// NkeyFile holds this host's user seed (agentmsg hosts add writes it);
+	// CAFile the certificate authority of the bus's TLS certificates;
+	// TLSServerName the name to check them against when URL's host is not
+	// (an SSH tunnel's 127.0.0.1).
+	NkeyFile, CAFile, TLSServerName string
+	// Replicas of this host's stream on the bus (a cluster keeps it on
+	// that many servers); 0 is 1.
+	Replicas int
+	Handler  Handler
+	// Agents lists this host's agents for its presence; nil lists none.
+	Agents func(ctx context.Context) []string
+	// Logf hears what goes wrong on the link (a reconnect, a refused packet).
+	Logf func(format string, args ...any)
+}
+
+// Link is a running host's connection to the bus: its outbox, forwarder,
+// inbound consumer and presence.
+type Link struct {
+	opts  Options
+	local *Embedded
+	lnc   *nats.Conn
+	ljs   jetstream.JetStream
+	box   jetstream.Stream
+	bus   *nats.Conn
+	bjs   jetstream.JetStream
+	alone bool
+
+	doorbell chan struct{}
+	cancel   context.CancelFunc
+	done     sync.WaitGroup
+
+	mu       sync.Mutex
+	watchers map[string][]chan Packet
+	ready    bool // this host's stream and consumer are on the bus
+	lastErr  string
+}
+
+// Timings of the link.
+const (
+	publishTimeout  = 5 * time.Second
+	retryMin        = 100 * time.Millisecond
+	retryMax        = 2 * time.Second
+	presenceEvery   = 3 * time.Second
+	presenceMaxAge  = 4 * presenceEvery // a host silent longer is down
+	inboundAckWait  = 30 * time.Second
+	outboxKeep      = 30 * 24 * time.Hour
+	busDedupWindow  = time.Hour
+	inboundConsumer = "daemon"
+)
+
+// Open starts this host's link: the embedded server and its outbox at
+// once, the bus in the background (a bus that cannot be reached now is
+// reached when it can; sends wait in the outbox meanwhile).
+func Open(ctx context.Context, opts Options) (*Link, error) {
+	if err := CheckName(opts.Name); err != nil {
+		return nil, err
+	}
+	if opts.Handler == nil {
+		return nil, errors.New("hosts: a link needs a handler")
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	local, err := StartEmbedded(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	l := &Link{opts: opts, local: local, doorbell: make(chan struct{}, 1), watchers: map[string][]chan Packet{}}
+	fail := func(err error) (*Link, error) {
+		l.closeConns()
+		return nil, err
+	}
+	if l.lnc, err = local.Connect("agentmsg-" + opts.Name); err != nil {
+		return fail(err)
+	}
+	if l.ljs, err = jetstream.New(l.lnc); err != nil {
+		return fail(err)
+	}
+	if l.box, err = l.ljs.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: outboxStream, Subjects: []string{"outbox.>"}, Storage: jetstream.FileStorage,
+		MaxAge: outboxKeep, Duplicates: busDedupWindow,
+	}); err != nil {
+		return fail(fmt.Errorf("the outbox under %s: %w", opts.Dir, err))
+	}
+	if opts.URL == "" {
+		l.bus, l.bjs, l.alone = l.lnc, l.ljs, true
+	} else if l.bus, err = l.dialBus(); err != nil {
+		return fail(err)
+	} else if l.bjs, err = jetstream.New(l.bus); err != nil {
+		return fail(err)
+	}
+	ctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	for _, run := range []func(context.Context){l.forward, l.inbound, l.announce} {
+		l.done.Add(1)
+		go func() {
+			defer l.done.Done()
+			run(ctx)
+		}()
+	}
+	return l, nil
+}
+
+// dialBus connects to the configured bus, retrying for as long as the
+// link lives: a host starts while its network is down, too.
+func (l *Link) dialBus() (*nats.Conn, error) {
+	o := l.opts
+	opts := []nats.Option{
+		nats.Name("agentmsg-" + o.Name),
+		nats.RetryOnFailedConnect(true),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectBufSize(-1), // a publish while down fails at once; the outbox keeps it
+		nats.CustomInboxPrefix("_INBOX_" + o.Name),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				o.Logf("hosts: link to the bus down: %v", err)
+			}
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) { l.ring() }),
+	}
+	if o.NkeyFile != "" {
+		opt, err := nats.NkeyOptionFromSeed(o.NkeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("this host's key %s: %w", o.NkeyFile, err)
+		}
+		opts = append(opts, opt)
+	}
+	if o.CAFile != "" || o.TLSServerName != "" {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.TLSServerName}
+		if o.CAFile != "" {
+			pem, err := os.ReadFile(o.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("the bus's certificate authority: %w", err)
+			}
+			cfg.RootCAs = x509.NewCertPool()
+			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("the bus's certificate authority %s holds no PEM certificate", o.CAFile)
+			}
+		}
+		opts = append(opts, nats.Secure(cfg))
+	}
+	nc, err := nats.Connect(o.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("the bus at %s: %w", o.URL, err)
+	}
+	return nc, nil
+}
+
+// Name is this host's.
+func (l *Link) Name() string { return l.opts.Name }
+
+// Alone reports whether this host is on no bus but its own.
+func (l *Link) Alone() bool { return l.alone }
+
+// Up reports whether the bus is reachable and this host's stream is on it.
+func (l *Link) Up() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ready && l.bus.IsConnected()
+}
+
+// Close stops the link: what waits in the outbox stays there.
+func (l *Link) Close() {
+	if l.cancel != nil {
+		l.cancel()
+	}
+	l.done.Wait()
+	l.closeConns()
+}
+
+func (l *Link) closeConns() {
+	if l.bus != nil && l.bus != l.lnc {
+		l.bus.Close()
+	}
+	if l.lnc != nil {
+		l.lnc.Close()
+	}
+	l.local.Close()
+}
+
+// ring wakes the forwarder.
+func (l *Link) ring() {
+	select {
+	case l.doorbell <- struct{}{}:
+	default:
+	}
+}
+
+// Send puts p in the outbox, for the forwarder to carry to host p.To; it
+// returns once the outbox has it on disk. p.From is this host.
+func (l *Link) Send(ctx context.Context, p Packet) error {
+	p.From = l.opts.Name
+	if err := p.check(); err != nil {
+		return err
+	}
+	data, err := encode(p)
+	if err != nil {
+		return err
+	}
+	msg := &nats.Msg{Subject: outboxSubject(p.Kind, p.To), Data: data, Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, p.dedupID())
+	if _, err := l.ljs.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("the outbox: %w", err)
+	}
+	l.ring()
+	return nil
+}
+
+// Watch hears the events that arrive for message id until stop is called.
+func (l *Link) Watch(id string) (events <-chan Packet, stop func()) {
+	ch := make(chan Packet, 16)
+	l.mu.Lock()
+	l.watchers[id] = append(l.watchers[id], ch)
+	l.mu.Unlock()
+	return ch, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		list := l.watchers[id]
+		for i, c := range list {
+			if c == ch {
+				l.watchers[id] = append(list[:i], list[i+1:]...)
+				break
+			}
+		}
+		if len(l.watchers[id]) == 0 {
+			delete(l.watchers, id)
+		}
+	}
+}
+
+// tell hands an event to those watching its message.
+func (l *Link) tell(p Packet) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ch := range l.watchers[p.ID] {
+		select {
+		case ch <- p:
+		default: // a watcher that does not read loses only its own news
+		}
+	}
+}
+
+// backoff waits before a retry, longer each time up to retryMax; false
+// when ctx ended.
+func backoff(ctx context.Context, wait *time.Duration) bool {
+	if *wait == 0 {
+		*wait = retryMin
+	}
+	t := time.NewTimer(*wait)
+	defer t.Stop()
+	*wait = min(*wait*2, retryMax)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (l *Link) setErr(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if msg != "" && msg != l.lastErr {
+		l.opts.Logf("hosts: %s", msg)
+	}
+	l.lastErr = msg
+}
+
+// LastError is what last went wrong on the link, "" when nothing has.
+func (l *Link) LastError() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastErr
+}

@@ -1,0 +1,203 @@
+package hosts
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// recorder is a daemon's side that records what arrives, once by id.
+type recorder struct {
+	mu       sync.Mutex
+	messages []Packet
+	events   []Packet
+	byID     map[string]bool
+}
+
+func (r *recorder) Message(_ context.Context, p Packet) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byID == nil {
+		r.byID = map[string]bool{}
+	}
+	if !r.byID[p.ID] {
+		r.byID[p.ID] = true
+		r.messages = append(r.messages, p)
+	}
+	return nil
+}
+
+func (r *recorder) Event(_ context.Context, p Packet) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, p)
+	return nil
+}
+
+func (r *recorder) ids() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, p := range r.messages {
+		out = append(out, p.ID)
+	}
+	return out
+}
+
+// busServer is a NATS server with JetStream on a loopback port: the bus
+// of the hosts in a test. port 0 picks one.
+func busServer(t *testing.T, dir string, port int) *server.Server {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("bus server not ready")
+	}
+	return s
+}
+
+func openLink(t *testing.T, name, url string, h Handler) *Link {
+	t.Helper()
+	l, err := Open(context.Background(), Options{Name: name, Dir: t.TempDir(), URL: url, Handler: h,
+		Logf: func(f string, a ...any) { t.Logf(name+": "+f, a...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func message(to string, i int) Packet {
+	return Packet{Kind: KindMessage, To: to, ID: fmt.Sprintf("MSG_LEAD_%08x", i),
+		Message: &RemoteMessage{Team: "t", Agent: "ana", Sender: "lead", Tag: "LEAD", Text: fmt.Sprint("hello ", i)}}
+}
+
+// A message crosses from one host to another in order, and the event the
+// receiver sends back reaches the sender's watcher.
+func TestMessagesCrossInOrderAndEventsComeBack(t *testing.T) {
+	bus := busServer(t, t.TempDir(), -1)
+	defer bus.Shutdown()
+	var ra, rb recorder
+	a := openLink(t, "a", bus.ClientURL(), &ra)
+	b := openLink(t, "b", bus.ClientURL(), &rb)
+	waitFor(t, "both links up", func() bool { return a.Up() && b.Up() })
+	ctx := context.Background()
+	const n = 50
+	for i := range n {
+		if err := a.Send(ctx, message("b", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every message at b", func() bool { return len(rb.ids()) == n })
+	for i, id := range rb.ids() {
+		if want := message("b", i).ID; id != want {
+			t.Fatalf("message %d at b is %s, want %s (order)", i, id, want)
+		}
+	}
+	events, stop := a.Watch(message("b", 7).ID)
+	defer stop()
+	ev := Packet{Kind: KindEvent, To: "a", ID: message("b", 7).ID, Event: &RemoteEvent{Team: "t", Agent: "ana", State: "submitted", Seq: 1}}
+	if err := b.Send(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-events:
+		if p.Event.State != "submitted" || p.From != "b" {
+			t.Fatalf("event %+v", p.Event)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no event came back")
+	}
+	hosts, err := a.Hosts(ctx)
+	if err != nil || len(hosts) != 2 || hosts[1].Name != "b" || !hosts[1].Up {
+		t.Fatalf("hosts: %+v %v", hosts, err)
+	}
+}
+
+// A host whose bus is down accepts sends into its outbox; they go out,
+// once each and in order, when the bus comes back.
+func TestSendsWaitForTheBus(t *testing.T) {
+	storeDir := t.TempDir()
+	bus := busServer(t, storeDir, -1)
+	url := bus.ClientURL()
+	_, port, _ := net.SplitHostPort(bus.Addr().String())
+	var ra, rb recorder
+	a := openLink(t, "a", url, &ra)
+	b := openLink(t, "b", url, &rb)
+	waitFor(t, "both links up", func() bool { return a.Up() && b.Up() })
+	waitFor(t, "a knows b", func() bool { ok, _ := a.Known(context.Background(), "b"); return ok })
+	bus.Shutdown()
+	bus.WaitForShutdown()
+	waitFor(t, "a sees the bus down", func() bool { return !a.Up() })
+	ctx := context.Background()
+	if ok, err := a.Known(ctx, "b"); !ok {
+		t.Fatalf("a forgot host b while the bus is down: %v", err)
+	}
+	const n = 20
+	for i := range n {
+		if err := a.Send(ctx, message("b", i)); err != nil {
+			t.Fatalf("send while the bus is down: %v", err)
+		}
+	}
+	var p int
+	fmt.Sscan(port, &p)
+	bus = busServer(t, storeDir, p)
+	defer bus.Shutdown()
+	waitFor(t, "every message at b after the bus came back", func() bool { return len(rb.ids()) == n })
+	for i, id := range rb.ids() {
+		if want := message("b", i).ID; id != want {
+			t.Fatalf("message %d at b is %s, want %s (order)", i, id, want)
+		}
+	}
+}
+
+// A packet whose body names another sending host than its subject is
+// refused: the subject is what the bus's permissions prove.
+func TestAPacketClaimingAnotherHostIsRefused(t *testing.T) {
+	bus := busServer(t, t.TempDir(), -1)
+	defer bus.Shutdown()
+	var rb recorder
+	b := openLink(t, "b", bus.ClientURL(), &rb)
+	waitFor(t, "b up", b.Up)
+	nc, err := nats.Connect(bus.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	forged := message("b", 1)
+	forged.From = "c" // sent on a's subject
+	data, _ := encode(forged)
+	if err := nc.Publish(subject(KindMessage, "b", "a"), data); err != nil {
+		t.Fatal(err)
+	}
+	honest := message("b", 2)
+	honest.From = "a"
+	data, _ = encode(honest)
+	if err := nc.Publish(subject(KindMessage, "b", "a"), data); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the honest packet", func() bool { return len(rb.ids()) == 1 })
+	if got := rb.ids()[0]; got != honest.ID {
+		t.Fatalf("recorded %s, want only %s", got, honest.ID)
+	}
+}

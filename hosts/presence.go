@@ -1,0 +1,193 @@
+package hosts
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// HostInfo is one host as its presence says.
+type HostInfo struct {
+	Name   string   `json:"name"`
+	Agents []string `json:"agents"`
+	// Seen is when the host last announced itself; Up, whether that was
+	// recent enough to count it linked.
+	Seen time.Time `json:"seen"`
+	Up   bool      `json:"up"`
+	// Self marks this host.
+	Self bool `json:"self,omitempty"`
+	// Waiting counts the packets in this host's outbox (Self only).
+	Waiting uint64 `json:"waiting,omitempty"`
+}
+
+// presence is what a host puts in the bucket.
+type presence struct {
+	Agents []string  `json:"agents"`
+	At     time.Time `json:"at"`
+}
+
+// announce puts this host's presence in the bucket every few seconds.
+func (l *Link) announce(ctx context.Context) {
+	t := time.NewTicker(presenceEvery)
+	defer t.Stop()
+	for {
+		if err := l.announceOnce(ctx); err != nil && l.Up() {
+			l.setErr(fmt.Errorf("announcing this host: %w", err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (l *Link) bucket(ctx context.Context) (jetstream.KeyValue, error) {
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	kv, err := l.bjs.KeyValue(ctx, presenceBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = l.bjs.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: presenceBucket, History: 1, Storage: jetstream.FileStorage,
+			Replicas: max(l.opts.Replicas, 1),
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = l.bjs.KeyValue(ctx, presenceBucket)
+		}
+	}
+	return kv, err
+}
+
+func (l *Link) announceOnce(ctx context.Context) error {
+	if !l.bus.IsConnected() {
+		return errors.New("the bus is not reachable")
+	}
+	kv, err := l.bucket(ctx)
+	if err != nil {
+		return err
+	}
+	var agents []string
+	if l.opts.Agents != nil {
+		agents = l.opts.Agents(ctx)
+	}
+	data, err := json.Marshal(presence{Agents: agents, At: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	if _, err = kv.Put(ctx, l.opts.Name, data); err != nil {
+		return err
+	}
+	return l.rememberHosts(ctx, kv)
+}
+
+// seenBucket, on the embedded server, keeps the names of the hosts this
+// one has seen on the bus: a send to one of them is accepted into the
+// outbox while the bus cannot be asked.
+const seenBucket = "agentmsg_seen_hosts"
+
+func (l *Link) seen(ctx context.Context) (jetstream.KeyValue, error) {
+	kv, err := l.ljs.KeyValue(ctx, seenBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = l.ljs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: seenBucket, History: 1, Storage: jetstream.FileStorage})
+	}
+	return kv, err
+}
+
+// rememberHosts copies the names in the bus's presence bucket to seen.
+func (l *Link) rememberHosts(ctx context.Context, kv jetstream.KeyValue) error {
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		return err
+	}
+	seen, err := l.seen(ctx)
+	if err != nil {
+		return err
+	}
+	for k := range keys.Keys() {
+		if _, err := seen.Get(ctx, k); errors.Is(err, jetstream.ErrKeyNotFound) {
+			if _, err := seen.Put(ctx, k, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Hosts lists the hosts on the bus, this one first. When the bus cannot
+// be read, it lists this host alone and says why.
+func (l *Link) Hosts(ctx context.Context) ([]HostInfo, error) {
+	self := HostInfo{Name: l.opts.Name, Self: true, Up: l.Up(), Seen: time.Now().UTC()}
+	if l.opts.Agents != nil {
+		self.Agents = l.opts.Agents(ctx)
+	}
+	if info, err := l.box.Info(ctx); err == nil {
+		self.Waiting = info.State.Msgs
+	}
+	out := []HostInfo{self}
+	if !l.bus.IsConnected() {
+		return out, errors.New("the bus is not reachable")
+	}
+	kv, err := l.bucket(ctx)
+	if err != nil {
+		return out, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		return out, err
+	}
+	var names []string
+	for k := range keys.Keys() {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if name == l.opts.Name {
+			continue
+		}
+		e, err := kv.Get(ctx, name)
+		if err != nil {
+			continue
+		}
+		var p presence
+		if json.Unmarshal(e.Value(), &p) != nil {
+			continue
+		}
+		out = append(out, HostInfo{Name: name, Agents: p.Agents, Seen: p.At, Up: time.Since(p.At) < presenceMaxAge})
+	}
+	return out, nil
+}
+
+// Known reports whether host has ever joined the bus (this host counts).
+func (l *Link) Known(ctx context.Context, host string) (bool, error) {
+	if host == l.opts.Name {
+		return true, nil
+	}
+	if l.bus.IsConnected() {
+		if kv, err := l.bucket(ctx); err == nil {
+			_, err = kv.Get(ctx, host)
+			if err == nil {
+				return true, nil
+			}
+		}
+	}
+	// The bus cannot say now (or has no such entry yet): what this host
+	// saw there before.
+	seen, err := l.seen(ctx)
+	if err != nil {
+		return false, err
+	}
+	_, err = seen.Get(ctx, host)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
