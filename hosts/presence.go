@@ -173,8 +173,10 @@ func (l *Link) Known(ctx context.Context, host string) (bool, error) {
 	}
 	if l.bus.IsConnected() {
 		if kv, err := l.bucket(ctx); err == nil {
-			_, err = kv.Get(ctx, host)
-			if err == nil {
+			if _, err = kv.Get(ctx, host); err == nil {
+				if seen, err := l.seen(ctx); err == nil {
+					_, _ = seen.Put(ctx, host, nil)
+				}
 				return true, nil
 			}
 		}
