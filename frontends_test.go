@@ -33,6 +33,7 @@ var operations = map[string]reach{
 	"Deliver":       {"deliver", "deliver_messages"},
 	"Events":        {"events", "get_events"},
 	"Heartbeat":     {"heartbeat", "heartbeat"},
+	"Hostlist":      {"hosts", "list_hosts"},
 	"History":       {"log", "message_log"}, // log --id; message_log with message_id
 	"Inbox":         {"inbox", "check_messages"},
 	"Kill":          {"kill", "kill_agent"},
@@ -58,6 +59,9 @@ var internal = map[string]string{
 	"CheckTeam":     "the check every operation that names a team makes",
 	"ExpiredNotice": "the reminder Deliver and Requests --nudge post for an expired request",
 	"LastEvent":     "where send --wait-delivered and events start reading the event log",
+	// The daemon's side of a message from another host (serve/hosts.go).
+	"Receive":      "records what another host's daemon sent to one of this host's agents",
+	"MessageState": "how far such a message got, told back to its sending host",
 	// A person's, in the terminal UI (agentmsg top) and the daemon's API:
 	// they act on what a person saw on an agent's screen, which an agent
 	// calling tools does not see.

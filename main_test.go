@@ -80,7 +80,7 @@ func TestMCPServesStdio(t *testing.T) {
 		t.Fatalf("check_messages: %s", raw)
 	}
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 12 {
+	if err != nil || len(tools.Tools) != 13 {
 		t.Fatalf("agent mode lists %d tools (%v)", len(tools.Tools), err)
 	}
 	// The caller is on the board, so that others can message it by name.

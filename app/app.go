@@ -277,6 +277,8 @@ type Run struct {
 	InTTY, ErrTTY bool
 	// Tmux is the running process's own client of a server (Env.Tmux).
 	Tmux func(server tmux.Server, bin string) (*tmux.Exec, error)
+	// Hosts is the running process's link to other hosts (nil: none).
+	Hosts service.Hosts
 }
 
 // Runner runs a command line as the CLI would, and returns its exit code.

@@ -73,6 +73,9 @@ type Factory struct {
 	// Tmux, when set, is the process's own client of a tmux server (the
 	// daemon's): see app.Env.Tmux.
 	Tmux func(server tmux.Server, bin string) (*tmux.Exec, error)
+	// Hosts is the daemon's link to other hosts, when the daemon runs
+	// this command (nil otherwise: a message to another host is refused).
+	Hosts service.Hosts
 }
 
 // Env is what this process's parts are built from (package app, the one
@@ -130,6 +133,7 @@ func (f *Factory) Service(ctx context.Context) (*service.Service, error) {
 			Store:      store,
 			Lifecycle:  onceLifecycle(f),
 			Version:    version,
+			Hosts:      f.Hosts,
 		}
 	})
 	return f.svc, f.svcErr

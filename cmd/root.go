@@ -57,6 +57,7 @@ func RunIn(ctx context.Context, r app.Run) int {
 	io := &IOStreams{In: r.Stdin, Out: r.Stdout, ErrOut: r.Stderr, InTTY: r.InTTY, ErrTTY: r.ErrTTY}
 	f := NewFactory(io, r.LookupEnv)
 	f.Tmux = r.Tmux
+	f.Hosts = r.Hosts
 	return Run(ctx, f, r.Args)
 }
 
@@ -238,7 +239,7 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 	root.AddCommand(NewCmdServe(f, nil))
 	root.AddCommand(NewCmdEvents(f, nil))
 	root.AddCommand(lifecycleCommands(f)...)
-	root.AddCommand(NewCmdTask(f), NewCmdWorkflow(f), NewCmdWhoami(f, nil), NewCmdPrime(f, nil))
+	root.AddCommand(NewCmdTask(f), NewCmdWorkflow(f), NewCmdWhoami(f, nil), NewCmdPrime(f, nil), NewCmdHosts(f, nil))
 	root.SetHelpCommand(newCmdHelp())
 	strictGroups(root)
 	return root

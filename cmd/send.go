@@ -31,6 +31,8 @@ type SendOptions struct {
 	WaitDelivered time.Duration
 	// Create lets --mailbox-only start an inbox for a name not known yet.
 	Create bool
+	// Host is the host the agent runs on ("" this one).
+	Host string
 }
 
 func NewCmdSend(f *Factory, runF func(context.Context, *SendOptions) error) *cobra.Command {
@@ -58,6 +60,12 @@ the agent is ready. --no-queue makes that a failure (exit 4) instead.
 --mailbox-only records it without typing, for agents that read their inbox;
 to a name agentmsg does not know (no session, inbox or board entry) only
 with --create, so that a typo is refused rather than given an inbox.
+
+--host NAME sends to the agent on another host linked through NATS (see
+agentmsg hosts): the message travels through this machine's agentmsg serve,
+is typed there by that host's own agentmsg under the same rules, and send
+reports that host's verdict; when the link is down it waits in this host's
+outbox (verdict deferred, reason link_down) and goes when the link is back.
 
 ` + typesHelp + `
 
@@ -89,6 +97,7 @@ with --create, so that a typo is refused rather than given an inbox.
 	noQueue := false
 	c.Flags().BoolVar(&noQueue, "no-queue", false, "fail (exit 4) when the agent is not ready in time, instead of keeping the message for agentmsg deliver")
 	c.Flags().BoolVar(&opts.Delivery.MailboxOnly, "mailbox-only", false, "only record the message in the agent's inbox (for agents that read their inbox; the agent need not have a session)")
+	c.Flags().StringVar(&opts.Host, "host", "", "the host the agent runs on, when not this one (agentmsg hosts lists them; needs agentmsg serve)")
 	c.Flags().BoolVar(&opts.Create, "create", false, "with --mailbox-only, start an inbox for a name agentmsg does not know yet (no session, inbox or board entry)")
 	opts.Envelope.register(c)
 	opts.Agent.register(c, true)
@@ -112,7 +121,7 @@ func sendRun(ctx context.Context, opts *SendOptions) error {
 	}
 	// The event log's end before the send: its delivery comes after it.
 	before, _ := svc.LastEvent()
-	res, err := svc.Send(ctx, service.SendRequest{To: opts.Target, Draft: draft, Delivery: opts.Delivery, RefuseUnknown: !opts.Create})
+	res, err := svc.Send(ctx, service.SendRequest{To: opts.Target, Draft: draft, Delivery: opts.Delivery, RefuseUnknown: !opts.Create, Host: opts.Host})
 	if progress != nil {
 		progress.done()
 	}

@@ -28,7 +28,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"help", "sned"}, `unknown help topic "sned"`},
 		// --help after an unknown command printed the root's help, exit 0.
 		{[]string{"nosuch", "--help"}, `unknown command "nosuch" for "agentmsg"`},
-		{[]string{"hosts", "--help"}, `unknown command "hosts" for "agentmsg"`},
+		{[]string{"hostz", "--help"}, `unknown command "hostz" for "agentmsg"`},
 		{[]string{"sned", "-h"}, "Did you mean this?\n\tsend"},
 		{[]string{"status", "bogus", "--help"}, `unknown command "bogus" for "agentmsg status"`},
 		{[]string{"send", "alpha", "ana", "--bogus", "--json", "hi"}, "unknown flag: --bogus"},

@@ -327,6 +327,8 @@ type Loaded struct {
 	Profiles map[string]ProfileSettings
 	// Serve is the [serve] table: the daemon.
 	Serve ServeSettings
+	// Hosts is the [hosts] table: this machine among many.
+	Hosts HostsSettings
 	// Panes is the [panes] table: which pane of an agent's session is the
 	// agent's, by agent ("alpha/ana", "ralph-7") to a pane choice ("%3",
 	// "1.0", a window name).
@@ -476,7 +478,7 @@ func (l *Loaded) loadFile(path string) error {
 			continue // inside a table, whose own key is reported as unknown
 		}
 		key := k[0]
-		if key == "profiles" || key == "panes" || key == "alerts" || key == "serve" {
+		if key == "profiles" || key == "panes" || key == "alerts" || key == "serve" || key == "hosts" {
 			continue // below
 		}
 		sp, known := lookup(key)
@@ -519,6 +521,11 @@ func (l *Loaded) loadFile(path string) error {
 	}
 	if prim, ok := top["serve"]; ok {
 		if err := l.loadServe(md, prim, path); err != nil {
+			return err
+		}
+	}
+	if prim, ok := top["hosts"]; ok {
+		if err := l.loadHosts(md, prim, path); err != nil {
 			return err
 		}
 	}

@@ -120,6 +120,11 @@ func Typed(env mailbox.Envelope) string {
 	if len(label) > 0 {
 		prefix = append(prefix, "["+strings.Join(label, " ")+"]")
 	}
+	if env.FromHost != "" {
+		// The id names the sender, not its host: the agent needs both to
+		// know who wrote, and reply finds both in the inbox.
+		prefix = append(prefix, "from "+env.From+"@"+env.FromHost+":")
+	}
 	if env.ReplyTo != "" {
 		prefix = append(prefix, "re "+string(env.ReplyTo)+":")
 	}

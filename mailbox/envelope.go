@@ -31,8 +31,11 @@ const Broadcast = "*"
 
 // Envelope is one message as stored, one JSON object per inbox line.
 type Envelope struct {
-	ID        message.ID        `json:"id"`
-	From      string            `json:"from"`
+	ID   message.ID `json:"id"`
+	From string     `json:"from"`
+	// FromHost is the host the sender is on, for a message from another
+	// host (agentmsg serve's link); "" is this one.
+	FromHost  string            `json:"from_host,omitempty"`
 	To        string            `json:"to"`
 	Type      Type              `json:"type"`
 	Content   string            `json:"content,omitempty"`

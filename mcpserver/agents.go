@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentmsg/agentmsg/hosts"
 	"github.com/agentmsg/agentmsg/service"
 )
 
@@ -191,4 +192,26 @@ func (s *server) killAgent(ctx context.Context, in KillInput) (KillOutput, error
 	}
 	return KillOutput{Agent: t.Agent(), Session: t.Session, PIDs: pids, Forced: r.Forced,
 		TookMS: float64(r.Took.Microseconds()) / 1000, Killed: true}, nil
+}
+
+// HostsInput is list_hosts' input: none.
+type HostsInput struct{}
+
+// HostsOutput is every host on the bus.
+type HostsOutput struct {
+	Hosts []hosts.HostInfo `json:"hosts"`
+	Note  string           `json:"note,omitempty"`
+}
+
+func (s *server) listHosts(ctx context.Context, _ HostsInput) (HostsOutput, error) {
+	svc := s.deps
+	list, err := svc.Hostlist(ctx)
+	if list == nil {
+		return HostsOutput{}, err
+	}
+	out := HostsOutput{Hosts: list}
+	if err != nil {
+		out.Note = "only this host is listed: " + err.Error()
+	}
+	return out, nil
 }

@@ -63,6 +63,9 @@ func (s *server) addAgentTools(srv *mcp.Server) {
 	addTool(srv, "list_agents",
 		"List the agents of your team: their tmux session and input-box state (ready, busy, dialog, draft, unknown), and what each reported on the status board.",
 		fixed[ListInput](deliverLimit), s.listAgents)
+	addTool(srv, "list_hosts",
+		"List the hosts linked through NATS (this one first): whether each is linked now, when it was last seen, and its agents. send_message with host reaches an agent on another host.",
+		fixed[HostsInput](mailboxLimit), s.listHosts)
 	addTool(srv, "list_requests",
 		"List the requests of your team: open, claimed (and by whom) or expired.",
 		fixed[ListRequestsInput](mailboxLimit), s.listRequests)
@@ -87,6 +90,7 @@ func (s *server) addAgentTools(srv *mcp.Server) {
 type SendInput struct {
 	To       string            `json:"to" jsonschema:"the agent to send to, such as ana or ana-2"`
 	Team     string            `json:"team,omitempty" jsonschema:"its team: yours when empty; another only for an orchestrator"`
+	Host     string            `json:"host,omitempty" jsonschema:"the host the agent runs on, when not this one (list_hosts names them)"`
 	Content  string            `json:"content" jsonschema:"the message text"`
 	Type     string            `json:"type,omitempty" jsonschema:"text (the default), status (needs metadata state), shutdown-response (needs metadata accept), plan, plan-approval (needs metadata approve), task, shutdown-request"`
 	ReplyTo  string            `json:"reply_to,omitempty" jsonschema:"the message_id this message answers"`
@@ -124,7 +128,7 @@ func (s *server) sendMessage(ctx context.Context, in SendInput) (SendOutput, err
 	before, _ := s.deps.LastEvent()
 	r, err := s.deps.Send(ctx, service.SendRequest{To: t, ReplyTo: message.ID(in.ReplyTo), InboxIfAbsent: true,
 		Draft:    service.Draft{Text: in.Content, Type: in.Type, Meta: in.Metadata},
-		Delivery: service.Delivery{Queue: true}})
+		Delivery: service.Delivery{Queue: true}, Host: in.Host})
 	out, err := sendOutput("to", in.To, t, r, err)
 	if err != nil || wait == 0 || r.Verdict != courier.Deferred {
 		return out, err

@@ -36,7 +36,7 @@ func toolNames(t *testing.T, c *client) []string {
 func TestToolsPerMode(t *testing.T) {
 	t.Parallel()
 	tm := newTeam(t)
-	agent := []string{"check_messages", "claim_request", "get_board", "heartbeat", "list_agents", "list_requests",
+	agent := []string{"check_messages", "claim_request", "get_board", "heartbeat", "list_agents", "list_hosts", "list_requests",
 		"read_message", "reply_message", "request_task", "send_message", "set_status", "wait_for_message"}
 	if got := toolNames(t, tm.as("ana", false)); !slices.Equal(got, agent) {
 		t.Errorf("agent mode: %v, want %v", got, agent)

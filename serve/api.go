@@ -100,6 +100,8 @@ type sendBody struct {
 	// no session, inbox or board entry (send --create): without it a
 	// typo is refused, not given an inbox.
 	Create bool `json:"create,omitempty"`
+	// Host is the host the agent runs on ("" this one).
+	Host string `json:"host,omitempty"`
 	draft
 	delivering
 	server
@@ -345,7 +347,7 @@ func (d *Daemon) send(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, err := svc.Send(d.requestContext(r), service.SendRequest{To: t, Draft: b.draft.service(), Delivery: del, RefuseUnknown: !b.Create})
+	res, err := svc.Send(d.requestContext(r), service.SendRequest{To: t, Draft: b.draft.service(), Delivery: del, RefuseUnknown: !b.Create, Host: b.Host})
 	if err != nil {
 		fail(w, 0, err)
 		return

@@ -29,6 +29,9 @@ type backend struct {
 	// every command is an ordinary tmux process.
 	control bool
 
+	// hosts is the daemon's link to other hosts (nil until it is open).
+	hosts service.Hosts
+
 	mu      sync.Mutex
 	clients map[string]*tmux.Exec // by canonical socket
 	ctls    []*tmux.Control
@@ -204,6 +207,7 @@ func (b *backend) service(c Caller) (*service.Service, error) {
 		Store:      p.store,
 		Lifecycle:  func() (service.Lifecycle, error) { return p.life, nil },
 		Version:    b.version,
+		Hosts:      b.remote(),
 	}, nil
 }
 
@@ -228,4 +232,11 @@ func (b *backend) snapshot() map[string]*parts {
 		}
 	}
 	return out
+}
+
+// remote is the link to other hosts, as a service sees it (nil: none).
+func (b *backend) remote() service.Hosts {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.hosts
 }

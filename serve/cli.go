@@ -75,6 +75,7 @@ func (d *Daemon) cli(w http.ResponseWriter, r *http.Request) {
 		InTTY:     req.InTTY,
 		ErrTTY:    req.ErrTTY,
 		Tmux:      d.backend.client,
+		Hosts:     d.backend.remote(),
 	})
 	out.write(wire.CLIFrame{Exit: &code})
 }

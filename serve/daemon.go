@@ -107,6 +107,14 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 	if server, err := d.backend.env.Server(); err == nil {
 		_, _ = d.backend.env.Client(server)
 	}
+	links, err := d.openHosts(ctx, root)
+	if err != nil {
+		return fmt.Errorf("this host's link to others ([hosts]): %w", err)
+	}
+	defer links.close()
+	d.backend.mu.Lock()
+	d.backend.hosts = links
+	d.backend.mu.Unlock()
 	d.hub = newHub(d.log)
 	go d.hub.follow(ctx)
 	go d.watchAgents(ctx)
@@ -343,4 +351,11 @@ func (d *Daemon) authorize(next http.Handler) http.Handler {
 // isMCP reports whether r is for the MCP endpoint.
 func isMCP(r *http.Request) bool {
 	return r.URL.Path == "/mcp" || strings.HasPrefix(r.URL.Path, "/mcp/")
+}
+
+// logf reports what goes wrong in the background (the link to other hosts).
+func (d *Daemon) logf(format string, args ...any) {
+	if d.env.Log != nil {
+		d.env.Log.Warnf(format, args...)
+	}
 }

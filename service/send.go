@@ -66,6 +66,10 @@ type SendRequest struct {
 	// inbox and no board entry is an *UnknownAgentError, not a new inbox
 	// (a typo would make one, and be listed as an agent of the team).
 	RefuseUnknown bool
+	// Host is the host the agent is on; "" (or this host's name) is this
+	// one. Another host's agent gets the message through the daemon's
+	// link (Service.Hosts).
+	Host string
 }
 
 // SendResult is what a message to one agent became.
@@ -99,6 +103,9 @@ func (e *UnknownAgentError) Is(err error) bool { return err == dispatch.ErrTarge
 // (see courier.Send). A result that is not OK is still a result: the
 // error is for a message that never got that far (a bad type, no server).
 func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error) {
+	if !s.local(req.Host) {
+		return s.sendRemote(ctx, req)
+	}
 	out := SendResult{From: s.Name}
 	t := req.To
 	// A session is refused when it is the caller's own pane (dispatch

@@ -38,6 +38,8 @@ type Service struct {
 	Now       func() time.Time
 	// Version is agentmsg's, reported to clients.
 	Version string
+	// Hosts links this host to others (the daemon's); nil without one.
+	Hosts Hosts
 }
 
 // Lifecycle is what a front end needs of package lifecycle: a

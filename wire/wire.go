@@ -49,7 +49,7 @@ func ErrorCode(err error) int {
 		errors.Is(err, dispatch.ErrEmptyMessage), errors.Is(err, dispatch.ErrSelf), errors.Is(err, mailbox.ErrBadName),
 		errors.Is(err, mailbox.ErrProtocol), errors.Is(err, service.ErrNoCallerTeam):
 		return ExitUsage
-	case errors.Is(err, dispatch.ErrTargetNotFound), errors.Is(err, dispatch.ErrNoTargets), errors.Is(err, service.ErrNoTeam),
+	case errors.Is(err, dispatch.ErrTargetNotFound), errors.Is(err, dispatch.ErrNoTargets), errors.Is(err, service.ErrNoTeam), errors.Is(err, service.ErrUnknownHost),
 		errors.Is(err, mailbox.ErrNoRequest), errors.Is(err, mailbox.ErrNoMessage):
 		return ExitNotFound
 	case errors.Is(err, mailbox.ErrAlreadyClaimed), errors.Is(err, mailbox.ErrExpired):

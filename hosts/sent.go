@@ -1,0 +1,84 @@
+package hosts
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Sent is what this host knows of a message it sent to another host: the
+// latest state that host reported, kept on this machine's disk so that
+// GET /v1/messages/{id} can answer after a restart.
+type Sent struct {
+	ID     string    `json:"id"`
+	Host   string    `json:"host"`
+	Team   string    `json:"team"`
+	Agent  string    `json:"agent"`
+	State  string    `json:"state"` // outbox until the other host reports
+	Reason string    `json:"reason,omitempty"`
+	Detail string    `json:"detail,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// sentBucket, on the embedded server, keeps Sent by message id.
+const sentBucket = "agentmsg_sent"
+
+// sentKeep bounds how long a sent message's state is kept.
+const sentKeep = 30 * 24 * time.Hour
+
+func (l *Link) sentKV(ctx context.Context) (jetstream.KeyValue, error) {
+	kv, err := l.ljs.KeyValue(ctx, sentBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = l.ljs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: sentBucket, History: 1, Storage: jetstream.FileStorage, TTL: sentKeep})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = l.ljs.KeyValue(ctx, sentBucket)
+		}
+	}
+	return kv, err
+}
+
+// RecordSent keeps s, unless what is kept for its id is newer.
+func (l *Link) RecordSent(ctx context.Context, s Sent) error {
+	kv, err := l.sentKV(ctx)
+	if err != nil {
+		return err
+	}
+	if old, ok, err := l.sent(ctx, kv, s.ID); err != nil {
+		return err
+	} else if ok && old.At.After(s.At) {
+		return nil
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	_, err = kv.Put(ctx, s.ID, data)
+	return err
+}
+
+// LookupSent is what is kept of message id, if it was sent from here.
+func (l *Link) LookupSent(ctx context.Context, id string) (Sent, bool, error) {
+	kv, err := l.sentKV(ctx)
+	if err != nil {
+		return Sent{}, false, err
+	}
+	return l.sent(ctx, kv, id)
+}
+
+func (l *Link) sent(ctx context.Context, kv jetstream.KeyValue, id string) (Sent, bool, error) {
+	e, err := kv.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Sent{}, false, nil
+	}
+	if err != nil {
+		return Sent{}, false, err
+	}
+	var s Sent
+	if err := json.Unmarshal(e.Value(), &s); err != nil {
+		return Sent{}, false, err
+	}
+	return s, true, nil
+}

@@ -1,0 +1,369 @@
+package serve
+
+import (
+	"context"
+		"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/eventlog"
+	"github.com/agentmsg/agentmsg/hosts"
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/target"
+)
+
+// hostLink is the daemon's side of package hosts: it records what other
+// hosts send to this host's agents and has it delivered by this host's
+// own engine, tells the senders what became of it, and carries this host's
+// messages to agents elsewhere (service.Hosts).
+type hostLink struct {
+	d    *Daemon
+	link *hosts.Link
+	// Messages from other hosts whose state the sender has not yet heard
+	// to the end, by id.
+	mu      sync.Mutex
+	origins map[message.ID]*origin
+	poke    chan struct{}
+}
+
+// origin is a message from another host, and what that host last heard.
+type origin struct {
+	host, team, agent string
+	reported          string
+}
+
+// finalStates end a message's story for its sender: nothing changes them
+// but a person (retry, handled), who then sees it on this host.
+var finalStates = map[string]bool{
+	string(mailbox.StateSubmitted): true, string(mailbox.StateQueued): true, string(mailbox.StateFailed): true,
+	string(mailbox.StateRead): true, string(mailbox.StateInbox): true, "handled": true, string(dispatch.NotFound): true,
+}
+
+// openHosts starts this host's link, as [hosts] configures it.
+func (d *Daemon) openHosts(ctx context.Context, root string) (*hostLink, error) {
+	cfg := d.backend.env.Config.Hosts
+	name := cfg.Name
+	if name == "" {
+		name = hosts.DefaultName()
+	}
+	h := &hostLink{d: d, origins: map[message.ID]*origin{}, poke: make(chan struct{}, 1)}
+	url := cfg.NATS
+	link, err := hosts.Open(ctx, hosts.Options{
+		Name: name, Dir: filepath.Join(root, "nats"), URL: url,
+		NkeyFile: cfg.NkeyFile, CAFile: cfg.CAFile, TLSServerName: cfg.TLSServerName, Replicas: cfg.Replicas,
+		Handler: h, Agents: h.agents, Logf: d.logf,
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.link = link
+	h.recover()
+	go h.report(ctx)
+	return h, nil
+}
+
+func (h *hostLink) close() {
+	if h != nil && h.link != nil {
+		h.link.Close()
+	}
+}
+
+// Name is this host's (service.Hosts).
+func (h *hostLink) Name() string { return h.link.Name() }
+
+// List is every host on the bus (service.Hosts).
+func (h *hostLink) List(ctx context.Context) ([]hosts.HostInfo, error) {
+	return h.link.Hosts(ctx)
+}
+
+// agents are this host's agents on its own server, for its presence.
+func (h *hostLink) agents(ctx context.Context) []string {
+	svc, err := h.d.backend.service(Caller{})
+	if err != nil {
+		return nil
+	}
+	d, err := svc.Dispatcher()
+	if err != nil {
+		return nil
+	}
+	ts, err := d.Targets(ctx, "")
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, t.String())
+	}
+	return out
+}
+
+// remoteGrace is how much longer than the sender's ready timeout a send
+// to another host waits for its verdict there: the way there and back.
+const remoteGrace = 10 * time.Second
+
+// Send carries a message to an agent on another host and waits for what
+// that host's engine made of it (service.Hosts). A verdict that does not
+// come in time is "deferred": the message is kept (in this host's outbox,
+// or on the bus) and goes on by itself.
+func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier.Result, error) {
+	t, id := req.To, req.Env.ID
+	known, err := h.link.Known(ctx, req.Host)
+	if err != nil && !known {
+		return courier.Result{}, fmt.Errorf("asking the bus for host %s: %w", req.Host, err)
+	}
+	if !known {
+		return courier.Result{}, fmt.Errorf("%w %q on the bus (%s)", service.ErrUnknownHost, req.Host, h.knownHosts(ctx))
+	}
+	events, stop := h.link.Watch(string(id))
+	defer stop()
+	team, agent := courier.Inbox(t)
+	_ = h.link.RecordSent(ctx, hosts.Sent{ID: string(id), Host: req.Host, Team: team, Agent: agent, State: "outbox", At: time.Now().UTC()})
+	p := hosts.Packet{Kind: hosts.KindMessage, To: req.Host, ID: string(id), Message: &hosts.RemoteMessage{
+		Team: t.Team, Agent: t.Agent(), Sender: req.Env.From, Tag: req.Tag, Type: string(req.Env.Type),
+		Text: req.Env.Content, Meta: req.Env.Metadata, ReplyTo: string(req.Env.ReplyTo), RequestID: req.Env.RequestID,
+		Sent: time.Now().UTC(), Queue: req.Queue, MailboxOnly: req.MailboxOnly, WhileBusy: req.Call.WhileBusy,
+		Force: req.Call.Force, Create: req.Create, ReadyTimeout: req.Call.ReadyTimeout,
+	}}
+	if t.IsRalph() {
+		p.Message.Team = ""
+	}
+	out := courier.Result{Outcome: dispatch.Outcome{Target: t, ID: id}}
+	if err := h.link.Send(ctx, p); err != nil {
+		out.Verdict, out.Err, out.Reason = delivery.Failed, fmt.Errorf("keeping the message for host %s: %w", req.Host, err), courier.ReasonError
+		return out, nil
+	}
+	ready := req.Call.ReadyTimeout
+	if ready <= 0 {
+		ready = h.d.backend.env.Config.Settings.ReadyTimeout
+	}
+	timer := time.NewTimer(ready + remoteGrace)
+	defer timer.Stop()
+	for {
+		select {
+		case ev := <-events:
+			if r, done := verdictOf(t, id, req.Host, ev.Event); done {
+				return r, nil
+			}
+		case <-timer.C:
+			return h.pending(t, id, req.Host), nil
+		case <-ctx.Done():
+			return h.pending(t, id, req.Host), nil
+		}
+	}
+}
+
+// pending is the verdict of a message whose host has not answered: kept.
+func (h *hostLink) pending(t target.Target, id message.ID, host string) courier.Result {
+	r := courier.Result{Outcome: dispatch.Outcome{Target: t, ID: id, Verdict: courier.Deferred}, State: mailbox.StateDeferred}
+	if h.link.Up() {
+		r.Reason = "remote_pending"
+		r.Err = fmt.Errorf("host %s has the message but has not said yet what became of it; it goes on there by itself (agentmsg log --id %s)", host, id)
+	} else {
+		r.Reason = "link_down"
+		r.Err = fmt.Errorf("the bus is not reachable now: the message waits in this host's outbox and goes to host %s when it is", host)
+	}
+	return r
+}
+
+// verdictOf is the send's verdict from a state the other host reported;
+// done is false for a state on the way (pending, typing).
+func verdictOf(t target.Target, id message.ID, host string, ev *hosts.RemoteEvent) (courier.Result, bool) {
+	r := courier.Result{Outcome: dispatch.Outcome{Target: t, ID: id}, State: mailbox.DeliveryState(ev.State), Reason: ev.Reason}
+	detail := ev.Detail
+	if detail == "" {
+		detail = ev.State
+	}
+	switch ev.State {
+	case string(mailbox.StatePending), string(mailbox.StateTyping), "":
+		return r, false
+	case string(mailbox.StateSubmitted):
+		r.Verdict = delivery.Submitted
+	case string(mailbox.StateQueued):
+		r.Verdict = delivery.Queued
+	case string(mailbox.StateDeferred):
+		r.Verdict = courier.Deferred
+		r.Err = fmt.Errorf("on host %s: %s", host, detail)
+	case string(mailbox.StateInbox), string(mailbox.StateRead):
+		r.Verdict = courier.Recorded
+	case string(mailbox.StateTyped):
+		r.Verdict, r.Err = delivery.Typed, fmt.Errorf("%w: on host %s: %s", delivery.ErrUnconfirmed, host, detail)
+	case string(dispatch.NotFound):
+		r.Verdict, r.Err = dispatch.NotFound, fmt.Errorf("%w: on host %s: %s", dispatch.ErrTargetNotFound, host, detail)
+	case string(delivery.VerdictUnknown):
+		r.Verdict, r.Err = delivery.VerdictUnknown, fmt.Errorf("on host %s: %s", host, detail)
+	default:
+		r.Verdict, r.Err = delivery.Failed, fmt.Errorf("on host %s: %s", host, detail)
+	}
+	return r, true
+}
+
+// knownHosts names the hosts on the bus, for an error.
+func (h *hostLink) knownHosts(ctx context.Context) string {
+	list, err := h.link.Hosts(ctx)
+	names := make([]string, 0, len(list))
+	for _, x := range list {
+		names = append(names, x.Name)
+	}
+	s := "hosts: " + strings.Join(names, ", ")
+	if err != nil {
+		s += "; the bus cannot be asked now: " + err.Error()
+	}
+	return s
+}
+
+// Message records a message another host sent to one of this host's
+// agents and starts its delivery (hosts.Handler).
+func (h *hostLink) Message(ctx context.Context, p hosts.Packet) error {
+	svc, err := h.d.backend.service(Caller{})
+	if err != nil {
+		return err
+	}
+	got, err := svc.Receive(ctx, p.From, message.ID(p.ID), *p.Message)
+	if err != nil {
+		return err
+	}
+	id := message.ID(p.ID)
+	if got.State == string(dispatch.NotFound) || (got.State == string(mailbox.StateFailed) && !got.Fresh && got.Target.Session == "") {
+		// Nothing recorded: the answer is all there is.
+		return h.link.Send(ctx, hosts.Packet{Kind: hosts.KindEvent, To: p.From, ID: p.ID, Event: &hosts.RemoteEvent{
+			Team: p.Message.Team, Agent: p.Message.Agent, State: got.State, Reason: got.Reason, Detail: got.Detail,
+			At: time.Now().UTC(), Seq: int(time.Now().UnixNano()),
+		}})
+	}
+	team, agent := courier.Inbox(got.Target)
+	h.mu.Lock()
+	if _, ok := h.origins[id]; !ok {
+		h.origins[id] = &origin{host: p.From, team: team, agent: agent}
+	}
+	h.mu.Unlock()
+	if got.State == string(mailbox.StatePending) {
+		if svc.Dispatcher != nil {
+			if d, err := svc.Dispatcher(); err == nil && d.Tmux != nil {
+				h.d.deliverSoon(d.Tmux.Server().Socket, got.Target.Team)
+			}
+		}
+	}
+	h.pokeReport()
+	return nil
+}
+
+// Event records what became of a message this host sent (hosts.Handler),
+// and writes it to the event log as a message event of its host.
+func (h *hostLink) Event(ctx context.Context, p hosts.Packet) error {
+	ev := p.Event
+	if err := h.link.RecordSent(ctx, hosts.Sent{ID: p.ID, Host: p.From, Team: ev.Team, Agent: ev.Agent, State: ev.State, Reason: ev.Reason, Detail: ev.Detail, At: ev.At}); err != nil {
+		return err
+	}
+	_, err := h.d.log.Append(eventlog.Event{Type: "message." + ev.State, Place: "host:" + p.From, Team: ev.Team, Agent: ev.Agent,
+		Message: p.ID, Reason: ev.Reason, Detail: ev.Detail, State: ev.State})
+	return err
+}
+
+func (h *hostLink) pokeReport() {
+	select {
+	case h.poke <- struct{}{}:
+	default:
+	}
+}
+
+// report tells each message's sending host how far it got here, whenever
+// its state changed, until ctx ends.
+func (h *hostLink) report(ctx context.Context) {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-h.poke:
+		}
+		h.reportOnce(ctx)
+	}
+}
+
+func (h *hostLink) reportOnce(ctx context.Context) {
+	h.mu.Lock()
+	pending := make(map[message.ID]origin, len(h.origins))
+	for id, o := range h.origins {
+		pending[id] = *o
+	}
+	h.mu.Unlock()
+	if len(pending) == 0 {
+		return
+	}
+	svc, err := h.d.backend.service(Caller{})
+	if err != nil {
+		return
+	}
+	for id, o := range pending {
+		d, ok, err := svc.MessageState(o.team, o.agent, id)
+		if err != nil || !ok {
+			continue
+		}
+		state := string(d.State)
+		if d.Reason == "handled" || strings.HasPrefix(d.LastVerdict, "handled") {
+			state = "handled"
+		}
+		if state == o.reported {
+			continue
+		}
+		now := time.Now().UTC()
+		err = h.link.Send(ctx, hosts.Packet{Kind: hosts.KindEvent, To: o.host, ID: string(id), Event: &hosts.RemoteEvent{
+			Team: o.team, Agent: o.agent, State: state, Reason: d.Reason, Detail: d.LastVerdict, At: now, Seq: int(now.UnixNano()),
+		}})
+		if err != nil {
+			continue
+		}
+		h.mu.Lock()
+		if finalStates[state] {
+			delete(h.origins, id)
+		} else if cur, ok := h.origins[id]; ok {
+			cur.reported = state
+		}
+		h.mu.Unlock()
+	}
+}
+
+// recoverWindow: after a restart, messages from other hosts changed this
+// recently are reported again, final or not (the report of a final state
+// may have been lost with the process; a repeat is harmless).
+const recoverWindow = 10 * time.Minute
+
+// recover finds the messages from other hosts whose story may not have
+// been told to the end before this daemon started.
+func (h *hostLink) recover() {
+	svc, err := h.d.backend.service(Caller{})
+	if err != nil {
+		return
+	}
+	teams, err := svc.Store.Teams()
+	if err != nil {
+		return
+	}
+	for _, team := range teams {
+		agents, _ := svc.Store.Agents(team)
+		for _, agent := range agents {
+			b, err := svc.Store.Read(team, agent)
+			if err != nil {
+				continue
+			}
+			for _, e := range b.Envelopes {
+				if e.FromHost == "" || e.Delivery == nil {
+					continue
+				}
+				if finalStates[string(e.Delivery.State)] && time.Since(e.Delivery.Updated) > recoverWindow {
+					continue
+				}
+				h.origins[e.ID] = &origin{host: e.FromHost, team: team, agent: agent}
+			}
+		}
+	}
+}

@@ -1,0 +1,208 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/hosts"
+	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/target"
+)
+
+// Hosts is this host among others: the daemon's link (package hosts). It
+// is nil where no daemon serves the caller; a message to another host is
+// then refused (ErrNoLink).
+type Hosts interface {
+	// Name is this host's.
+	Name() string
+	// Send carries a stamped message to an agent on another host and
+	// waits for its verdict there, within the sender's timeouts.
+	Send(ctx context.Context, req RemoteRequest) (courier.Result, error)
+	// List is every host on the bus, this one first.
+	List(ctx context.Context) ([]hosts.HostInfo, error)
+}
+
+// ErrNoLink: a message to another host, and no daemon to carry it.
+var ErrNoLink = errors.New("this agentmsg has no link to other hosts")
+
+// ErrUnknownHost: a host name no host on the bus has.
+var ErrUnknownHost = errors.New("no such host")
+
+// RemoteRequest is a message to an agent on another host: its envelope
+// stamped here (id, sender, cleaned text), and how its sender wants it
+// delivered there.
+type RemoteRequest struct {
+	Host string
+	To   target.Target
+	Env  mailbox.Envelope
+	// Tag is the sender's upper-case name, as in the id.
+	Tag string
+	Delivery
+	// Create lets a mailbox-only message start an unknown name's inbox.
+	Create bool
+}
+
+// local reports whether host names this host ("" does).
+func (s *Service) local(host string) bool {
+	return host == "" || (s.Hosts != nil && host == s.Hosts.Name())
+}
+
+// sendRemote is Send to an agent on another host.
+func (s *Service) sendRemote(ctx context.Context, req SendRequest) (SendResult, error) {
+	out := SendResult{From: s.Name}
+	if s.Hosts == nil {
+		return out, fmt.Errorf("%w: a message to host %s travels through agentmsg serve, which links this host to the others; start it (agentmsg serve), or leave --host out for an agent on this machine", ErrNoLink, req.Host)
+	}
+	env, err := Envelope(req.Draft)
+	if err != nil {
+		return out, err
+	}
+	if err := s.stamp(nil, &env); err != nil {
+		return out, err
+	}
+	env.ReplyTo = req.ReplyTo
+	out.Result, err = s.Hosts.Send(ctx, RemoteRequest{Host: req.Host, To: req.To, Env: env, Tag: s.Sender, Delivery: req.Delivery, Create: !req.RefuseUnknown})
+	return out, err
+}
+
+// Hostlist is every host on the bus, this one first.
+func (s *Service) Hostlist(ctx context.Context) ([]hosts.HostInfo, error) {
+	if s.Hosts == nil {
+		return nil, fmt.Errorf("%w: hosts are linked by agentmsg serve; start it (agentmsg serve) and ask again", ErrNoLink)
+	}
+	return s.Hosts.List(ctx)
+}
+
+// Received is what became at once of a message from another host.
+type Received struct {
+	Target target.Target
+	// State is its state in the inbox (pending: to be typed; inbox: to
+	// be read), or not_found/failed when it was not recorded.
+	State  string
+	Reason string
+	Detail string
+	// Fresh: recorded by this call (not by an earlier hand-over).
+	Fresh bool
+}
+
+// Receive records a message another host (from) sent to one of this
+// host's agents, once by id, as waiting for delivery (Deliver types it),
+// or refuses it (no such agent: nothing recorded). An error is one to
+// retry (the disk, tmux): the packet is handed over again.
+func (s *Service) Receive(ctx context.Context, from string, id message.ID, m hosts.RemoteMessage) (Received, error) {
+	refuse := func(state, reason, detail string) (Received, error) {
+		return Received{State: state, Reason: reason, Detail: detail}, nil
+	}
+	t, err := target.New(m.Team, m.Agent)
+	if err != nil {
+		return refuse("failed", courier.ReasonNotFound, err.Error())
+	}
+	out := Received{Target: t}
+	team, agent := courier.Inbox(t)
+	box, err := s.Store.Box(team, agent)
+	if err != nil {
+		return refuse("failed", courier.ReasonNotFound, err.Error())
+	}
+	if held, state, err := inInbox(s.Store, team, agent, id); err != nil {
+		return out, err
+	} else if held {
+		out.State = state
+		return out, nil
+	}
+	env, err := Envelope(Draft{Text: m.Text, Type: m.Type, Meta: m.Meta})
+	if err != nil {
+		return refuse("failed", "protocol", err.Error())
+	}
+	sender, err := target.ParseName(m.Sender)
+	if err != nil || !message.Valid(string(id)) || !strings.HasPrefix(string(id), "MSG_"+m.Tag+"_") {
+		return refuse("failed", "protocol", fmt.Sprintf("sender %q or id %s is not valid", m.Sender, id))
+	}
+	env.ID, env.From, env.FromHost, env.To = id, sender, from, agent
+	env.Content = message.Clean(env.Content)
+	if message.Valid(m.ReplyTo) {
+		env.ReplyTo = message.ID(m.ReplyTo)
+	}
+	if mailbox.ValidRequestID(m.RequestID) {
+		env.RequestID = m.RequestID
+	}
+	state := mailbox.StatePending
+	if m.MailboxOnly {
+		state = mailbox.StateInbox
+		if !m.Create {
+			if err := s.refuseUnknown(ctx, t); err != nil {
+				var unknown *UnknownAgentError
+				if errors.As(err, &unknown) {
+					return refuse(string(dispatch.NotFound), courier.ReasonNotFound, err.Error())
+				}
+				return out, err
+			}
+		}
+	} else {
+		d, err := s.Dispatcher()
+		if err != nil && !noTmux(err) {
+			return out, err
+		}
+		there, err := present(ctx, d, t)
+		if err != nil {
+			return out, err
+		}
+		if !there {
+			return refuse(string(dispatch.NotFound), courier.ReasonNotFound, fmt.Sprintf("no tmux session %s on host %s's server", t.Session, s.hostName()))
+		}
+	}
+	env.Delivery = &mailbox.Delivery{State: state, Updated: s.mailboxNow(), LastVerdict: "from host " + from}
+	if err := box.Append(env); err != nil {
+		return out, fmt.Errorf("recording %s in %s/%s's inbox: %w", id, team, agent, err)
+	}
+	out.State, out.Fresh = string(state), true
+	return out, nil
+}
+
+func (s *Service) hostName() string {
+	if s.Hosts == nil {
+		return "this"
+	}
+	return s.Hosts.Name()
+}
+
+// inInbox finds id in team/agent's inbox and says its state; an inbox that
+// cannot be read is an error, never "not there" (that would record twice).
+func inInbox(store *mailbox.Store, team, agent string, id message.ID) (held bool, state string, err error) {
+	b, err := store.Read(team, agent)
+	if err != nil {
+		return false, "", err
+	}
+	for _, e := range b.Envelopes {
+		if e.ID == id {
+			st := ""
+			if e.Delivery != nil {
+				st = string(e.Delivery.State)
+			}
+			return true, st, nil
+		}
+	}
+	return false, "", nil
+}
+
+// MessageState is message id's delivery record in team/agent's inbox;
+// ok is false when the inbox does not hold it.
+func (s *Service) MessageState(team, agent string, id message.ID) (d mailbox.Delivery, ok bool, err error) {
+	b, err := s.Store.Read(team, agent)
+	if err != nil {
+		return d, false, err
+	}
+	for _, e := range b.Envelopes {
+		if e.ID == id {
+			if e.Delivery != nil {
+				d = *e.Delivery
+			}
+			return d, true, nil
+		}
+	}
+	return d, false, nil
+}
