@@ -34,7 +34,7 @@ import (
 // the caller's directory (spawn's working directory, hooks and mcp
 // install), or run long on the caller's terminal (mcp, serve, top).
 var forwarded = []string{"send", "broadcast", "deliver", "list", "reply", "inbox", "read", "wait", "log",
-	"request", "claim", "requests", "status", "board", "shutdown", "kill", "agents", "heartbeat", "doctor", "task"}
+	"request", "claim", "requests", "status", "board", "shutdown", "kill", "agents", "heartbeat", "doctor", "task", "hosts"}
 
 // forward runs args in the daemon when one answers on its socket, and
 // reports whether it did (ok false: run it here).

@@ -144,9 +144,13 @@ func (l *Link) Hosts(ctx context.Context) ([]HostInfo, error) {
 	if err != nil {
 		return out, err
 	}
+	seen, _ := l.seen(ctx)
 	var names []string
 	for k := range keys.Keys() {
 		names = append(names, k)
+		if seen != nil {
+			_, _ = seen.Put(ctx, k, nil) // a send to it is taken while the bus is down
+		}
 	}
 	slices.Sort(names)
 	for _, name := range names {

@@ -139,6 +139,9 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 		out.Verdict, out.Err, out.Reason = delivery.Failed, fmt.Errorf("keeping the message for host %s: %w", req.Host, err), courier.ReasonError
 		return out, nil
 	}
+	if !h.link.Up() {
+		return h.pending(t, id, req.Host), nil // no verdict can come now
+	}
 	ready := req.Call.ReadyTimeout
 	if ready <= 0 {
 		ready = h.d.backend.env.Config.Settings.ReadyTimeout

@@ -66,6 +66,13 @@ func (s *Service) sendRemote(ctx context.Context, req SendRequest) (SendResult, 
 		return out, err
 	}
 	env.ReplyTo = req.ReplyTo
+	if req.Call.ReadyTimeout <= 0 && s.Dispatcher != nil {
+		// The caller's own (its flag or configuration), which the other
+		// host applies and this one waits by.
+		if d, err := s.Dispatcher(); err == nil {
+			req.Call.ReadyTimeout = d.Opts.ReadyTimeout
+		}
+	}
 	out.Result, err = s.Hosts.Send(ctx, RemoteRequest{Host: req.Host, To: req.To, Env: env, Tag: s.Sender, Delivery: req.Delivery, Create: !req.RefuseUnknown})
 	return out, err
 }

@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/agentmsg/agentmsg/e2e/harness"
+)
+
+// Agents on two hosts (issue 19): two test servers, each its own tmux
+// server, mailbox and daemon, joined by one NATS server on loopback.
+
+// natsBus starts a NATS server with JetStream on a loopback port (0: any)
+// with its store in dir.
+func natsBus(t *testing.T, dir string, port int) *server.Server {
+	t.Helper()
+	if port == 0 {
+		port = -1
+	}
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the NATS server did not start")
+	}
+	return s
+}
+
+// hostServer is a test server whose daemon is host name on the bus at url.
+func hostServer(t *testing.T, name, url string) *harness.TestServer {
+	t.Helper()
+	s := harness.NewTestServer(t)
+	f, err := os.OpenFile(s.ConfigPath(), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "\n[hosts]\nname = %q\nnats = %q\n", name, url)
+	f.Close()
+	if err := s.StopDaemon(); err != nil { // DaemonMode's, started before [hosts]
+		t.Fatal(err)
+	}
+	if err := s.StartDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.StopDaemon(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(s.Dir, "logs", "daemon.log"))
+			t.Logf("host %s's daemon log:\n%s", name, b)
+		}
+	})
+	return s
+}
+
+// hostsDoc is agentmsg --json hosts.
+type hostsDoc struct {
+	Hosts []struct {
+		Name   string   `json:"name"`
+		Up     bool     `json:"up"`
+		Agents []string `json:"agents"`
+	} `json:"hosts"`
+}
+
+// waitHosts waits until s lists every host in names as up.
+func waitHosts(t *testing.T, s *harness.TestServer, names ...string) hostsDoc {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res := s.Run("--json", "hosts")
+		var doc hostsDoc
+		_ = json.Unmarshal([]byte(res.Stdout), &doc)
+		up := map[string]bool{}
+		for _, h := range doc.Hosts {
+			up[h.Name] = h.Up
+		}
+		all := true
+		for _, n := range names {
+			all = all && up[n]
+		}
+		if all {
+			return doc
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hosts never listed %v up:\n%s", names, res)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A message crosses to an agent on another host and is typed there once;
+// the sender hears that host's verdict and exit code: submitted, deferred
+// for a busy agent (and delivered when it is ready), not_found for no such
+// agent, and an unknown host is named as such.
+func TestMessageCrossesHosts(t *testing.T) {
+	t.Parallel()
+	bus := natsBus(t, t.TempDir(), 0)
+	defer bus.Shutdown()
+	h1 := hostServer(t, "h1", bus.ClientURL())
+	h2 := hostServer(t, "h2", bus.ClientURL())
+	ana := h2.StartAgent("agent-alpha-ana")
+	bob := h2.StartAgent("agent-alpha-bob", harness.InitialState("busy"))
+	waitFor(t, "h1 lists h2 up with its agents", 30*time.Second, func() bool {
+		return strings.Contains(fmt.Sprint(waitHosts(t, h1, "h1", "h2").Hosts), "alpha/ana")
+	})
+
+	rep, res := sendJSON(t, h1, nil, "--host", "h2", "alpha", "ana", "hello across")
+	if res.Code != 0 || rep.Verdict != "submitted" {
+		t.Fatalf("send --host h2: want submitted, exit 0:\n%s", res)
+	}
+	first := rep.ID
+	wantReceived(t, ana, harness.Submitted(first, "from tester@h1: hello across"))
+
+	rep, res = sendJSON(t, h1, nil, "--host", "h2", "--ready-timeout", "1s", "alpha", "bob", "when you can")
+	if res.Code != 0 || rep.Verdict != "deferred" {
+		t.Fatalf("send --host h2 to a busy agent: want deferred, exit 0:\n%s", res)
+	}
+	bob.SetState("ready")
+	waitFor(t, "the deferred message at bob", 30*time.Second, func() bool { return len(bob.Received()) == 1 })
+
+	_, res = sendJSON(t, h1, nil, "--host", "h2", "alpha", "nobody", "hi")
+	wantCode(t, res, 3)
+	res = h1.Run("send", "--host", "h9", "alpha", "ana", "hi")
+	if res.Code != 3 || !strings.Contains(res.Stderr, `no such host "h9"`) {
+		t.Fatalf("send --host h9: want exit 3 naming the host:\n%s", res)
+	}
+	wantReceived(t, ana, harness.Submitted(first, "from tester@h1: hello across"))
+}
+
+// While the bus is down, a send to another host is kept in the sender's
+// outbox (deferred, link_down, exit 0) and typed there once when the bus
+// is back.
+func TestSendWaitsForTheLink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bus := natsBus(t, dir, 0)
+	_, port, _ := net.SplitHostPort(bus.Addr().String())
+	h1 := hostServer(t, "h1", bus.ClientURL())
+	h2 := hostServer(t, "h2", bus.ClientURL())
+	ana := h2.StartAgent("agent-alpha-ana")
+	waitHosts(t, h1, "h1", "h2")
+	bus.Shutdown()
+	bus.WaitForShutdown()
+
+	rep, res := sendJSON(t, h1, nil, "--host", "h2", "--ready-timeout", "1s", "alpha", "ana", "after the outage")
+	if res.Code != 0 || rep.Verdict != "deferred" || !strings.Contains(res.Stdout, "link_down") {
+		t.Fatalf("send while the bus is down: want deferred (link_down), exit 0:\n%s", res)
+	}
+	var p int
+	fmt.Sscan(port, &p)
+	bus = natsBus(t, dir, p)
+	defer bus.Shutdown()
+	waitFor(t, "the message at ana once the bus is back", 30*time.Second, func() bool { return len(ana.Received()) == 1 })
+	time.Sleep(2 * time.Second) // a second copy would come within this
+	wantReceived(t, ana, harness.Submitted(rep.ID, "from tester@h1: after the outage"))
+}
