@@ -2,7 +2,7 @@ package serve
 
 import (
 	"context"
-		"fmt"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
