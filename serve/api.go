@@ -15,6 +15,7 @@ import (
 	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/hosts"
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
@@ -479,16 +480,26 @@ func (d *Daemon) message(w http.ResponseWriter, r *http.Request) {
 		fail(w, 0, err)
 		return
 	}
+	doc := struct {
+		ID      string                `json:"id"`
+		Message *mailbox.Envelope     `json:"message,omitempty"`
+		Copies  []service.HistoryCopy `json:"copies"`
+		// Remote is a message this host sent to another: the state that
+		// host last reported.
+		Remote   *hosts.Sent `json:"remote,omitempty"`
+		ExitCode int         `json:"exit_code"`
+	}{ID: id, Copies: copies}
+	if len(copies) == 0 && d.links != nil {
+		if sent, ok, err := d.links.link.LookupSent(r.Context(), id); err == nil && ok {
+			doc.Copies, doc.Remote = []service.HistoryCopy{}, &sent
+			respond(w, wire.ExitOK, doc)
+			return
+		}
+	}
 	if len(copies) == 0 {
-		fail(w, http.StatusNotFound, fmt.Errorf("no message %s in any inbox of this server", id))
+		fail(w, http.StatusNotFound, fmt.Errorf("no message %s in any inbox of this server, nor sent from here to another host", id))
 		return
 	}
-	doc := struct {
-		ID       string                `json:"id"`
-		Message  *mailbox.Envelope     `json:"message,omitempty"`
-		Copies   []service.HistoryCopy `json:"copies"`
-		ExitCode int                   `json:"exit_code"`
-	}{ID: id, Copies: copies}
 	if env, err := svc.Read(r.Context(), message.ID(id)); err == nil {
 		doc.Message = &env
 	}

@@ -75,10 +75,12 @@ type Daemon struct {
 	hub     *hub
 	runs    runs
 	mcps    mcpHandlers
-	// passes are the deliver passes the daemon runs by itself now.
+	// passes are the deliver passes the daemon runs by itself now, each
+	// true when asked for again while it runs.
 	passMu sync.Mutex
 	passes map[string]bool
 	log    *eventlog.Log
+	links  *hostLink
 	ctx    context.Context
 	pid    int
 	token  []byte
@@ -112,6 +114,7 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 		return fmt.Errorf("this host's link to others ([hosts]): %w", err)
 	}
 	defer links.close()
+	d.links = links
 	d.backend.mu.Lock()
 	d.backend.hosts = links
 	d.backend.mu.Unlock()

@@ -327,26 +327,33 @@ const passReady = 2 * time.Second
 // deliverSoon starts a deliver pass over team ("" every team) on the
 // server at socket, unless one of the daemon's own runs there now: the
 // passes of a team take turns with every other agentmsg's (a turn-end
-// hook's), so nothing is typed twice.
+// hook's), so nothing is typed twice. Asked while its pass runs, it runs
+// one more when that ends: what was recorded meanwhile (a message from
+// another host) may have come after the running pass read the inbox.
 func (d *Daemon) deliverSoon(socket, team string) {
 	key := socket + "\x00" + team
 	d.passMu.Lock()
-	if d.passes[key] {
+	if _, running := d.passes[key]; running {
+		d.passes[key] = true // again, once this one ends
 		d.passMu.Unlock()
 		return
 	}
-	d.passes[key] = true
+	d.passes[key] = false
 	d.passMu.Unlock()
 	go func() {
-		defer func() {
+		for {
+			if svc, err := d.backend.service(Caller{Socket: socket}); err == nil {
+				_, _ = svc.Deliver(d.ctx, service.DeliverRequest{Team: team, TakeTurns: true, Limit: passLimit, ReadyTimeout: passReady, LeaveSelf: true})
+			}
 			d.passMu.Lock()
-			delete(d.passes, key)
+			again := d.passes[key] && d.ctx.Err() == nil
+			if !again {
+				delete(d.passes, key)
+				d.passMu.Unlock()
+				return
+			}
+			d.passes[key] = false
 			d.passMu.Unlock()
-		}()
-		svc, err := d.backend.service(Caller{Socket: socket})
-		if err != nil {
-			return
 		}
-		_, _ = svc.Deliver(d.ctx, service.DeliverRequest{Team: team, TakeTurns: true, Limit: passLimit, ReadyTimeout: passReady, LeaveSelf: true})
 	}()
 }
