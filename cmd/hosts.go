@@ -2,13 +2,18 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/hosts"
 	"github.com/agentmsg/agentmsg/service"
 )
@@ -23,7 +28,7 @@ type HostsOptions struct {
 
 func NewCmdHosts(f *Factory, runF func(context.Context, *HostsOptions) error) *cobra.Command {
 	opts := &HostsOptions{IO: f.IO, JSON: func() bool { return f.JSON }, Service: f.Service, Now: time.Now}
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "hosts",
 		Short: "List the hosts linked through NATS, their link state and their agents",
 		Long: `Hosts lists the machines whose agentmsg daemons share one NATS bus, this one
@@ -46,6 +51,82 @@ cluster that other hosts join too (see docs/hosts.md).`,
 			return hostsRun(c.Context(), opts)
 		},
 	}
+	c.AddCommand(newCmdHostsAdd(f))
+	return c
+}
+
+func newCmdHostsAdd(f *Factory) *cobra.Command {
+	var dir string
+	c := &cobra.Command{
+		Use:   "add NAME",
+		Short: "Make a host's NATS user: its key, its permissions for the NATS server, its [hosts] settings",
+		Long: `Add makes what a new host needs to join the bus: a NATS user key (written to
+DIR/NAME.nk, mode 0600, for that host's [hosts] nkey_file), the entry that gives
+that user exactly a host's permissions, for the authorization users of every
+NATS server of the bus, and the [hosts] table for that host's config file.
+
+A host's user may publish only packets that name it as their sender, and read
+only its own stream: one host can neither pose as another nor read what is
+sent to others. Copy the key to the host (it is a secret) and reload the NATS
+servers (nats-server --signal reload).`,
+		Example: `  agentmsg hosts add build-1
+  agentmsg hosts add laptop --dir /etc/agentmsg`,
+		Args: argsBetween(1, 1, "NAME"),
+		RunE: func(c *cobra.Command, args []string) error {
+			name := args[0]
+			if err := hosts.CheckName(name); err != nil {
+				return usageError{err}
+			}
+			if dir == "" {
+				cfgPath := config.DefaultPath(f.LookupEnv)
+				dir = filepath.Join(filepath.Dir(cfgPath), "hosts")
+			}
+			if !filepath.IsAbs(dir) {
+				return usageError{fmt.Errorf("--dir %q: want an absolute path", dir)}
+			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return err
+			}
+			seed, public, err := hosts.NewUser()
+			if err != nil {
+				return err
+			}
+			keyFile := filepath.Join(dir, name+".nk")
+			out, err := os.OpenFile(keyFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if errors.Is(err, fs.ErrExist) {
+				return usageError{fmt.Errorf("%s exists: host %s has a key already (remove it to make a new one, and its entry from the NATS servers)", keyFile, name)}
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := out.Write(append(seed, '\n')); err != nil {
+				out.Close()
+				return err
+			}
+			if err := out.Close(); err != nil {
+				return err
+			}
+			user := hosts.UserConfig(name, public)
+			if f.JSON {
+				writeJSON(f, struct {
+					Host     string `json:"host"`
+					KeyFile  string `json:"nkey_file"`
+					Public   string `json:"nkey"`
+					User     string `json:"nats_user"`
+					ExitCode int    `json:"exit_code"`
+				}{name, keyFile, public, user, 0})
+				return nil
+			}
+			w := f.IO.Out
+			fmt.Fprintf(w, "host %s: its NATS key is in %s (a secret: copy it to that host only)\n\n", name, keyFile)
+			fmt.Fprintf(w, "1. On every NATS server of the bus, add this user to authorization { users = [ ... ] } and reload:\n\n%s\n", user)
+			fmt.Fprintf(w, "2. On host %s, in ~/.config/agentmsg/config.toml (then restart agentmsg serve there):\n\n", name)
+			fmt.Fprintf(w, "[hosts]\nname = %q\nnats = \"tls://NATS-HOST:4222\"\nnkey_file = %q\nca_file = \"/path/to/the/bus-ca.pem\"\n", name, keyFile)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&dir, "dir", "", "where to write NAME.nk (default: the hosts directory beside the config file)")
+	return c
 }
 
 func hostsRun(ctx context.Context, opts *HostsOptions) error {

@@ -146,7 +146,7 @@ func (l *Link) dialBus() (*nats.Conn, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectBufSize(-1), // a publish while down fails at once; the outbox keeps it
-		nats.CustomInboxPrefix("_INBOX_" + o.Name),
+		nats.CustomInboxPrefix(inboxPrefix(o.Name)),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				o.Logf("hosts: link to the bus down: %v", err)

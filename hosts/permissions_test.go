@@ -1,0 +1,122 @@
+package hosts
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// guardedBus is a NATS server whose only users are hosts a, b and c, each
+// with Permissions; it returns the URL and each host's seed file.
+func guardedBus(t *testing.T) (url string, seeds map[string]string) {
+	t.Helper()
+	dir := t.TempDir()
+	seeds = map[string]string{}
+	var users []*server.NkeyUser
+	for _, name := range []string{"a", "b", "c"} {
+		seed, public, err := NewUser()
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name+".nk")
+		if err := os.WriteFile(path, seed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		seeds[name] = path
+		pub, sub := Permissions(name)
+		users = append(users, &server.NkeyUser{Nkey: public, Permissions: &server.Permissions{
+			Publish: &server.SubjectPermission{Allow: pub}, Subscribe: &server.SubjectPermission{Allow: sub}}})
+	}
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(dir, "js"),
+		Nkeys: users, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("bus not ready")
+	}
+	t.Cleanup(s.Shutdown)
+	return s.ClientURL(), seeds
+}
+
+// Hosts whose users have only Permissions exchange messages and events
+// and list each other; a host can neither send as another nor read
+// another's stream.
+func TestPermissionsAllowTheLinkAndNothingElse(t *testing.T) {
+	url, seeds := guardedBus(t)
+	var ra, rb recorder
+	open := func(name string, h Handler) *Link {
+		l, err := Open(context.Background(), Options{Name: name, Dir: t.TempDir(), URL: url, NkeyFile: seeds[name], Handler: h,
+			Logf: func(f string, a ...any) { t.Logf(name+": "+f, a...) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(l.Close)
+		return l
+	}
+	a, b := open("a", &ra), open("b", &rb)
+	waitFor(t, "both links up", func() bool { return a.Up() && b.Up() })
+	ctx := context.Background()
+	if err := a.Send(ctx, message("b", 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the message at b", func() bool { return len(rb.ids()) == 1 })
+	events, stop := a.Watch(message("b", 1).ID)
+	defer stop()
+	if err := b.Send(ctx, Packet{Kind: KindEvent, To: "a", ID: message("b", 1).ID, Event: &RemoteEvent{State: "submitted", Seq: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-events:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the event never came back to a")
+	}
+	waitFor(t, "a lists b", func() bool {
+		list, err := a.Hosts(ctx)
+		return err == nil && len(list) == 2
+	})
+
+	// Host c's own user, used by hand as an attacker would.
+	opt, err := nats.NkeyOptionFromSeed(seeds["c"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	denied := make(chan error, 8)
+	nc, err := nats.Connect(url, opt, nats.CustomInboxPrefix(inboxPrefix("c")),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { denied <- err }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	tctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	forged := message("b", 2)
+	forged.From = "a"
+	data, _ := encode(forged)
+	if _, err := js.Publish(tctx, subject(KindMessage, "b", "a"), data); err == nil {
+		t.Error("c published a packet on a's subject")
+	}
+	if _, err := js.Consumer(tctx, streamName("b"), inboundConsumer); err == nil {
+		t.Error("c reached b's consumer")
+	}
+	if _, err := nc.SubscribeSync(subject(KindMessage, "b", "*")); err == nil {
+		nc.Flush()
+		select {
+		case <-denied:
+		case <-time.After(3 * time.Second):
+			t.Error("c subscribed to b's subjects")
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	if got := rb.ids(); len(got) != 1 {
+		t.Fatalf("b recorded %v; the forged packet got through", got)
+	}
+}
