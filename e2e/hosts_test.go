@@ -136,6 +136,17 @@ func TestMessageCrossesHosts(t *testing.T) {
 		t.Fatalf("send --host h9: want exit 3 naming the host:\n%s", res)
 	}
 	wantReceived(t, ana, harness.Submitted(first, "from tester@h1: hello across"))
+
+	// ana answers; the answer crosses back to the sender's host, into its
+	// inbox there (it has no session).
+	res, _ = h2.RunEnv([]string{"AGENTMSG_FROM=ana", "AGENTMSG_TEAM=alpha"}, "--json", "reply", first, "done, all green")
+	if res.Code != 0 || !strings.Contains(res.Stdout, `"verdict": "recorded"`) {
+		t.Fatalf("reply across hosts: want recorded, exit 0:\n%s", res)
+	}
+	res, _ = h1.RunEnv([]string{"AGENTMSG_TEAM=alpha"}, "--json", "inbox", "--all")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "done, all green") || !strings.Contains(res.Stdout, `"from_host": "h2"`) || !strings.Contains(res.Stdout, first) {
+		t.Fatalf("the reply in tester's inbox on h1:\n%s", res)
+	}
 }
 
 // While the bus is down, a send to another host is kept in the sender's

@@ -40,12 +40,15 @@ type RemoteMessage struct {
 	RequestID string            `json:"request_id,omitempty"`
 	Sent      time.Time         `json:"sent"`
 	// Delivery options, as the sender's flags.
-	Queue        bool          `json:"queue"`
-	MailboxOnly  bool          `json:"mailbox_only,omitempty"`
-	WhileBusy    bool          `json:"while_busy,omitempty"`
-	Force        bool          `json:"force,omitempty"`
-	Create       bool          `json:"create,omitempty"`
-	ReadyTimeout time.Duration `json:"ready_timeout,omitempty"`
+	Queue       bool `json:"queue"`
+	MailboxOnly bool `json:"mailbox_only,omitempty"`
+	WhileBusy   bool `json:"while_busy,omitempty"`
+	Force       bool `json:"force,omitempty"`
+	Create      bool `json:"create,omitempty"`
+	// InboxIfAbsent: an agent with no session gets it in its inbox (a
+	// reply to a sender that has none), not not_found.
+	InboxIfAbsent bool          `json:"inbox_if_absent,omitempty"`
+	ReadyTimeout  time.Duration `json:"ready_timeout,omitempty"`
 }
 
 // RemoteEvent is how far a message got on the host it was sent to.

@@ -129,7 +129,7 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 		Team: t.Team, Agent: t.Agent(), Sender: req.Env.From, Tag: req.Tag, Type: string(req.Env.Type),
 		Text: req.Env.Content, Meta: req.Env.Metadata, ReplyTo: string(req.Env.ReplyTo), RequestID: req.Env.RequestID,
 		Sent: time.Now().UTC(), Queue: req.Queue, MailboxOnly: req.MailboxOnly, WhileBusy: req.Call.WhileBusy,
-		Force: req.Call.Force, Create: req.Create, ReadyTimeout: req.Call.ReadyTimeout,
+		Force: req.Call.Force, Create: req.Create, ReadyTimeout: req.Call.ReadyTimeout, InboxIfAbsent: req.InboxIfAbsent,
 	}}
 	if t.IsRalph() {
 		p.Message.Team = ""

@@ -45,6 +45,9 @@ type RemoteRequest struct {
 	Delivery
 	// Create lets a mailbox-only message start an unknown name's inbox.
 	Create bool
+	// InboxIfAbsent: to an agent with no session there, recorded in its
+	// inbox (a reply to a sender without one).
+	InboxIfAbsent bool
 }
 
 // local reports whether host names this host ("" does).
@@ -65,7 +68,12 @@ func (s *Service) sendRemote(ctx context.Context, req SendRequest) (SendResult, 
 	if err := s.stamp(nil, &env); err != nil {
 		return out, err
 	}
-	env.ReplyTo = req.ReplyTo
+	if req.ReplyTo != "" {
+		env.ReplyTo = req.ReplyTo
+		if orig, err := s.ownMessage(req.ReplyTo); err == nil {
+			env.RequestID = orig.RequestID
+		}
+	}
 	if req.Call.ReadyTimeout <= 0 && s.Dispatcher != nil {
 		// The caller's own (its flag or configuration), which the other
 		// host applies and this one waits by.
@@ -73,7 +81,7 @@ func (s *Service) sendRemote(ctx context.Context, req SendRequest) (SendResult, 
 			req.Call.ReadyTimeout = d.Opts.ReadyTimeout
 		}
 	}
-	out.Result, err = s.Hosts.Send(ctx, RemoteRequest{Host: req.Host, To: req.To, Env: env, Tag: s.Sender, Delivery: req.Delivery, Create: !req.RefuseUnknown})
+	out.Result, err = s.Hosts.Send(ctx, RemoteRequest{Host: req.Host, To: req.To, Env: env, Tag: s.Sender, Delivery: req.Delivery, Create: !req.RefuseUnknown, InboxIfAbsent: req.InboxIfAbsent})
 	return out, err
 }
 
@@ -158,7 +166,9 @@ func (s *Service) Receive(ctx context.Context, from string, id message.ID, m hos
 		if err != nil {
 			return out, err
 		}
-		if !there {
+		if !there && m.InboxIfAbsent {
+			state = mailbox.StateInbox
+		} else if !there {
 			return refuse(string(dispatch.NotFound), courier.ReasonNotFound, fmt.Sprintf("no tmux session %s on host %s's server", t.Session, s.hostName()))
 		}
 	}

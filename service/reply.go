@@ -53,6 +53,12 @@ func (s *Service) Reply(ctx context.Context, req ReplyRequest) (SendResult, erro
 	if !ok {
 		return out, &NoReplyNameError{ID: req.To, From: orig.From}
 	}
+	if !s.local(orig.FromHost) {
+		// To the sender's host, in the same team there; a sender with no
+		// session there gets it in its inbox, as here.
+		return s.sendRemote(ctx, SendRequest{To: t, Draft: req.Draft, ReplyTo: req.To, InboxIfAbsent: true,
+			Delivery: Delivery{Queue: req.Queue, Call: req.Call}, Host: orig.FromHost})
+	}
 	d, err := s.Dispatcher()
 	if err != nil && !noTmux(err) {
 		return out, err
