@@ -345,6 +345,9 @@ func (d *Daemon) deliverSoon(socket, team string) {
 			if svc, err := d.backend.service(Caller{Socket: socket}); err == nil {
 				_, _ = svc.Deliver(d.ctx, service.DeliverRequest{Team: team, TakeTurns: true, Limit: passLimit, ReadyTimeout: passReady, LeaveSelf: true})
 			}
+			if d.links != nil {
+				d.links.pokeReport() // what the pass typed for other hosts
+			}
 			d.passMu.Lock()
 			again := d.passes[key] && d.ctx.Err() == nil
 			if !again {

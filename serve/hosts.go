@@ -276,16 +276,28 @@ func (h *hostLink) pokeReport() {
 	}
 }
 
+// reportEvery is how often the states of messages from other hosts are
+// read while some are not yet told to the end (a deliver pass's end tells
+// at once).
+const reportEvery = 100 * time.Millisecond
+
 // report tells each message's sending host how far it got here, whenever
-// its state changed, until ctx ends.
+// its state changed, until ctx ends. With nothing to tell it sleeps.
 func (h *hostLink) report(ctx context.Context) {
-	t := time.NewTicker(500 * time.Millisecond)
+	t := time.NewTicker(reportEvery)
 	defer t.Stop()
 	for {
+		h.mu.Lock()
+		idle := len(h.origins) == 0
+		h.mu.Unlock()
+		tick := t.C
+		if idle {
+			tick = nil
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick:
 		case <-h.poke:
 		}
 		h.reportOnce(ctx)
@@ -294,44 +306,57 @@ func (h *hostLink) report(ctx context.Context) {
 
 func (h *hostLink) reportOnce(ctx context.Context) {
 	h.mu.Lock()
-	pending := make(map[message.ID]origin, len(h.origins))
+	byInbox := map[[2]string]map[message.ID]origin{} // one read of each inbox
 	for id, o := range h.origins {
-		pending[id] = *o
+		k := [2]string{o.team, o.agent}
+		if byInbox[k] == nil {
+			byInbox[k] = map[message.ID]origin{}
+		}
+		byInbox[k][id] = *o
 	}
 	h.mu.Unlock()
-	if len(pending) == 0 {
+	if len(byInbox) == 0 {
 		return
 	}
 	svc, err := h.d.backend.service(Caller{})
 	if err != nil {
 		return
 	}
-	for id, o := range pending {
-		d, ok, err := svc.MessageState(o.team, o.agent, id)
-		if err != nil || !ok {
-			continue
-		}
-		state := string(d.State)
-		if d.Reason == "handled" || strings.HasPrefix(d.LastVerdict, "handled") {
-			state = "handled"
-		}
-		if state == o.reported {
-			continue
-		}
-		now := time.Now().UTC()
-		err = h.link.Send(ctx, hosts.Packet{Kind: hosts.KindEvent, To: o.host, ID: string(id), Event: &hosts.RemoteEvent{
-			Team: o.team, Agent: o.agent, State: state, Reason: d.Reason, Detail: d.LastVerdict, At: now, Seq: int(now.UnixNano()),
-		}})
+	for k, ids := range byInbox {
+		b, err := svc.Store.Read(k[0], k[1])
 		if err != nil {
 			continue
 		}
-		h.mu.Lock()
-		if finalStates[state] {
-			delete(h.origins, id)
-		} else if cur, ok := h.origins[id]; ok {
-			cur.reported = state
+		for _, e := range b.Envelopes {
+			o, ok := ids[e.ID]
+			if !ok || e.Delivery == nil {
+				continue
+			}
+			h.tell(ctx, e.ID, o, *e.Delivery)
 		}
-		h.mu.Unlock()
+	}
+}
+
+// tell sends o's host message id's state d, when it changed since the
+// last it heard.
+func (h *hostLink) tell(ctx context.Context, id message.ID, o origin, d mailbox.Delivery) {
+	state := string(d.State)
+	if state == o.reported {
+		return
+	}
+	now := time.Now().UTC()
+	err := h.link.Send(ctx, hosts.Packet{Kind: hosts.KindEvent, To: o.host, ID: string(id), Event: &hosts.RemoteEvent{
+		Team: o.team, Agent: o.agent, State: state, Reason: d.Reason, Detail: d.LastVerdict, At: now, Seq: int(now.UnixNano()),
+	}})
+	if err != nil {
+		return // told at the next look
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if finalStates[state] {
+		delete(h.origins, id)
+	} else if cur, ok := h.origins[id]; ok {
+		cur.reported = state
 	}
 }
 
