@@ -21,6 +21,7 @@ type BroadcastOptions struct {
 
 	Team      string // "" with All
 	All       bool
+	AllHosts  bool
 	Message   string
 	FromStdin bool
 }
@@ -68,6 +69,7 @@ is "-". Everything send says about waiting and safety holds for each target.
 		},
 	}
 	c.Flags().BoolVar(&opts.All, "all", false, "every agent-* session on the server (no TEAM)")
+	c.Flags().BoolVar(&opts.AllHosts, "all-hosts", false, "the agents on every host linked through NATS too (agentmsg hosts; needs agentmsg serve), each copy typed by its own host")
 	noQueue := false
 	c.Flags().BoolVar(&noQueue, "no-queue", false, "a target not ready in time fails (exit 6) instead of keeping the message for agentmsg deliver")
 	c.Flags().BoolVar(&opts.Delivery.MailboxOnly, "mailbox-only", false, "only record the message in each agent's inbox")
@@ -85,7 +87,7 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 	if !opts.JSON() {
 		opts.Delivery.Call.OnWait = newWaitPrinter(opts.IO.ErrOut, false).wait
 	}
-	res, err := svc.Broadcast(ctx, service.BroadcastRequest{Team: opts.Team, All: opts.All, Draft: draft, Delivery: opts.Delivery})
+	res, err := svc.Broadcast(ctx, service.BroadcastRequest{Team: opts.Team, All: opts.All, AllHosts: opts.AllHosts, Draft: draft, Delivery: opts.Delivery})
 	if errors.Is(err, dispatch.ErrEmptyMessage) && opts.FromStdin && !opts.All {
 		// Most often the team was forgotten: the message became the team.
 		return usagef("broadcast: no message: %q was taken for the TEAM, and stdin held nothing; give both: agentmsg broadcast TEAM MESSAGE (or --all MESSAGE)", opts.Team)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/charmbracelet/log"
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/hosts"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
@@ -26,11 +28,14 @@ type ListOptions struct {
 	Team    string
 	Factory *Factory   // --agent's profiles come from its config
 	Agent   agentFlags // --agent
+	// AllHosts lists the agents other hosts announce too.
+	AllHosts bool
+	Service  func(ctx context.Context) (*service.Service, error)
 }
 
 func NewCmdList(f *Factory, runF func(context.Context, *ListOptions) error) *cobra.Command {
 	opts := &ListOptions{IO: f.IO, Dispatcher: f.Dispatcher, JSON: func() bool { return f.JSON },
-		Mailbox: func() (*mailbox.Store, error) { return f.Mailbox() }, Factory: f}
+		Mailbox: func() (*mailbox.Store, error) { return f.Mailbox() }, Factory: f, Service: f.Service}
 	c := &cobra.Command{
 		Use:   "list [TEAM]",
 		Short: "Show the agents on the tmux server and the state of each one's input box",
@@ -47,7 +52,11 @@ command and the state its screen shows now:
 PROFILE is how the screen was read: --agent, else the kind spawn registered
 (spawn --agent), else what the pane's command, processes and screen say.
 
-Sessions that are not named like agents are left out.`,
+Sessions that are not named like agents are left out.
+
+--all-hosts adds the agents of every other host linked through NATS (see
+agentmsg hosts), as each host last announced them: their states are that
+host's to read (agentmsg list there), so they show only the host's link.`,
 		Example: `  agentmsg list
   agentmsg list alpha
   agentmsg -L work --json list`,
@@ -67,6 +76,7 @@ Sessions that are not named like agents are left out.`,
 		},
 	}
 	opts.Agent.register(c, false)
+	c.Flags().BoolVar(&opts.AllHosts, "all-hosts", false, "also list the agents of the other hosts linked through NATS (needs agentmsg serve)")
 	return c
 }
 
@@ -96,9 +106,26 @@ func listRun(ctx context.Context, opts *ListOptions) error {
 			return err
 		}
 	}
+	var others []hosts.HostInfo
+	if opts.AllHosts {
+		if others, err = otherHosts(ctx, opts); err != nil {
+			return err
+		}
+	}
 	if opts.JSON() {
-		writeJSON(&Factory{IO: opts.IO}, wire.NewAgents(d.Tmux.Server().Socket, agents))
+		doc := wire.NewAgents(d.Tmux.Server().Socket, agents)
+		if opts.AllHosts {
+			writeJSON(&Factory{IO: opts.IO}, struct {
+				wire.Agents
+				OtherHosts []hosts.HostInfo `json:"other_hosts"`
+			}{doc, others})
+			return nil
+		}
+		writeJSON(&Factory{IO: opts.IO}, doc)
 		return nil
+	}
+	if opts.AllHosts {
+		defer printOtherHosts(opts, others)
 	}
 	if len(agents) == 0 {
 		where := "on " + d.Tmux.Server().Socket
@@ -138,4 +165,60 @@ func saySkipped(ctx context.Context, w io.Writer, d *dispatch.Dispatcher) {
 			fmt.Fprintf(w, "skipped session %s: %s\n", show(p.Session), show(err.Error()))
 		}
 	}
+}
+
+// otherHosts are the hosts on the bus but this one, with their agents (of
+// opts.Team, when named).
+func otherHosts(ctx context.Context, opts *ListOptions) ([]hosts.HostInfo, error) {
+	svc, err := opts.Service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, err := svc.Hostlist(ctx)
+	if list == nil {
+		return nil, err
+	}
+	if err != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "other hosts cannot be listed now: %s\n", showErr(err))
+	}
+	var out []hosts.HostInfo
+	for _, h := range list {
+		if h.Self {
+			continue
+		}
+		if opts.Team != "" {
+			var mine []string
+			for _, a := range h.Agents {
+				if strings.HasPrefix(a, opts.Team+"/") {
+					mine = append(mine, a)
+				}
+			}
+			h.Agents = mine
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// printOtherHosts writes the other hosts' agents after this host's.
+func printOtherHosts(opts *ListOptions, others []hosts.HostInfo) {
+	if len(others) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "no other host is on the bus")
+		return
+	}
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nHOST\tLINK\tAGENT")
+	for _, h := range others {
+		link := "down"
+		if h.Up {
+			link = "up"
+		}
+		if len(h.Agents) == 0 {
+			fmt.Fprintf(tw, "%s\t%s\t-\n", show(h.Name), link)
+		}
+		for _, a := range h.Agents {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", show(h.Name), link, show(a))
+		}
+	}
+	tw.Flush()
 }

@@ -78,6 +78,9 @@ type Result struct {
 	// Older are the older messages to the same agent that a send tried
 	// first (the enqueue rule), oldest first, each with its own outcome.
 	Older []Result
+	// Host is the host the agent is on, for a message to another host
+	// ("" is this one): the verdict is that host's.
+	Host string
 }
 
 // OK reports whether the message is taken care of: submitted, safely

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -175,4 +176,51 @@ func TestSendWaitsForTheLink(t *testing.T) {
 	waitFor(t, "the message at ana once the bus is back", 30*time.Second, func() bool { return len(ana.Received()) == 1 })
 	time.Sleep(2 * time.Second) // a second copy would come within this
 	wantReceived(t, ana, harness.Submitted(rep.ID, "from tester@h1: after the outage"))
+}
+
+// broadcast --all-hosts reaches the team's agents on every host, each copy
+// typed by its own host, with one verdict over all of them.
+func TestBroadcastReachesEveryHost(t *testing.T) {
+	t.Parallel()
+	bus := natsBus(t, t.TempDir(), 0)
+	defer bus.Shutdown()
+	h1 := hostServer(t, "h1", bus.ClientURL())
+	h2 := hostServer(t, "h2", bus.ClientURL())
+	carl := h1.StartAgent("agent-alpha-carl")
+	ana := h2.StartAgent("agent-alpha-ana")
+	other := h2.StartAgent("agent-beta-dan")
+	waitFor(t, "h1 lists h2 with its agents", 30*time.Second, func() bool {
+		return strings.Contains(fmt.Sprint(waitHosts(t, h1, "h1", "h2").Hosts), "alpha/ana")
+	})
+	res := h1.Run("--json", "broadcast", "--all-hosts", "alpha", "all hands")
+	rep, err := harness.Decode[harness.BroadcastReport](res.Stdout)
+	if err != nil || res.Code != 0 || rep.Verdict != "delivered" || rep.Delivered != 2 {
+		t.Fatalf("broadcast --all-hosts: want delivered to 2, exit 0 (%v):\n%s", err, res)
+	}
+	if !strings.Contains(res.Stdout, `"host": "h2"`) {
+		t.Errorf("the copy on h2 does not say its host:\n%s", res.Stdout)
+	}
+	wantReceived(t, carl, harness.Submitted(rep.ID, "all hands"))
+	wantReceived(t, ana, harness.Submitted(rep.ID, "from tester@h1: all hands"))
+	wantUntouched(t, other)
+}
+
+// list --all-hosts shows the agents other hosts announce, after this
+// host's own.
+func TestListAllHosts(t *testing.T) {
+	t.Parallel()
+	bus := natsBus(t, t.TempDir(), 0)
+	defer bus.Shutdown()
+	h1 := hostServer(t, "h1", bus.ClientURL())
+	h2 := hostServer(t, "h2", bus.ClientURL())
+	h1.StartAgent("agent-alpha-carl")
+	h2.StartAgent("agent-alpha-ana")
+	h2.StartAgent("agent-beta-dan")
+	waitFor(t, "h1 lists h2 with its agents", 30*time.Second, func() bool {
+		return strings.Contains(fmt.Sprint(waitHosts(t, h1, "h1", "h2").Hosts), "alpha/ana")
+	})
+	res := h1.Run("list", "--all-hosts", "alpha")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "agent-alpha-carl") || !regexp.MustCompile(`h2\s+up\s+alpha/ana`).MatchString(res.Stdout) || strings.Contains(res.Stdout, "beta/dan") {
+		t.Fatalf("list --all-hosts alpha:\n%s", res)
+	}
 }

@@ -70,10 +70,23 @@ type RemoteEvent struct {
 // dedupID is the packet's Nats-Msg-Id: the message's id, and for an event
 // also its sequence, so a publish retried is recognised by the stream.
 func (p Packet) dedupID() string {
-	if p.Kind == KindEvent && p.Event != nil {
-		return fmt.Sprintf("%s.ev%d", p.ID, p.Event.Seq)
+	switch {
+	case p.Kind == KindEvent && p.Event != nil:
+		return fmt.Sprintf("%s.%s.%s.ev%d", p.ID, p.Event.Team, p.Event.Agent, p.Event.Seq)
+	case p.Message != nil:
+		// A broadcast's copies share the message's id: one per inbox.
+		return CopyKey(p.ID, p.Message.Team, p.Message.Agent)
 	}
 	return p.ID
+}
+
+// CopyKey names one copy of message id: the one for team/agent ("" team:
+// a team-less agent).
+func CopyKey(id, team, agent string) string {
+	if team == "" {
+		team = "-"
+	}
+	return id + "." + team + "." + agent
 }
 
 // check refuses a packet that is not whole.

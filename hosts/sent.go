@@ -40,13 +40,14 @@ func (l *Link) sentKV(ctx context.Context) (jetstream.KeyValue, error) {
 	return kv, err
 }
 
-// RecordSent keeps s, unless what is kept for its id is newer.
+// RecordSent keeps s, unless what is kept for its copy is newer.
 func (l *Link) RecordSent(ctx context.Context, s Sent) error {
 	kv, err := l.sentKV(ctx)
 	if err != nil {
 		return err
 	}
-	if old, ok, err := l.sent(ctx, kv, s.ID); err != nil {
+	key := CopyKey(s.ID, s.Team, s.Agent)
+	if old, ok, err := sentAt(ctx, kv, key); err != nil {
 		return err
 	} else if ok && old.At.After(s.At) {
 		return nil
@@ -55,21 +56,32 @@ func (l *Link) RecordSent(ctx context.Context, s Sent) error {
 	if err != nil {
 		return err
 	}
-	_, err = kv.Put(ctx, s.ID, data)
+	_, err = kv.Put(ctx, key, data)
 	return err
 }
 
-// LookupSent is what is kept of message id, if it was sent from here.
-func (l *Link) LookupSent(ctx context.Context, id string) (Sent, bool, error) {
+// LookupSent is what is kept of message id's copies, if it was sent from
+// here (a broadcast's, one per agent).
+func (l *Link) LookupSent(ctx context.Context, id string) ([]Sent, error) {
 	kv, err := l.sentKV(ctx)
 	if err != nil {
-		return Sent{}, false, err
+		return nil, err
 	}
-	return l.sent(ctx, kv, id)
+	keys, err := kv.ListKeysFiltered(ctx, id+".>")
+	if err != nil {
+		return nil, err
+	}
+	var out []Sent
+	for key := range keys.Keys() {
+		if s, ok, err := sentAt(ctx, kv, key); err == nil && ok {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
-func (l *Link) sent(ctx context.Context, kv jetstream.KeyValue, id string) (Sent, bool, error) {
-	e, err := kv.Get(ctx, id)
+func sentAt(ctx context.Context, kv jetstream.KeyValue, key string) (Sent, bool, error) {
+	e, err := kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return Sent{}, false, nil
 	}

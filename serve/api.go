@@ -119,9 +119,10 @@ type replyBody struct {
 }
 
 type broadcastBody struct {
-	Team string `json:"team,omitempty"`
-	All  bool   `json:"all,omitempty"`
-	From string `json:"from,omitempty"`
+	Team     string `json:"team,omitempty"`
+	All      bool   `json:"all,omitempty"`
+	AllHosts bool   `json:"all_hosts,omitempty"`
+	From     string `json:"from,omitempty"`
 	draft
 	delivering
 	server
@@ -402,7 +403,7 @@ func (d *Daemon) broadcast(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, err := svc.Broadcast(d.requestContext(r), service.BroadcastRequest{Team: b.Team, All: b.All, Draft: b.draft.service(), Delivery: del})
+	res, err := svc.Broadcast(d.requestContext(r), service.BroadcastRequest{Team: b.Team, All: b.All, AllHosts: b.AllHosts, Draft: b.draft.service(), Delivery: del})
 	if err != nil {
 		fail(w, 0, err)
 		return
@@ -486,12 +487,12 @@ func (d *Daemon) message(w http.ResponseWriter, r *http.Request) {
 		Copies  []service.HistoryCopy `json:"copies"`
 		// Remote is a message this host sent to another: the state that
 		// host last reported.
-		Remote   *hosts.Sent `json:"remote,omitempty"`
-		ExitCode int         `json:"exit_code"`
+		Remote   []hosts.Sent `json:"remote,omitempty"`
+		ExitCode int          `json:"exit_code"`
 	}{ID: id, Copies: copies}
 	if len(copies) == 0 && d.links != nil {
-		if sent, ok, err := d.links.link.LookupSent(r.Context(), id); err == nil && ok {
-			doc.Copies, doc.Remote = []service.HistoryCopy{}, &sent
+		if sent, err := d.links.link.LookupSent(r.Context(), id); err == nil && len(sent) > 0 {
+			doc.Copies, doc.Remote = []service.HistoryCopy{}, sent
 			respond(w, wire.ExitOK, doc)
 			return
 		}

@@ -134,7 +134,7 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 	if t.IsRalph() {
 		p.Message.Team = ""
 	}
-	out := courier.Result{Outcome: dispatch.Outcome{Target: t, ID: id}}
+	out := courier.Result{Outcome: dispatch.Outcome{Target: t, ID: id}, Host: req.Host}
 	if err := h.link.Send(ctx, p); err != nil {
 		out.Verdict, out.Err, out.Reason = delivery.Failed, fmt.Errorf("keeping the message for host %s: %w", req.Host, err), courier.ReasonError
 		return out, nil
@@ -151,6 +151,9 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 	for {
 		select {
 		case ev := <-events:
+			if ev.Event.Team != team || ev.Event.Agent != agent {
+				continue // another copy of a broadcast
+			}
 			if r, done := verdictOf(t, id, req.Host, ev.Event); done {
 				return r, nil
 			}
@@ -164,7 +167,7 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 
 // pending is the verdict of a message whose host has not answered: kept.
 func (h *hostLink) pending(t target.Target, id message.ID, host string) courier.Result {
-	r := courier.Result{Outcome: dispatch.Outcome{Target: t, ID: id, Verdict: courier.Deferred}, State: mailbox.StateDeferred}
+	r := courier.Result{Outcome: dispatch.Outcome{Target: t, ID: id, Verdict: courier.Deferred}, State: mailbox.StateDeferred, Host: host}
 	if h.link.Up() {
 		r.Reason = "remote_pending"
 		r.Err = fmt.Errorf("host %s has the message but has not said yet what became of it; it goes on there by itself (agentmsg log --id %s)", host, id)
@@ -178,7 +181,7 @@ func (h *hostLink) pending(t target.Target, id message.ID, host string) courier.
 // verdictOf is the send's verdict from a state the other host reported;
 // done is false for a state on the way (pending, typing).
 func verdictOf(t target.Target, id message.ID, host string, ev *hosts.RemoteEvent) (courier.Result, bool) {
-	r := courier.Result{Outcome: dispatch.Outcome{Target: t, ID: id}, State: mailbox.DeliveryState(ev.State), Reason: ev.Reason}
+	r := courier.Result{Outcome: dispatch.Outcome{Target: t, ID: id}, State: mailbox.DeliveryState(ev.State), Reason: ev.Reason, Host: host}
 	detail := ev.Detail
 	if detail == "" {
 		detail = ev.State
@@ -235,8 +238,12 @@ func (h *hostLink) Message(ctx context.Context, p hosts.Packet) error {
 	id := message.ID(p.ID)
 	if got.State == string(dispatch.NotFound) || (got.State == string(mailbox.StateFailed) && !got.Fresh && got.Target.Session == "") {
 		// Nothing recorded: the answer is all there is.
+		team, agent := p.Message.Team, p.Message.Agent
+		if t, err := target.New(team, agent); err == nil {
+			team, agent = courier.Inbox(t) // as every report names it
+		}
 		return h.link.Send(ctx, hosts.Packet{Kind: hosts.KindEvent, To: p.From, ID: p.ID, Event: &hosts.RemoteEvent{
-			Team: p.Message.Team, Agent: p.Message.Agent, State: got.State, Reason: got.Reason, Detail: got.Detail,
+			Team: team, Agent: agent, State: got.State, Reason: got.Reason, Detail: got.Detail,
 			At: time.Now().UTC(), Seq: int(time.Now().UnixNano()),
 		}})
 	}

@@ -121,6 +121,8 @@ type Outcome struct {
 	// Older are the older messages to the same agent that a send tried
 	// first, oldest first (their delivery is not this message's).
 	Older []Outcome `json:"older,omitempty"`
+	// Host is the agent's host, when not this one (send --host).
+	Host string `json:"host,omitempty"`
 }
 
 // Phases are where a delivery's time went, in milliseconds.
@@ -155,7 +157,7 @@ func NewOutcome(o dispatch.Outcome, words Words) Outcome {
 // NewResult is r as a document: its outcome and what the mailbox recorded.
 func NewResult(r courier.Result, words Words) Outcome {
 	j := NewOutcome(r.Outcome, words)
-	j.Stored, j.Reason = string(r.State), r.Reason
+	j.Stored, j.Reason, j.Host = string(r.State), r.Reason, r.Host
 	if j.Reason == "" && !r.OK() {
 		j.Reason = courier.Reason(r.Outcome)
 	}
