@@ -1,11 +1,13 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -55,8 +57,20 @@ cluster that other hosts join too (see docs/hosts.md).`,
 	return c
 }
 
+// hostsAddOptions are hosts add's inputs.
+type hostsAddOptions struct {
+	f    *Factory
+	name string
+	dir  string
+	// A box reachable only by SSH: its ssh destination, the port on its
+	// 127.0.0.1 that will lead to the bus, an ssh_config (-F), and the
+	// box's agentmsg config directory ("" asks the box).
+	ssh, sshConfig, remoteDir string
+	port                      int
+}
+
 func newCmdHostsAdd(f *Factory) *cobra.Command {
-	var dir string
+	o := &hostsAddOptions{f: f}
 	c := &cobra.Command{
 		Use:   "add NAME",
 		Short: "Make a host's NATS user: its key, its permissions for the NATS server, its [hosts] settings",
@@ -68,67 +82,221 @@ NATS server of the bus, and the [hosts] table for that host's config file.
 A host's user may publish only packets that name it as their sender, and read
 only its own stream: one host can neither pose as another nor read what is
 sent to others. Copy the key to the host (it is a secret) and reload the NATS
-servers (nats-server --signal reload).`,
+servers (nats-server --signal reload).
+
+--ssh user@box is for a box that reaches the bus only through this machine,
+by SSH (its firewall lets nothing else in). This host's daemon then keeps one
+ssh connection to the box (your own ssh: its config, keys and agent) whose
+remote forward makes 127.0.0.1:PORT on the box lead to the bus, and add puts
+the key, the bus's CA and a [hosts] table on the box over that ssh. Restart
+agentmsg serve here and there.`,
 		Example: `  agentmsg hosts add build-1
-  agentmsg hosts add laptop --dir /etc/agentmsg`,
+  agentmsg hosts add laptop --dir /etc/agentmsg
+  agentmsg hosts add devbox --ssh me@devbox.example --port 14222`,
 		Args: argsBetween(1, 1, "NAME"),
 		RunE: func(c *cobra.Command, args []string) error {
-			name := args[0]
-			if err := hosts.CheckName(name); err != nil {
-				return usageError{err}
-			}
-			if dir == "" {
-				cfgPath := config.DefaultPath(f.LookupEnv)
-				dir = filepath.Join(filepath.Dir(cfgPath), "hosts")
-			}
-			if !filepath.IsAbs(dir) {
-				return usageError{fmt.Errorf("--dir %q: want an absolute path", dir)}
-			}
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return err
-			}
-			seed, public, err := hosts.NewUser()
-			if err != nil {
-				return err
-			}
-			keyFile := filepath.Join(dir, name+".nk")
-			out, err := os.OpenFile(keyFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-			if errors.Is(err, fs.ErrExist) {
-				return usageError{fmt.Errorf("%s exists: host %s has a key already (remove it to make a new one, and its entry from the NATS servers)", keyFile, name)}
-			}
-			if err != nil {
-				return err
-			}
-			if _, err := out.Write(append(seed, '\n')); err != nil {
-				out.Close()
-				return err
-			}
-			if err := out.Close(); err != nil {
-				return err
-			}
-			user := hosts.UserConfig(name, public)
-			if f.JSON {
-				writeJSON(f, struct {
-					Host     string `json:"host"`
-					KeyFile  string `json:"nkey_file"`
-					Public   string `json:"nkey"`
-					User     string `json:"nats_user"`
-					ExitCode int    `json:"exit_code"`
-				}{name, keyFile, public, user, 0})
-				return nil
-			}
-			w := f.IO.Out
-			fmt.Fprintf(w, "host %s: its NATS key is in %s (a secret: copy it to that host only)\n\n", name, keyFile)
-			fmt.Fprintf(w, "1. On every NATS server of the bus, add this user to authorization { users = [ ... ] } and reload:\n\n%s\n", user)
-			fmt.Fprintf(w, "2. On host %s, in ~/.config/agentmsg/config.toml (then restart agentmsg serve there):\n\n", name)
-			fmt.Fprintf(w, "[hosts]\nname = %q\nnats = \"tls://NATS-HOST:4222\"\nnkey_file = %q\nca_file = \"/path/to/the/bus-ca.pem\"\n", name, keyFile)
-			return nil
+			o.name = args[0]
+			return o.run(c.Context())
 		},
 	}
-	c.Flags().StringVar(&dir, "dir", "", "where to write NAME.nk (default: the hosts directory beside the config file)")
+	c.Flags().StringVar(&o.dir, "dir", "", "where to write NAME.nk (default: the hosts directory beside the config file)")
+	c.Flags().StringVar(&o.ssh, "ssh", "", "the box reaches the bus only through an SSH connection from this host: its ssh destination (user@box)")
+	c.Flags().IntVar(&o.port, "port", 14222, "with --ssh: the port on the box's 127.0.0.1 that leads to the bus")
+	c.Flags().StringVar(&o.sshConfig, "ssh-config", "", "with --ssh: an ssh_config file to use (ssh -F), absolute")
+	c.Flags().StringVar(&o.remoteDir, "remote-config-dir", "", "with --ssh: the box's agentmsg config directory (default: asked of the box: $XDG_CONFIG_HOME/agentmsg, or ~/.config/agentmsg)")
 	return c
 }
 
+func (o *hostsAddOptions) run(ctx context.Context) error {
+	f := o.f
+	if err := hosts.CheckName(o.name); err != nil {
+		return usageError{err}
+	}
+	var here config.HostsSettings
+	if o.ssh != "" {
+		cfg, err := f.Config()
+		if err != nil {
+			return err
+		}
+		here = cfg.Hosts
+		if here.NATS == "" {
+			return usagef("--ssh: this host is on no bus a tunnel could lead to; set [hosts] nats in %s first (see docs/hosts.md)", config.DefaultPath(f.LookupEnv))
+		}
+		if o.port < 1 || o.port > 65535 {
+			return usagef("--port %d: want 1 to 65535", o.port)
+		}
+	}
+	if o.dir == "" {
+		o.dir = filepath.Join(filepath.Dir(config.DefaultPath(f.LookupEnv)), "hosts")
+	}
+	if !filepath.IsAbs(o.dir) {
+		return usagef("--dir %q: want an absolute path", o.dir)
+	}
+	seed, public, err := o.writeKey()
+	if err != nil {
+		return err
+	}
+	user := hosts.UserConfig(o.name, public)
+	keyFile := filepath.Join(o.dir, o.name+".nk")
+	w := f.IO.Out
+	if o.ssh == "" {
+		if f.JSON {
+			writeJSON(f, hostAddDoc{Host: o.name, KeyFile: keyFile, Public: public, User: user})
+			return nil
+		}
+		fmt.Fprintf(w, "host %s: its NATS key is in %s (a secret: copy it to that host only)\n\n", o.name, keyFile)
+		fmt.Fprintf(w, "1. On every NATS server of the bus, add this user to authorization { users = [ ... ] } and reload:\n\n%s\n", user)
+		fmt.Fprintf(w, "2. On host %s, in ~/.config/agentmsg/config.toml (then restart agentmsg serve there):\n\n", o.name)
+		fmt.Fprintf(w, "[hosts]\nname = %q\nnats = \"tls://NATS-HOST:4222\"\nnkey_file = %q\nca_file = \"/path/to/the/bus-ca.pem\"\n", o.name, keyFile)
+		return nil
+	}
+	installed, err := o.installOnBox(ctx, seed, here)
+	if err != nil {
+		return fmt.Errorf("installing host %s on %s over ssh (the key stays in %s): %w", o.name, o.ssh, keyFile, err)
+	}
+	if err := o.addTunnel(); err != nil {
+		return err
+	}
+	if f.JSON {
+		writeJSON(f, hostAddDoc{Host: o.name, KeyFile: keyFile, Public: public, User: user, Box: installed})
+		return nil
+	}
+	fmt.Fprintf(w, "host %s, reached by ssh %s: its key, the bus's CA and its settings are on the box:\n%s\n", o.name, o.ssh, installed)
+	fmt.Fprintf(w, "This host keeps the tunnel ([[hosts.tunnel]] added to %s).\n\n", config.DefaultPath(f.LookupEnv))
+	fmt.Fprintf(w, "On every NATS server of the bus, add this user to authorization { users = [ ... ] } and reload:\n\n%s\n", user)
+	fmt.Fprintf(w, "Then restart agentmsg serve here and on the box.\n")
+	return nil
+}
+
+// hostAddDoc is hosts add --json.
+type hostAddDoc struct {
+	Host     string `json:"host"`
+	KeyFile  string `json:"nkey_file"`
+	Public   string `json:"nkey"`
+	User     string `json:"nats_user"`
+	Box      string `json:"box_settings,omitempty"`
+	ExitCode int    `json:"exit_code"`
+}
+
+// writeKey makes the host's key pair and writes the seed, once.
+func (o *hostsAddOptions) writeKey() (seed []byte, public string, err error) {
+	if err := os.MkdirAll(o.dir, 0o700); err != nil {
+		return nil, "", err
+	}
+	if seed, public, err = hosts.NewUser(); err != nil {
+		return nil, "", err
+	}
+	keyFile := filepath.Join(o.dir, o.name+".nk")
+	out, err := os.OpenFile(keyFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, "", usagef("%s exists: host %s has a key already (remove it to make a new one, and its entry from the NATS servers)", keyFile, o.name)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := out.Write(append(seed, '\n')); err != nil {
+		out.Close()
+		return nil, "", err
+	}
+	return seed, public, out.Close()
+}
+
+// sshRun runs script on the box with stdin, through the user's ssh.
+func (o *hostsAddOptions) sshRun(ctx context.Context, stdin []byte, script string, args ...string) (string, error) {
+	sshArgs := []string{"-o", "BatchMode=yes"}
+	if o.sshConfig != "" {
+		sshArgs = append(sshArgs, "-F", o.sshConfig)
+	}
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = shellQuote(a)
+	}
+	sshArgs = append(sshArgs, o.ssh, "sh -c "+shellQuote(script)+" agentmsg "+strings.Join(quoted, " "))
+	cmd := exec.CommandContext(ctx, "ssh", sshArgs...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("ssh %s: %w: %s", o.ssh, err, strings.TrimSpace(errOut.String()))
+	}
+	return out.String(), nil
+}
+
+// installOnBox writes the key, the bus's CA and the box's [hosts] table on
+// the box, and returns that table.
+func (o *hostsAddOptions) installOnBox(ctx context.Context, seed []byte, here config.HostsSettings) (string, error) {
+	dir := o.remoteDir
+	if dir == "" {
+		got, err := o.sshRun(ctx, nil, `printf %s "${XDG_CONFIG_HOME:-$HOME/.config}/agentmsg"`)
+		if err != nil {
+			return "", err
+		}
+		dir = strings.TrimSpace(got)
+	}
+	if !strings.HasPrefix(dir, "/") {
+		return "", fmt.Errorf("the box's config directory %q is not absolute", dir)
+	}
+	const write = `umask 077 && mkdir -p "$(dirname "$1")" && cat > "$1"`
+	keyFile := dir + "/hosts/" + o.name + ".nk"
+	if _, err := o.sshRun(ctx, append(seed, '\n'), write, keyFile); err != nil {
+		return "", err
+	}
+	bus, _, err := here.FirstBus()
+	if err != nil {
+		return "", err
+	}
+	serverName := here.TLSServerName
+	if serverName == "" {
+		serverName = bus
+	}
+	table := fmt.Sprintf("[hosts]\nname = %q\nnats = \"tls://127.0.0.1:%d\"\ntls_server_name = %q\nnkey_file = %q\n", o.name, o.port, serverName, keyFile)
+	if here.CAFile != "" {
+		ca, err := os.ReadFile(here.CAFile)
+		if err != nil {
+			return "", fmt.Errorf("this host's ca_file: %w", err)
+		}
+		caFile := dir + "/hosts/bus-ca.pem"
+		if _, err := o.sshRun(ctx, ca, write, caFile); err != nil {
+			return "", err
+		}
+		table += fmt.Sprintf("ca_file = %q\n", caFile)
+	}
+	// Appended unless the box has a [hosts] table already: then a person
+	// merges it.
+	const appendTable = `f="$1"; mkdir -p "$(dirname "$f")"; if grep -q '^\[hosts\]' "$f" 2>/dev/null; then echo exists; exit 0; fi; printf '\n' >> "$f"; cat >> "$f"`
+	got, err := o.sshRun(ctx, []byte(table), appendTable, dir+"/config.toml")
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(got) == "exists" {
+		return "", fmt.Errorf("%s/config.toml on the box has a [hosts] table already; merge this one by hand:\n%s", dir, table)
+	}
+	return table, nil
+}
+
+// addTunnel appends the box's tunnel to this host's config file.
+func (o *hostsAddOptions) addTunnel() error {
+	path := config.DefaultPath(o.f.LookupEnv)
+	if path == "" {
+		return errors.New("no config file: neither XDG_CONFIG_HOME nor HOME is set")
+	}
+	entry := fmt.Sprintf("\n[[hosts.tunnel]]\nhost = %q\nssh = %q\nport = %d\n", o.name, o.ssh, o.port)
+	if o.sshConfig != "" {
+		entry += fmt.Sprintf("ssh_config = %q\n", o.sshConfig)
+	}
+	file, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := file.WriteString(entry); err != nil {
+		file.Close()
+		return err
+	}
+	return file.Close()
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 func hostsRun(ctx context.Context, opts *HostsOptions) error {
 	svc, err := opts.Service(ctx)
 	if err != nil {

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+	"net"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -26,9 +28,25 @@ type HostsSettings struct {
 	TLSServerName string `toml:"tls_server_name" json:"tls_server_name,omitempty"`
 	// Replicas of this host's stream on the bus (3 in a 3-node cluster).
 	Replicas int `toml:"replicas" json:"replicas,omitempty"`
+	// Tunnels carry the link of boxes reachable only by SSH ([[hosts.tunnel]]).
+	Tunnels []Tunnel `toml:"tunnel" json:"tunnels,omitempty"`
 }
 
-const hostsKeys = "name, nats, nkey_file, ca_file, tls_server_name, replicas"
+// Tunnel is a box that reaches the bus only through an SSH connection this
+// host keeps: 127.0.0.1:Port on the box leads to the bus.
+type Tunnel struct {
+	// Host is the box's host name on the bus.
+	Host string `toml:"host" json:"host"`
+	// SSH is the destination as ssh takes it ("user@box", or a Host of
+	// ssh_config); the user's keys, agent and config apply.
+	SSH string `toml:"ssh" json:"ssh"`
+	// Port on the box's 127.0.0.1.
+	Port int `toml:"port" json:"port"`
+	// SSHConfig, when set, is the ssh_config file to use (ssh -F).
+	SSHConfig string `toml:"ssh_config" json:"ssh_config,omitempty"`
+}
+
+const hostsKeys = "name, nats, nkey_file, ca_file, tls_server_name, replicas, [[hosts.tunnel]] (host, ssh, port, ssh_config)"
 
 var hostNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
@@ -62,6 +80,35 @@ func (l *Loaded) loadHosts(md toml.MetaData, prim toml.Primitive, path string) e
 	if h.Replicas < 0 || h.Replicas > 5 {
 		return invalidf(`%s: [hosts] replicas = %d: want 1 to 5 (a cluster's size, at most)`, path, h.Replicas)
 	}
+	for _, t := range h.Tunnels {
+		switch {
+		case !hostNameRE.MatchString(t.Host):
+			return invalidf(`%s: [[hosts.tunnel]] host = %q: want the box's host name, such as "build-1"`, path, t.Host)
+		case t.SSH == "" || strings.HasPrefix(t.SSH, "-"):
+			return invalidf(`%s: [[hosts.tunnel]] for %s: want ssh = "user@box"`, path, t.Host)
+		case t.Port < 1 || t.Port > 65535:
+			return invalidf(`%s: [[hosts.tunnel]] for %s: want port = 1 to 65535 (the box's 127.0.0.1 port that leads to the bus)`, path, t.Host)
+		case t.SSHConfig != "" && !filepath.IsAbs(t.SSHConfig):
+			return invalidf(`%s: [[hosts.tunnel]] for %s: ssh_config = %q: want an absolute path`, path, t.Host, t.SSHConfig)
+		case h.NATS == "":
+			return invalidf(`%s: [[hosts.tunnel]] for %s needs [hosts] nats: the bus the tunnel leads to`, path, t.Host)
+		}
+	}
 	l.Hosts = h
 	return nil
+}
+
+// FirstBus is the first address of the nats setting: its host, and its
+// host:port (4222 when it names none). A tunnel leads there.
+func (h HostsSettings) FirstBus() (host, hostPort string, err error) {
+	first, _, _ := strings.Cut(h.NATS, ",")
+	u, err := url.Parse(strings.TrimSpace(first))
+	if err != nil || u.Hostname() == "" {
+		return "", "", fmt.Errorf("[hosts] nats = %q names no address", h.NATS)
+	}
+	port := u.Port()
+	if port == "" {
+		port = "4222"
+	}
+	return u.Hostname(), net.JoinHostPort(u.Hostname(), port), nil
 }

@@ -115,6 +115,7 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 	}
 	defer links.close()
 	d.links = links
+	go d.keepTunnels(ctx, root, d.backend.env.Config.Hosts)
 	d.backend.mu.Lock()
 	d.backend.hosts = links
 	d.backend.mu.Unlock()

@@ -1,0 +1,93 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentmsg/agentmsg/config"
+)
+
+// A box reachable only by SSH joins the bus through a tunnel this host
+// keeps: the user's own OpenSSH (their config, keys and agent), one
+// connection per box, whose remote forward makes 127.0.0.1:PORT on the
+// box lead to the bus as this host reaches it. The box's daemon dials
+// that port ([hosts] nats = "tls://127.0.0.1:PORT", with tls_server_name
+// the bus's own name, so TLS still checks the bus's certificate).
+
+// tunnelWait bounds the wait before a tunnel that ended is started again.
+const (
+	tunnelRetryMin = time.Second
+	tunnelRetryMax = 30 * time.Second
+)
+
+// keepTunnels runs each configured tunnel until ctx ends.
+func (d *Daemon) keepTunnels(ctx context.Context, root string, cfg config.HostsSettings) {
+	if len(cfg.Tunnels) == 0 {
+		return
+	}
+	_, bus, err := cfg.FirstBus()
+	if err != nil {
+		d.logf("hosts: no tunnel can lead to the bus: %v", err)
+		return
+	}
+	dir := filepath.Join(root, "ssh")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		d.logf("hosts: %v", err)
+		return
+	}
+	for _, t := range cfg.Tunnels {
+		go d.keepTunnel(ctx, dir, bus, t)
+	}
+}
+
+// tunnelArgs are ssh's arguments for t, leading the box's 127.0.0.1 port
+// to bus.
+func tunnelArgs(dir, bus string, t config.Tunnel) []string {
+	args := []string{"-N",
+		"-o", "BatchMode=yes", // never a password prompt in a daemon
+		"-o", "ExitOnForwardFailure=yes",
+		"-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3",
+		// One connection per box; other ssh runs to it ride along.
+		"-o", "ControlMaster=auto", "-o", "ControlPath=" + filepath.Join(dir, "%C"), "-o", "ControlPersist=no",
+		"-R", fmt.Sprintf("127.0.0.1:%d:%s", t.Port, bus),
+	}
+	if t.SSHConfig != "" {
+		args = append(args, "-F", t.SSHConfig)
+	}
+	return append(args, t.SSH)
+}
+
+// keepTunnel runs ssh for t, again after it ends, until ctx ends; ssh
+// ends with the daemon, however the daemon ends.
+func (d *Daemon) keepTunnel(ctx context.Context, dir, bus string, t config.Tunnel) {
+	wait := tunnelRetryMin
+	for ctx.Err() == nil {
+		cmd := exec.CommandContext(ctx, "ssh", tunnelArgs(dir, bus, t)...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.WaitDelay = 5 * time.Second
+		var out strings.Builder
+		cmd.Stderr = &out
+		started := time.Now()
+		err := cmd.Run()
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(started) > time.Minute {
+			wait = tunnelRetryMin // it ran: start again at once
+		}
+		d.logf("hosts: the tunnel to host %s (ssh %s) ended: %v %s; again in %s", t.Host, t.SSH, err, strings.TrimSpace(out.String()), wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, tunnelRetryMax)
+	}
+}
