@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -223,4 +224,29 @@ func TestListAllHosts(t *testing.T) {
 	if res.Code != 0 || !strings.Contains(res.Stdout, "agent-alpha-carl") || !regexp.MustCompile(`h2\s+up\s+alpha/ana`).MatchString(res.Stdout) || strings.Contains(res.Stdout, "beta/dan") {
 		t.Fatalf("list --all-hosts alpha:\n%s", res)
 	}
+}
+
+// The time of a send to another host, process start to verdict, over a
+// loopback bus: a measurement (AGENTMSG_MEASURE_HOSTS=1), never a pass or
+// fail on time. The figures over the namespaces are e2e/multihost's.
+func TestCrossHostSendSpeed(t *testing.T) {
+	if os.Getenv("AGENTMSG_MEASURE_HOSTS") != "1" {
+		t.Skip("a measurement: set AGENTMSG_MEASURE_HOSTS=1")
+	}
+	bus := natsBus(t, t.TempDir(), 0)
+	defer bus.Shutdown()
+	h1 := hostServer(t, "h1", bus.ClientURL())
+	h2 := hostServer(t, "h2", bus.ClientURL())
+	h2.StartAgent("agent-alpha-ana")
+	waitHosts(t, h1, "h1", "h2")
+	var took []time.Duration
+	for i := range 40 {
+		start := time.Now()
+		res := h1.Run("send", "--host", "h2", "alpha", "ana", fmt.Sprint("timed ", i))
+		took = append(took, time.Since(start))
+		wantCode(t, res, 0)
+	}
+	slices.Sort(took)
+	t.Logf("send --host, process start to verdict, %d sends: median %s, p95 %s, max %s",
+		len(took), took[len(took)/2], took[len(took)*95/100], took[len(took)-1])
 }

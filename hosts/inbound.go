@@ -110,16 +110,19 @@ func (l *Link) take(ctx context.Context, m jetstream.Msg) {
 	case KindMessage:
 		err = l.opts.Handler.Message(ctx, p)
 	case KindEvent:
-		if err = l.opts.Handler.Event(ctx, p); err == nil {
-			l.tell(p)
-		}
+		// The sender hears at once: the report is the other host's truth
+		// whether or not this host has written it down yet.
+		l.tell(p)
+		err = l.opts.Handler.Event(ctx, p)
 	}
 	if err != nil {
 		l.setErr(fmt.Errorf("recording %s from host %s: %w", p.ID, p.From, err))
 		_ = m.NakWithDelay(time.Second)
 		return
 	}
-	_ = m.DoubleAck(ctx)
+	// A plain ack: one that is lost hands the packet over again, which
+	// the handler's record by id makes harmless.
+	_ = m.Ack()
 }
 
 func (l *Link) setReady(ready bool) {

@@ -1,0 +1,427 @@
+// Package multihost tests agentmsg on many hosts (issue 19) on a real
+// network built on one machine: three hosts, each a network namespace
+// with its own address, tmux server, mailbox and daemon (agentmsg serve);
+// a real three-node NATS cluster with TLS and a user per host, one node
+// per namespace; faults while over a thousand messages cross between
+// them. The stand-in agents' own logs decide what arrived. It needs root
+// (network namespaces) and skips without it.
+package multihost
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentmsg/agentmsg/e2e/harness"
+	"github.com/agentmsg/agentmsg/e2e/netlab"
+	"github.com/agentmsg/agentmsg/hosts"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	harness.Cleanup()
+	os.Exit(code)
+}
+
+// envInt reads a tuning knob of the test from the environment.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// host is one machine of the test: its namespace, tmux server and daemon.
+type host struct {
+	name   string
+	net    *netlab.Host
+	srv    *harness.TestServer
+	daemon *os.Process
+	done   chan struct{}
+	agents []*harness.TestAgent
+	api    *http.Client
+}
+
+// startDaemon runs agentmsg serve inside the host's namespace and waits
+// until its socket answers.
+func (h *host) startDaemon(t *testing.T) {
+	t.Helper()
+	logf, err := os.OpenFile(filepath.Join(h.srv.Dir, "logs", "daemon.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := h.net.Command(context.Background(), h.srv.Env(), h.srv.Bins.Agentmsg, "-S", h.srv.Socket, "serve")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	h.daemon, h.done = cmd.Process, done
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if c, err := net.Dial("unix", h.srv.DaemonSocket()); err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(h.srv.Dir, "logs", "daemon.log"))
+			t.Fatalf("%s's daemon did not listen:\n%s", h.name, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// killDaemon SIGKILLs the daemon (its pid only: never a tmux client of
+// its, which tmux before 3.7 does not survive) and waits for it.
+func (h *host) killDaemon() {
+	if h.daemon == nil {
+		return
+	}
+	_ = syscall.Kill(h.daemon.Pid, syscall.SIGKILL)
+	<-h.done
+	h.daemon = nil
+}
+
+// stopDaemon ends the daemon with SIGTERM (it detaches cleanly).
+func (h *host) stopDaemon() {
+	if h.daemon == nil {
+		return
+	}
+	_ = syscall.Kill(h.daemon.Pid, syscall.SIGTERM)
+	select {
+	case <-h.done:
+	case <-time.After(15 * time.Second):
+		h.killDaemon()
+	}
+	h.daemon = nil
+}
+
+// sent is one message a sender sent, and what it was told.
+type sent struct {
+	id, from     string
+	toHost, to   string // the recipient's host and session
+	verdict, err string
+}
+
+// post sends one message through h's daemon's API, with the sender's own
+// id: a sender that loses its connection can still learn what became of it.
+func (h *host) post(from, id, toHost, team, agent, text string) (verdict string, err error) {
+	body, _ := json.Marshal(map[string]any{"team": team, "agent": agent, "host": toHost, "from": from, "id": id, "text": text, "ready_timeout": "2s"})
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://agentmsg/v1/send", strings.NewReader(string(body)))
+	resp, err := h.api.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Verdict string `json:"verdict"`
+		Error   string `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		return "", err
+	}
+	if doc.Verdict == "" {
+		return "", fmt.Errorf("HTTP %d: %s", resp.StatusCode, doc.Error)
+	}
+	return doc.Verdict, nil
+}
+
+// Over a thousand messages cross between three hosts while a NATS node is
+// killed, a daemon is killed, a host's link is cut for a minute and a whole
+// host restarts: none is lost, none doubled, none reported submitted that
+// did not arrive, and each sender's messages to one agent arrive in order.
+func TestHostsSurviveFaults(t *testing.T) {
+	seed := uint64(envInt("AGENTMSG_MULTIHOST_SEED", int(time.Now().UnixNano()%1e9)))
+	total := envInt("AGENTMSG_MULTIHOST_MESSAGES", 1020)
+	cut := time.Duration(envInt("AGENTMSG_MULTIHOST_CUT_SECONDS", 60)) * time.Second
+	t.Logf("seed %d (AGENTMSG_MULTIHOST_SEED), %d messages, link cut %s", seed, total, cut)
+	rng := rand.New(rand.NewPCG(seed, seed))
+
+	lab := netlab.New(t, 3)
+	keys := t.TempDir()
+	var users []string
+	seeds := map[string]string{}
+	for i := range lab.Hosts {
+		name := fmt.Sprintf("h%d", i+1)
+		seedBytes, public, err := hosts.NewUser()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds[name] = filepath.Join(keys, name+".nk")
+		if err := os.WriteFile(seeds[name], seedBytes, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		users = append(users, hosts.UserConfig(name, public))
+	}
+	cluster := lab.StartNATS(netlab.NATSOptions{Auth: "authorization {\n users = [\n" + strings.Join(users, "\n") + " ]\n}\n"})
+	var urls []string
+	for i := range lab.Hosts {
+		urls = append(urls, cluster.ClientURL(i))
+	}
+
+	hs := make([]*host, len(lab.Hosts))
+	for i, nh := range lab.Hosts {
+		h := &host{name: fmt.Sprintf("h%d", i+1), net: nh, srv: harness.NewTestServer(t)}
+		if err := h.srv.StopDaemon(); err != nil { // the suite's daemon mode: this test runs its own
+			t.Fatal(err)
+		}
+		cfg := fmt.Sprintf("\n[hosts]\nname = %q\nnats = %q\nnkey_file = %q\nca_file = %q\nreplicas = 3\n",
+			h.name, strings.Join(urls, ","), seeds[h.name], cluster.CAFile())
+		f, err := os.OpenFile(h.srv.ConfigPath(), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(cfg)
+		f.Close()
+		for k := 1; k <= 3; k++ {
+			busy := time.Duration(rng.IntN(4)*100) * time.Millisecond
+			h.agents = append(h.agents, h.srv.StartAgent(fmt.Sprintf("agent-t-a%d%d", i+1, k), harness.BusyAfterSubmit(busy)))
+		}
+		sock := h.srv.DaemonSocket()
+		h.api = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}}}
+		h.startDaemon(t)
+		t.Cleanup(h.stopDaemon) // before the lab's cleanup, which kills what runs in its namespaces
+		hs[i] = h
+	}
+	defer func() {
+		if t.Failed() {
+			for _, h := range hs {
+				b, _ := os.ReadFile(filepath.Join(h.srv.Dir, "logs", "daemon.log"))
+				lines := strings.Split(string(b), "\n")
+				t.Logf("%s's daemon log (end):\n%s", h.name, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+			}
+		}
+	}()
+	waitAllHostsUp(t, hs)
+
+	// Traffic: two senders per host, each sending to random agents on the
+	// other hosts, one message at a time.
+	var mu sync.Mutex
+	var all []sent
+	stop := make(chan struct{})
+	var senders sync.WaitGroup
+	perSender := total / (2 * len(hs))
+	for hi, h := range hs {
+		for k := range 2 {
+			from := fmt.Sprintf("app%d%c", hi+1, 'a'+k)
+			tag := strings.ToUpper(from)
+			r := rand.New(rand.NewPCG(seed+uint64(hi*10+k), 7))
+			senders.Go(func() {
+				for n := range perSender {
+					to := hs[(hi+1+r.IntN(len(hs)-1))%len(hs)]
+					agent := to.agents[r.IntN(len(to.agents))]
+					id := fmt.Sprintf("MSG_%s_%08x", tag, n)
+					verdict, err := h.post(from, id, to.name, "t", strings.TrimPrefix(agent.Session, "agent-t-"), fmt.Sprintf("%s n%d", from, n))
+					s := sent{id: id, from: from, toHost: to.name, to: agent.Session, verdict: verdict}
+					if err != nil {
+						s.err = err.Error()
+						time.Sleep(200 * time.Millisecond) // the daemon is being restarted
+					}
+					mu.Lock()
+					all = append(all, s)
+					mu.Unlock()
+					time.Sleep(time.Duration(r.IntN(40)) * time.Millisecond)
+				}
+			})
+		}
+	}
+
+	// Faults, one after another, while the traffic flows.
+	faults := func() {
+		step := func(what string, f func() error) {
+			t.Logf("%s: %s", time.Now().Format("15:04:05.000"), what)
+			if err := f(); err != nil {
+				t.Errorf("%s: %v", what, err)
+			}
+		}
+		pause := func(d time.Duration) { time.Sleep(d) }
+		pause(3 * time.Second)
+		step("kill -9 NATS node 1", func() error { return cluster.KillNode(0) })
+		pause(5 * time.Second)
+		step("start NATS node 1", func() error { return cluster.StartNode(0) })
+		pause(2 * time.Second)
+		step("kill -9 h2's daemon", func() error { hs[1].killDaemon(); return nil })
+		pause(time.Second)
+		step("start h2's daemon", func() error { hs[1].startDaemon(t); return nil })
+		pause(2 * time.Second)
+		step(fmt.Sprintf("cut h3's link for %s", cut), func() error { return hs[2].net.LinkDown() })
+		pause(cut)
+		step("h3's link back", func() error { return hs[2].net.LinkUp() })
+		pause(3 * time.Second)
+		step("restart host h1 whole: kill -9 its daemon and its NATS node, then start both", func() error {
+			hs[0].killDaemon()
+			if err := cluster.KillNode(0); err != nil {
+				return err
+			}
+			if err := cluster.StartNode(0); err != nil {
+				return err
+			}
+			hs[0].startDaemon(t)
+			return nil
+		})
+	}
+	faultsDone := make(chan struct{})
+	go func() { faults(); close(faultsDone) }()
+	senders.Wait()
+	close(stop)
+	<-faultsDone
+
+	// Every message a sender may have handed over must arrive, once.
+	received := func() map[string][]string { // session -> ids in order
+		out := map[string][]string{}
+		for _, h := range hs {
+			for _, a := range h.agents {
+				for _, line := range a.Received() {
+					id, _, _ := strings.Cut(line, ":")
+					out[a.Session] = append(out[a.Session], id)
+				}
+			}
+		}
+		return out
+	}
+	want := map[string]bool{} // ids that must arrive
+	for _, s := range all {
+		if s.err == "" && s.verdict != "not_found" && s.verdict != "failed" {
+			want[s.id] = true
+		}
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	var got map[string][]string
+	for {
+		got = received()
+		n := 0
+		for _, ids := range got {
+			for _, id := range ids {
+				if want[id] {
+					n++
+				}
+			}
+		}
+		if n >= len(want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	counts := map[string]int{}
+	where := map[string]string{}
+	for session, ids := range got {
+		for _, id := range ids {
+			counts[id]++
+			where[id] = session
+		}
+	}
+	var lost, doubled, misplaced, falseSubmitted, disordered, errored, erroredArrived int
+	for _, s := range all {
+		switch {
+		case counts[s.id] > 1:
+			doubled++
+			t.Errorf("%s arrived %d times", s.id, counts[s.id])
+		case counts[s.id] == 1 && where[s.id] != s.to:
+			misplaced++
+			t.Errorf("%s arrived at %s, sent to %s", s.id, where[s.id], s.to)
+		}
+		if s.err != "" {
+			errored++
+			if counts[s.id] == 1 {
+				erroredArrived++
+			}
+			continue
+		}
+		if want[s.id] && counts[s.id] == 0 {
+			lost++
+			t.Errorf("%s to %s on %s (told %s) never arrived", s.id, s.to, s.toHost, s.verdict)
+		}
+		if s.verdict == "submitted" && counts[s.id] == 0 {
+			falseSubmitted++
+		}
+	}
+	// Order per sender and recipient: the ids of one sender at one agent
+	// arrive in the order sent (ids count up).
+	for session, ids := range got {
+		last := map[string]string{}
+		for _, id := range ids {
+			from := id[:strings.LastIndex(id, "_")]
+			if prev, ok := last[from]; ok && id < prev {
+				disordered++
+				t.Errorf("at %s, %s arrived after %s", session, id, prev)
+			}
+			last[from] = id
+		}
+	}
+	verdicts := map[string]int{}
+	for _, s := range all {
+		v := s.verdict
+		if s.err != "" {
+			v = "no answer"
+		}
+		verdicts[v]++
+	}
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range verdicts {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	var summary []string
+	for _, k := range keys {
+		summary = append(summary, fmt.Sprintf("%s %d", k, verdicts[k]))
+	}
+	t.Logf("seed %d: %d messages sent (%s); arrived once: %d of %d that must; lost %d, doubled %d, misplaced %d, reported submitted but not arrived %d, out of order %d; no answer %d (of which arrived %d)",
+		seed, len(all), strings.Join(summary, ", "), len(want)-lost, len(want), lost, doubled, misplaced, falseSubmitted, disordered, errored, erroredArrived)
+	if len(all) < 1000 && total >= 1000 {
+		t.Errorf("only %d messages were sent", len(all))
+	}
+}
+
+// waitAllHostsUp waits until every host lists every other host up.
+func waitAllHostsUp(t *testing.T, hs []*host) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for _, h := range hs {
+		for {
+			res := h.srv.Run("--json", "hosts")
+			var doc struct {
+				Hosts []struct {
+					Name   string
+					Up     bool
+					Agents []string
+				}
+			}
+			_ = json.Unmarshal([]byte(res.Stdout), &doc)
+			up := 0
+			for _, x := range doc.Hosts {
+				if x.Up && len(x.Agents) == 3 {
+					up++
+				}
+			}
+			if up == len(hs) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s does not list every host up with its agents:\n%s", h.name, res)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
