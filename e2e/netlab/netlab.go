@@ -31,11 +31,12 @@ type Lab struct {
 	Dir   string  // the lab's temp dir: logs, stores, keys, host dirs
 	Hosts []*Host // Hosts[0] is h1, at .1 of the lab's /24
 
-	t       testing.TB
-	subnet  subnet
-	mu      sync.Mutex
-	procs   []*Proc // every process Start started
-	started int     // len(procs) and those being started: numbers logs
+	t           testing.TB
+	subnet      subnet
+	mu          sync.Mutex
+	procs       []*Proc // every process Start started
+	started     int     // len(procs) and those being started: numbers logs
+	madePrivsep bool    // whether this lab made sshd's privilege separation dir
 }
 
 // Host is one network namespace with one address on the lab's bridge.
@@ -167,7 +168,7 @@ func (h *Host) LinkUp() error { return ip("link", "set", h.veth, "up") }
 // Command and left, an sshd's connection, which leaves sshd's group).
 func (l *Lab) close() {
 	l.mu.Lock()
-	procs := l.procs
+	procs, madePrivsep := l.procs, l.madePrivsep
 	l.mu.Unlock()
 	for _, p := range procs {
 		if err := p.Kill(); err != nil {
@@ -183,5 +184,8 @@ func (l *Lab) close() {
 	}
 	if len(found) > 0 {
 		l.t.Logf("netlab: still running in lab %s at its end, killed: %v", l.ID, found)
+	}
+	if madePrivsep {
+		os.Remove(privsepDir)
 	}
 }

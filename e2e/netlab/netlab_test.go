@@ -85,8 +85,8 @@ func TestHostsReachEachOther(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := waitListening(p, net.JoinHostPort(h.Addr, helloPort), 10*time.Second); err != nil {
-			t.Fatal(err)
+		if err := waitListening(net.JoinHostPort(h.Addr, helloPort), p.Done(), 10*time.Second); err != nil {
+			t.Fatalf("%s: %v", p, err)
 		}
 	}
 	for _, to := range lab.Hosts {

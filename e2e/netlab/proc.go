@@ -128,8 +128,8 @@ func (l *Lab) logTails() {
 }
 
 // waitListening waits until addr accepts a connection from the root
-// namespace, or p exits, or timeout passes.
-func waitListening(p *Proc, addr string, timeout time.Duration) error {
+// namespace, or done is closed (its listener ended), or timeout passes.
+func waitListening(addr string, done <-chan struct{}, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
@@ -137,11 +137,13 @@ func waitListening(p *Proc, addr string, timeout time.Duration) error {
 			conn.Close()
 			return nil
 		}
-		if exited(p) {
-			return fmt.Errorf("%s exited (%v); see %s", p, p.Err(), p.Log)
+		select {
+		case <-done:
+			return fmt.Errorf("it ended before it listened on %s", addr)
+		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: nothing listens on %s after %s: %v", p, addr, timeout, err)
+			return fmt.Errorf("nothing listens on %s after %s: %v", addr, timeout, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
