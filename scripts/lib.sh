@@ -54,3 +54,17 @@ ensure_cc() {
 	cc=$(go env CC)
 	command -v "${cc%% *}" >/dev/null 2>&1 || apt_install gcc libc6-dev
 }
+
+# ensure_iproute2 and ensure_sshd install iproute2 when ip is missing and
+# OpenSSH's server (with its client) when sshd is: e2e/netlab makes network
+# namespaces and runs a real sshd. Only as root: as anyone else those tests
+# skip.
+ensure_iproute2() {
+	[[ $(id -u) -eq 0 ]] || return 0
+	command -v ip >/dev/null 2>&1 || apt_install iproute2
+}
+
+ensure_sshd() {
+	[[ $(id -u) -eq 0 ]] || return 0
+	[[ -x /usr/sbin/sshd ]] || apt_install openssh-server openssh-client
+}
