@@ -46,21 +46,29 @@ func (l *Link) ensureInbound(ctx context.Context) (jetstream.Consumer, error) {
 	defer cancel()
 	name := l.opts.Name
 	replicas := max(l.opts.Replicas, 1)
-	stream, err := l.bjs.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: streamName(name), Subjects: []string{subjectRoot + ".*." + name + ".*"},
-		Storage: jetstream.FileStorage, Retention: jetstream.WorkQueuePolicy,
-		Replicas: replicas, Duplicates: busDedupWindow, MaxAge: outboxKeep,
-	})
+	// Looked up first, made only when missing: after a fault the bus
+	// answers a lookup well before it takes a change of its metadata.
+	stream, err := l.bjs.Stream(ctx, streamName(name))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		stream, err = l.bjs.CreateStream(ctx, jetstream.StreamConfig{
+			Name: streamName(name), Subjects: []string{subjectRoot + ".*." + name + ".*"},
+			Storage: jetstream.FileStorage, Retention: jetstream.WorkQueuePolicy,
+			Replicas: replicas, Duplicates: busDedupWindow, MaxAge: outboxKeep,
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("this host's stream %s on the bus: %w", streamName(name), err)
 	}
-	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable: inboundConsumer, AckPolicy: jetstream.AckExplicitPolicy,
-		// One at a time: a packet is recorded before the next is read,
-		// so the order of each sender's packets is the order recorded.
-		MaxAckPending: 1, AckWait: inboundAckWait, DeliverPolicy: jetstream.DeliverAllPolicy,
-		Replicas: replicas,
-	})
+	cons, err := stream.Consumer(ctx, inboundConsumer)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		cons, err = stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+			Durable: inboundConsumer, AckPolicy: jetstream.AckExplicitPolicy,
+			// One at a time: a packet is recorded before the next is
+			// read, so each sender's packets are recorded in their order.
+			MaxAckPending: 1, AckWait: inboundAckWait, DeliverPolicy: jetstream.DeliverAllPolicy,
+			Replicas: replicas,
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("this host's consumer on the bus: %w", err)
 	}

@@ -124,7 +124,6 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 	events, stop := h.link.Watch(string(id))
 	defer stop()
 	team, agent := courier.Inbox(t)
-	_ = h.link.RecordSent(ctx, hosts.Sent{ID: string(id), Host: req.Host, Team: team, Agent: agent, State: "outbox", At: time.Now().UTC()})
 	p := hosts.Packet{Kind: hosts.KindMessage, To: req.Host, ID: string(id), Message: &hosts.RemoteMessage{
 		Team: t.Team, Agent: t.Agent(), Sender: req.Env.From, Tag: req.Tag, Type: string(req.Env.Type),
 		Text: req.Env.Content, Meta: req.Env.Metadata, ReplyTo: string(req.Env.ReplyTo), RequestID: req.Env.RequestID,
@@ -139,6 +138,10 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 		out.Verdict, out.Err, out.Reason = delivery.Failed, fmt.Errorf("keeping the message for host %s: %w", req.Host, err), courier.ReasonError
 		return out, nil
 	}
+	// After the outbox has it: a record of a message that never went out
+	// would be a lie (one that went out unrecorded is recorded by the
+	// other host's first report).
+	_ = h.link.RecordSent(ctx, hosts.Sent{ID: string(id), Host: req.Host, Team: team, Agent: agent, State: "outbox", At: time.Now().UTC()})
 	if !h.link.Up() {
 		return h.pending(t, id, req.Host), nil // no verdict can come now
 	}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -56,30 +57,41 @@ type host struct {
 
 // startDaemon runs agentmsg serve inside the host's namespace and waits
 // until its socket answers.
-func (h *host) startDaemon(t *testing.T) {
-	t.Helper()
+func (h *host) startDaemon() error {
 	logf, err := os.OpenFile(filepath.Join(h.srv.Dir, "logs", "daemon.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer logf.Close()
+	fmt.Fprintf(logf, "-- %s: starting the daemon\n", time.Now().Format("15:04:05.000"))
 	cmd := h.net.Command(context.Background(), h.srv.Env(), h.srv.Bins.Agentmsg, "-S", h.srv.Socket, "serve")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	go func() {
+		err := cmd.Wait()
+		if f, ferr := os.OpenFile(filepath.Join(h.srv.Dir, "logs", "daemon.log"), os.O_WRONLY|os.O_APPEND, 0); ferr == nil {
+			fmt.Fprintf(f, "-- %s: the daemon (pid %d) ended: %v\n", time.Now().Format("15:04:05.000"), cmd.Process.Pid, err)
+			f.Close()
+		}
+		close(done)
+	}()
 	h.daemon, h.done = cmd.Process, done
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if c, err := net.Dial("unix", h.srv.DaemonSocket()); err == nil {
 			c.Close()
-			return
+			return nil
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("%s's daemon ended before it listened", h.name)
+		default:
 		}
 		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(filepath.Join(h.srv.Dir, "logs", "daemon.log"))
-			t.Fatalf("%s's daemon did not listen:\n%s", h.name, b)
+			return fmt.Errorf("%s's daemon did not listen within 30s", h.name)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -115,6 +127,7 @@ type sent struct {
 	id, from     string
 	toHost, to   string // the recipient's host and session
 	verdict, err string
+	hostIndex    int // the sender's host
 }
 
 // post sends one message through h's daemon's API, with the sender's own
@@ -142,6 +155,26 @@ func (h *host) post(from, id, toHost, team, agent, text string) (verdict string,
 	return doc.Verdict, nil
 }
 
+// remoteState is GET /v1/messages/{id} on h's daemon: the state the other
+// host last reported for a message h sent, and the HTTP status.
+func (h *host) remoteState(id string) (string, int) {
+	resp, err := h.api.Get("http://agentmsg/v1/messages/" + id)
+	if err != nil {
+		return err.Error(), 0
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Remote []struct {
+			State string `json:"state"`
+		} `json:"remote"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&doc)
+	if len(doc.Remote) != 1 {
+		return fmt.Sprintf("%d copies", len(doc.Remote)), resp.StatusCode
+	}
+	return doc.Remote[0].State, resp.StatusCode
+}
+
 // Over a thousand messages cross between three hosts while a NATS node is
 // killed, a daemon is killed, a host's link is cut for a minute and a whole
 // host restarts: none is lost, none doubled, none reported submitted that
@@ -154,11 +187,13 @@ func TestHostsSurviveFaults(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 
 	lab := netlab.New(t, 3)
+	// h1 and h2 reach the cluster directly; h3 only through an SSH tunnel
+	// that h1's daemon keeps (agentmsg hosts add h3 --ssh, below).
+	sshd := lab.StartSSHD(lab.Hosts[2])
 	keys := t.TempDir()
-	var users []string
+	users := map[string]string{}
 	seeds := map[string]string{}
-	for i := range lab.Hosts {
-		name := fmt.Sprintf("h%d", i+1)
+	for _, name := range []string{"h1", "h2"} {
 		seedBytes, public, err := hosts.NewUser()
 		if err != nil {
 			t.Fatal(err)
@@ -167,9 +202,12 @@ func TestHostsSurviveFaults(t *testing.T) {
 		if err := os.WriteFile(seeds[name], seedBytes, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		users = append(users, hosts.UserConfig(name, public))
+		users[name] = hosts.UserConfig(name, public)
 	}
-	cluster := lab.StartNATS(netlab.NATSOptions{Auth: "authorization {\n users = [\n" + strings.Join(users, "\n") + " ]\n}\n"})
+	authOf := func() netlab.NATSOptions {
+		return netlab.NATSOptions{Auth: "authorization {\n users = [\n" + strings.Join(slices.Sorted(maps.Values(users)), "\n") + " ]\n}\n"}
+	}
+	cluster := lab.StartNATS(authOf())
 	var urls []string
 	for i := range lab.Hosts {
 		urls = append(urls, cluster.ClientURL(i))
@@ -181,14 +219,29 @@ func TestHostsSurviveFaults(t *testing.T) {
 		if err := h.srv.StopDaemon(); err != nil { // the suite's daemon mode: this test runs its own
 			t.Fatal(err)
 		}
-		cfg := fmt.Sprintf("\n[hosts]\nname = %q\nnats = %q\nnkey_file = %q\nca_file = %q\nreplicas = 3\n",
-			h.name, strings.Join(urls, ","), seeds[h.name], cluster.CAFile())
-		f, err := os.OpenFile(h.srv.ConfigPath(), os.O_WRONLY|os.O_APPEND, 0)
-		if err != nil {
-			t.Fatal(err)
+		if i < 2 {
+			appendConfig(t, h.srv, fmt.Sprintf("\n[hosts]\nname = %q\nnats = %q\nnkey_file = %q\nca_file = %q\nreplicas = 3\n",
+				h.name, strings.Join(urls, ","), seeds[h.name], cluster.CAFile()))
 		}
-		f.WriteString(cfg)
-		f.Close()
+		hs[i] = h
+	}
+	// h3 joins as a person would: hosts add on h1 makes its key, installs
+	// it, the CA and h3's [hosts] on the box over ssh, and adds the tunnel
+	// to h1's config; the operator adds the user it printed to the bus.
+	res := hs[0].srv.Run("--json", "hosts", "add", "h3", "--ssh", sshd.Alias, "--ssh-config", sshd.Config,
+		"--port", "14222", "--remote-config-dir", filepath.Dir(hs[2].srv.ConfigPath()))
+	added, err := harness.Decode[struct {
+		User string `json:"nats_user"`
+		Box  string `json:"box_settings"`
+	}](res.Stdout)
+	if res.Code != 0 || err != nil || !strings.Contains(added.Box, `nats = "tls://127.0.0.1:14222"`) {
+		t.Fatalf("hosts add h3 --ssh: %v\n%s", err, res)
+	}
+	users["h3"] = added.User
+	if err := cluster.Reload(authOf()); err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range hs {
 		for k := 1; k <= 3; k++ {
 			busy := time.Duration(rng.IntN(4)*100) * time.Millisecond
 			h.agents = append(h.agents, h.srv.StartAgent(fmt.Sprintf("agent-t-a%d%d", i+1, k), harness.BusyAfterSubmit(busy)))
@@ -198,16 +251,16 @@ func TestHostsSurviveFaults(t *testing.T) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
 		}}}
-		h.startDaemon(t)
+		if err := h.startDaemon(); err != nil {
+			t.Fatal(err)
+		}
 		t.Cleanup(h.stopDaemon) // before the lab's cleanup, which kills what runs in its namespaces
-		hs[i] = h
 	}
 	defer func() {
 		if t.Failed() {
 			for _, h := range hs {
 				b, _ := os.ReadFile(filepath.Join(h.srv.Dir, "logs", "daemon.log"))
-				lines := strings.Split(string(b), "\n")
-				t.Logf("%s's daemon log (end):\n%s", h.name, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+				t.Logf("%s's daemon log:\n%s", h.name, b)
 			}
 		}
 	}()
@@ -217,21 +270,31 @@ func TestHostsSurviveFaults(t *testing.T) {
 	// other hosts, one message at a time.
 	var mu sync.Mutex
 	var all []sent
-	stop := make(chan struct{})
 	var senders sync.WaitGroup
 	perSender := total / (2 * len(hs))
+	// The traffic spans the faults: each sender paces itself over their
+	// planned length, and goes on until they are over.
+	pace := (25*time.Second + cut) / time.Duration(perSender)
+	faultsDone := make(chan struct{})
 	for hi, h := range hs {
 		for k := range 2 {
 			from := fmt.Sprintf("app%d%c", hi+1, 'a'+k)
 			tag := strings.ToUpper(from)
 			r := rand.New(rand.NewPCG(seed+uint64(hi*10+k), 7))
 			senders.Go(func() {
-				for n := range perSender {
+				for n := 0; ; n++ {
+					if n >= perSender {
+						select {
+						case <-faultsDone:
+							return
+						default:
+						}
+					}
 					to := hs[(hi+1+r.IntN(len(hs)-1))%len(hs)]
 					agent := to.agents[r.IntN(len(to.agents))]
 					id := fmt.Sprintf("MSG_%s_%08x", tag, n)
 					verdict, err := h.post(from, id, to.name, "t", strings.TrimPrefix(agent.Session, "agent-t-"), fmt.Sprintf("%s n%d", from, n))
-					s := sent{id: id, from: from, toHost: to.name, to: agent.Session, verdict: verdict}
+					s := sent{id: id, from: from, toHost: to.name, to: agent.Session, verdict: verdict, hostIndex: hi}
 					if err != nil {
 						s.err = err.Error()
 						time.Sleep(200 * time.Millisecond) // the daemon is being restarted
@@ -239,7 +302,7 @@ func TestHostsSurviveFaults(t *testing.T) {
 					mu.Lock()
 					all = append(all, s)
 					mu.Unlock()
-					time.Sleep(time.Duration(r.IntN(40)) * time.Millisecond)
+					time.Sleep(time.Duration(r.Int64N(int64(2 * pace))))
 				}
 			})
 		}
@@ -261,7 +324,7 @@ func TestHostsSurviveFaults(t *testing.T) {
 		pause(2 * time.Second)
 		step("kill -9 h2's daemon", func() error { hs[1].killDaemon(); return nil })
 		pause(time.Second)
-		step("start h2's daemon", func() error { hs[1].startDaemon(t); return nil })
+		step("start h2's daemon", hs[1].startDaemon)
 		pause(2 * time.Second)
 		step(fmt.Sprintf("cut h3's link for %s", cut), func() error { return hs[2].net.LinkDown() })
 		pause(cut)
@@ -275,15 +338,11 @@ func TestHostsSurviveFaults(t *testing.T) {
 			if err := cluster.StartNode(0); err != nil {
 				return err
 			}
-			hs[0].startDaemon(t)
-			return nil
+			return hs[0].startDaemon()
 		})
 	}
-	faultsDone := make(chan struct{})
 	go func() { faults(); close(faultsDone) }()
 	senders.Wait()
-	close(stop)
-	<-faultsDone
 
 	// Every message a sender may have handed over must arrive, once.
 	received := func() map[string][]string { // session -> ids in order
@@ -345,6 +404,22 @@ func TestHostsSurviveFaults(t *testing.T) {
 			if counts[s.id] == 1 {
 				erroredArrived++
 			}
+			// The sender that lost its answer reads the truth from its
+			// daemon: the other host's report when it arrived, and
+			// nothing when it never left.
+			// The other host's report may still be on its way.
+			arrived := counts[s.id] == 1
+			var state string
+			var code int
+			for end := time.Now().Add(90 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+				state, code = hs[s.hostIndex].remoteState(s.id)
+				if (arrived && code == 200 && (state == "submitted" || state == "queued")) || (!arrived && code == 404) || time.Now().After(end) {
+					break
+				}
+			}
+			if arrived != (code == 200) || (arrived && state != "submitted" && state != "queued") {
+				t.Errorf("%s (no answer, arrived %d times): GET /v1/messages says %d %q", s.id, counts[s.id], code, state)
+			}
 			continue
 		}
 		if want[s.id] && counts[s.id] == 0 {
@@ -376,15 +451,9 @@ func TestHostsSurviveFaults(t *testing.T) {
 		}
 		verdicts[v]++
 	}
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range verdicts {
-			if !yield(k) {
-				return
-			}
-		}
-	})
+	names := slices.Sorted(maps.Keys(verdicts))
 	var summary []string
-	for _, k := range keys {
+	for _, k := range names {
 		summary = append(summary, fmt.Sprintf("%s %d", k, verdicts[k]))
 	}
 	t.Logf("seed %d: %d messages sent (%s); arrived once: %d of %d that must; lost %d, doubled %d, misplaced %d, reported submitted but not arrived %d, out of order %d; no answer %d (of which arrived %d)",
@@ -423,5 +492,18 @@ func waitAllHostsUp(t *testing.T, hs []*host) {
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
+	}
+}
+
+// appendConfig adds text to s's config file.
+func appendConfig(t *testing.T, s *harness.TestServer, text string) {
+	t.Helper()
+	f, err := os.OpenFile(s.ConfigPath(), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -155,6 +156,27 @@ func (c *Cluster) Restart(i int) error {
 		return err
 	}
 	return c.StartNode(i)
+}
+
+// Reload gives every node the auth of opts and has it read its config
+// again (SIGHUP), as an operator who adds a user does; a node started
+// later starts with it too.
+func (c *Cluster) Reload(opts NATSOptions) error {
+	auth, users := authBlock(opts)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.nodes {
+		if _, err := c.writeConfig(n.host, auth); err != nil {
+			return err
+		}
+		if n.proc != nil && !exited(n.proc) {
+			if err := syscall.Kill(n.proc.Pid(), syscall.SIGHUP); err != nil {
+				return fmt.Errorf("reloading %s: %w", n.proc, err)
+			}
+		}
+	}
+	c.Users = users
+	return nil
 }
 
 func (c *Cluster) start(i int) error {
