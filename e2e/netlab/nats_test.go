@@ -172,10 +172,11 @@ func TestLinkDownCutsHostOff(t *testing.T) {
 	c := lab.StartNATS(NATSOptions{})
 	h := lab.Hosts[2]
 	addr := net.JoinHostPort(h.Addr, strconv.Itoa(ClientPort))
+	waitReachable(t, addr)
 	if err := h.LinkDown(); err != nil {
 		t.Fatal(err)
 	}
-	waitReachable(t, addr, false)
+	wantUnreachable(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if out, err := h.Command(ctx, nil, "bash", "-c", "exec 3<>/dev/tcp/$0/$1", h.Addr, strconv.Itoa(ClientPort)).CombinedOutput(); err != nil {
@@ -184,25 +185,40 @@ func TestLinkDownCutsHostOff(t *testing.T) {
 	if err := h.LinkUp(); err != nil {
 		t.Fatal(err)
 	}
-	waitReachable(t, addr, true)
+	waitReachable(t, addr)
 	connect(t, c, 2, c.Users[0])
 }
 
+// dialsRoot reports whether a TCP connection to addr from the root
+// namespace succeeds within 300 ms.
+func dialsRoot(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+	if err == nil {
+		conn.Close()
+	}
+	return err == nil
+}
+
+// wantUnreachable fails t unless three connections to addr in a row fail: a
+// cut link drops every packet at once.
+func wantUnreachable(t *testing.T, addr string) {
+	t.Helper()
+	for range 3 {
+		if dialsRoot(addr) {
+			t.Fatalf("%s is reachable from the root namespace", addr)
+		}
+	}
+}
+
 // waitReachable waits until a TCP connection to addr from the root
-// namespace succeeds (want) or fails (!want).
-func waitReachable(t *testing.T, addr string, want bool) {
+// namespace succeeds: a link brought up takes a moment to carry.
+func waitReachable(t *testing.T, addr string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		conn, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
-		if err == nil {
-			conn.Close()
-		}
-		if (err == nil) == want {
-			return
-		}
+	for !dialsRoot(addr) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s reachable: %v after 10 s, want %v (%v)", addr, !want, want, err)
+			t.Fatalf("%s still unreachable from the root namespace after 10 s", addr)
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

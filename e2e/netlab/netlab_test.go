@@ -128,6 +128,9 @@ func TestHostSeesItsOwnNetwork(t *testing.T) {
 func TestCleanupLeavesNothing(t *testing.T) {
 	var id string
 	var pids []int
+	// Ends the stray below if the lab did not, so that Wait cannot hang.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var stray *exec.Cmd
 	t.Run("lab", func(t *testing.T) {
 		lab := New(t, 2)
@@ -136,14 +139,15 @@ func TestCleanupLeavesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stray = lab.Hosts[1].Command(context.Background(), nil, "sleep", "600")
+		stray = lab.Hosts[1].Command(ctx, nil, "sleep", "600")
 		if err := stray.Start(); err != nil {
 			t.Fatal(err)
 		}
 		pids = []int{p.Pid(), stray.Process.Pid}
 	})
-	stray.Wait()
 	assertGone(t, id, pids)
+	cancel()
+	stray.Wait()
 }
 
 // A run killed before its cleanup leaves its namespaces and processes
