@@ -126,6 +126,7 @@ func TestHostSeesItsOwnNetwork(t *testing.T) {
 // After a lab's test, nothing of it remains: no namespace, link, process,
 // directory or record, whether it was started through the lab or not.
 func TestCleanupLeavesNothing(t *testing.T) {
+	skipUnlessAble(t)
 	var id string
 	var pids []int
 	// Ends the stray below if the lab did not, so that Wait cannot hang.
