@@ -39,11 +39,19 @@ func writeRecord(id string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(recordDir, 0o755); err != nil {
-		return err
-	}
 	tmp := filepath.Join(recordDir, fmt.Sprintf(".%s-%d", id, pid))
-	if err := os.WriteFile(tmp, fmt.Appendf(nil, "%d %s\n", pid, start), 0o644); err != nil {
+	// The last run to end removes the dir; one may do so between our
+	// MkdirAll and WriteFile.
+	for range 3 {
+		if err := os.MkdirAll(recordDir, 0o755); err != nil {
+			return err
+		}
+		err = os.WriteFile(tmp, fmt.Appendf(nil, "%d %s\n", pid, start), 0o644)
+		if !os.IsNotExist(err) {
+			break
+		}
+	}
+	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp)
@@ -161,9 +169,10 @@ func names(list func() ([]string, error)) ([]string, error) {
 }
 
 // removeRun deletes every trace of run id: it kills what still runs in its
-// namespaces, deletes its links (a veth's root end takes its pair along; the
-// bridge goes last), its namespaces, its directory and its record. It
-// returns the processes it found running, described.
+// namespaces, deletes its links (a veth's root end takes its pair along, at
+// once, where deleting a namespace lets the kernel take it later), its
+// namespaces, its directory and its record. It returns the processes it
+// found running, described.
 func removeRun(id string) (found []string, err error) {
 	notOfRun := func(n string) bool { return !strings.HasPrefix(n, "am"+id) }
 	nss, errN := names(allNamespaces)
@@ -175,8 +184,6 @@ func removeRun(id string) (found []string, err error) {
 	links = slices.DeleteFunc(links, notOfRun)
 	found, err = emptyNamespaces(nss)
 	errs := []error{err}
-	// The bridge sorts last ("br" after "v1"...).
-	slices.Sort(links)
 	for _, l := range links {
 		errs = append(errs, ip("link", "del", l))
 	}
