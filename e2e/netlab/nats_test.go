@@ -88,10 +88,12 @@ func readAll(t *testing.T, js jetstream.JetStream, want []string) {
 
 // The cluster forms over TLS with auth: a stream of 3 replicas made through
 // node 0 takes a message through node 1 that node 2 reads; a client that
-// does not trust the lab's CA, or gives a wrong password, is refused.
+// does not trust the lab's CA, or gives a wrong password, is refused; a user
+// may publish only where its allow list says.
 func TestNATSClusterWithTLSAndAuth(t *testing.T) {
 	lab := New(t, 3)
-	c := lab.StartNATS(NATSOptions{})
+	narrow := User{Name: "narrow", Password: "narrow-secret", Publish: []string{"lab.narrow"}}
+	c := lab.StartNATS(NATSOptions{Users: []User{{Name: "lab", Password: "lab-secret"}, narrow}})
 	u := c.Users[0]
 	newStream(t, connect(t, c, 0, u))
 	publish(t, connect(t, c, 1, u), "through node 1")
@@ -106,6 +108,36 @@ func TestNATSClusterWithTLSAndAuth(t *testing.T) {
 	_, err = nats.Connect(c.ClientURL(0), nats.UserInfo(u.Name, "wrong"), nats.RootCAs(c.CAFile()), nats.IgnoreDiscoveredServers())
 	if !errors.Is(err, nats.ErrAuthorization) {
 		t.Errorf("a client with a wrong password: %v; want %v", err, nats.ErrAuthorization)
+	}
+	wantPublishDenied(t, c, narrow, "lab.wide")
+}
+
+// wantPublishDenied fails t unless the server refuses u's publish to
+// subject, which it says asynchronously.
+func wantPublishDenied(t *testing.T, c *Cluster, u User, subject string) {
+	t.Helper()
+	denied := make(chan error, 1)
+	nc, err := nats.Connect(c.ClientURL(0), nats.UserInfo(u.Name, u.Password), nats.RootCAs(c.CAFile()),
+		nats.IgnoreDiscoveredServers(), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			select {
+			case denied <- err:
+			default:
+			}
+		}))
+	if err != nil {
+		t.Fatalf("connecting as %s: %v", u.Name, err)
+	}
+	defer nc.Close()
+	if err := nc.Publish(subject, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-denied:
+		if !errors.Is(err, nats.ErrPermissionViolation) {
+			t.Errorf("publishing to %s as %s: %v; want %v", subject, u.Name, err, nats.ErrPermissionViolation)
+		}
+	case <-time.After(clusterTimeout):
+		t.Errorf("publishing to %s as %s: no refusal", subject, u.Name)
 	}
 }
 
