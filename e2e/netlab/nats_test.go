@@ -198,10 +198,14 @@ func TestNATSSurvivesKilledNode(t *testing.T) {
 }
 
 // A host whose link is down is unreachable, yet reaches itself (its node
-// runs on), and is back when its link is up.
+// runs on), and is back when its link is up. (Its cluster's auth is a
+// block of the caller's, which the last connection passes.)
 func TestLinkDownCutsHostOff(t *testing.T) {
 	lab := New(t, 3)
-	c := lab.StartNATS(NATSOptions{})
+	c := lab.StartNATS(NATSOptions{
+		Auth:  `authorization { users: [ { user: "block", password: "block-secret" } ] }`,
+		Users: []User{{Name: "block", Password: "block-secret"}},
+	})
 	h := lab.Hosts[2]
 	addr := net.JoinHostPort(h.Addr, strconv.Itoa(ClientPort))
 	waitReachable(t, addr)
