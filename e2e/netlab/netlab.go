@@ -185,7 +185,7 @@ func (l *Lab) close() {
 	if l.t.Failed() {
 		l.logTails()
 	}
-	found, err := removeRun(l.ID)
+	found, err := removeRun(l.ID, emptyTimeout)
 	if err != nil {
 		l.t.Errorf("netlab: removing lab %s: %v", l.ID, err)
 	}

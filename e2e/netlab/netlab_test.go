@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,6 +150,30 @@ func TestCleanupLeavesNothing(t *testing.T) {
 	assertGone(t, id, pids)
 	cancel()
 	stray.Wait()
+}
+
+// A run whose namespace cannot be emptied (here of a process that looks
+// like a tmux client, which is never signalled) is kept whole, for a later
+// sweep to retry: deleted, its namespace would hide the process for good.
+func TestRemoveRunKeepsARunItCannotEmpty(t *testing.T) {
+	lab := New(t, 1)
+	client := filepath.Join(lab.Dir, "tmux")
+	if out, err := exec.Command("cp", "/bin/sleep", client).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	p, err := lab.Hosts[0].Start(nil, client, "600")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := removeRun(lab.ID, 300*time.Millisecond); err == nil {
+		t.Errorf("removeRun emptied a namespace holding a tmux client")
+	}
+	if !slices.Contains(mustNames(t, allNamespaces), lab.Hosts[0].Name) || !ownerAlive(lab.ID) {
+		t.Errorf("removeRun deleted a run it could not empty")
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A run killed before its cleanup leaves its namespaces and processes
