@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -94,11 +95,15 @@ func (l *Lab) startNATS(opts NATSOptions) (*Cluster, error) {
 	roots := x509.NewCertPool()
 	roots.AddCert(pki.ca)
 	c := &Cluster{
-		Users:  users,
-		lab:    l,
-		bin:    bin,
-		pki:    pki,
-		health: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}},
+		Users: users,
+		lab:   l,
+		bin:   bin,
+		pki:   pki,
+		// No kept connection: the node behind it may be killed and started again.
+		health: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+			TLSClientConfig:   &tls.Config{RootCAs: roots},
+			DisableKeepAlives: true,
+		}},
 	}
 	for _, h := range l.Hosts {
 		conf, err := c.writeConfig(h, auth)
@@ -183,7 +188,7 @@ func (c *Cluster) start(i int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := c.nodes[i]
-	if n.proc != nil && !exited(n.proc) {
+	if n.proc != nil && !n.proc.exited() {
 		return fmt.Errorf("NATS node %d is running", i)
 	}
 	p, err := n.host.Start(nil, c.bin, "-c", n.conf)
@@ -198,24 +203,23 @@ func (c *Cluster) start(i int) error {
 // up, has a meta leader and every stream and consumer on it is current.
 func (c *Cluster) waitHealthy(i int) error {
 	c.mu.Lock()
-	n := c.nodes[i]
+	host, p := c.nodes[i].host, c.nodes[i].proc
 	c.mu.Unlock()
-	url := "https://" + net.JoinHostPort(n.host.Addr, strconv.Itoa(MonitorPort)) + "/healthz"
+	url := "https://" + net.JoinHostPort(host.Addr, strconv.Itoa(MonitorPort)) + "/healthz"
 	deadline := time.Now().Add(natsReadyTimeout)
 	last := "no answer"
 	for time.Now().Before(deadline) {
-		if exited(n.proc) {
-			return fmt.Errorf("NATS node %d exited (%v); see %s", i, n.proc.Err(), n.proc.Log)
+		if p.exited() {
+			return fmt.Errorf("NATS node %d exited (%v); see %s", i, p.Err(), p.Log)
 		}
 		resp, err := c.health.Get(url)
 		if err == nil {
-			b := make([]byte, 512)
-			m, _ := resp.Body.Read(b)
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
-			last = fmt.Sprintf("%s %s", resp.Status, b[:m])
+			last = fmt.Sprintf("%s %s", resp.Status, body)
 		} else {
 			last = err.Error()
 		}

@@ -88,10 +88,12 @@ func readAll(t *testing.T, js jetstream.JetStream, want []string) {
 
 // The cluster forms over TLS with auth: a stream of 3 replicas made through
 // node 0 takes a message through node 1 that node 2 reads; a client that
-// does not trust the lab's CA, or gives a wrong password, is refused.
+// does not trust the lab's CA, or gives a wrong password, is refused; a user
+// may publish only where its allow list says.
 func TestNATSClusterWithTLSAndAuth(t *testing.T) {
 	lab := New(t, 3)
-	c := lab.StartNATS(NATSOptions{})
+	narrow := User{Name: "narrow", Password: "narrow-secret", Publish: []string{"lab.narrow"}}
+	c := lab.StartNATS(NATSOptions{Users: []User{{Name: "lab", Password: "lab-secret"}, narrow}})
 	u := c.Users[0]
 	newStream(t, connect(t, c, 0, u))
 	publish(t, connect(t, c, 1, u), "through node 1")
@@ -106,6 +108,36 @@ func TestNATSClusterWithTLSAndAuth(t *testing.T) {
 	_, err = nats.Connect(c.ClientURL(0), nats.UserInfo(u.Name, "wrong"), nats.RootCAs(c.CAFile()), nats.IgnoreDiscoveredServers())
 	if !errors.Is(err, nats.ErrAuthorization) {
 		t.Errorf("a client with a wrong password: %v; want %v", err, nats.ErrAuthorization)
+	}
+	wantPublishDenied(t, c, narrow, "lab.wide")
+}
+
+// wantPublishDenied fails t unless the server refuses u's publish to
+// subject, which it says asynchronously.
+func wantPublishDenied(t *testing.T, c *Cluster, u User, subject string) {
+	t.Helper()
+	denied := make(chan error, 1)
+	nc, err := nats.Connect(c.ClientURL(0), nats.UserInfo(u.Name, u.Password), nats.RootCAs(c.CAFile()),
+		nats.IgnoreDiscoveredServers(), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			select {
+			case denied <- err:
+			default:
+			}
+		}))
+	if err != nil {
+		t.Fatalf("connecting as %s: %v", u.Name, err)
+	}
+	defer nc.Close()
+	if err := nc.Publish(subject, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-denied:
+		if !errors.Is(err, nats.ErrPermissionViolation) {
+			t.Errorf("publishing to %s as %s: %v; want %v", subject, u.Name, err, nats.ErrPermissionViolation)
+		}
+	case <-time.After(clusterTimeout):
+		t.Errorf("publishing to %s as %s: no refusal", subject, u.Name)
 	}
 }
 
@@ -166,16 +198,21 @@ func TestNATSSurvivesKilledNode(t *testing.T) {
 }
 
 // A host whose link is down is unreachable, yet reaches itself (its node
-// runs on), and is back when its link is up.
+// runs on), and is back when its link is up. (Its cluster's auth is a
+// block of the caller's, which the last connection passes.)
 func TestLinkDownCutsHostOff(t *testing.T) {
 	lab := New(t, 3)
-	c := lab.StartNATS(NATSOptions{})
+	c := lab.StartNATS(NATSOptions{
+		Auth:  `authorization { users: [ { user: "block", password: "block-secret" } ] }`,
+		Users: []User{{Name: "block", Password: "block-secret"}},
+	})
 	h := lab.Hosts[2]
 	addr := net.JoinHostPort(h.Addr, strconv.Itoa(ClientPort))
+	waitReachable(t, addr)
 	if err := h.LinkDown(); err != nil {
 		t.Fatal(err)
 	}
-	waitReachable(t, addr, false)
+	wantUnreachable(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if out, err := h.Command(ctx, nil, "bash", "-c", "exec 3<>/dev/tcp/$0/$1", h.Addr, strconv.Itoa(ClientPort)).CombinedOutput(); err != nil {
@@ -184,25 +221,40 @@ func TestLinkDownCutsHostOff(t *testing.T) {
 	if err := h.LinkUp(); err != nil {
 		t.Fatal(err)
 	}
-	waitReachable(t, addr, true)
+	waitReachable(t, addr)
 	connect(t, c, 2, c.Users[0])
 }
 
+// dialsRoot reports whether a TCP connection to addr from the root
+// namespace succeeds within 300 ms.
+func dialsRoot(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+	if err == nil {
+		conn.Close()
+	}
+	return err == nil
+}
+
+// wantUnreachable fails t unless three connections to addr in a row fail: a
+// cut link drops every packet at once.
+func wantUnreachable(t *testing.T, addr string) {
+	t.Helper()
+	for range 3 {
+		if dialsRoot(addr) {
+			t.Fatalf("%s is reachable from the root namespace", addr)
+		}
+	}
+}
+
 // waitReachable waits until a TCP connection to addr from the root
-// namespace succeeds (want) or fails (!want).
-func waitReachable(t *testing.T, addr string, want bool) {
+// namespace succeeds: a link brought up takes a moment to carry.
+func waitReachable(t *testing.T, addr string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		conn, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
-		if err == nil {
-			conn.Close()
-		}
-		if (err == nil) == want {
-			return
-		}
+	for !dialsRoot(addr) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s reachable: %v after 10 s, want %v (%v)", addr, !want, want, err)
+			t.Fatalf("%s still unreachable from the root namespace after 10 s", addr)
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

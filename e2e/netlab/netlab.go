@@ -1,15 +1,22 @@
 // Package netlab builds a small network of hosts on one machine for tests:
 // each host is a network namespace with an address of its own, joined to the
 // others by a veth pair onto one bridge in the root namespace, which the test
-// process (in the root namespace) reaches too. On top of it a real NATS
-// cluster (nats.go) and an OpenSSH server (sshd.go) run inside the hosts.
+// process (in the root namespace) reaches too. On top of it run a real NATS
+// cluster, one node per host (StartNATS), and OpenSSH's sshd (StartSSHD):
+//
+//	lab := netlab.New(t, 3)
+//	c := lab.StartNATS(netlab.NATSOptions{})  // c.ClientURL(i), c.CAFile(), c.Users
+//	s := lab.StartSSHD(lab.Hosts[1])          // ssh -F s.Config s.Alias
+//	p, err := lab.Hosts[0].Start(env, "agentmsg", "serve")
+//	err = c.KillNode(0); err = lab.Hosts[2].LinkDown()
 //
 // It needs root and iproute2 (ip netns); without them New skips the test.
 // Everything a lab makes is named am<id>...: its namespaces am<id>h1..., its
 // links am<id>v1... and am<id>br, its directory agentmsg-netlab-<id> under
 // the temp dir. Its owner (pid and start time) is recorded under recordDir
 // before anything is made and removed after everything is, so a later New
-// can tell the leftovers of a killed run from a lab still in use.
+// can tell the leftovers of a killed run, which it removes, from a lab still
+// in use. That takes every run on a machine to share one pid namespace.
 package netlab
 
 import (
@@ -178,7 +185,7 @@ func (l *Lab) close() {
 	if l.t.Failed() {
 		l.logTails()
 	}
-	found, err := removeRun(l.ID)
+	found, err := removeRun(l.ID, emptyTimeout)
 	if err != nil {
 		l.t.Errorf("netlab: removing lab %s: %v", l.ID, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,8 +127,12 @@ func TestHostSeesItsOwnNetwork(t *testing.T) {
 // After a lab's test, nothing of it remains: no namespace, link, process,
 // directory or record, whether it was started through the lab or not.
 func TestCleanupLeavesNothing(t *testing.T) {
+	skipUnlessAble(t)
 	var id string
 	var pids []int
+	// Ends the stray below if the lab did not, so that Wait cannot hang.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var stray *exec.Cmd
 	t.Run("lab", func(t *testing.T) {
 		lab := New(t, 2)
@@ -136,14 +141,39 @@ func TestCleanupLeavesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stray = lab.Hosts[1].Command(context.Background(), nil, "sleep", "600")
+		stray = lab.Hosts[1].Command(ctx, nil, "sleep", "600")
 		if err := stray.Start(); err != nil {
 			t.Fatal(err)
 		}
 		pids = []int{p.Pid(), stray.Process.Pid}
 	})
-	stray.Wait()
 	assertGone(t, id, pids)
+	cancel()
+	stray.Wait()
+}
+
+// A run whose namespace cannot be emptied (here of a process that looks
+// like a tmux client, which is never signalled) is kept whole, for a later
+// sweep to retry: deleted, its namespace would hide the process for good.
+func TestRemoveRunKeepsARunItCannotEmpty(t *testing.T) {
+	lab := New(t, 1)
+	client := filepath.Join(lab.Dir, "tmux")
+	if out, err := exec.Command("cp", "/bin/sleep", client).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	p, err := lab.Hosts[0].Start(nil, client, "600")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := removeRun(lab.ID, 300*time.Millisecond); err == nil {
+		t.Errorf("removeRun emptied a namespace holding a tmux client")
+	}
+	if !slices.Contains(mustNames(t, allNamespaces), lab.Hosts[0].Name) || !ownerAlive(lab.ID) {
+		t.Errorf("removeRun deleted a run it could not empty")
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A run killed before its cleanup leaves its namespaces and processes

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -18,7 +17,6 @@ import (
 type Proc struct {
 	Log string // its stdout and stderr
 
-	cmd  *exec.Cmd
 	pid  int
 	name string
 	done chan struct{}
@@ -44,9 +42,9 @@ func (h *Host) Start(env []string, name string, args ...string) (*Proc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s in %s: %w", name, h.Name, err)
 	}
-	p := &Proc{Log: logPath, cmd: cmd, pid: cmd.Process.Pid, name: h.label + " " + filepath.Base(name), done: make(chan struct{})}
+	p := &Proc{Log: logPath, pid: cmd.Process.Pid, name: h.label + " " + filepath.Base(name), done: make(chan struct{})}
 	go func() {
-		p.err = p.cmd.Wait()
+		p.err = cmd.Wait()
 		close(p.done)
 	}()
 	l.mu.Lock()
@@ -74,7 +72,7 @@ func (p *Proc) Err() error {
 }
 
 // exited reports whether p has ended.
-func exited(p *Proc) bool {
+func (p *Proc) exited() bool {
 	select {
 	case <-p.Done():
 		return true

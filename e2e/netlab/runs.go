@@ -39,11 +39,19 @@ func writeRecord(id string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(recordDir, 0o755); err != nil {
-		return err
-	}
 	tmp := filepath.Join(recordDir, fmt.Sprintf(".%s-%d", id, pid))
-	if err := os.WriteFile(tmp, fmt.Appendf(nil, "%d %s\n", pid, start), 0o644); err != nil {
+	// The last run to end removes the dir; one may do so between our
+	// MkdirAll and WriteFile.
+	for range 3 {
+		if err := os.MkdirAll(recordDir, 0o755); err != nil {
+			return err
+		}
+		err = os.WriteFile(tmp, fmt.Appendf(nil, "%d %s\n", pid, start), 0o644)
+		if !os.IsNotExist(err) {
+			break
+		}
+	}
+	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp)
@@ -95,7 +103,7 @@ func sweep(t testing.TB) {
 		if ownerAlive(id) {
 			continue
 		}
-		found, err := removeRun(id)
+		found, err := removeRun(id, emptyTimeout)
 		if err != nil {
 			t.Logf("netlab: removing the leftovers of run %s: %v", id, err)
 			continue
@@ -161,10 +169,11 @@ func names(list func() ([]string, error)) ([]string, error) {
 }
 
 // removeRun deletes every trace of run id: it kills what still runs in its
-// namespaces, deletes its links (a veth's root end takes its pair along; the
-// bridge goes last), its namespaces, its directory and its record. It
-// returns the processes it found running, described.
-func removeRun(id string) (found []string, err error) {
+// namespaces, deletes its links (a veth's root end takes its pair along, at
+// once, where deleting a namespace lets the kernel take it later), its
+// namespaces, its directory and its record. It returns the processes it
+// found running, described. It waits up to timeout for them to die.
+func removeRun(id string, timeout time.Duration) (found []string, err error) {
 	notOfRun := func(n string) bool { return !strings.HasPrefix(n, "am"+id) }
 	nss, errN := names(allNamespaces)
 	links, errL := names(allLinks)
@@ -173,10 +182,12 @@ func removeRun(id string) (found []string, err error) {
 	}
 	nss = slices.DeleteFunc(nss, notOfRun)
 	links = slices.DeleteFunc(links, notOfRun)
-	found, err = emptyNamespaces(nss)
-	errs := []error{err}
-	// The bridge sorts last ("br" after "v1"...).
-	slices.Sort(links)
+	// A namespace deleted with a process in it would hide that process
+	// from every later sweep: the run stays whole for the next to retry.
+	if found, err = emptyNamespaces(nss, timeout); err != nil {
+		return found, err
+	}
+	var errs []error
 	for _, l := range links {
 		errs = append(errs, ip("link", "del", l))
 	}
@@ -196,7 +207,7 @@ func removeRun(id string) (found []string, err error) {
 // A tmux client is never signalled (before tmux 3.7 its early death can crash
 // its server, see tmux/doc.go): it leaves by itself once its server, killed
 // here, is gone.
-func emptyNamespaces(nss []string) (found []string, err error) {
+func emptyNamespaces(nss []string, timeout time.Duration) (found []string, err error) {
 	for _, ns := range nss {
 		for _, pid := range namespacePids(ns) {
 			comm := readComm(pid)
@@ -206,11 +217,11 @@ func emptyNamespaces(nss []string) (found []string, err error) {
 			}
 		}
 	}
-	deadline := time.Now().Add(emptyTimeout)
+	deadline := time.Now().Add(timeout)
 	for _, ns := range nss {
 		for len(namespacePids(ns)) > 0 {
 			if time.Now().After(deadline) {
-				return found, fmt.Errorf("processes %v still run in namespace %s after %s", namespacePids(ns), ns, emptyTimeout)
+				return found, fmt.Errorf("processes %v still run in namespace %s after %s", namespacePids(ns), ns, timeout)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}

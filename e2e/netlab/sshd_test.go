@@ -18,6 +18,7 @@ import (
 // certificate holds 127.0.0.1 for this); the privilege separation dir the
 // lab made goes when the lab does.
 func TestSSHForwardReachesNATS(t *testing.T) {
+	skipUnlessAble(t)
 	_, privsepExisted := os.Stat(privsepDir)
 	t.Run("lab", func(t *testing.T) {
 		lab := New(t, 3)
