@@ -174,7 +174,7 @@ func (c *Cluster) Reload(opts NATSOptions) error {
 		if _, err := c.writeConfig(n.host, auth); err != nil {
 			return err
 		}
-		if n.proc != nil && !exited(n.proc) {
+		if n.proc != nil && !n.proc.exited() {
 			if err := syscall.Kill(n.proc.Pid(), syscall.SIGHUP); err != nil {
 				return fmt.Errorf("reloading %s: %w", n.proc, err)
 			}
