@@ -342,6 +342,9 @@ func hostsRun(ctx context.Context, opts *HostsOptions) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", show(name), link, seen, show(agents))
 	}
 	w.Flush()
+	if len(list) > 0 && list[0].Problem != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "last problem on the link: %s\n", show(list[0].Problem))
+	}
 	if err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "only this host is listed: %s\n", showErr(err))
 	}

@@ -250,3 +250,46 @@ func TestCrossHostSendSpeed(t *testing.T) {
 	t.Logf("send --host, process start to verdict, %d sends: median %s, p95 %s, max %s",
 		len(took), took[len(took)/2], took[len(took)*95/100], took[len(took)-1])
 }
+
+// A sender whose daemon died while it waited for another host's verdict
+// reads the truth from the daemon once it is back: the other host's
+// report of the message.
+func TestTruthAfterTheSendersDaemonDied(t *testing.T) {
+	t.Parallel()
+	bus := natsBus(t, t.TempDir(), 0)
+	defer bus.Shutdown()
+	h1 := hostServer(t, "h1", bus.ClientURL())
+	h2 := hostServer(t, "h2", bus.ClientURL())
+	ana := h2.StartAgent("agent-alpha-ana", harness.InitialState("busy"))
+	waitHosts(t, h1, "h1", "h2")
+	c := api(h1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := c.Post("http://agentmsg/v1/send", "application/json", strings.NewReader(
+			`{"team":"alpha","agent":"ana","host":"h2","from":"app","id":"MSG_APP_0000beef","text":"are you there","ready_timeout":"5s"}`))
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	time.Sleep(700 * time.Millisecond) // the message is out; its verdict is not
+	h1.KillDaemon()
+	<-done
+	if err := h1.StartDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	ana.SetState("ready")
+	waitFor(t, "the message at ana", 30*time.Second, func() bool { return len(ana.Received()) == 1 })
+	waitFor(t, "h1 to know it was submitted", 30*time.Second, func() bool {
+		var doc struct {
+			Remote []struct{ State string } `json:"remote"`
+		}
+		resp, err := c.Get("http://agentmsg/v1/messages/MSG_APP_0000beef")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		_ = json.NewDecoder(resp.Body).Decode(&doc)
+		return resp.StatusCode == 200 && len(doc.Remote) == 1 && doc.Remote[0].State == "submitted"
+	})
+}

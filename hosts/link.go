@@ -84,9 +84,10 @@ const (
 	inboundConsumer = "daemon"
 )
 
-// Open starts this host's link: the embedded server and its outbox at
+// Open opens this host's link: the embedded server and its outbox at
 // once, the bus in the background (a bus that cannot be reached now is
-// reached when it can; sends wait in the outbox meanwhile).
+// reached when it can; sends wait in the outbox meanwhile). Start starts
+// moving packets.
 func Open(ctx context.Context, opts Options) (*Link, error) {
 	if err := CheckName(opts.Name); err != nil {
 		return nil, err
@@ -125,7 +126,15 @@ func Open(ctx context.Context, opts Options) (*Link, error) {
 	} else if l.bjs, err = jetstream.New(l.bus); err != nil {
 		return fail(err)
 	}
-	ctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	return l, nil
+}
+
+// Start runs the link in the background until Close: the forwarder, the
+// inbound consumer and the presence. The handler may be handed packets
+// from then on, so it is started once the handler is ready for them.
+func (l *Link) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
 	for _, run := range []func(context.Context){l.forward, l.inbound, l.announce} {
 		l.done.Add(1)
 		go func() {
@@ -133,7 +142,6 @@ func Open(ctx context.Context, opts Options) (*Link, error) {
 			run(ctx)
 		}()
 	}
-	return l, nil
 }
 
 // dialBus connects to the configured bus, retrying for as long as the

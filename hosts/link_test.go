@@ -72,6 +72,7 @@ func openLink(t *testing.T, name, url string, h Handler) *Link {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.Start()
 	t.Cleanup(l.Close)
 	return l
 }
@@ -200,4 +201,41 @@ func TestAPacketClaimingAnotherHostIsRefused(t *testing.T) {
 	if got := rb.ids()[0]; got != honest.ID {
 		t.Fatalf("recorded %s, want only %s", got, honest.ID)
 	}
+}
+
+// An event sent to a host while its daemon is down reaches it once it is
+// back on the same store.
+func TestEventsWaitForTheirHost(t *testing.T) {
+	bus := busServer(t, t.TempDir(), -1)
+	defer bus.Shutdown()
+	var ra, rb recorder
+	dirA := t.TempDir()
+	a, err := Open(context.Background(), Options{Name: "a", Dir: dirA, URL: bus.ClientURL(), Handler: &ra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Start()
+	b := openLink(t, "b", bus.ClientURL(), &rb)
+	waitFor(t, "both links up", func() bool { return a.Up() && b.Up() })
+	ctx := context.Background()
+	if err := a.Send(ctx, message("b", 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the message at b", func() bool { return len(rb.ids()) == 1 })
+	a.Close()
+	if err := b.Send(ctx, Packet{Kind: KindEvent, To: "a", ID: message("b", 1).ID, Event: &RemoteEvent{Team: "t", Agent: "ana", State: "submitted", Seq: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // on the bus, for a host that is away
+	a, err = Open(context.Background(), Options{Name: "a", Dir: dirA, URL: bus.ClientURL(), Handler: &ra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Start()
+	defer a.Close()
+	waitFor(t, "the event at a after its restart", func() bool {
+		ra.mu.Lock()
+		defer ra.mu.Unlock()
+		return len(ra.events) == 1
+	})
 }

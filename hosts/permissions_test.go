@@ -58,6 +58,7 @@ func TestPermissionsAllowTheLinkAndNothingElse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		l.Start()
 		t.Cleanup(l.Close)
 		return l
 	}

@@ -21,8 +21,10 @@ type HostInfo struct {
 	Up   bool      `json:"up"`
 	// Self marks this host.
 	Self bool `json:"self,omitempty"`
-	// Waiting counts the packets in this host's outbox (Self only).
+	// Waiting counts the packets in this host's outbox, and Problem says
+	// what last went wrong on the link (Self only).
 	Waiting uint64 `json:"waiting,omitempty"`
+	Problem string `json:"problem,omitempty"`
 }
 
 // presence is what a host puts in the bucket.
@@ -123,7 +125,7 @@ func (l *Link) rememberHosts(ctx context.Context, kv jetstream.KeyValue) error {
 // Hosts lists the hosts on the bus, this one first. When the bus cannot
 // be read, it lists this host alone and says why.
 func (l *Link) Hosts(ctx context.Context) ([]HostInfo, error) {
-	self := HostInfo{Name: l.opts.Name, Self: true, Up: l.Up(), Seen: time.Now().UTC()}
+	self := HostInfo{Name: l.opts.Name, Self: true, Up: l.Up(), Seen: time.Now().UTC(), Problem: l.LastError()}
 	if l.opts.Agents != nil {
 		self.Agents = l.opts.Agents(ctx)
 	}

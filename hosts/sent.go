@@ -17,11 +17,14 @@ type Sent struct {
 	Host   string    `json:"host"`
 	Team   string    `json:"team"`
 	Agent  string    `json:"agent"`
-	State  string    `json:"state"` // outbox until the other host reports
+	State  string    `json:"state"` // StateOutbox until the other host reports
 	Reason string    `json:"reason,omitempty"`
 	Detail string    `json:"detail,omitempty"`
 	At     time.Time `json:"at"`
 }
+
+// StateOutbox is a sent message's state before its host reports one.
+const StateOutbox = "outbox"
 
 // sentBucket, on the embedded server, keeps Sent by message id.
 const sentBucket = "agentmsg_sent"
@@ -40,7 +43,9 @@ func (l *Link) sentKV(ctx context.Context) (jetstream.KeyValue, error) {
 	return kv, err
 }
 
-// RecordSent keeps s, unless what is kept for its copy is newer.
+// RecordSent keeps s, unless what is kept for its copy is newer, or is a
+// report and s only says the message is in the outbox (the report can
+// come back before the sender has written that down).
 func (l *Link) RecordSent(ctx context.Context, s Sent) error {
 	kv, err := l.sentKV(ctx)
 	if err != nil {
@@ -49,7 +54,7 @@ func (l *Link) RecordSent(ctx context.Context, s Sent) error {
 	key := CopyKey(s.ID, s.Team, s.Agent)
 	if old, ok, err := sentAt(ctx, kv, key); err != nil {
 		return err
-	} else if ok && old.At.After(s.At) {
+	} else if ok && (old.At.After(s.At) || s.State == StateOutbox) {
 		return nil
 	}
 	data, err := json.Marshal(s)

@@ -477,7 +477,7 @@ func (d *Daemon) message(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	copies, err := svc.History(r.Context(), service.LogRequest{}, message.ID(id))
-	if err != nil {
+	if err != nil && !errors.Is(err, mailbox.ErrNoMessage) {
 		fail(w, 0, err)
 		return
 	}

@@ -65,6 +65,7 @@ func (d *Daemon) openHosts(ctx context.Context, root string) (*hostLink, error) 
 	}
 	h.link = link
 	h.recover()
+	link.Start()
 	go h.report(ctx)
 	return h, nil
 }
@@ -141,7 +142,7 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 	// After the outbox has it: a record of a message that never went out
 	// would be a lie (one that went out unrecorded is recorded by the
 	// other host's first report).
-	_ = h.link.RecordSent(ctx, hosts.Sent{ID: string(id), Host: req.Host, Team: team, Agent: agent, State: "outbox", At: time.Now().UTC()})
+	_ = h.link.RecordSent(ctx, hosts.Sent{ID: string(id), Host: req.Host, Team: team, Agent: agent, State: hosts.StateOutbox, At: time.Now().UTC()})
 	if !h.link.Up() {
 		return h.pending(t, id, req.Host), nil // no verdict can come now
 	}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -175,6 +176,18 @@ func (h *host) remoteState(id string) (string, int) {
 	return doc.Remote[0].State, resp.StatusCode
 }
 
+// messageDoc is GET /v1/messages/{id} on h's daemon, as it came.
+func (h *host) messageDoc(id string) string {
+	resp, err := h.api.Get("http://agentmsg/v1/messages/" + id)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = io.Copy(&b, io.LimitReader(resp.Body, 4096))
+	return b.String()
+}
+
 // Over a thousand messages cross between three hosts while a NATS node is
 // killed, a daemon is killed, a host's link is cut for a minute and a whole
 // host restarts: none is lost, none doubled, none reported submitted that
@@ -258,6 +271,9 @@ func TestHostsSurviveFaults(t *testing.T) {
 	}
 	defer func() {
 		if t.Failed() {
+			for i := range lab.Hosts {
+				t.Logf("NATS node %d: %s", i+1, cluster.Health(i))
+			}
 			for _, h := range hs {
 				b, _ := os.ReadFile(filepath.Join(h.srv.Dir, "logs", "daemon.log"))
 				t.Logf("%s's daemon log:\n%s", h.name, b)
@@ -418,7 +434,17 @@ func TestHostsSurviveFaults(t *testing.T) {
 				}
 			}
 			if arrived != (code == 200) || (arrived && state != "submitted" && state != "queued") {
-				t.Errorf("%s (no answer, arrived %d times): GET /v1/messages says %d %q", s.id, counts[s.id], code, state)
+				there := "?"
+				for _, h := range hs {
+					if h.name == s.toHost {
+						there = h.messageDoc(s.id)
+					}
+				}
+				var links []string
+				for _, h := range hs {
+					links = append(links, h.name+": "+h.srv.Run("--json", "hosts").Stdout)
+				}
+				t.Errorf("%s (no answer, arrived %d times): GET /v1/messages says %d %q; on %s: %.300s\nlinks:\n%s", s.id, counts[s.id], code, state, s.toHost, there, strings.Join(links, "\n"))
 			}
 			continue
 		}

@@ -201,6 +201,21 @@ func (c *Cluster) start(i int) error {
 
 // waitHealthy polls node i's /healthz until it answers 200: JetStream is
 // up, has a meta leader and every stream and consumer on it is current.
+// Health is node i's answer to /healthz?details=true right now, for a
+// test to log when something failed.
+func (c *Cluster) Health(i int) string {
+	c.mu.Lock()
+	host := c.nodes[i].host
+	c.mu.Unlock()
+	resp, err := c.health.Get("https://" + net.JoinHostPort(host.Addr, strconv.Itoa(MonitorPort)) + "/healthz?details=true")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.Status + " " + string(body)
+}
+
 func (c *Cluster) waitHealthy(i int) error {
 	c.mu.Lock()
 	host, p := c.nodes[i].host, c.nodes[i].proc
