@@ -267,8 +267,14 @@ func TestWaitForMessage(t *testing.T) {
 		t.Fatalf("want timed_out, got %+v", got)
 	}
 
-	// Woken by a message sent while it waits; an earlier one from someone
-	// else does not match and stays unread.
+	// A message typed into ana's pane she saw there: no news to wait for.
+	lead := tm.as("lead", false)
+	lead.call("send_message", map[string]any{"to": "ana", "content": "seen in her pane", "type": "status", "metadata": map[string]string{"state": "working"}}, nil)
+	// Then she is busy (a dialog stands in for her turn, busy with this
+	// wait): what is sent to her waits, not typed, and is news. Woken by
+	// a message sent while she waits; an earlier one from someone else
+	// does not match and stays unread.
+	tm.tmux.SetDialog("agent-t-ana", true)
 	bob := tm.as("bob", false)
 	if err := tm.store.SetStatus("t", "bob", mailbox.Status{}); err != nil {
 		t.Fatal(err)
@@ -283,13 +289,11 @@ func TestWaitForMessage(t *testing.T) {
 		}
 		done <- w
 	}()
-	lead := tm.as("lead", false)
 	lead.call("send_message", map[string]any{"to": "ana", "content": "tests pass", "type": "status", "metadata": map[string]string{"state": "complete"}}, nil)
 	w := <-done
 	if w.TimedOut || w.Message == nil || w.Message.Content != "tests pass" || w.Message.Metadata["state"] != "complete" {
 		t.Fatalf("wait: %+v", w)
 	}
-	// (check_messages would not list it: it was typed into ana's pane.)
 	left, err := tm.store.Unread("t", "ana", "ana")
 	if err != nil || len(left.Envelopes) != 2 || left.Envelopes[0].Content != "not this" {
 		t.Fatalf("the unmatched message should still be unread: %+v, %v", left, err)
