@@ -285,12 +285,6 @@ type resolved struct {
 	err  error
 }
 
-// mustWait is olderFirst's answer alone.
-func (c *Courier) mustWait(ctx context.Context, team, agent string, call dispatch.Call) bool {
-	wait, _, _ := c.olderFirst(ctx, team, agent, call)
-	return wait
-}
-
 // waiting reports whether team/agent's inbox holds messages that wait for
 // a deliverer. One being typed right now by another sender does not: that
 // sender holds the pane and finishes it.
@@ -363,8 +357,9 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		}
 	}()
 	boxes := map[string]*mailbox.Box{}
-	var now []dispatch.Resolved // recorded as typing: type them now
-	var behind []Result         // older messages waiting: this one waits too
+	older := map[string][]Result{} // by session: the older messages typed first
+	var now []dispatch.Resolved    // recorded as typing: type them now
+	var behind []Result            // older messages waiting: this one waits too
 	var errs []error
 	for i, r := range recs {
 		if r.unlock != nil {
@@ -377,6 +372,7 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 			behind = append(behind, *r.behind)
 		default:
 			boxes[panes[i].Target.Session] = r.box
+			older[panes[i].Target.Session] = r.older
 			now = append(now, panes[i])
 		}
 	}
@@ -388,7 +384,9 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 	outs := c.Dispatch.DeliverEach(ctx, now, msg, mode.Call)
 	out := make([]Result, 0, len(outs)+len(behind))
 	for _, o := range outs {
-		out = append(out, c.settle(ctx, boxes[o.Target.Session], env.ID, o, mode, 1, prior{}))
+		res := c.settle(ctx, boxes[o.Target.Session], env.ID, o, mode, 1, prior{})
+		res.Older = older[o.Target.Session]
+		out = append(out, res)
 	}
 	out = append(out, behind...)
 	out = append(out, refused...)
@@ -401,11 +399,13 @@ const recordConcurrency = 32
 
 // recorded is what recording a broadcast in one agent's inbox gave: the
 // inbox and the message's typing lock (to type it now), or a deferral
-// behind older messages, or an error.
+// behind older messages, or an error; and the older messages it tried
+// first.
 type recorded struct {
 	box    *mailbox.Box
 	unlock func()
 	behind *Result
+	older  []Result
 	err    error
 }
 
@@ -420,13 +420,19 @@ func (c *Courier) recordOne(ctx context.Context, p dispatch.Resolved, env mailbo
 	if err != nil {
 		return fail(err)
 	}
-	if mode.Queue && c.mustWait(ctx, tm, agent, mode.Call) {
-		e := env
-		e.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent", Reason: ReasonBehindOlder}
-		if err := box.AppendBatched(e); err != nil {
-			return fail(err)
+	var older []Result
+	if mode.Queue {
+		wait, typed, _ := c.olderFirst(ctx, tm, agent, mode.Call)
+		older = results(typed)
+		if wait {
+			e := env
+			e.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent", Reason: ReasonBehindOlder}
+			if err := box.AppendBatched(e); err != nil {
+				return fail(err)
+			}
+			return recorded{behind: &Result{Outcome: dispatch.Outcome{Target: p.Target, ID: env.ID, Verdict: Deferred},
+				State: mailbox.StateDeferred, Reason: ReasonBehindOlder, Older: older}}
 		}
-		return recorded{behind: &Result{Outcome: dispatch.Outcome{Target: p.Target, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred, Reason: ReasonBehindOlder}}
 	}
 	unlock, err := c.holdTyping(ctx, tm, agent, env.ID)
 	if err != nil {
@@ -436,7 +442,7 @@ func (c *Courier) recordOne(ctx context.Context, p dispatch.Resolved, env mailbo
 		unlock()
 		return fail(err)
 	}
-	return recorded{box: box, unlock: unlock}
+	return recorded{box: box, unlock: unlock, older: older}
 }
 
 // recordBroadcast records env, for reading only, in the inbox of every

@@ -693,6 +693,42 @@ func TestBroadcastNeverOvertakesADeferredMessage(t *testing.T) {
 	}
 }
 
+// A broadcast says, per target, which older messages it tried first and
+// what became of each, as a send does: bob's was typed before it, cy's
+// still waits (and so does the broadcast, behind it); ana had none.
+func TestBroadcastSaysWhichOlderMessagesWentFirst(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana", "agent-alpha-bob", "agent-alpha-cy")
+	tm.SetDialog("agent-alpha-bob", true)
+	tm.SetDialog("agent-alpha-cy", true)
+	older, olderCy := envelope(t, "older to bob"), envelope(t, "older to cy")
+	for _, m := range []struct {
+		to  string
+		env mailbox.Envelope
+	}{{"bob", older}, {"cy", olderCy}} {
+		if r := c.Send(context.Background(), mustTarget(t, "alpha", m.to), m.env, Mode{Queue: true}); r.Verdict != Deferred {
+			t.Fatalf("older to %s: %+v", m.to, r)
+		}
+	}
+	tm.SetDialog("agent-alpha-bob", false)
+	results, err := c.Broadcast(context.Background(), "alpha", envelope(t, "to everyone"), Mode{Queue: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	olderOf := map[string][]Result{}
+	for _, r := range results {
+		olderOf[r.Target.Agent()] = r.Older
+	}
+	if o := olderOf["bob"]; len(o) != 1 || o[0].ID != older.ID || o[0].Verdict != delivery.Submitted {
+		t.Errorf("bob's older messages: %+v, want %s submitted", o, older.ID)
+	}
+	if o := olderOf["cy"]; len(o) != 1 || o[0].ID != olderCy.ID || o[0].Verdict != Deferred || o[0].Reason != ReasonDialog {
+		t.Errorf("cy's older messages: %+v, want %s deferred (dialog)", o, olderCy.ID)
+	}
+	if o := olderOf["ana"]; len(o) != 0 {
+		t.Errorf("ana had no older message, got %+v", o)
+	}
+}
+
 func mustTarget(t *testing.T, team, name string) target.Target {
 	t.Helper()
 	tg, err := target.New(team, name)
