@@ -1037,3 +1037,39 @@ func TestOlderMessagesAreWaitedForAsLongAsTheSendersOwn(t *testing.T) {
 		t.Errorf("the older one was waited for %s, want about 10ms, as the sender asked", waited)
 	}
 }
+
+// While a send waits for its agent, the message's typing record says why
+// (a reader waiting for news takes it at once: nothing of it is in the
+// pane); the steps of typing it, once the agent is ready, replace that.
+// A send to a ready agent records no wait.
+func TestASendThatWaitsForItsAgentRecordsWhy(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	c.Dispatch.Opts.ReadyTimeout = time.Minute
+	tm.SetDialog("agent-alpha-ana", true)
+	msg := envelope(t, "while the dialog is open")
+	sent := make(chan Result, 1)
+	go func() { sent <- c.Send(context.Background(), ana(t), msg, Mode{Queue: true}) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e, err := c.Store.WaitSettled(ctx, "alpha", "ana", func(e mailbox.Envelope) bool { return e.ID == msg.ID }, mailbox.Position{})
+	if err != nil || e.Delivery.State != mailbox.StateTyping || e.Delivery.Reason != ReasonDialog || e.Delivery.Reached != "" {
+		t.Fatalf("while the send waits: %+v, %v; want typing, reason dialog, nothing reached", e.Delivery, err)
+	}
+	tm.SetDialog("agent-alpha-ana", false)
+	if r := <-sent; r.Verdict != delivery.Submitted {
+		t.Fatalf("send: %+v", r)
+	}
+	ready := envelope(t, "to a ready agent")
+	if r := c.Send(context.Background(), ana(t), ready, Mode{Queue: true}); r.Verdict != delivery.Submitted {
+		t.Fatalf("send: %+v", r)
+	}
+	_, history, err := c.Store.History("alpha", "ana", ready.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range history {
+		if d.Reason != "" {
+			t.Errorf("a send to a ready agent recorded %+v", d)
+		}
+	}
+}

@@ -109,11 +109,13 @@ type Delivery struct {
 	Reached string `json:"reached,omitempty"`
 }
 
-// UnderWay reports whether a deliverer has begun typing the message into
-// the agent's pane (a paste or a press of it may be there already) and
-// has not yet recorded how that ended. While a deliverer only waits for
-// the agent to be ready, nothing of the message is in the pane.
-func (d *Delivery) UnderWay() bool { return d != nil && d.State == StateTyping && d.Reached != "" }
+// UnderWay reports whether a deliverer is typing the message into the
+// agent's pane, or about to, and has not yet recorded how that ended. One
+// that recorded that it waits for the agent (a Reason, nothing Reached:
+// the agent is busy, say) has nothing of the message in the pane yet.
+func (d *Delivery) UnderWay() bool {
+	return d != nil && d.State == StateTyping && (d.Reached != "" || d.Reason == "")
+}
 
 // Position is a place in an inbox: just after the line ending at Offset in
 // the inbox generation Gen, which is just after message LastID.

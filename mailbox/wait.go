@@ -18,8 +18,9 @@ func (s *Store) Wait(ctx context.Context, team, agent string, match func(Envelop
 }
 
 // WaitSettled is Wait for a reader who asks whether the agent saw a
-// message in its pane: a message that a deliverer has begun typing there
-// (Delivery.UnderWay) is offered to match once the outcome is recorded.
+// message in its pane: a message that a deliverer is typing there, or
+// about to (Delivery.UnderWay), is offered to match once the outcome is
+// recorded, or once the deliverer records that it waits for the agent.
 func (s *Store) WaitSettled(ctx context.Context, team, agent string, match func(Envelope) bool, after Position) (Envelope, error) {
 	return s.wait(ctx, team, agent, match, after, true)
 }

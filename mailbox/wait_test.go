@@ -209,7 +209,7 @@ func TestWaitSettledHoldsAMessageBeingTyped(t *testing.T) {
 	b := box(t, s, "ana")
 	appendN(t, b, 2)
 	typing := newEnv(t, "bob", "ana", "being typed")
-	typing.Delivery = &Delivery{State: StateTyping, Reached: "pasted"}
+	typing.Delivery = &Delivery{State: StateTyping}
 	if err := b.Append(typing); err != nil {
 		t.Fatal(err)
 	}
@@ -240,5 +240,15 @@ func TestWaitSettledHoldsAMessageBeingTyped(t *testing.T) {
 	}
 	if e := <-done; e.ID != typing.ID || e.Delivery.State != StateSubmitted {
 		t.Fatalf("WaitSettled = %+v; want %s once submitted", e, typing.ID)
+	}
+	// One whose deliverer records that it waits for the agent is not in
+	// the pane: offered at once.
+	waiting := newEnv(t, "bob", "ana", "the agent is busy")
+	waiting.Delivery = &Delivery{State: StateTyping, Reason: "busy"}
+	if err := b.Append(waiting); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := s.WaitSettled(ctx, team, "ana", func(e Envelope) bool { return e.ID == waiting.ID }, Position{}); err != nil || e.ID != waiting.ID {
+		t.Fatalf("WaitSettled = %s, %v; want %s at once", e.ID, err, waiting.ID)
 	}
 }

@@ -365,7 +365,9 @@ func TestHugeSecondsAreClamped(t *testing.T) {
 	tm := newTeam(t, "ana")
 	lead, ana := tm.as("lead", true), tm.as("ana", false)
 
-	// wait_for_message waits (at most MaxWait) instead of failing at once.
+	// wait_for_message waits (at most MaxWait) instead of failing at once;
+	// ana is busy with it (a dialog stands in), so lead's message is news.
+	tm.tmux.SetDialog("agent-t-ana", true)
 	done := make(chan WaitOutput, 1)
 	go func() {
 		var w WaitOutput
@@ -640,22 +642,22 @@ func TestNoTeam(t *testing.T) {
 }
 
 // answerSteps plays agent name: each workflow task it gets is answered
-// with a status message whose content is f(step, task text).
+// with a status message whose content is f(step, task text). A task is
+// typed into the agent's pane, which is no news to wait_for_message; the
+// fake pane holds no text to act on, so the agent takes each task from
+// its inbox as the pane would show it.
 func answerSteps(ctx context.Context, t *testing.T, tm *team, name string, f func(step, task string) (string, string)) {
 	c := tm.as(name, false)
 	go func() {
+		done := map[message.ID]bool{}
 		for ctx.Err() == nil {
-			res, err := c.raw(ctx, "wait_for_message", map[string]any{"type": "task", "timeout_seconds": 5})
-			if err != nil || res.IsError {
+			task, err := tm.store.Wait(ctx, "t", name, func(e mailbox.Envelope) bool { return e.Type == mailbox.TypeTask && !done[e.ID] }, mailbox.Position{})
+			if err != nil {
 				return
 			}
-			var w WaitOutput
-			decode(t, res, &w)
-			if w.Message == nil {
-				continue
-			}
-			step := w.Message.Metadata["step"]
-			out, state := f(step, w.Message.Content)
+			done[task.ID] = true
+			step := task.Metadata["step"]
+			out, state := f(step, task.Content)
 			args := map[string]any{"to": "lead", "type": "status", "content": out,
 				"metadata": map[string]string{"step": step, "state": state}}
 			if res, err := c.raw(ctx, "send_message", args); (err != nil || res.IsError) && ctx.Err() == nil {

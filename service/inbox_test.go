@@ -365,6 +365,7 @@ func arrive(t *testing.T, s *Service, to, content string, records ...mailbox.Del
 // The delivery records of a message typed into the pane, from the first.
 var (
 	typing    = mailbox.Delivery{State: mailbox.StateTyping}
+	busy      = mailbox.Delivery{State: mailbox.StateTyping, Reason: "busy"} // its deliverer waits for the agent
 	pasted    = mailbox.Delivery{State: mailbox.StateTyping, Reached: "pasted"}
 	submitted = mailbox.Delivery{State: mailbox.StateSubmitted, Reached: "pressed"}
 	deferred  = mailbox.Delivery{State: mailbox.StateDeferred}
@@ -388,8 +389,8 @@ func waitAsync(s *Service, req WaitRequest) <-chan WaitResult {
 // inbox did before (TestInboxListsWhatTheAgentHasNotSeen): a message
 // typed there, already or while it waits, is passed over; one that is
 // being typed counts once its delivery ends, and only if the agent did
-// not see it. One whose sender waits for the agent to be ready (the agent
-// is busy: it runs this wait) is not in the pane, and is news at once.
+// not see it. One whose deliverer records that it waits for the agent
+// (busy: it runs this wait) is not in the pane, and is news at once.
 func TestWaitPassesOverWhatTheAgentHasSeen(t *testing.T) {
 	s := mailboxSvc(t, "ana")
 	putIn(t, s, "ana", "typed and submitted", mailbox.StateSubmitted)
@@ -402,7 +403,7 @@ func TestWaitPassesOverWhatTheAgentHasSeen(t *testing.T) {
 	}
 
 	done := waitAsync(s, WaitRequest{Timeout: 10 * time.Second})
-	arrive(t, s, "ana", "typed while she waits", pasted, submitted)
+	arrive(t, s, "ana", "typed while she waits", typing, pasted, submitted)
 	mailboxOnly := arrive(t, s, "ana", "only to read", inboxOnly)
 	if res := <-done; res.TimedOut || res.Message.ID != mailboxOnly.ID || res.Left != 0 {
 		t.Fatalf("Wait = %+v; want %s and nothing left", res, mailboxOnly.ID)
@@ -411,14 +412,14 @@ func TestWaitPassesOverWhatTheAgentHasSeen(t *testing.T) {
 		t.Fatalf("the cursor stopped before messages ana has seen: unread %v", got)
 	}
 
-	// Pasted, then not taken: kept for deliver, news to her.
+	// About to be typed, then not taken: kept for deliver, news to her.
 	done = waitAsync(s, WaitRequest{Timeout: 10 * time.Second})
-	kept := arrive(t, s, "ana", "her box closed", pasted, deferred)
+	kept := arrive(t, s, "ana", "her box closed", typing, pasted, deferred)
 	if res := <-done; res.TimedOut || res.Message.ID != kept.ID || res.Message.Delivery.State != mailbox.StateDeferred {
 		t.Fatalf("Wait = %+v; want %s once deferred", res, kept.ID)
 	}
 
-	waiting := arrive(t, s, "ana", "she is busy waiting", typing)
+	waiting := arrive(t, s, "ana", "she is busy waiting", typing, busy)
 	if res, err := s.Wait(context.Background(), WaitRequest{Timeout: 10 * time.Second}); err != nil || res.Message.ID != waiting.ID {
 		t.Fatalf("Wait = %+v, %v; want %s, whose sender waits for her", res, err, waiting.ID)
 	}
@@ -441,8 +442,8 @@ func TestFollowPassesOverWhatTheAgentHasSeen(t *testing.T) {
 	}
 	ana, anaDone := follow(s)
 	lead, leadDone := follow(s.as("lead"))
-	typed := arrive(t, s, "ana", "typed while she follows", pasted, submitted)
-	kept := arrive(t, s, "ana", "her box closed", pasted, deferred)
+	typed := arrive(t, s, "ana", "typed while she follows", typing, pasted, submitted)
+	kept := arrive(t, s, "ana", "her box closed", typing, deferred)
 	mailboxOnly := arrive(t, s, "ana", "only to read", inboxOnly)
 	for _, want := range []message.ID{kept.ID, mailboxOnly.ID} {
 		if e := <-ana; e.ID != want {
