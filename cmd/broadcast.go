@@ -105,6 +105,9 @@ func broadcastRun(ctx context.Context, opts *BroadcastOptions) error {
 	}
 	for _, r := range res.Results {
 		fmt.Fprintf(opts.IO.Out, "%s %s\n", resultMark(r), describeResult(r))
+		if len(r.Older) > 0 {
+			fmt.Fprintln(opts.IO.Out, olderLines(r))
+		}
 	}
 	fmt.Fprintf(opts.IO.Out, "%d of %d delivered as %s", len(res.Delivered), len(res.Results), res.ID)
 	if n := len(res.Deferred); n > 0 {

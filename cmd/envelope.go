@@ -140,11 +140,26 @@ func reasonWords(reason string) string {
 
 // olderLine says what became of an older message a send tried first.
 func olderLine(r courier.Result) string {
+	return fmt.Sprintf("tried older message %s first: %s", r.ID, olderVerdict(r))
+}
+
+// olderLines is the line, under a broadcast target's own, that says what
+// became of each older message the broadcast tried first for it.
+func olderLines(r courier.Result) string {
+	words := make([]string, len(r.Older))
+	for i, o := range r.Older {
+		words[i] = string(o.ID) + " " + olderVerdict(o)
+	}
+	return "  older messages tried first: " + strings.Join(words, "; ")
+}
+
+// olderVerdict is an older message's verdict, and why when it waits.
+func olderVerdict(r courier.Result) string {
 	what := string(r.Verdict)
 	if r.Reason != "" {
 		what += " (" + reasonWords(r.Reason) + ")"
 	}
-	return fmt.Sprintf("tried older message %s first: %s", r.ID, what)
+	return what
 }
 
 // reportSent prints what one message became (send, reply) and returns its

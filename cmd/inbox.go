@@ -37,7 +37,9 @@ what is no news: in your own inbox, messages already typed into your pane
 failed (its sender was told, and may send it again).
 
 --all prints every message kept in the inbox and leaves the cursor alone.
---follow keeps printing new messages as they arrive, until interrupted.
+--follow keeps printing new messages as they arrive, until interrupted,
+leaving out what is no news as above (one being typed into your pane, until
+its delivery ends).
 
 --sender and --type show only some messages. The cursor never moves past a
 message you have not been shown, so a filtered read leaves the others for

@@ -242,5 +242,6 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 	root.AddCommand(NewCmdTask(f), NewCmdWorkflow(f), NewCmdWhoami(f, nil), NewCmdPrime(f, nil), NewCmdHosts(f, nil))
 	root.SetHelpCommand(newCmdHelp())
 	strictGroups(root)
+	refuseDeliveryFlags(root)
 	return root
 }

@@ -67,7 +67,7 @@ func TestOthersTextIsPrintedHarmlessly(t *testing.T) {
 	}
 	env := mailbox.Envelope{ID: "MSG_BOB_0000abcd", From: "bob\x1b[31m", To: "ana", Type: "text\x1b[2J", Content: hostile,
 		Metadata: map[string]string{"k\x1b[2J": hostile}, ReplyTo: "MSG_X_0000ffff",
-		Delivery: &mailbox.Delivery{State: mailbox.StateFailed, LastVerdict: hostile}}
+		Delivery: &mailbox.Delivery{State: mailbox.StateDeferred, LastVerdict: hostile}} // news to ana: her wait prints it
 	if err := b.Append(env); err != nil {
 		t.Fatal(err)
 	}

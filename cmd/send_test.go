@@ -165,6 +165,54 @@ func TestBroadcastRun(t *testing.T) {
 	}
 }
 
+// A broadcast says, under each target's line, which older messages it
+// tried first and what became of each, as send does; --json has them in
+// each result's older.
+func TestBroadcastRunSaysWhatWentFirst(t *testing.T) {
+	fx := newRunFixture(t, "agent-alpha-ana", "agent-alpha-bob", "agent-alpha-cy")
+	older := map[string]string{}
+	for _, name := range []string{"bob", "cy"} {
+		fx.srv.SetDialog("agent-alpha-"+name, true)
+		out, _, _ := sendLine(t, fx, "alpha", name, "older to "+name)
+		older[name] = strings.TrimSuffix(strings.Fields(out)[4], ":")
+	}
+	fx.srv.SetDialog("agent-alpha-bob", false)
+	err := broadcastRun(context.Background(), options(t, fx, NewCmdBroadcast, "alpha", "to everyone"))
+	lines := strings.Split(fx.out.String(), "\n")
+	after := func(who string) string {
+		for i, l := range lines {
+			if strings.Contains(l, " alpha/"+who+" ") && i+1 < len(lines) {
+				return lines[i+1]
+			}
+		}
+		return ""
+	}
+	if exitCode(err) != ExitOK || after("bob") != "  older messages tried first: "+older["bob"]+" submitted" ||
+		after("cy") != "  older messages tried first: "+older["cy"]+" deferred (a dialog stayed open)" ||
+		strings.Contains(after("ana"), "older") {
+		t.Fatalf("exit %d; want a line of older messages under bob's and cy's:\n%s", exitCode(err), fx.out)
+	}
+	fx.out.Reset()
+	fx.f.JSON = true
+	fx.srv.SetDialog("agent-alpha-cy", false)
+	err = broadcastRun(context.Background(), options(t, fx, NewCmdBroadcast, "alpha", "again"))
+	doc := decodeJSON[struct {
+		Results []struct {
+			Agent string
+			Older []struct{ ID, Verdict string }
+		}
+	}](t, fx.out.String())
+	var cy []struct{ ID, Verdict string }
+	for _, r := range doc.Results {
+		if r.Agent == "cy" {
+			cy = r.Older
+		}
+	}
+	if exitCode(err) != ExitOK || len(cy) != 2 || cy[0].ID != older["cy"] || cy[0].Verdict != "submitted" || cy[1].Verdict != "submitted" {
+		t.Fatalf("--json: cy's older %+v, want %s and the first broadcast, both submitted\n%s", cy, older["cy"], fx.out)
+	}
+}
+
 // plantMessage puts a message from ana into lead's inbox.
 func plantMessage(t *testing.T, fx *runFixture, requestID string) message.ID {
 	t.Helper()

@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -63,28 +64,41 @@ func strictHelp(root *cobra.Command) (refused func() error) {
 }
 
 // deliveringCommands type into agents' panes (or serve front ends that
-// do): theirs is the help that lists the delivery settings.
-var deliveringCommands = map[string]bool{
-	"send": true, "broadcast": true, "deliver": true, "reply": true, "shutdown": true,
-	"task assign": true, "workflow run": true, "mcp": true, "serve": true, "top": true,
-}
+// do): they read every delivery setting, and their help lists them.
+var deliveringCommands = []string{"send", "broadcast", "reply", "deliver", "shutdown",
+	"task assign", "workflow run", "mcp", "serve", "top"}
+
+// readsDeliverySettings are the delivery settings that a command which
+// delivers nothing still reads: doctor words what a send would do.
+var readsDeliverySettings = map[string][]string{"doctor": {"ready_timeout", "settle"}}
 
 // everyCommandsKeys are the config keys every command takes: which tmux
 // server, and who is asking. The others are delivery settings.
 var everyCommandsKeys = map[string]bool{"socket": true, "socket_name": true, "tmux": true, "from": true, "team": true}
 
-// hideDeliveryFlags hides the delivery settings from the help of a command that
-// types nothing, where they were 9 lines of noise, and returns what
-// shows them again. The root's help lists them all, once.
+// commandPath is a command's path without the root's name: "status set".
+func commandPath(c *cobra.Command) string {
+	return strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
+}
+
+// takesSetting reports whether the command at path reads config key.
+// config shows every setting and where it came from, a flag too.
+func takesSetting(path, key string) bool {
+	return everyCommandsKeys[key] || path == "config" || slices.Contains(deliveringCommands, path) ||
+		slices.Contains(readsDeliverySettings[path], key)
+}
+
+// hideDeliveryFlags hides the delivery settings from the help of a command
+// that does not read them, where they were 9 lines of noise, and returns
+// what shows them again. The root's help lists them all, once.
 func hideDeliveryFlags(c *cobra.Command) (restore func()) {
-	path := strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
-	if !c.HasParent() || deliveringCommands[path] {
+	if !c.HasParent() {
 		return func() {}
 	}
 	var hidden []*pflag.Flag
 	for _, k := range config.Keys() {
 		fl := c.Root().PersistentFlags().Lookup(k.Flag)
-		if fl == nil || fl.Hidden || everyCommandsKeys[k.Key] {
+		if fl == nil || fl.Hidden || takesSetting(commandPath(c), k.Key) {
 			continue
 		}
 		fl.Hidden = true
@@ -95,6 +109,53 @@ func hideDeliveryFlags(c *cobra.Command) (restore func()) {
 			fl.Hidden = false
 		}
 	}
+}
+
+// refuseDeliveryFlags makes every command below c refuse, as bad usage, a
+// delivery setting given as a flag that it does not read: status
+// --ready-timeout 3s ran, the flag ignored without a word. The same
+// setting from the environment or the config file is everyone's default,
+// and no refusal. It checks before the arguments, so that a command line
+// with both wrong names the flag.
+func refuseDeliveryFlags(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		args := sub.Args
+		sub.Args = func(run *cobra.Command, a []string) error {
+			if err := deliveryFlagsUnread(run); err != nil {
+				return err
+			}
+			if args == nil {
+				return nil // cobra's default for a subcommand: any arguments
+			}
+			return args(run, a)
+		}
+		refuseDeliveryFlags(sub)
+	}
+}
+
+// deliveryFlagsUnread names the delivery flags set on this command line
+// that command c does not read.
+func deliveryFlagsUnread(c *cobra.Command) error {
+	var set []string
+	for _, k := range config.Keys() {
+		fl := c.Root().PersistentFlags().Lookup(k.Flag)
+		if fl != nil && fl.Changed && !takesSetting(commandPath(c), k.Key) {
+			set = append(set, "--"+k.Flag)
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	verb := "applies"
+	if len(set) > 1 {
+		verb = "apply"
+	}
+	msg := fmt.Sprintf("%s %s only to commands that deliver (%s), not to %s", strings.Join(set, ", "), verb,
+		strings.Join(deliveringCommands, ", "), commandPath(c))
+	if reads := readsDeliverySettings[commandPath(c)]; len(reads) > 0 {
+		msg += fmt.Sprintf(", which reads only --%s", strings.ReplaceAll(strings.Join(reads, ", --"), "_", "-"))
+	}
+	return usagef("%s", msg)
 }
 
 // unknownCommand refuses any argument to a group command.

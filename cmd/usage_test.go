@@ -3,8 +3,15 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmsg/agentmsg/config"
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
@@ -95,15 +102,16 @@ func TestJSONFailuresCarryExitCode(t *testing.T) {
 }
 
 // The delivery settings (--ready-timeout, --settle, ...) are in the help
-// of the commands that type into panes only: every command listed all 9,
-// status, board and inbox too. The connection flags stay everywhere.
+// of the commands that type into panes only (and of config, which shows
+// them all): every command listed all 9, status, board and inbox too. The
+// connection flags stay everywhere.
 func TestDeliveryFlagsOnlyInHelpOfCommandsThatDeliver(t *testing.T) {
 	for _, tt := range []struct {
 		cmd      []string
 		delivers bool
 	}{
 		{[]string{"send"}, true}, {[]string{"broadcast"}, true}, {[]string{"deliver"}, true}, {[]string{"reply"}, true},
-		{[]string{"status"}, false}, {[]string{"board"}, false}, {[]string{"inbox"}, false}, {[]string{"config"}, false},
+		{[]string{"status"}, false}, {[]string{"board"}, false}, {[]string{"inbox"}, false}, {[]string{"config"}, true},
 		{[]string{"list"}, false}, {[]string{"status", "set"}, false}, {[]string{"request"}, false}, {[]string{"kill"}, false},
 	} {
 		f, out, _ := testFactory(nil)
@@ -134,6 +142,81 @@ func TestRootHelpNamesEveryAgentCLI(t *testing.T) {
 	for _, name := range []string{"Claude Code", "Codex", "Gemini CLI", "Qwen Code", "Droid", "aider"} {
 		if !strings.Contains(help, name) {
 			t.Errorf("agentmsg --help does not name %s", name)
+		}
+	}
+}
+
+// A command that delivers nothing refuses a delivery setting given as a
+// flag (status --ready-timeout 3s exited 0, the flag ignored), naming the
+// flag; one that reads it (every command that delivers, doctor's
+// --ready-timeout and --settle) lists it in its help. Walking the tree,
+// a new command is checked too.
+func TestDeliveryFlagsRefusedWhereTheyMeanNothing(t *testing.T) {
+	f, _, _ := testFactory(nil)
+	var paths [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		if c.Runnable() && len(path) > 0 {
+			paths = append(paths, path)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub, append(slices.Clip(path), sub.Name()))
+		}
+	}
+	walk(NewCmdRoot(f), nil)
+	for _, path := range paths {
+		for _, k := range config.Keys() {
+			if everyCommandsKeys[k.Key] {
+				continue
+			}
+			flag := "--" + k.Flag
+			t.Run(strings.Join(path, " ")+" "+flag, func(t *testing.T) {
+				f, out, errOut := testFactory(map[string]string{"AGENTMSG_HOME": t.TempDir()})
+				if takesSetting(strings.Join(path, " "), k.Key) {
+					if code := Run(context.Background(), f, append(slices.Clip(path), "--help")); code != ExitOK || !strings.Contains(out.String(), flag) {
+						t.Errorf("exit %d; its help does not list %s, which it reads:\n%s", code, flag, out)
+					}
+					return
+				}
+				code := Run(context.Background(), f, append(slices.Clip(path), flag+"="+k.Default))
+				want := flag + " applies only to commands that deliver"
+				if code != ExitUsage || !strings.Contains(errOut.String(), want) {
+					t.Errorf("exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", code, ExitUsage, want, out, errOut)
+				}
+			})
+		}
+	}
+}
+
+// Only a flag refuses: the same setting from the environment or the
+// config file is every command's default, and status runs with it.
+func TestDeliverySettingsFromEnvAndFileAreNoRefusal(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "agentmsg"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "agentmsg", "config.toml"), []byte("settle = \"20ms\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, out, errOut := testFactory(map[string]string{"AGENTMSG_HOME": t.TempDir(), "XDG_CONFIG_HOME": dir,
+		"AGENTMSG_READY_TIMEOUT": "1m", "AGENTMSG_FROM": "ana", "AGENTMSG_TEAM": "alpha"})
+	if code := Run(context.Background(), f, []string{"status"}); code != ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
+
+// Each command the table names exists: a renamed one would lose its
+// delivery settings without a word.
+func TestDeliveryTablesNameRealCommands(t *testing.T) {
+	f, _, _ := testFactory(nil)
+	root := NewCmdRoot(f)
+	names := slices.Clone(deliveringCommands)
+	for path := range readsDeliverySettings {
+		names = append(names, path)
+	}
+	for _, path := range names {
+		if c, rest, err := root.Find(strings.Fields(path)); err != nil || len(rest) > 0 || commandPath(c) != path {
+			t.Errorf("%q names no command", path)
 		}
 	}
 }

@@ -33,6 +33,12 @@ your read cursor (one that is already there and unread counts), prints it
 (--json: the message as one JSON document) and exits 0. When none comes
 within --timeout it exits 7.
 
+It passes over what is no news to you, as agentmsg inbox does: a message
+typed into your pane (submitted, queued or left in your input box) you saw
+there, and a send that failed is its sender's to send again. A message
+being typed into your pane counts once its delivery ends; one whose sender
+waits for your pane to be ready (you are busy: you run this wait) is news.
+
 The read cursor moves past the message printed, unless an earlier unread
 message did not match: the cursor never passes a message you have not been
 shown, so that one stays for agentmsg inbox (which then shows both).

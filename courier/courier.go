@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentmsg/agentmsg/delivery"
@@ -234,24 +235,74 @@ func (c *Courier) sendNow(ctx context.Context, t target.Target, env mailbox.Enve
 		err = fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
 		return Result{Outcome: c.Dispatch.Unsent(pane, env.ID, err)}
 	}
-	msg := dispatch.Message{ID: env.ID, Text: c.typed(env), Stored: true,
-		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, 1)}
-	out := c.Dispatch.Deliver(ctx, pane, msg, mode.Call)
+	rec := c.typingRecord(func(target.Target) *mailbox.Box { return box }, env.ID, 1, "")
+	msg := dispatch.Message{ID: env.ID, Text: c.typed(env), Stored: true, OnStep: rec.step}
+	out := c.Dispatch.Deliver(ctx, pane, msg, rec.call(mode.Call))
 	return c.settle(ctx, box, env.ID, out, mode, 1, prior{})
 }
 
-// onStep records each step of typing a message before it is taken (the
-// box of each target from boxOf), so that a deliverer after a crash knows
-// whether the message may have reached the pane: one that may have is
-// never typed again without proof that it did not.
-func (c *Courier) onStep(boxOf func(target.Target) *mailbox.Box, id message.ID, attempt int) func(target.Target, delivery.Step) error {
-	return func(t target.Target, s delivery.Step) error {
-		box := boxOf(t)
-		if box == nil {
-			return nil // not recorded for t: nothing to keep up to date
-		}
-		return box.SetDelivery(id, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Reached: string(s), Updated: c.now()})
+// typingRecord keeps the typing record of message id up to date in the
+// inbox of each target (its box from boxOf; earlier is how far earlier
+// attempts got): see step and wait.
+func (c *Courier) typingRecord(boxOf func(target.Target) *mailbox.Box, id message.ID, attempt int, earlier delivery.Step) *typingRecord {
+	return &typingRecord{c: c, boxOf: boxOf, id: id, attempt: attempt, earlier: earlier, reached: map[string]bool{}}
+}
+
+type typingRecord struct {
+	c       *Courier
+	boxOf   func(target.Target) *mailbox.Box
+	id      message.ID
+	attempt int
+	earlier delivery.Step
+
+	mu      sync.Mutex
+	reached map[string]bool // by session: a step was recorded, or the wait was
+}
+
+// step records each step of typing the message before it is taken, so
+// that a deliverer after a crash knows whether the message may have
+// reached the pane: one that may have is never typed again without proof
+// that it did not.
+func (r *typingRecord) step(t target.Target, s delivery.Step) error {
+	box := r.boxOf(t)
+	if box == nil {
+		return nil // not recorded for t: nothing to keep up to date
 	}
+	r.mu.Lock()
+	r.reached[t.Session] = true
+	r.mu.Unlock()
+	return box.SetDelivery(r.id, mailbox.Delivery{State: mailbox.StateTyping, Attempts: r.attempt, Reached: string(s), Updated: r.c.now()})
+}
+
+// call is call with the wait recorded: the first time a delivery waits
+// for its agent (busy, a dialog, a person's draft) before anything of the
+// message may be in the pane, the record says why. A reader waiting for
+// news (mailbox.Store.WaitSettled) then takes it at once, rather than
+// after the sender's ready timeout: that reader is often the agent, busy
+// running its wait.
+func (r *typingRecord) call(call dispatch.Call) dispatch.Call {
+	next := call.OnWait
+	call.OnWait = func(w dispatch.Wait) {
+		if box := r.boxOf(w.Target); box != nil && r.earlier == delivery.NotReached && r.first(w.Target) {
+			// Best effort: without it a reader only waits longer.
+			_ = box.SetDelivery(r.id, mailbox.Delivery{State: mailbox.StateTyping, Attempts: r.attempt, Reason: stateReason(w.State), Updated: r.c.now()})
+		}
+		if next != nil {
+			next(w)
+		}
+	}
+	return call
+}
+
+// first reports whether nothing was recorded for t yet, and marks it.
+func (r *typingRecord) first(t target.Target) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reached[t.Session] {
+		return false
+	}
+	r.reached[t.Session] = true
+	return true
 }
 
 // olderFirst is the one enqueue rule, for a send and a broadcast alike:
@@ -291,12 +342,6 @@ func results(typed []Typing) []Result {
 type resolved struct {
 	pane dispatch.Resolved
 	err  error
-}
-
-// mustWait is olderFirst's answer alone.
-func (c *Courier) mustWait(ctx context.Context, team, agent string, call dispatch.Call) bool {
-	wait, _, _ := c.olderFirst(ctx, team, agent, call)
-	return wait
 }
 
 // waiting reports whether team/agent's inbox holds messages that wait for
@@ -371,8 +416,9 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		}
 	}()
 	boxes := map[string]*mailbox.Box{}
-	var now []dispatch.Resolved // recorded as typing: type them now
-	var behind []Result         // older messages waiting: this one waits too
+	older := map[string][]Result{} // by session: the older messages typed first
+	var now []dispatch.Resolved    // recorded as typing: type them now
+	var behind []Result            // older messages waiting: this one waits too
 	var errs []error
 	for i, r := range recs {
 		if r.unlock != nil {
@@ -385,18 +431,21 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 			behind = append(behind, *r.behind)
 		default:
 			boxes[panes[i].Target.Session] = r.box
+			older[panes[i].Target.Session] = r.older
 			now = append(now, panes[i])
 		}
 	}
 	if err := errors.Join(append(errs, syncErr)...); err != nil {
 		return nil, fmt.Errorf("recording the broadcast: %w", err)
 	}
-	msg := dispatch.Message{ID: env.ID, Text: c.typed(env), Stored: true,
-		OnStep: c.onStep(func(t target.Target) *mailbox.Box { return boxes[t.Session] }, env.ID, 1)}
-	outs := c.Dispatch.DeliverEach(ctx, now, msg, mode.Call)
+	rec := c.typingRecord(func(t target.Target) *mailbox.Box { return boxes[t.Session] }, env.ID, 1, "")
+	msg := dispatch.Message{ID: env.ID, Text: c.typed(env), Stored: true, OnStep: rec.step}
+	outs := c.Dispatch.DeliverEach(ctx, now, msg, rec.call(mode.Call))
 	out := make([]Result, 0, len(outs)+len(behind))
 	for _, o := range outs {
-		out = append(out, c.settle(ctx, boxes[o.Target.Session], env.ID, o, mode, 1, prior{}))
+		res := c.settle(ctx, boxes[o.Target.Session], env.ID, o, mode, 1, prior{})
+		res.Older = older[o.Target.Session]
+		out = append(out, res)
 	}
 	out = append(out, behind...)
 	out = append(out, refused...)
@@ -409,11 +458,13 @@ const recordConcurrency = 32
 
 // recorded is what recording a broadcast in one agent's inbox gave: the
 // inbox and the message's typing lock (to type it now), or a deferral
-// behind older messages, or an error.
+// behind older messages, or an error; and the older messages it tried
+// first.
 type recorded struct {
 	box    *mailbox.Box
 	unlock func()
 	behind *Result
+	older  []Result
 	err    error
 }
 
@@ -428,13 +479,19 @@ func (c *Courier) recordOne(ctx context.Context, p dispatch.Resolved, env mailbo
 	if err != nil {
 		return fail(err)
 	}
-	if mode.Queue && c.mustWait(ctx, tm, agent, mode.Call) {
-		e := env
-		e.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent", Reason: ReasonBehindOlder}
-		if err := box.AppendBatched(e); err != nil {
-			return fail(err)
+	var older []Result
+	if mode.Queue {
+		wait, typed, _ := c.olderFirst(ctx, tm, agent, mode.Call)
+		older = results(typed)
+		if wait {
+			e := env
+			e.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: "behind older messages to the same agent", Reason: ReasonBehindOlder}
+			if err := box.AppendBatched(e); err != nil {
+				return fail(err)
+			}
+			return recorded{behind: &Result{Outcome: dispatch.Outcome{Target: p.Target, ID: env.ID, Verdict: Deferred},
+				State: mailbox.StateDeferred, Reason: ReasonBehindOlder, Older: older}}
 		}
-		return recorded{behind: &Result{Outcome: dispatch.Outcome{Target: p.Target, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred, Reason: ReasonBehindOlder}}
 	}
 	unlock, err := c.holdTyping(ctx, tm, agent, env.ID)
 	if err != nil {
@@ -444,7 +501,7 @@ func (c *Courier) recordOne(ctx context.Context, p dispatch.Resolved, env mailbo
 		unlock()
 		return fail(err)
 	}
-	return recorded{box: box, unlock: unlock}
+	return recorded{box: box, unlock: unlock, older: older}
 }
 
 // recordBroadcast records env, for reading only, in the inbox of every
@@ -533,9 +590,9 @@ func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target
 		// Nothing typed: the outcome (the agent gone, say) is recorded.
 		return c.settle(ctx, box, env.ID, c.Dispatch.Unsent(pane, env.ID, err), mode, attempt, before)
 	}
-	msg := dispatch.Message{ID: env.ID, Text: c.typed(env), Stored: true,
-		OnStep: c.onStep(func(target.Target) *mailbox.Box { return box }, env.ID, attempt)}
-	out := c.Dispatch.Deliver(ctx, pane, msg, call)
+	rec := c.typingRecord(func(target.Target) *mailbox.Box { return box }, env.ID, attempt, earlier)
+	msg := dispatch.Message{ID: env.ID, Text: c.typed(env), Stored: true, OnStep: rec.step}
+	out := c.Dispatch.Deliver(ctx, pane, msg, rec.call(call))
 	return c.settle(ctx, box, env.ID, out, mode, attempt, before)
 }
 

@@ -693,6 +693,42 @@ func TestBroadcastNeverOvertakesADeferredMessage(t *testing.T) {
 	}
 }
 
+// A broadcast says, per target, which older messages it tried first and
+// what became of each, as a send does: bob's was typed before it, cy's
+// still waits (and so does the broadcast, behind it); ana had none.
+func TestBroadcastSaysWhichOlderMessagesWentFirst(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana", "agent-alpha-bob", "agent-alpha-cy")
+	tm.SetDialog("agent-alpha-bob", true)
+	tm.SetDialog("agent-alpha-cy", true)
+	older, olderCy := envelope(t, "older to bob"), envelope(t, "older to cy")
+	for _, m := range []struct {
+		to  string
+		env mailbox.Envelope
+	}{{"bob", older}, {"cy", olderCy}} {
+		if r := c.Send(context.Background(), mustTarget(t, "alpha", m.to), m.env, Mode{Queue: true}); r.Verdict != Deferred {
+			t.Fatalf("older to %s: %+v", m.to, r)
+		}
+	}
+	tm.SetDialog("agent-alpha-bob", false)
+	results, err := c.Broadcast(context.Background(), "alpha", envelope(t, "to everyone"), Mode{Queue: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	olderOf := map[string][]Result{}
+	for _, r := range results {
+		olderOf[r.Target.Agent()] = r.Older
+	}
+	if o := olderOf["bob"]; len(o) != 1 || o[0].ID != older.ID || o[0].Verdict != delivery.Submitted {
+		t.Errorf("bob's older messages: %+v, want %s submitted", o, older.ID)
+	}
+	if o := olderOf["cy"]; len(o) != 1 || o[0].ID != olderCy.ID || o[0].Verdict != Deferred || o[0].Reason != ReasonDialog {
+		t.Errorf("cy's older messages: %+v, want %s deferred (dialog)", o, olderCy.ID)
+	}
+	if o := olderOf["ana"]; len(o) != 0 {
+		t.Errorf("ana had no older message, got %+v", o)
+	}
+}
+
 func mustTarget(t *testing.T, team, name string) target.Target {
 	t.Helper()
 	tg, err := target.New(team, name)
@@ -999,5 +1035,41 @@ func TestOlderMessagesAreWaitedForAsLongAsTheSendersOwn(t *testing.T) {
 	// Far from either bound: the default is 500 times the sender's.
 	if waited := r.Older[0].Elapsed; waited >= c.Dispatch.Opts.ReadyTimeout/2 {
 		t.Errorf("the older one was waited for %s, want about 10ms, as the sender asked", waited)
+	}
+}
+
+// While a send waits for its agent, the message's typing record says why
+// (a reader waiting for news takes it at once: nothing of it is in the
+// pane); the steps of typing it, once the agent is ready, replace that.
+// A send to a ready agent records no wait.
+func TestASendThatWaitsForItsAgentRecordsWhy(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	c.Dispatch.Opts.ReadyTimeout = time.Minute
+	tm.SetDialog("agent-alpha-ana", true)
+	msg := envelope(t, "while the dialog is open")
+	sent := make(chan Result, 1)
+	go func() { sent <- c.Send(context.Background(), ana(t), msg, Mode{Queue: true}) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e, err := c.Store.WaitSettled(ctx, "alpha", "ana", func(e mailbox.Envelope) bool { return e.ID == msg.ID }, mailbox.Position{})
+	if err != nil || e.Delivery.State != mailbox.StateTyping || e.Delivery.Reason != ReasonDialog || e.Delivery.Reached != "" {
+		t.Fatalf("while the send waits: %+v, %v; want typing, reason dialog, nothing reached", e.Delivery, err)
+	}
+	tm.SetDialog("agent-alpha-ana", false)
+	if r := <-sent; r.Verdict != delivery.Submitted {
+		t.Fatalf("send: %+v", r)
+	}
+	ready := envelope(t, "to a ready agent")
+	if r := c.Send(context.Background(), ana(t), ready, Mode{Queue: true}); r.Verdict != delivery.Submitted {
+		t.Fatalf("send: %+v", r)
+	}
+	_, history, err := c.Store.History("alpha", "ana", ready.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range history {
+		if d.Reason != "" {
+			t.Errorf("a send to a ready agent recorded %+v", d)
+		}
 	}
 }

@@ -39,23 +39,28 @@ func Reason(out dispatch.Outcome) string {
 	case errors.Is(out.Err, delivery.ErrNotAgent):
 		return ReasonShell
 	case errors.As(out.Err, &nr):
-		switch nr.State {
-		case delivery.Busy:
-			return ReasonBusy
-		case delivery.Dialog:
-			return ReasonDialog
-		case delivery.Draft:
-			return ReasonDraft
-		case delivery.Locked:
-			return ReasonLocked
-		case delivery.Gone:
-			return ReasonGone
-		}
-		return ReasonNoBox
+		return stateReason(nr.State)
 	case out.Verdict == delivery.Typed:
 		return ReasonInBox
 	case out.Verdict == delivery.VerdictUnknown:
 		return ReasonUnknown
 	}
 	return ReasonError
+}
+
+// stateReason is why a delivery waits for an agent in state st.
+func stateReason(st delivery.State) string {
+	switch st {
+	case delivery.Busy:
+		return ReasonBusy
+	case delivery.Dialog:
+		return ReasonDialog
+	case delivery.Draft:
+		return ReasonDraft
+	case delivery.Locked:
+		return ReasonLocked
+	case delivery.Gone:
+		return ReasonGone
+	}
+	return ReasonNoBox
 }

@@ -217,6 +217,32 @@ func TestAPIErrors(t *testing.T) {
 	}
 }
 
+// A delivery flag on a command that delivers nothing is refused alike
+// whether the command runs here or in the daemon it is forwarded to: the
+// same exit code, the same words, the same JSON document.
+func TestDeliveryFlagRefusedAlikeThroughTheDaemon(t *testing.T) {
+	t.Parallel()
+	s := daemonServer(t)
+	for _, args := range [][]string{
+		{"--team", "alpha", "status", "--ready-timeout", "3s"},
+		{"--json", "--team", "alpha", "board", "--settle", "1s"},
+	} {
+		direct, err := s.Server.RunEnv([]string{harness.Direct}, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		forwarded := s.Run(args...)
+		wantCode(t, direct, 2)
+		wantCode(t, forwarded, 2)
+		if direct.Stdout != forwarded.Stdout || direct.Stderr != forwarded.Stderr {
+			t.Errorf("%q: here\n%s\nin the daemon\n%s", args, direct, forwarded)
+		}
+		if !strings.Contains(direct.Stdout+direct.Stderr, "applies only to commands that deliver") {
+			t.Errorf("%q: %s", args, direct)
+		}
+	}
+}
+
 // With a daemon running, a message kept for a busy agent is typed when the
 // agent becomes ready, with no hook and no one running deliver; send
 // --wait-delivered reports that.

@@ -179,6 +179,28 @@ func TestWaitForRequestFromAnotherProcess(t *testing.T) {
 	}
 }
 
+// wait returned a message already typed into the agent's own pane as
+// news (issue 21): it passes over it, as inbox does, and exits 7; a
+// --mailbox-only message, never typed, is news.
+func TestWaitPassesOverWhatWasTypedIntoThePane(t *testing.T) {
+	t.Parallel()
+	s := harness.NewTestServer(t)
+	ana := s.StartAgent("agent-alpha-ana")
+	rep, res := sendJSON(t, s, nil, "alpha", "ana", "typed into her pane")
+	wantCode(t, res, 0)
+	wantReceived(t, ana, harness.Submitted(rep.ID, "typed into her pane"))
+	res = s.Run(as("ana", "wait", "--timeout", "300ms")...)
+	wantCode(t, res, 7)
+
+	wantCode(t, s.Run(as("lead", "send", "--mailbox-only", "alpha", "ana", "only for her inbox")...), 0)
+	res = s.Run(as("ana", "wait", "--timeout", "5s")...)
+	wantCode(t, res, 0)
+	if !strings.Contains(res.Stdout, "from lead") || !strings.Contains(res.Stdout, "only for her inbox") || strings.Contains(res.Stdout, "typed into her pane") {
+		t.Fatalf("wait printed:\n%s", res)
+	}
+	wantReceived(t, ana, harness.Submitted(rep.ID, "typed into her pane"))
+}
+
 // A wait that sees no matching message exits 7 once its timeout passes.
 func TestWaitTimeoutExits7(t *testing.T) {
 	t.Parallel()

@@ -19,6 +19,7 @@ import (
 	"github.com/agentmsg/agentmsg/e2e/harness"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/mcpserver"
+	"github.com/agentmsg/agentmsg/message"
 )
 
 // callTimeout bounds one tool call from a test.
@@ -259,20 +260,20 @@ func TestMCPOrchestratorAndAgents(t *testing.T) {
 	)
 	for _, n := range names {
 		go func() {
+			// A task is typed into the agent's pane, which is no news to
+			// its wait_for_message; a stand-in acts on nothing it is shown,
+			// so each takes its tasks from its inbox as its pane shows them.
+			done := map[message.ID]bool{}
+			isStep := func(e mailbox.Envelope) bool {
+				return e.Type == mailbox.TypeTask && e.Metadata["step"] != "" && !done[e.ID]
+			}
 			for ctx.Err() == nil {
-				var got mcpserver.WaitOutput
-				if err := agents[n].try(ctx, "wait_for_message", map[string]any{"type": "task", "timeout_seconds": 2}, &got); err != nil {
-					if ctx.Err() == nil {
-						mu.Lock()
-						bad = append(bad, err)
-						mu.Unlock()
-					}
-					return
+				task, err := store.Wait(ctx, "t", n, isStep, mailbox.Position{})
+				if err != nil {
+					return // the workflow is over
 				}
-				if got.Message == nil || got.Message.Metadata["step"] == "" {
-					continue // a timeout, or the task assigned above
-				}
-				step, content := got.Message.Metadata["step"], got.Message.Content
+				done[task.ID] = true
+				step, content := task.Metadata["step"], task.Content
 				mu.Lock()
 				tasks[step] = content
 				mu.Unlock()
@@ -281,7 +282,7 @@ func TestMCPOrchestratorAndAgents(t *testing.T) {
 					prev = content[i : strings.LastIndex(content, ">>")+2]
 				}
 				out := fmt.Sprintf("<<%s by %s%s>>", step, n, prev)
-				err := agents[n].try(ctx, "send_message", map[string]any{"to": "lead", "type": "status", "content": out,
+				err = agents[n].try(ctx, "send_message", map[string]any{"to": "lead", "type": "status", "content": out,
 					"metadata": map[string]string{"step": step, "state": "complete"}}, nil)
 				if err != nil {
 					if ctx.Err() == nil { // not the end of the workflow cutting a report short
@@ -331,30 +332,32 @@ func TestMCPOrchestratorAndAgents(t *testing.T) {
 	}
 
 	// Shutdown accepted (a1 answers through MCP) and deferred (a2 answers
-	// with agentmsg reply).
+	// with agentmsg reply). The request is typed into each pane, where the
+	// stand-in takes it from its inbox (as with the tasks above).
+	shutdownRequest := func(agent string) (mailbox.Envelope, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		e, err := store.Wait(ctx, "t", agent, func(e mailbox.Envelope) bool { return e.Type == mailbox.TypeShutdownRequest }, mailbox.Position{})
+		if err != nil {
+			err = fmt.Errorf("%s saw no shutdown-request: %w", agent, err)
+		}
+		return e, err
+	}
 	answered := make(chan error, 2)
 	go func() {
-		var got mcpserver.WaitOutput
-		err := agents["a1"].try(context.Background(), "wait_for_message", map[string]any{"type": "shutdown-request", "timeout_seconds": 30}, &got)
-		if err == nil && got.Message == nil {
-			err = errors.New("a1 saw no shutdown-request")
-		}
+		got, err := shutdownRequest("a1")
 		if err == nil {
 			err = agents["a1"].try(context.Background(), "send_message", map[string]any{"to": "lead", "type": "shutdown-response",
-				"reply_to": got.Message.MessageID, "content": "done, stopping", "metadata": map[string]string{"accept": "true"}}, nil)
+				"reply_to": got.ID, "content": "done, stopping", "metadata": map[string]string{"accept": "true"}}, nil)
 		}
 		answered <- err
 	}()
 	go func() {
-		var got mcpserver.WaitOutput
-		err := agents["a2"].try(context.Background(), "wait_for_message", map[string]any{"type": "shutdown-request", "timeout_seconds": 30}, &got)
-		if err == nil && got.Message == nil {
-			err = errors.New("a2 saw no shutdown-request")
-		}
+		got, err := shutdownRequest("a2")
 		if err == nil {
 			var res harness.Result
 			res, err = s.Server.Run("--team", "t", "--from", "a2", "reply", "--type", "shutdown-response", "--meta", "accept=false",
-				got.Message.MessageID, "finishing the release notes first")
+				string(got.ID), "finishing the release notes first")
 			if err == nil && res.Code != 0 {
 				err = fmt.Errorf("a2's reply: %s", res)
 			}

@@ -29,19 +29,29 @@ func (b *Box) cursorPath(reader string) string {
 // to give Advance once they are handled. Readers are independent: each
 // has its own cursor.
 func (s *Store) Unread(team, agent, reader string) (Batch, error) {
-	b, err := s.Box(team, agent)
+	pos, err := s.Cursor(team, agent, reader)
 	if err != nil {
 		return Batch{}, err
 	}
-	if err := checkName("reader", reader); err != nil {
-		return Batch{}, err
-	}
-	pos, err := b.cursor(reader)
+	b, err := s.Box(team, agent)
 	if err != nil {
 		return Batch{}, err
 	}
 	batch, _, err := readInbox(b.path(), pos)
 	return batch, err
+}
+
+// Cursor is reader's saved place in agent's inbox: its unread messages
+// are those after it.
+func (s *Store) Cursor(team, agent, reader string) (Position, error) {
+	b, err := s.Box(team, agent)
+	if err != nil {
+		return Position{}, err
+	}
+	if err := checkName("reader", reader); err != nil {
+		return Position{}, err
+	}
+	return b.cursor(reader)
 }
 
 // Advance saves reader's cursor at to. Call it only after the messages up

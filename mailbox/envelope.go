@@ -112,6 +112,14 @@ type Delivery struct {
 	Reached string `json:"reached,omitempty"`
 }
 
+// UnderWay reports whether a deliverer is typing the message into the
+// agent's pane, or about to, and has not yet recorded how that ended. One
+// that recorded that it waits for the agent (a Reason, nothing Reached:
+// the agent is busy, say) has nothing of the message in the pane yet.
+func (d *Delivery) UnderWay() bool {
+	return d != nil && d.State == StateTyping && (d.Reached != "" || d.Reason == "")
+}
+
 // Position is a place in an inbox: just after the line ending at Offset in
 // the inbox generation Gen, which is just after message LastID.
 //

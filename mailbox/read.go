@@ -24,6 +24,17 @@ type Batch struct {
 	// Corrupt lists complete lines that did not parse. They are skipped
 	// so that one bad line cannot hide the rest of the inbox.
 	Corrupt []CorruptLine
+
+	starts []int64 // where each envelope's line starts, in generation End.Gen
+}
+
+// before is the position just before envelope i, which after is just
+// before the first of.
+func (b Batch) before(i int, after Position) Position {
+	if i == 0 {
+		return after
+	}
+	return Position{Gen: b.End.Gen, Offset: b.starts[i], LastID: b.Envelopes[i-1].ID}
 }
 
 // CorruptLine is a complete inbox line that is not a valid record.
@@ -235,9 +246,9 @@ func (sc *scan) after(pos Position) int {
 func (sc *scan) batch(i int, lastID message.ID) Batch {
 	b := Batch{Corrupt: sc.corrupt}
 	if n := len(sc.entries) - i; n > 0 {
-		b.Envelopes = make([]Envelope, n)
+		b.Envelopes, b.starts = make([]Envelope, n), make([]int64, n)
 		for j, e := range sc.entries[i:] {
-			b.Envelopes[j] = e.env
+			b.Envelopes[j], b.starts[j] = e.env, e.start
 		}
 		lastID = b.Envelopes[n-1].ID
 	}

@@ -14,6 +14,18 @@ import (
 // PollInterval (10ms by default; see inboxWatch): the wake-up comes within
 // one interval, and a waiter costs nothing while nothing changes.
 func (s *Store) Wait(ctx context.Context, team, agent string, match func(Envelope) bool, after Position) (Envelope, error) {
+	return s.wait(ctx, team, agent, match, after, false)
+}
+
+// WaitSettled is Wait for a reader who asks whether the agent saw a
+// message in its pane: a message that a deliverer is typing there, or
+// about to (Delivery.UnderWay), is offered to match once the outcome is
+// recorded, or once the deliverer records that it waits for the agent.
+func (s *Store) WaitSettled(ctx context.Context, team, agent string, match func(Envelope) bool, after Position) (Envelope, error) {
+	return s.wait(ctx, team, agent, match, after, true)
+}
+
+func (s *Store) wait(ctx context.Context, team, agent string, match func(Envelope) bool, after Position, settled bool) (Envelope, error) {
 	b, err := s.Box(team, agent)
 	if err != nil {
 		return Envelope{}, err
@@ -27,12 +39,19 @@ func (s *Store) Wait(ctx context.Context, team, agent string, match func(Envelop
 		if err != nil {
 			return Envelope{}, err
 		}
-		for _, e := range batch.Envelopes {
+		next := batch.End
+		for i, e := range batch.Envelopes {
+			if settled && e.Delivery.UnderWay() {
+				if next == batch.End {
+					next = batch.before(i, pos) // read it again once it changes
+				}
+				continue
+			}
 			if match(e) {
 				return e, nil
 			}
 		}
-		pos = batch.End
+		pos = next
 		select {
 		case <-ctx.Done():
 			return Envelope{}, fmt.Errorf("waiting for a message to %s: %w", agent, ctx.Err())

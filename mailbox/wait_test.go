@@ -200,3 +200,55 @@ func cpuUsed(t *testing.T) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// WaitSettled offers a message being typed into the pane once its outcome
+// is recorded, wherever it stands in what was read, and meanwhile the
+// messages after it; Wait offers it at once.
+func TestWaitSettledHoldsAMessageBeingTyped(t *testing.T) {
+	s := newStore(t)
+	b := box(t, s, "ana")
+	appendN(t, b, 2)
+	typing := newEnv(t, "bob", "ana", "being typed")
+	typing.Delivery = &Delivery{State: StateTyping}
+	if err := b.Append(typing); err != nil {
+		t.Fatal(err)
+	}
+	after := newEnv(t, "bob", "ana", "after it")
+	if err := b.Append(after); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fromBob := func(e Envelope) bool { return e.From == "bob" }
+	if e, err := s.Wait(ctx, team, "ana", fromBob, Position{}); err != nil || e.ID != typing.ID {
+		t.Fatalf("Wait = %s, %v; want %s", e.ID, err, typing.ID)
+	}
+	if e, err := s.WaitSettled(ctx, team, "ana", fromBob, Position{}); err != nil || e.ID != after.ID {
+		t.Fatalf("WaitSettled = %s, %v; want %s, the message after the one being typed", e.ID, err, after.ID)
+	}
+	done := make(chan Envelope, 1)
+	go func() {
+		e, err := s.WaitSettled(ctx, team, "ana", func(e Envelope) bool { return e.ID == typing.ID }, Position{})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- e
+	}()
+	appendN(t, b, 2) // changes the inbox: the waiter reads it again
+	if err := b.SetDelivery(typing.ID, Delivery{State: StateSubmitted, Reached: "pressed"}); err != nil {
+		t.Fatal(err)
+	}
+	if e := <-done; e.ID != typing.ID || e.Delivery.State != StateSubmitted {
+		t.Fatalf("WaitSettled = %+v; want %s once submitted", e, typing.ID)
+	}
+	// One whose deliverer records that it waits for the agent is not in
+	// the pane: offered at once.
+	waiting := newEnv(t, "bob", "ana", "the agent is busy")
+	waiting.Delivery = &Delivery{State: StateTyping, Reason: "busy"}
+	if err := b.Append(waiting); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := s.WaitSettled(ctx, team, "ana", func(e Envelope) bool { return e.ID == waiting.ID }, Position{}); err != nil || e.ID != waiting.ID {
+		t.Fatalf("WaitSettled = %s, %v; want %s at once", e.ID, err, waiting.ID)
+	}
+}

@@ -79,7 +79,7 @@ func (s *server) addAgentTools(srv *mcp.Server) {
 		"Tell your team you are alive now: once you have sent one, get_agent_status reports you dead when the last is older than its timeout (30s).",
 		fixed[HeartbeatInput](mailboxLimit), s.heartbeat)
 	addTool(srv, "wait_for_message",
-		"Block until a message that matches from/type/reply_to (each optional) is in your inbox, then return it and mark it read. timeout_seconds: default 30, at most 120; timed_out is true when none came.",
+		"Block until a message that matches from/type/reply_to (each optional) and that you have not seen is in your inbox, then return it and mark it read (one typed into your pane you saw there: it is passed over, as check_messages does). timeout_seconds: default 30, at most 120; timed_out is true when none came.",
 		func(in WaitInput) time.Duration {
 			d, _ := seconds(in.TimeoutSeconds, DefaultWait, MaxWait)
 			return d + mailboxLimit

@@ -32,6 +32,7 @@ func TestWaitFromIsCanonical(t *testing.T) {
 	t.Parallel()
 	tm := newTeam(t, "ana")
 	lead, ana := tm.as("lead", false), tm.as("ana", false)
+	tm.tmux.SetDialog("agent-t-ana", true) // not typed into her pane: news to her
 	lead.call("send_message", map[string]any{"to": "ana", "content": "hello"}, nil)
 	var w WaitOutput
 	ana.call("wait_for_message", map[string]any{"from": "LEAD", "timeout_seconds": 1}, &w)

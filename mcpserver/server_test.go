@@ -267,8 +267,14 @@ func TestWaitForMessage(t *testing.T) {
 		t.Fatalf("want timed_out, got %+v", got)
 	}
 
-	// Woken by a message sent while it waits; an earlier one from someone
-	// else does not match and stays unread.
+	// A message typed into ana's pane she saw there: no news to wait for.
+	lead := tm.as("lead", false)
+	lead.call("send_message", map[string]any{"to": "ana", "content": "seen in her pane", "type": "status", "metadata": map[string]string{"state": "working"}}, nil)
+	// Then she is busy (a dialog stands in for her turn, busy with this
+	// wait): what is sent to her waits, not typed, and is news. Woken by
+	// a message sent while she waits; an earlier one from someone else
+	// does not match and stays unread.
+	tm.tmux.SetDialog("agent-t-ana", true)
 	bob := tm.as("bob", false)
 	if err := tm.store.SetStatus("t", "bob", mailbox.Status{}); err != nil {
 		t.Fatal(err)
@@ -283,13 +289,11 @@ func TestWaitForMessage(t *testing.T) {
 		}
 		done <- w
 	}()
-	lead := tm.as("lead", false)
 	lead.call("send_message", map[string]any{"to": "ana", "content": "tests pass", "type": "status", "metadata": map[string]string{"state": "complete"}}, nil)
 	w := <-done
 	if w.TimedOut || w.Message == nil || w.Message.Content != "tests pass" || w.Message.Metadata["state"] != "complete" {
 		t.Fatalf("wait: %+v", w)
 	}
-	// (check_messages would not list it: it was typed into ana's pane.)
 	left, err := tm.store.Unread("t", "ana", "ana")
 	if err != nil || len(left.Envelopes) != 2 || left.Envelopes[0].Content != "not this" {
 		t.Fatalf("the unmatched message should still be unread: %+v, %v", left, err)
@@ -361,7 +365,9 @@ func TestHugeSecondsAreClamped(t *testing.T) {
 	tm := newTeam(t, "ana")
 	lead, ana := tm.as("lead", true), tm.as("ana", false)
 
-	// wait_for_message waits (at most MaxWait) instead of failing at once.
+	// wait_for_message waits (at most MaxWait) instead of failing at once;
+	// ana is busy with it (a dialog stands in), so lead's message is news.
+	tm.tmux.SetDialog("agent-t-ana", true)
 	done := make(chan WaitOutput, 1)
 	go func() {
 		var w WaitOutput
@@ -636,22 +642,22 @@ func TestNoTeam(t *testing.T) {
 }
 
 // answerSteps plays agent name: each workflow task it gets is answered
-// with a status message whose content is f(step, task text).
+// with a status message whose content is f(step, task text). A task is
+// typed into the agent's pane, which is no news to wait_for_message; the
+// fake pane holds no text to act on, so the agent takes each task from
+// its inbox as the pane would show it.
 func answerSteps(ctx context.Context, t *testing.T, tm *team, name string, f func(step, task string) (string, string)) {
 	c := tm.as(name, false)
 	go func() {
+		done := map[message.ID]bool{}
 		for ctx.Err() == nil {
-			res, err := c.raw(ctx, "wait_for_message", map[string]any{"type": "task", "timeout_seconds": 5})
-			if err != nil || res.IsError {
+			task, err := tm.store.Wait(ctx, "t", name, func(e mailbox.Envelope) bool { return e.Type == mailbox.TypeTask && !done[e.ID] }, mailbox.Position{})
+			if err != nil {
 				return
 			}
-			var w WaitOutput
-			decode(t, res, &w)
-			if w.Message == nil {
-				continue
-			}
-			step := w.Message.Metadata["step"]
-			out, state := f(step, w.Message.Content)
+			done[task.ID] = true
+			step := task.Metadata["step"]
+			out, state := f(step, task.Content)
 			args := map[string]any{"to": "lead", "type": "status", "content": out,
 				"metadata": map[string]string{"step": step, "state": state}}
 			if res, err := c.raw(ctx, "send_message", args); (err != nil || res.IsError) && ctx.Err() == nil {

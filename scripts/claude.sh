@@ -2,9 +2,10 @@
 # ensure_claude installs the real Claude Code CLI (@anthropic-ai/claude-code)
 # from npm into a cache dir, once, and prints the path of its `claude`
 # executable: ensure_cli claude from scripts/clis.sh, which says where and
-# which version (AGENTMSG_CLAUDE_VERSION; default 2.1.197, the one the
-# recorded screens and e2e/claude/NOTES.md are from). Source this file and
-# call the function, or run it directly:
+# which version (AGENTMSG_CLAUDE_VERSION; default 2.1.332, the newest that
+# passes every live case; the recorded screens are from 2.1.197, and
+# e2e/claude/NOTES.md says what differs). Source this file and call the
+# function, or run it directly:
 #
 #   source scripts/claude.sh && CLAUDE=$(ensure_claude) || exit 1
 #   bash scripts/claude.sh            # prints the path

@@ -84,6 +84,27 @@ func TestOpenAPIDescribesEveryBody(t *testing.T) {
 	}
 }
 
+// The documents of a delivery (send, broadcast) describe exactly the
+// fields wire writes: a program reading the API learns every field from
+// the document (older and while_busy_ignored were missing).
+func TestOpenAPIDescribesTheDeliveryDocuments(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]schema `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openapiDoc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]any{"Outcome": wire.Outcome{}, "Send": wire.Send{}, "Broadcast": wire.Broadcast{}} {
+		described := slices.Sorted(maps.Keys(doc.Components.Schemas[name].fields(doc.Components.Schemas)))
+		written := slices.Compact(slices.Sorted(slices.Values(jsonFields(reflect.TypeOf(v)))))
+		if !slices.Equal(described, written) {
+			t.Errorf("%s describes %v; wire writes %v", name, described, written)
+		}
+	}
+}
+
 type schema struct {
 	Ref        string                     `json:"$ref"`
 	AllOf      []schema                   `json:"allOf"`

@@ -120,10 +120,12 @@ type WaitResult struct {
 	Left int
 }
 
-// Wait blocks until a message that matches req.Filter is in the caller's
-// inbox after its read cursor (an unread one already there counts), and
-// moves the cursor past it, never past an earlier unread message that did
-// not match. No message within req.Timeout is a result (TimedOut), not an
+// Wait blocks until a message that matches req.Filter and is news to the
+// caller (see news) is in its inbox after its read cursor (an unread one
+// already there counts), and moves the cursor past it and past what was
+// no news, never past an earlier unread message that did not match. A
+// message being typed into the caller's pane counts once its delivery
+// ends. No message within req.Timeout is a result (TimedOut), not an
 // error; ctx ending first is ErrInterrupted.
 func (s *Service) Wait(ctx context.Context, req WaitRequest) (WaitResult, error) {
 	fl, err := req.Filter.Check()
@@ -139,39 +141,39 @@ func (s *Service) Wait(ctx context.Context, req WaitRequest) (WaitResult, error)
 	}
 	res := WaitResult{Team: team, Agent: me}
 	start := s.mailboxNow()
-	batch, err := s.Store.Unread(team, me, me)
+	from, err := s.Store.Cursor(team, me, me)
 	if err != nil {
 		return res, fmt.Errorf("reading the inbox of %s/%s: %w", team, me, err)
 	}
-	found := false
-	for _, e := range batch.Envelopes {
-		if fl.Match(e) {
-			res.Message, found = e, true
-			break
+	shown := map[message.ID]bool{}
+	match := func(e mailbox.Envelope) bool {
+		if !news(e, true) {
+			shown[e.ID] = true // seen already: the cursor may pass it
+			return false
 		}
+		return fl.Match(e)
 	}
-	if !found {
-		wctx := ctx
-		if req.Timeout > 0 {
-			var cancel context.CancelFunc
-			wctx, cancel = context.WithTimeout(ctx, req.Timeout)
-			defer cancel()
-		}
-		res.Message, err = s.Store.Wait(wctx, team, me, fl.Match, batch.End)
-		switch {
-		case err == nil:
-		case ctx.Err() != nil:
-			return res, fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
-		case errors.Is(err, context.DeadlineExceeded):
-			res.TimedOut, res.Waited = true, s.mailboxNow().Sub(start)
-			return res, nil
-		default:
-			return res, err
-		}
+	wctx := ctx
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, req.Timeout)
+		defer cancel()
 	}
-	res.Left, err = s.Store.AdvanceShown(team, me, me, map[message.ID]bool{res.Message.ID: true})
-	if err != nil {
-		return res, fmt.Errorf("marking %s read: %w", res.Message.ID, err)
+	res.Message, err = s.Store.WaitSettled(wctx, team, me, match, from)
+	switch {
+	case err == nil:
+		shown[res.Message.ID] = true
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
+	case errors.Is(err, context.DeadlineExceeded):
+		res.TimedOut = true
+	default:
+		return res, err
+	}
+	if len(shown) > 0 {
+		if res.Left, err = s.Store.AdvanceShown(team, me, me, shown); err != nil {
+			return res, fmt.Errorf("marking the messages of %s/%s read: %w", team, me, err)
+		}
 	}
 	res.Waited = s.mailboxNow().Sub(start)
 	return res, nil
@@ -201,6 +203,7 @@ type InboxResult struct {
 	Corrupt []mailbox.CorruptLine
 
 	req   InboxRequest
+	own   bool                // the reader reads its own inbox
 	end   mailbox.Position    // where Follow goes on
 	seen  map[message.ID]bool // read, matching or not
 	shown map[message.ID]bool // returned: the cursor may pass them
@@ -236,19 +239,24 @@ func (s *Service) Inbox(ctx context.Context, req InboxRequest) (InboxResult, err
 	if err != nil {
 		return InboxResult{}, fmt.Errorf("reading the inbox of %s/%s: %w", team, agent, err)
 	}
-	res.Corrupt, res.end = batch.Corrupt, batch.End
-	own := team == s.Team && agent == s.Name
+	res.Corrupt, res.end, res.own = batch.Corrupt, batch.End, team == s.Team && agent == s.Name
 	for _, e := range batch.Envelopes {
 		res.seen[e.ID] = true
-		if !req.All && !news(e, own) {
-			res.shown[e.ID] = true // seen already: the cursor may pass it
-			continue
-		}
-		if fl.Match(e) {
+		if res.shows(e) {
 			res.Messages = append(res.Messages, e)
 		}
 	}
 	return res, s.markShown(&res, res.Messages)
+}
+
+// shows reports whether a read shows e: news to the reader (or asked
+// for all) and matching the filter. What is no news the cursor may pass.
+func (res *InboxResult) shows(e mailbox.Envelope) bool {
+	if !res.req.All && !news(e, res.own) {
+		res.shown[e.ID] = true // seen already: the cursor may pass it
+		return false
+	}
+	return res.req.Filter.Match(e)
 }
 
 // news reports whether e is news to a reader of its inbox (own: the
@@ -280,12 +288,13 @@ func (s *Service) markShown(res *InboxResult, shown []mailbox.Envelope) error {
 }
 
 // Follow goes on from a read: it waits for each message that arrives in
-// the inbox after it, and passes each that matches the filter to show,
+// the inbox after it, and passes each that the read would show to show
+// (one being typed into the reader's own pane, once its delivery ends),
 // then moves the cursor past it as Inbox does. It ends, with nil, when
 // ctx does; or with show's error.
 func (s *Service) Follow(ctx context.Context, from InboxResult, show func(mailbox.Envelope) error) error {
 	for {
-		e, err := s.Store.Wait(ctx, from.Team, from.Agent, func(e mailbox.Envelope) bool { return !from.seen[e.ID] }, from.end)
+		e, err := s.Store.WaitSettled(ctx, from.Team, from.Agent, func(e mailbox.Envelope) bool { return !from.seen[e.ID] }, from.end)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // the normal end of following
@@ -293,7 +302,7 @@ func (s *Service) Follow(ctx context.Context, from InboxResult, show func(mailbo
 			return err
 		}
 		from.seen[e.ID] = true
-		if !from.req.Filter.Match(e) {
+		if !from.shows(e) {
 			continue
 		}
 		if err := show(e); err != nil {

@@ -336,3 +336,134 @@ func TestInboxListsWhatTheAgentHasNotSeen(t *testing.T) {
 		t.Fatalf("--all: %v, %v", ids(res.Messages), err)
 	}
 }
+
+// arrive appends a message from lead to an inbox of the service's team
+// as a deliverer does: with its first delivery record in the same line,
+// then each later one.
+func arrive(t *testing.T, s *Service, to, content string, records ...mailbox.Delivery) mailbox.Envelope {
+	t.Helper()
+	id, err := message.NewID("LEAD", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := mailbox.Envelope{ID: id, From: "lead", To: to, Type: mailbox.TypeText, Content: content, Delivery: &records[0]}
+	b, err := s.Store.Box(s.Team, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Append(env); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range records[1:] {
+		if err := b.SetDelivery(id, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return env
+}
+
+// The delivery records of a message typed into the pane, from the first.
+var (
+	typing    = mailbox.Delivery{State: mailbox.StateTyping}
+	busy      = mailbox.Delivery{State: mailbox.StateTyping, Reason: "busy"} // its deliverer waits for the agent
+	pasted    = mailbox.Delivery{State: mailbox.StateTyping, Reached: "pasted"}
+	submitted = mailbox.Delivery{State: mailbox.StateSubmitted, Reached: "pressed"}
+	deferred  = mailbox.Delivery{State: mailbox.StateDeferred}
+	inboxOnly = mailbox.Delivery{State: mailbox.StateInbox}
+)
+
+// waitAsync runs s.Wait in the background, for a test to add messages meanwhile.
+func waitAsync(s *Service, req WaitRequest) <-chan WaitResult {
+	done := make(chan WaitResult, 1)
+	go func() {
+		res, err := s.Wait(context.Background(), req)
+		if err != nil {
+			res.Message.Content = "error: " + err.Error()
+		}
+		done <- res
+	}()
+	return done
+}
+
+// wait returned what was typed into the agent's own pane as news, as
+// inbox did before (TestInboxListsWhatTheAgentHasNotSeen): a message
+// typed there, already or while it waits, is passed over; one that is
+// being typed counts once its delivery ends, and only if the agent did
+// not see it. One whose deliverer records that it waits for the agent
+// (busy: it runs this wait) is not in the pane, and is news at once.
+func TestWaitPassesOverWhatTheAgentHasSeen(t *testing.T) {
+	s := mailboxSvc(t, "ana")
+	putIn(t, s, "ana", "typed and submitted", mailbox.StateSubmitted)
+	putIn(t, s, "ana", "queued behind a turn", mailbox.StateQueued)
+	putIn(t, s, "ana", "typed, in the box", mailbox.StateTyped)
+	putIn(t, s, "ana", "refused with exit 4", mailbox.StateFailed)
+	res, err := s.Wait(context.Background(), WaitRequest{Timeout: 50 * time.Millisecond})
+	if err != nil || !res.TimedOut {
+		t.Fatalf("Wait = %+v, %v; want timed out: ana saw every message in her pane", res, err)
+	}
+
+	done := waitAsync(s, WaitRequest{Timeout: 10 * time.Second})
+	arrive(t, s, "ana", "typed while she waits", typing, pasted, submitted)
+	mailboxOnly := arrive(t, s, "ana", "only to read", inboxOnly)
+	if res := <-done; res.TimedOut || res.Message.ID != mailboxOnly.ID || res.Left != 0 {
+		t.Fatalf("Wait = %+v; want %s and nothing left", res, mailboxOnly.ID)
+	}
+	if got := unreadIDs(t, s, "ana", "ana"); len(got) != 0 {
+		t.Fatalf("the cursor stopped before messages ana has seen: unread %v", got)
+	}
+
+	// About to be typed, then not taken: kept for deliver, news to her.
+	done = waitAsync(s, WaitRequest{Timeout: 10 * time.Second})
+	kept := arrive(t, s, "ana", "her box closed", typing, pasted, deferred)
+	if res := <-done; res.TimedOut || res.Message.ID != kept.ID || res.Message.Delivery.State != mailbox.StateDeferred {
+		t.Fatalf("Wait = %+v; want %s once deferred", res, kept.ID)
+	}
+
+	waiting := arrive(t, s, "ana", "she is busy waiting", typing, busy)
+	if res, err := s.Wait(context.Background(), WaitRequest{Timeout: 10 * time.Second}); err != nil || res.Message.ID != waiting.ID {
+		t.Fatalf("Wait = %+v, %v; want %s, whose sender waits for her", res, err, waiting.ID)
+	}
+}
+
+// inbox --follow showed each message typed into the agent's own pane; it
+// follows the rule of inbox, and another reader of her inbox sees them.
+func TestFollowPassesOverWhatTheAgentHasSeen(t *testing.T) {
+	s := mailboxSvc(t, "ana")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	follow := func(reader *Service) (<-chan mailbox.Envelope, <-chan error) {
+		res, err := reader.Inbox(ctx, InboxRequest{Agent: "ana"})
+		if err != nil || len(res.Messages) != 0 {
+			t.Fatalf("Inbox: %+v, %v", res, err)
+		}
+		got, done := make(chan mailbox.Envelope, 10), make(chan error, 1)
+		go func() { done <- reader.Follow(ctx, res, func(e mailbox.Envelope) error { got <- e; return nil }) }()
+		return got, done
+	}
+	ana, anaDone := follow(s)
+	lead, leadDone := follow(s.as("lead"))
+	typed := arrive(t, s, "ana", "typed while she follows", typing, pasted, submitted)
+	kept := arrive(t, s, "ana", "her box closed", typing, deferred)
+	mailboxOnly := arrive(t, s, "ana", "only to read", inboxOnly)
+	for _, want := range []message.ID{kept.ID, mailboxOnly.ID} {
+		if e := <-ana; e.ID != want {
+			t.Fatalf("ana followed %s (%s), want %s", e.ID, e.Content, want)
+		}
+	}
+	for _, want := range []message.ID{typed.ID, kept.ID, mailboxOnly.ID} {
+		if e := <-lead; e.ID != want {
+			t.Fatalf("lead followed %s (%s), want %s", e.ID, e.Content, want)
+		}
+	}
+	cancel()
+	for _, done := range []<-chan error{anaDone, leadDone} {
+		if err := <-done; err != nil {
+			t.Fatalf("Follow ended with %v", err)
+		}
+	}
+	select {
+	case e := <-ana:
+		t.Fatalf("ana followed %s (%s) too", e.ID, e.Content)
+	default:
+	}
+}

@@ -9,22 +9,28 @@ import (
 
 	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
 )
 
 // answer has agent name do each task it gets: it reports f's output to
-// lead as a status message with the task's step, until ctx ends.
+// lead as a status message with the task's step, until ctx ends. A task
+// is typed into the agent's pane, which is no news in its inbox (Wait
+// passes over it); the fake pane holds no text to act on, so the agent
+// takes each task from its inbox as the pane would show it.
 func answer(ctx context.Context, t *testing.T, lead *Service, name string, f func(task string) (string, string)) {
 	me := *lead
 	me.Name, me.Sender = name, strings.ToUpper(name)
 	go func() {
+		done := map[message.ID]bool{}
 		for ctx.Err() == nil {
-			w, err := me.Wait(ctx, WaitRequest{Filter: Filter{Type: mailbox.TypeTask}, Timeout: 5 * time.Second})
-			if err != nil || w.TimedOut {
+			task, err := me.Store.Wait(ctx, me.Team, name, func(e mailbox.Envelope) bool { return e.Type == mailbox.TypeTask && !done[e.ID] }, mailbox.Position{})
+			if err != nil {
 				continue
 			}
-			out, state := f(w.Message.Content)
+			done[task.ID] = true
+			out, state := f(task.Content)
 			_, err = me.Send(ctx, SendRequest{To: to(t, "lead"), InboxIfAbsent: true, Delivery: Delivery{Queue: true},
-				Draft: Draft{Text: out, Type: "status", Meta: map[string]string{"step": w.Message.Metadata["step"], "state": state}}})
+				Draft: Draft{Text: out, Type: "status", Meta: map[string]string{"step": task.Metadata["step"], "state": state}}})
 			if err != nil && ctx.Err() == nil {
 				t.Errorf("%s reporting: %v", name, err)
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/agentmsg/agentmsg/e2e/harness"
@@ -40,7 +41,7 @@ func (c *calibration) recordRun(needed time.Duration) error {
 		cal = profile.Calibration{Product: products[c.cli], Version: version}
 	}
 	cal.Runs = append(cal.Runs, profile.Run{
-		Date: time.Now().UTC().Format(time.DateOnly), Tmux: harness.TmuxVersion(), Texts: "four kinds",
+		Date: time.Now().UTC().Format(time.DateOnly), Tmux: strings.TrimPrefix(harness.TmuxVersion(), "tmux "), Texts: "four kinds",
 		Sends: c.sends, NeededMS: int(needed.Milliseconds()),
 	})
 	cal.Runs = cal.Runs[max(0, len(cal.Runs)-keptRuns):]

@@ -97,14 +97,16 @@ func TestMCPToolsFromRealClaudeAndCodex(t *testing.T) {
 		{Marker: kick, Calls: []fakeapi.Call{{Tool: "agentmsg__send_message",
 			Args: map[string]any{"to": "bob", "content": ping + " from ana, please answer"}}}, Reply: "sent"},
 		{Marker: pong, Calls: []fakeapi.Call{{Tool: "agentmsg__check_messages"}}, Reply: "read"},
-		{Marker: kick2, Calls: []fakeapi.Call{{Tool: "agentmsg__send_message",
-			Args: map[string]any{"to": "bob", "content": second + " while you wait"}}}, Reply: "sent again"},
+		// A request is put into the inboxes only: news to bob's wait.
+		{Marker: kick2, Calls: []fakeapi.Call{{Tool: "agentmsg__request_task",
+			Args: map[string]any{"description": second + " while you wait"}}}, Reply: "requested"},
 	}}))
 	must(t, s.bobAPI.Set(fakeapi.Control{Scripts: []fakeapi.Script{
-		// wait_for_message finds ana's message already in the inbox; the
-		// answer goes back as a reply to the message id in the prompt.
+		// wait_for_message passes over ana's message, typed into bob's
+		// pane already; the answer goes back as a reply to the message id
+		// in the prompt.
 		{Marker: ping, Calls: []fakeapi.Call{
-			{Tool: "agentmsg__wait_for_message", Args: map[string]any{"from": "ana", "timeout_seconds": 30}},
+			{Tool: "agentmsg__wait_for_message", Args: map[string]any{"from": "ana", "timeout_seconds": 2}},
 			{Tool: "agentmsg__send_message", Args: map[string]any{"to": "ana", "content": pong + " from bob", "reply_to": "$MSG_ID"}},
 		}, Reply: "replied"},
 		// wait_for_message blocks until ana's next message arrives.
@@ -119,13 +121,14 @@ func TestMCPToolsFromRealClaudeAndCodex(t *testing.T) {
 	anaSend := s.waitResult(s.anaAPI, "ana", "mcp__agentmsg__send_message", 1, "")
 	pingID := field(t, anaSend.Result, "message_id")
 	s.waitPrompts(s.bobAPI, "bob", ping, 1)
-	// (b) bob's model takes it with wait_for_message (no wait: it is in the
-	// inbox) and answers; the reply is typed into ana's pane, so ana's
-	// check_messages leaves it out (the inbox lists what is news to its
-	// reader: an agent following the README saw every message twice).
-	bobWait := s.waitResult(s.bobAPI, "bob", "mcp__agentmsg__wait_for_message", 1, ping)
-	if !strings.Contains(bobWait.Result, pingID) {
-		t.Errorf("bob's wait_for_message returned %s, want message %s", bobWait.Result, pingID)
+	// (b) bob's wait_for_message does not return it again (it was typed
+	// into his pane: no news), and his model answers the id in its
+	// prompt; the reply is typed into ana's pane, so ana's check_messages
+	// leaves it out too (the inbox lists what is news to its reader: an
+	// agent following the README saw every message twice).
+	bobWait := s.waitResult(s.bobAPI, "bob", "mcp__agentmsg__wait_for_message", 1, `"timed_out":true`)
+	if strings.Contains(bobWait.Result, pingID) {
+		t.Errorf("bob's wait_for_message returned %s, the message already typed into his pane", bobWait.Result)
 	}
 	bobSend := s.waitResult(s.bobAPI, "bob", "mcp__agentmsg__send_message", 1, "")
 	pongID := field(t, bobSend.Result, "message_id")
@@ -135,7 +138,9 @@ func TestMCPToolsFromRealClaudeAndCodex(t *testing.T) {
 	}
 	s.waitReply(s.anaAPI, "ana", "read")
 
-	// (c) bob's model blocks in wait_for_message until ana's model sends.
+	// (c) bob's model blocks in wait_for_message until ana's model posts
+	// a request (a message typed into his pane meanwhile would be no news
+	// to it: he sees it there).
 	s.send("bob", hold)
 	s.waitPrompts(s.bobAPI, "bob", hold, 1)
 	// Only once Codex shows the call running is the wait really blocking.
@@ -145,14 +150,12 @@ func TestMCPToolsFromRealClaudeAndCodex(t *testing.T) {
 		t.Fatalf("bob's screen never showed wait_for_message running: %v\n%s", err, screen)
 	}
 	s.send("ana", kick2)
-	anaSend2 := s.waitResult(s.anaAPI, "ana", "mcp__agentmsg__send_message", 2, "")
-	secondID := field(t, anaSend2.Result, "message_id")
+	anaRequest := s.waitResult(s.anaAPI, "ana", "mcp__agentmsg__request_task", 1, "")
+	secondID := field(t, anaRequest.Result, "message_id")
 	bobWait2 := s.waitResult(s.bobAPI, "bob", "mcp__agentmsg__wait_for_message", 2, second)
 	if !strings.Contains(bobWait2.Result, secondID) || strings.Contains(bobWait2.Result, `"timed_out":true`) {
 		t.Errorf("bob's blocking wait_for_message returned %s, want message %s", bobWait2.Result, secondID)
 	}
-	// Typed into bob's pane while he waited, it is also submitted, once.
-	s.waitPrompts(s.bobAPI, "bob", second, 1)
 	s.waitReply(s.bobAPI, "bob", "got it")
 
 	// Exactly once, from the logs, after everything settled.
@@ -160,8 +163,9 @@ func TestMCPToolsFromRealClaudeAndCodex(t *testing.T) {
 	t.Logf("ana's fake API log:\n%s\nbob's fake API log:\n%s", dump(s.anaAPI), dump(s.bobAPI))
 	s.exactlyOnce(s.bobAPI, "bob", fakeapi.KindPrompt, ping, pingID)
 	s.exactlyOnce(s.anaAPI, "ana", fakeapi.KindPrompt, pong, pongID)
-	s.exactlyOnce(s.bobAPI, "bob", fakeapi.KindPrompt, second, secondID)
-	s.exactlyOnce(s.bobAPI, "bob", fakeapi.KindToolResult, ping, pingID)
+	if got := matching(s.bobAPI, fakeapi.KindPrompt, second); len(got) != 0 {
+		t.Errorf("the request, in bob's inbox only, reached his model as a prompt: %+v", got)
+	}
 	s.exactlyOnce(s.bobAPI, "bob", fakeapi.KindToolResult, second, secondID)
 	for _, api := range []*fakeapi.Server{s.anaAPI, s.bobAPI} {
 		for _, r := range api.Records() {
