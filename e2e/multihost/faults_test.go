@@ -259,11 +259,7 @@ func TestHostsSurviveFaults(t *testing.T) {
 			busy := time.Duration(rng.IntN(4)*100) * time.Millisecond
 			h.agents = append(h.agents, h.srv.StartAgent(fmt.Sprintf("agent-t-a%d%d", i+1, k), harness.BusyAfterSubmit(busy)))
 		}
-		sock := h.srv.DaemonSocket()
-		h.api = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		}}}
+		h.api = apiClient(h.srv.DaemonSocket())
 		if err := h.startDaemon(); err != nil {
 			t.Fatal(err)
 		}
@@ -280,7 +276,7 @@ func TestHostsSurviveFaults(t *testing.T) {
 			}
 		}
 	}()
-	waitAllHostsUp(t, hs)
+	waitAllHostsUp(t, hs, 3)
 
 	// Traffic: two senders per host, each sending to random agents on the
 	// other hosts, one message at a time.
@@ -489,8 +485,29 @@ func TestHostsSurviveFaults(t *testing.T) {
 	}
 }
 
-// waitAllHostsUp waits until every host lists every other host up.
-func waitAllHostsUp(t *testing.T, hs []*host) {
+// apiClient is an HTTP client of a daemon's socket.
+func apiClient(sock string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+}
+
+// waitFor polls cond for up to two minutes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitAllHostsUp waits until every host lists every host up with its
+// agents agents.
+func waitAllHostsUp(t *testing.T, hs []*host, agents int) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for _, h := range hs {
@@ -506,7 +523,7 @@ func waitAllHostsUp(t *testing.T, hs []*host) {
 			_ = json.Unmarshal([]byte(res.Stdout), &doc)
 			up := 0
 			for _, x := range doc.Hosts {
-				if x.Up && len(x.Agents) == 3 {
+				if x.Up && len(x.Agents) == agents {
 					up++
 				}
 			}

@@ -1,0 +1,106 @@
+package multihost
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmsg/agentmsg/e2e/harness"
+	"github.com/agentmsg/agentmsg/e2e/netlab"
+	"github.com/agentmsg/agentmsg/hosts"
+)
+
+// The speed of messages between hosts over the lab's network, measured
+// (AGENTMSG_MEASURE_HOSTS=1), never a pass or fail on time: a send to
+// another host, process start to verdict; and how long a thousand
+// messages kept while the sender's link was cut take to arrive once it is
+// back.
+func TestHostsSpeed(t *testing.T) {
+	if os.Getenv("AGENTMSG_MEASURE_HOSTS") != "1" {
+		t.Skip("a measurement: set AGENTMSG_MEASURE_HOSTS=1")
+	}
+	lab := netlab.New(t, 2)
+	keys := t.TempDir()
+	var users []string
+	seeds := map[string]string{}
+	for _, name := range []string{"h1", "h2"} {
+		seed, public, err := hosts.NewUser()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds[name] = keys + "/" + name + ".nk"
+		if err := os.WriteFile(seeds[name], seed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		users = append(users, hosts.UserConfig(name, public))
+	}
+	cluster := lab.StartNATS(netlab.NATSOptions{Auth: "authorization {\n users = [\n" + strings.Join(users, "\n") + " ]\n}\n"})
+	hs := make([]*host, 2)
+	for i, nh := range lab.Hosts {
+		h := &host{name: fmt.Sprintf("h%d", i+1), net: nh, srv: harness.NewTestServer(t)}
+		if err := h.srv.StopDaemon(); err != nil {
+			t.Fatal(err)
+		}
+		// Each host's own node first: the way a host near its server is.
+		urls := []string{cluster.ClientURL(i), cluster.ClientURL(1 - i)}
+		appendConfig(t, h.srv, fmt.Sprintf("\n[hosts]\nname = %q\nnats = %q\nnkey_file = %q\nca_file = %q\nreplicas = 2\n",
+			h.name, strings.Join(urls, ","), seeds[h.name], cluster.CAFile()))
+		for k := 1; k <= 4; k++ {
+			h.agents = append(h.agents, h.srv.StartAgent(fmt.Sprintf("agent-t-a%d%d", i+1, k)))
+		}
+		h.api = apiClient(h.srv.DaemonSocket())
+		if err := h.startDaemon(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(h.stopDaemon)
+		hs[i] = h
+	}
+	waitAllHostsUp(t, hs, 4)
+
+	var took []time.Duration
+	for i := range 40 {
+		start := time.Now()
+		res := hs[0].srv.Run("send", "--host", "h2", "t", "a21", fmt.Sprint("timed ", i))
+		took = append(took, time.Since(start))
+		if res.Code != 0 {
+			t.Fatalf("send --host h2: %s", res)
+		}
+	}
+	slices.Sort(took)
+	t.Logf("send --host over the lab's network, process start to verdict, %d sends: median %s, p95 %s, max %s",
+		len(took), took[len(took)/2], took[len(took)*95/100], took[len(took)-1])
+
+	// A thousand messages kept in h1's outbox while its link is cut.
+	const n = 1000
+	if err := hs[0].net.LinkDown(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // the cluster notices (a measurement, not a test of it)
+	queued := time.Now()
+	for i := range n {
+		agent := fmt.Sprintf("a2%d", 1+i%4)
+		if _, err := hs[0].post("app", fmt.Sprintf("MSG_APP_%08x", i), "h2", "t", agent, fmt.Sprint("queued ", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d sends kept in the outbox while the link is cut, in %s", n, time.Since(queued))
+	before := 0
+	for _, a := range hs[1].agents {
+		before += len(a.Received())
+	}
+	back := time.Now()
+	if err := hs[0].net.LinkUp(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the thousand messages at h2", func() bool {
+		got := 0
+		for _, a := range hs[1].agents {
+			got += len(a.Received())
+		}
+		return got-before >= n
+	})
+	t.Logf("%d messages kept while the link was cut arrived %s after it came back", n, time.Since(back))
+}
