@@ -172,30 +172,39 @@ func (l *Link) Hosts(ctx context.Context) ([]HostInfo, error) {
 	return out, nil
 }
 
-// Known reports whether host has ever joined the bus (this host counts).
+// knownTimeout bounds asking the bus about a host this one has not seen:
+// a server cut off from its cluster answers nothing for a long time.
+const knownTimeout = 2 * time.Second
+
+// Known reports whether host has ever joined the bus (this host counts):
+// what this host saw there before, at once, else what the bus says now.
 func (l *Link) Known(ctx context.Context, host string) (bool, error) {
 	if host == l.opts.Name {
 		return true, nil
 	}
-	if l.bus.IsConnected() {
-		if kv, err := l.bucket(ctx); err == nil {
-			if _, err = kv.Get(ctx, host); err == nil {
-				if seen, err := l.seen(ctx); err == nil {
-					_, _ = seen.Put(ctx, host, nil)
-				}
-				return true, nil
-			}
-		}
-	}
-	// The bus cannot say now (or has no such entry yet): what this host
-	// saw there before.
 	seen, err := l.seen(ctx)
 	if err != nil {
 		return false, err
 	}
-	_, err = seen.Get(ctx, host)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return false, nil
+	if _, err := seen.Get(ctx, host); err == nil {
+		return true, nil
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, err
 	}
-	return err == nil, err
+	if !l.bus.IsConnected() {
+		return false, errors.New("the bus is not reachable")
+	}
+	ctx, cancel := context.WithTimeout(ctx, knownTimeout)
+	defer cancel()
+	kv, err := l.bucket(ctx)
+	if err != nil {
+		return false, err
+	}
+	if _, err := kv.Get(ctx, host); errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	_, _ = seen.Put(ctx, host, nil)
+	return true, nil
 }
