@@ -41,7 +41,9 @@ func (l *Link) forward(ctx context.Context) {
 }
 
 // forwardOnce tries every packet in the outbox once; moved says some
-// went, blocked that some could not.
+// went, blocked that some could not. The packets that went are cleared
+// from the outbox at once where they are its oldest (one purge: a delete
+// each was an fsync each), else one by one.
 func (l *Link) forwardOnce(ctx context.Context) (moved, blocked bool, err error) {
 	info, err := l.box.Info(ctx)
 	if err != nil {
@@ -52,13 +54,23 @@ func (l *Link) forwardOnce(ctx context.Context) (moved, blocked bool, err error)
 	}
 	held := map[string]bool{} // hosts whose packets wait this round
 	var last error
+	prefix := info.State.FirstSeq // every packet below it went
+	clear := func() error {
+		if prefix > info.State.FirstSeq {
+			return l.box.Purge(ctx, jetstream.WithPurgeSequence(prefix))
+		}
+		return nil
+	}
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && ctx.Err() == nil; seq++ {
 		raw, err := l.box.GetMsg(ctx, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			if prefix == seq {
+				prefix++
+			}
 			continue
 		}
 		if err != nil {
-			return moved, true, fmt.Errorf("reading the outbox: %w", err)
+			return moved, true, errors.Join(fmt.Errorf("reading the outbox: %w", err), clear())
 		}
 		p, err := decode(raw.Data)
 		if err != nil {
@@ -75,13 +87,18 @@ func (l *Link) forwardOnce(ctx context.Context) (moved, blocked bool, err error)
 			held[p.To], last = true, fmt.Errorf("sending to host %s: %w", p.To, err)
 			continue
 		}
-		// Acknowledged by the bus: a crash before this delete publishes
+		moved = true
+		// Acknowledged by the bus: a crash before it is cleared publishes
 		// it again, which the bus's de-duplication (and the receiver's
 		// record by id) makes harmless.
-		if err := l.box.DeleteMsg(ctx, seq); err != nil {
-			return true, true, fmt.Errorf("clearing the outbox: %w", err)
+		if prefix == seq {
+			prefix++
+		} else if err := l.box.DeleteMsg(ctx, seq); err != nil {
+			return moved, true, errors.Join(fmt.Errorf("clearing the outbox: %w", err), clear())
 		}
-		moved = true
+	}
+	if err := clear(); err != nil {
+		return moved, true, fmt.Errorf("clearing the outbox: %w", err)
 	}
 	return moved, len(held) > 0, last
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -63,9 +64,9 @@ func (l *Link) ensureInbound(ctx context.Context) (jetstream.Consumer, error) {
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		cons, err = stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 			Durable: inboundConsumer, AckPolicy: jetstream.AckExplicitPolicy,
-			// One at a time: a packet is recorded before the next is
-			// read, so each sender's packets are recorded in their order.
-			MaxAckPending: 1, AckWait: inboundAckWait, DeliverPolicy: jetstream.DeliverAllPolicy,
+			// A batch at a time, in order: a packet that fails is handed
+			// over again with those after it, in their order.
+			MaxAckPending: inboundBatch, AckWait: inboundAckWait, DeliverPolicy: jetstream.DeliverAllPolicy,
 			Replicas: replicas,
 		})
 	}
@@ -75,31 +76,75 @@ func (l *Link) ensureInbound(ctx context.Context) (jetstream.Consumer, error) {
 	return cons, nil
 }
 
-// consume reads packets until the consumer fails or ctx ends.
+// inboundBatch bounds the packets handled, and made durable, at once.
+const inboundBatch = 64
+
+// fetchWait is how long a fetch waits for a first packet; ending the link
+// waits for it too.
+const fetchWait = 2 * time.Second
+
+// consume reads packets a batch at a time until the consumer fails or ctx
+// ends: what is there now, or else the first to come.
 func (l *Link) consume(ctx context.Context, cons jetstream.Consumer) error {
-	it, err := cons.Messages(jetstream.PullMaxMessages(1))
-	if err != nil {
-		return err
-	}
-	defer it.Stop()
-	go func() {
-		<-ctx.Done()
-		it.Stop()
-	}()
-	for {
-		m, err := it.Next()
+	for ctx.Err() == nil {
+		msgs, err := fetch(cons.FetchNoWait(inboundBatch))
+		if err == nil && len(msgs) == 0 {
+			msgs, err = fetch(cons.Fetch(1, jetstream.FetchMaxWait(fetchWait)))
+		}
 		if err != nil {
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return ctx.Err()
-			}
 			return err
 		}
-		l.take(ctx, m)
+		l.takeBatch(ctx, msgs)
+	}
+	return ctx.Err()
+}
+
+// fetch collects a fetched batch.
+func fetch(b jetstream.MessageBatch, err error) ([]jetstream.Msg, error) {
+	if err != nil {
+		return nil, err
+	}
+	var out []jetstream.Msg
+	for m := range b.Messages() {
+		out = append(out, m)
+	}
+	if err := b.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+		return out, err
+	}
+	return out, nil
+}
+
+// takeBatch hands a batch to the handler in order, makes it durable, and
+// acknowledges it. A packet the handler fails is handed over again later,
+// with every packet after it (their order is kept).
+func (l *Link) takeBatch(ctx context.Context, msgs []jetstream.Msg) {
+	var done []jetstream.Msg
+	failed := len(msgs)
+	for i, m := range msgs {
+		if ok := l.take(ctx, m); !ok {
+			failed = i
+			break
+		}
+		done = append(done, m)
+	}
+	if err := l.opts.Handler.Flush(ctx); err != nil {
+		l.setErr(fmt.Errorf("recording what came: %w", err))
+		done, failed = nil, 0
+	}
+	// A plain ack: one that is lost hands the packet over again, which
+	// the handler's record by id makes harmless.
+	for _, m := range done {
+		_ = m.Ack()
+	}
+	for _, m := range msgs[failed:] {
+		_ = m.NakWithDelay(time.Second)
 	}
 }
 
-// take hands one packet to the handler and acknowledges it once handled.
-func (l *Link) take(ctx context.Context, m jetstream.Msg) {
+// take hands one packet to the handler; false when it failed (to be
+// handed over again). A packet that is not whole or not this host's is
+// refused for good, and counts as taken.
+func (l *Link) take(ctx context.Context, m jetstream.Msg) bool {
 	kind, to, from, ok := parseSubject(m.Subject())
 	p, err := decode(m.Data())
 	switch {
@@ -112,7 +157,7 @@ func (l *Link) take(ctx context.Context, m jetstream.Msg) {
 	if err != nil {
 		l.opts.Logf("hosts: refused: %v", err)
 		_ = m.Term() // never handed over again
-		return
+		return true
 	}
 	switch p.Kind {
 	case KindMessage:
@@ -125,12 +170,9 @@ func (l *Link) take(ctx context.Context, m jetstream.Msg) {
 	}
 	if err != nil {
 		l.setErr(fmt.Errorf("recording %s from host %s: %w", p.ID, p.From, err))
-		_ = m.NakWithDelay(time.Second)
-		return
+		return false
 	}
-	// A plain ack: one that is lost hands the packet over again, which
-	// the handler's record by id makes harmless.
-	_ = m.Ack()
+	return true
 }
 
 func (l *Link) setReady(ready bool) {

@@ -14,15 +14,19 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Handler is the daemon's side of a link: what it does with a packet that
-// arrives. Each returns only once what it did is durable; an error leaves
-// the packet on the bus, to be handed over again.
+// Handler is the daemon's side of a link: what it does with the packets
+// that arrive, a batch at a time, in the order they were sent. An error
+// leaves the packet, and those after it, on the bus, to be handed over
+// again; a packet is acknowledged only after Flush.
 type Handler interface {
 	// Message records a message to one of this host's agents (once, by
-	// id: it may be handed over twice) and starts its delivery.
+	// id: it may be handed over twice).
 	Message(ctx context.Context, p Packet) error
 	// Event records a state change of a message this host sent.
 	Event(ctx context.Context, p Packet) error
+	// Flush makes what the batch recorded durable, and may then act on
+	// it (deliver the messages).
+	Flush(ctx context.Context) error
 }
 
 // Options configure a host's link.

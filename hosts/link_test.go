@@ -40,6 +40,8 @@ func (r *recorder) Event(_ context.Context, p Packet) error {
 	return nil
 }
 
+func (r *recorder) Flush(context.Context) error { return nil }
+
 func (r *recorder) ids() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

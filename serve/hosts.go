@@ -31,6 +31,11 @@ type hostLink struct {
 	mu      sync.Mutex
 	origins map[message.ID]*origin
 	poke    chan struct{}
+	// The batch being received (the link hands packets over from one
+	// goroutine): what it recorded, and the teams whose agents have new
+	// messages to type once it is durable.
+	batch   *service.Receiver
+	deliver map[[2]string]bool // socket, team
 }
 
 // origin is a message from another host, and what that host last heard.
@@ -235,7 +240,10 @@ func (h *hostLink) Message(ctx context.Context, p hosts.Packet) error {
 	if err != nil {
 		return err
 	}
-	got, err := svc.Receive(ctx, p.From, message.ID(p.ID), *p.Message)
+	if h.batch == nil {
+		h.batch, h.deliver = svc.NewReceiver(), map[[2]string]bool{}
+	}
+	got, err := h.batch.Receive(ctx, p.From, message.ID(p.ID), *p.Message)
 	if err != nil {
 		return err
 	}
@@ -257,13 +265,28 @@ func (h *hostLink) Message(ctx context.Context, p hosts.Packet) error {
 		h.origins[id] = &origin{host: p.From, team: team, agent: agent}
 	}
 	h.mu.Unlock()
-	if got.State == string(mailbox.StatePending) {
-		if svc.Dispatcher != nil {
-			if d, err := svc.Dispatcher(); err == nil && d.Tmux != nil {
-				h.d.deliverSoon(d.Tmux.Server().Socket, got.Target.Team)
-			}
+	if got.State == string(mailbox.StatePending) && svc.Dispatcher != nil {
+		if d, err := svc.Dispatcher(); err == nil && d.Tmux != nil {
+			h.deliver[[2]string{d.Tmux.Server().Socket, got.Target.Team}] = true
 		}
 	}
+	return nil
+}
+
+// Flush makes the batch's records durable, and only then has their
+// messages typed (hosts.Handler): one typed before its record was on disk
+// could be recorded, and typed, again after a crash.
+func (h *hostLink) Flush(ctx context.Context) error {
+	if h.batch == nil {
+		return nil
+	}
+	if err := h.batch.Flush(); err != nil {
+		return err
+	}
+	for k := range h.deliver {
+		h.d.deliverSoon(k[0], k[1])
+	}
+	h.batch, h.deliver = nil, nil
 	h.pokeReport()
 	return nil
 }

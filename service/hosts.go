@@ -105,11 +105,36 @@ type Received struct {
 	Fresh bool
 }
 
+// Receiver records the messages that other hosts sent to this host's
+// agents, a batch at a time: each inbox is read once and each agent looked
+// up once per batch, and Flush makes the whole batch durable at once (an
+// fsync per message made a thousand messages a ten-second wait).
+type Receiver struct {
+	s       *Service
+	present map[string]bool                     // session -> has one
+	held    map[[2]string]map[message.ID]string // inbox -> id -> state
+}
+
+// NewReceiver starts a batch.
+func (s *Service) NewReceiver() *Receiver {
+	return &Receiver{s: s, present: map[string]bool{}, held: map[[2]string]map[message.ID]string{}}
+}
+
+// Flush makes what the batch recorded durable; only then may its packets
+// be acknowledged, and its messages typed.
+func (r *Receiver) Flush() error {
+	r.present = map[string]bool{} // sessions come and go between batches
+	r.held = map[[2]string]map[message.ID]string{}
+	return r.s.Store.Sync()
+}
+
 // Receive records a message another host (from) sent to one of this
 // host's agents, once by id, as waiting for delivery (Deliver types it),
 // or refuses it (no such agent: nothing recorded). An error is one to
-// retry (the disk, tmux): the packet is handed over again.
-func (s *Service) Receive(ctx context.Context, from string, id message.ID, m hosts.RemoteMessage) (Received, error) {
+// retry (the disk, tmux): the packet is handed over again. The record is
+// durable only after Flush.
+func (r *Receiver) Receive(ctx context.Context, from string, id message.ID, m hosts.RemoteMessage) (Received, error) {
+	s := r.s
 	refuse := func(state, reason, detail string) (Received, error) {
 		return Received{State: state, Reason: reason, Detail: detail}, nil
 	}
@@ -123,9 +148,11 @@ func (s *Service) Receive(ctx context.Context, from string, id message.ID, m hos
 	if err != nil {
 		return refuse("failed", courier.ReasonNotFound, err.Error())
 	}
-	if held, state, err := inInbox(s.Store, team, agent, id); err != nil {
+	ids, err := r.inbox(team, agent)
+	if err != nil {
 		return out, err
-	} else if held {
+	}
+	if state, held := ids[id]; held {
 		out.State = state
 		return out, nil
 	}
@@ -158,11 +185,7 @@ func (s *Service) Receive(ctx context.Context, from string, id message.ID, m hos
 			}
 		}
 	} else {
-		d, err := s.Dispatcher()
-		if err != nil && !noTmux(err) {
-			return out, err
-		}
-		there, err := present(ctx, d, t)
+		there, err := r.there(ctx, t)
 		if err != nil {
 			return out, err
 		}
@@ -173,11 +196,54 @@ func (s *Service) Receive(ctx context.Context, from string, id message.ID, m hos
 		}
 	}
 	env.Delivery = &mailbox.Delivery{State: state, Updated: s.mailboxNow(), LastVerdict: "from host " + from}
-	if err := box.Append(env); err != nil {
+	if err := box.AppendBatched(env); err != nil {
 		return out, fmt.Errorf("recording %s in %s/%s's inbox: %w", id, team, agent, err)
 	}
+	ids[id] = string(state)
 	out.State, out.Fresh = string(state), true
 	return out, nil
+}
+
+// inbox is the ids in team/agent's inbox and their states, read once per
+// batch; an inbox that cannot be read is an error, never "not there" (that
+// would record twice).
+func (r *Receiver) inbox(team, agent string) (map[message.ID]string, error) {
+	k := [2]string{team, agent}
+	if ids, ok := r.held[k]; ok {
+		return ids, nil
+	}
+	b, err := r.s.Store.Read(team, agent)
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[message.ID]string, len(b.Envelopes))
+	for _, e := range b.Envelopes {
+		st := ""
+		if e.Delivery != nil {
+			st = string(e.Delivery.State)
+		}
+		ids[e.ID] = st
+	}
+	r.held[k] = ids
+	return ids, nil
+}
+
+// there reports whether t has a session on this host's server, asked of
+// tmux once per batch.
+func (r *Receiver) there(ctx context.Context, t target.Target) (bool, error) {
+	if ok, asked := r.present[t.Session]; asked {
+		return ok, nil
+	}
+	d, err := r.s.Dispatcher()
+	if err != nil && !noTmux(err) {
+		return false, err
+	}
+	ok, err := present(ctx, d, t)
+	if err != nil {
+		return false, err
+	}
+	r.present[t.Session] = ok
+	return ok, nil
 }
 
 func (s *Service) hostName() string {
@@ -185,25 +251,6 @@ func (s *Service) hostName() string {
 		return "this"
 	}
 	return s.Hosts.Name()
-}
-
-// inInbox finds id in team/agent's inbox and says its state; an inbox that
-// cannot be read is an error, never "not there" (that would record twice).
-func inInbox(store *mailbox.Store, team, agent string, id message.ID) (held bool, state string, err error) {
-	b, err := store.Read(team, agent)
-	if err != nil {
-		return false, "", err
-	}
-	for _, e := range b.Envelopes {
-		if e.ID == id {
-			st := ""
-			if e.Delivery != nil {
-				st = string(e.Delivery.State)
-			}
-			return true, st, nil
-		}
-	}
-	return false, "", nil
 }
 
 // MessageState is message id's delivery record in team/agent's inbox;
