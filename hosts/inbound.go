@@ -64,9 +64,11 @@ func (l *Link) ensureInbound(ctx context.Context) (jetstream.Consumer, error) {
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		cons, err = stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 			Durable: inboundConsumer, AckPolicy: jetstream.AckExplicitPolicy,
-			// A batch at a time, in order: a packet that fails is handed
-			// over again with those after it, in their order.
-			MaxAckPending: inboundBatch, AckWait: inboundAckWait, DeliverPolicy: jetstream.DeliverAllPolicy,
+			// One packet in flight: with more, one lost on the way (a
+			// link that broke) comes again only after AckWait, while
+			// those after it come at once, out of their order (the fault
+			// test saw it with 64).
+			MaxAckPending: 1, AckWait: inboundAckWait, DeliverPolicy: jetstream.DeliverAllPolicy,
 			Replicas: replicas,
 		})
 	}
@@ -76,8 +78,11 @@ func (l *Link) ensureInbound(ctx context.Context) (jetstream.Consumer, error) {
 	return cons, nil
 }
 
-// inboundBatch bounds the packets handled, and made durable, at once.
-const inboundBatch = 64
+// inboundBatch bounds the packets handled, and made durable, at once: one,
+// as the consumer has one in flight (MaxAckPending; a pull for more is
+// refused). The handler's batching is ready for a reader that keeps the
+// order with more in flight.
+const inboundBatch = 1
 
 // fetchWait is how long a fetch waits for a first packet; ending the link
 // waits for it too.
