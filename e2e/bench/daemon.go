@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +24,7 @@ import (
 func withDaemon(n int, fn func(s *harness.Server, agents []*harness.Agent, c *http.Client) error, opts ...harness.AgentOption) error {
 	return withServer(n, func(s *harness.Server, agents []*harness.Agent) error {
 		if s.DaemonPID() == 0 {
-			if err := s.StartDaemon(); err != nil {
+			if err := s.StartDaemon(profileEnv()...); err != nil {
 				return err
 			}
 		}
@@ -33,6 +34,23 @@ func withDaemon(n int, fn func(s *harness.Server, agents []*harness.Agent, c *ht
 		}}}
 		return fn(s, agents, c)
 	}, opts...)
+}
+
+var (
+	// profileDir, when set (-profile), gets each daemon's CPU profile and
+	// execution trace, named after the row that ran it (current).
+	profileDir string
+	current    string
+)
+
+// profileEnv is what makes a daemon write its profile and trace for the
+// current row (serve's AGENTMSG_PPROF and AGENTMSG_TRACE).
+func profileEnv() []string {
+	if profileDir == "" {
+		return nil
+	}
+	base := filepath.Join(profileDir, current)
+	return []string{"AGENTMSG_PPROF=" + base + ".pprof", "AGENTMSG_TRACE=" + base + ".trace"}
 }
 
 // post is one API call; its body is read to its end, the connection kept.
