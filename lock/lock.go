@@ -141,10 +141,13 @@ func (e *HeldError) Unwrap() error { return e.Err }
 // is free or ctx ends (then with a *HeldError naming the holder). The
 // returned func releases it.
 //
-// The lock file is removed on release, so that the directory does not
-// collect a file per pane ever used. That is safe because a holder checks,
-// once it has the lock, that the file it locked is still the one at the
-// path; a waiter that wins the lock on a removed file starts over.
+// The lock file stays when it is let go: one file per pane used, a few
+// kilobytes each (the last holder's look), where making and removing one
+// per delivery cost the allocation and release of an inode each time (on
+// ext4 a quarter of the daemon's time in a broadcast to a hundred agents).
+// A holder checks, once it has the lock, that the file it locked is still
+// the one at the path, so a waiter that wins the lock on a file removed
+// meanwhile (by an agentmsg from before, which removed them) starts over.
 func (d Dir) Pane(ctx context.Context, socket, paneID string) (unlock func(), err error) {
 	_, release, err := d.PaneHandoff(ctx, socket, paneID)
 	if err != nil {
@@ -177,7 +180,7 @@ func (d Dir) PaneHandoff(ctx context.Context, socket, paneID string) (prior *Loo
 		return nil, nil, fmt.Errorf("lock directory: %w", err)
 	}
 	sum := sha256.Sum256([]byte(socket))
-	f, prior, err := d.take(ctx, hex.EncodeToString(sum[:8])+"-"+strings.TrimPrefix(paneID, "%"), "pane "+paneID)
+	f, prior, err := d.take(ctx, hex.EncodeToString(sum[:8])+"-"+strings.TrimPrefix(paneID, "%"), "pane "+paneID, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -195,7 +198,7 @@ func (d Dir) Named(ctx context.Context, name string) (unlock func(), err error) 
 	if err := safedir.Ensure(d.Base, d.Path); err != nil {
 		return nil, fmt.Errorf("lock directory: %w", err)
 	}
-	h, _, err := d.take(ctx, "named-"+name, name)
+	h, _, err := d.take(ctx, "named-"+name, name, false)
 	if err != nil {
 		return nil, err
 	}
@@ -206,12 +209,16 @@ func (d Dir) Named(ctx context.Context, name string) (unlock func(), err error) 
 type held struct {
 	file *os.File
 	path string
+	keep bool // the file stays when let go (a pane's)
 }
 
-// release removes the lock file, then lets the lock go: no one can hold it
-// in between, and a waiter that wins the removed file starts over.
+// release lets the lock go, removing the lock file first unless it is
+// kept: no one can hold it in between, and a waiter that wins the
+// removed file starts over.
 func (h held) release() {
-	os.Remove(h.path)
+	if !h.keep {
+		os.Remove(h.path)
+	}
 	h.file.Close() // closing the file releases the flock
 }
 
@@ -253,20 +260,22 @@ const (
 	pollMax = 2 * time.Millisecond
 )
 
-// take locks the file called name. prior is the look that the holder we
-// waited for left as it let go: read from the removed file we won, and
-// kept only when the next file's lock is then ours at once. (Waiting
-// again means someone else held it since; their look comes with the
-// file we win next.) A look goes to one waiter only: the first to win the
-// removed file takes it and empties the file while it holds its lock, so
-// a waiter that wins the same file later, after that first one has typed,
-// finds none (without this, 1 look in 11 was stale at holds of 8 ms). A
-// holder that comes and goes between a waiter's polls can still slip in
-// unseen; package delivery's age limit covers that (see
-// TestHandoffComesFromTheLastHolder).
-func (d Dir) take(ctx context.Context, name, what string) (h held, prior *Look, err error) {
+// take locks the file called name, which stays when let go if keep.
+// prior is the look that the holder we waited for left as it let go: read
+// from the file we won once we had waited for it (a lock free at once
+// hands over nothing), or from a removed file we won, and then kept only
+// when the next file's lock is ours at once. (Waiting again means someone
+// else held it since; their look comes with the file we win next.) A look
+// goes to one waiter only: the first to win it overwrites it with its
+// claim while it holds the lock, so a waiter that wins the same file
+// later, after that first one has typed, finds none (without this, 1 look
+// in 11 was stale at holds of 8 ms). A holder that comes and goes between
+// a waiter's polls can still slip in unseen; package delivery's age limit
+// covers that (see TestHandoffComesFromTheLastHolder).
+func (d Dir) take(ctx context.Context, name, what string, keep bool) (h held, prior *Look, err error) {
 	path := filepath.Join(d.Path, name+".lock")
 	wait := pollMin
+	waited := false
 	var f *os.File
 	for {
 		if f == nil {
@@ -282,8 +291,11 @@ func (d Dir) take(ctx context.Context, name, what string) (h held, prior *Look, 
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		switch {
 		case err == nil && same(f, path):
+			if waited && prior == nil {
+				prior = readLook(f)
+			}
 			d.claim(f)
-			return held{file: f, path: path}, prior, nil
+			return held{file: f, path: path, keep: keep}, prior, nil
 		case err == nil:
 			// The previous holder removed it: lock the new one.
 			prior = readLook(f)
@@ -295,7 +307,7 @@ func (d Dir) take(ctx context.Context, name, what string) (h held, prior *Look, 
 			f.Close()
 			return held{}, nil, fmt.Errorf("locking %s: %w", what, err)
 		}
-		prior = nil
+		prior, waited = nil, true
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
