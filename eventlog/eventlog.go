@@ -32,6 +32,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -67,12 +68,26 @@ const (
 	DefaultKeep    = 4
 )
 
-// Log is an event log in Dir.
+// Log is an event log in Dir. Use it through a pointer: its appends wait
+// for each other (see Append).
 type Log struct {
 	Dir     string
 	MaxSize int64 // a file past this many bytes is rotated; 0: DefaultMaxSize
 	Keep    int   // files kept; 0: DefaultKeep
 	Now     func() time.Time
+
+	mu      sync.Mutex
+	turn    *sync.Cond // on mu: a write ended
+	queue   []*appendCall
+	writing bool
+}
+
+// appendCall is one Append waiting to be written.
+type appendCall struct {
+	events []Event
+	out    []Event
+	err    error
+	done   bool
 }
 
 // ErrExpired: the events asked for were rotated away.
@@ -104,10 +119,54 @@ func (l *Log) now() time.Time {
 // cache, not fsynced: an event says what the mailbox (which is fsynced
 // where it matters) already says, and only an OS crash loses a written
 // line.
+//
+// Appends made at once in one process are written together (a group
+// commit): while one writes, the others wait, and the next to write takes
+// every one waiting in one write under the log's lock. A broadcast to a
+// hundred agents appends four hundred events, each alone a dozen system
+// calls.
 func (l *Log) Append(events ...Event) ([]Event, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
+	c := &appendCall{events: events}
+	l.mu.Lock()
+	if l.turn == nil {
+		l.turn = sync.NewCond(&l.mu)
+	}
+	l.queue = append(l.queue, c)
+	for l.writing && !c.done {
+		l.turn.Wait()
+	}
+	if c.done {
+		l.mu.Unlock()
+		return c.out, c.err
+	}
+	l.writing = true
+	calls := l.queue
+	l.queue = nil
+	l.mu.Unlock()
+
+	var all []Event
+	for _, w := range calls {
+		all = append(all, w.events...)
+	}
+	out, err := l.write(all)
+	l.mu.Lock()
+	for _, w := range calls {
+		w.done, w.err = true, err
+		if err == nil {
+			w.out, out = out[:len(w.events):len(w.events)], out[len(w.events):]
+		}
+	}
+	l.writing = false
+	l.turn.Broadcast()
+	l.mu.Unlock()
+	return c.out, c.err
+}
+
+// write appends events in one write under the log's lock.
+func (l *Log) write(events []Event) ([]Event, error) {
 	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
 		return nil, err
 	}

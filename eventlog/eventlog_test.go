@@ -4,8 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestAppendAndSince(t *testing.T) {
@@ -116,4 +122,82 @@ func TestTornLine(t *testing.T) {
 	if len(got) != 2 || got[0].Type != "message.recorded" || got[1].Type != "message.submitted" {
 		t.Fatalf("events after a torn line: %+v; want both whole ones", got)
 	}
+}
+
+// Appends made at once in one process go to the file together (a
+// broadcast to a hundred agents appends four hundred events at once, and
+// each append alone took the log's lock, listed its directory, opened,
+// read and wrote it): while one append holds the log, the others wait and
+// the next writes them all in one write. Each still gets its own events
+// with their ids, in the file's order.
+func TestAppendsAtOnceAreWrittenTogether(t *testing.T) {
+	l := &Log{Dir: t.TempDir()}
+	if _, err := l.Append(Event{Type: "agent.ready"}); err != nil { // the files exist
+		t.Fatal(err)
+	}
+	// Another process holds the log: every append of ours waits.
+	other, err := os.OpenFile(filepath.Join(l.Dir, "events.lock"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := unix.Flock(int(other.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	writesBefore := writeCalls(t)
+	var wg sync.WaitGroup
+	got := make([][]Event, n)
+	for i := range n {
+		wg.Go(func() {
+			evs, err := l.Append(Event{Type: "message.pasted", Detail: strconv.Itoa(i)}, Event{Type: "message.pressed", Detail: strconv.Itoa(i)})
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = evs
+		})
+	}
+	time.Sleep(100 * time.Millisecond) // they are waiting by now; late ones only make a third write
+	if err := unix.Flock(int(other.Fd()), unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if writes := writeCalls(t) - writesBefore; writes > n/5 {
+		t.Errorf("%d appends at once took %d writes", n, writes)
+	}
+	all, _, err := l.Since(-1, 1000)
+	if err != nil || len(all) != 2*n+1 {
+		t.Fatalf("the log holds %d events, want %d: %v", len(all), 2*n+1, err)
+	}
+	byID := map[int64]Event{}
+	for _, e := range all {
+		byID[e.ID] = e
+	}
+	for i, evs := range got {
+		if len(evs) != 2 || evs[1].ID <= evs[0].ID {
+			t.Fatalf("append %d got %+v", i, evs)
+		}
+		for j, e := range evs {
+			if f := byID[e.ID]; f.Type != e.Type || f.Detail != strconv.Itoa(i) {
+				t.Errorf("append %d's event %d has id %d, which the file gives to %+v", i, j, e.ID, f)
+			}
+		}
+	}
+}
+
+// writeCalls is how many write system calls this process has made.
+func writeCalls(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Skipf("no /proc/self/io to count writes: %v", err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	t.Skip("/proc/self/io has no syscw")
+	return 0
 }
