@@ -162,7 +162,9 @@ func TestAppendsAtOnceAreWrittenTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	if writes := writeCalls(t) - writesBefore; writes > n/5 {
+	writes := writeCalls(t) - writesBefore
+	t.Logf("%d appends at once: %d writes", n, writes)
+	if writes > n/5 {
 		t.Errorf("%d appends at once took %d writes", n, writes)
 	}
 	all, _, err := l.Since(-1, 1000)
