@@ -134,6 +134,7 @@ type core struct {
 	queue    []*call
 	draining bool
 	procs    atomic.Int64 // tmux processes started, for tests and benchmarks
+	lists    atomic.Int64 // command lists run, for tests and benchmarks
 
 	oldPaste atomic.Int32            // pasteUnknown, pasteNew or pasteOld: see payloadsOnStdin
 	control  atomic.Pointer[Control] // UseControl

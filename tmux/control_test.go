@@ -340,3 +340,78 @@ func TestControlAttachesBesideNewSessions(t *testing.T) {
 	}
 	raw("has-session", "-t", "=agent-alpha-ana-2")
 }
+
+// Calls that wait while a list runs go through a control client together,
+// in lists far longer than a tmux process takes: each list is a turn of
+// the server's loop, which polls every pane (0.55 ms with 500 panes), and
+// a broadcast to 500 agents sent 150 lists of about 20 calls.
+func TestControlListsAreLong(t *testing.T) {
+	e, _ := testServer(t)
+	c := controlled(t, e)
+	ctx := context.Background()
+	panes, err := c.SessionPanes(ctx, "agent-alpha-ana-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A list that runs until the test lets it end: the calls below queue.
+	gate := filepath.Join(t.TempDir(), "open")
+	held := make(chan error, 1)
+	go func() {
+		_, err := c.run(ctx, "run-shell", "while [ ! -e '"+gate+"' ]; do sleep 0.01; done")
+		held <- err
+	}()
+	waitFor(t, func() bool { return c.lists.Load() > 0 })
+	before := c.lists.Load()
+	const n = 150 // 4 KB lists would take 8 of them
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := c.Pinned(panes[0]).Capture(ctx, panes[0].ID, 0)
+			errs <- err
+		}()
+	}
+	waitFor(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.queue) == n
+	})
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if lists := c.lists.Load() - before; lists > 2 {
+		t.Errorf("%d calls that waited together took %d command lists", n, lists)
+	}
+}
+
+// A list made long for a control client that has left by the time it
+// runs is not sent to a tmux process, which would refuse it as too long:
+// its calls go again, in lists a process takes.
+func TestLongListWithoutControlGoesAgain(t *testing.T) {
+	e, _ := testServer(t)
+	var list []*call
+	for range 60 { // about 7 KB
+		list = append(list, &call{ctx: context.Background(), cmds: [][]string{{"display-message", "-p", strings.Repeat("x", 60)}}, done: make(chan callResult, 1)})
+	}
+	before := e.procs.Load()
+	if again := e.runList(list); len(again) != len(list) {
+		t.Fatalf("%d of %d calls to go again", len(again), len(list))
+	}
+	if procs := e.procs.Load() - before; procs != 0 {
+		t.Errorf("%d tmux processes for a list too long for one", procs)
+	}
+	// One call alone always goes, however long.
+	if again := e.runList(list[:1]); len(again) != 0 {
+		t.Fatalf("a call alone went again")
+	}
+	if r := <-list[0].done; r.err != nil || strings.TrimSpace(string(r.out)) != strings.Repeat("x", 60) {
+		t.Errorf("the call alone: %q, %v", r.out, r.err)
+	}
+}
