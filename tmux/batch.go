@@ -29,7 +29,13 @@ type call struct {
 	cmds     [][]string // placeholders payloadArg(i) stand for payloads[i]
 	payloads []string
 	write    bool // changes a pane: wait for the truth even after ctx ends
-	done     chan callResult
+	// pin: the server instance the call's list must check before it (a
+	// Pinned view's); nil for none.
+	pin *Instance
+	// guarded: the list it goes in checks pin right before it (set by
+	// listCommands: once in a list is enough, see there).
+	guarded bool
+	done    chan callResult
 }
 
 type callResult struct {
@@ -135,21 +141,13 @@ func (c *Exec) do(ctx context.Context, write bool, payloads []string, args ...st
 
 // doCommands runs one call of the given commands (whose arguments may be
 // anything, ";" included) and returns its output. A pinned view's calls
-// first check the server instance (guard).
+// go in command lists that first check the server instance (guard).
 func (c *Exec) doCommands(ctx context.Context, write bool, payloads []string, cmds [][]string) ([]byte, error) {
-	if c.pin == nil || c.pin.Server.IsZero() {
-		return c.core.submit(ctx, write, payloads, cmds)
+	var pin *Instance
+	if c.pin != nil && !c.pin.Server.IsZero() {
+		pin = &c.pin.Server
 	}
-	out, err := c.core.submit(ctx, write, payloads, append([][]string{c.pin.Server.guard()}, cmds...))
-	if err != nil {
-		return nil, err
-	}
-	// The guard prints the variable it found: not part of the answer.
-	rest, ok := bytes.CutPrefix(out, []byte(c.pin.Server.marker()+"=1\n"))
-	if !ok {
-		return nil, &Error{Command: cmds[0][0], Socket: c.server.Socket, Stderr: "tmux's answer lacked the server check", ExitCode: -1}
-	}
-	return rest, nil
+	return c.core.submit(ctx, write, payloads, cmds, pin)
 }
 
 // guard is a command that fails, and so ends the command list before
@@ -159,9 +157,10 @@ func (c *Exec) doCommands(ctx context.Context, write bool, payloads []string, cm
 // every release from 3.2a to 3.7c (measured).
 func (i Instance) guard() []string { return []string{"show-environment", "-g", "-h", i.marker()} }
 
-// submit queues one call and waits for its answer.
-func (c *core) submit(ctx context.Context, write bool, payloads []string, cmds [][]string) ([]byte, error) {
-	cl := &call{ctx: ctx, cmds: cmds, payloads: payloads, write: write, done: make(chan callResult, 1)}
+// submit queues one call and waits for its answer; pin, when set, is the
+// server instance its list must check first.
+func (c *core) submit(ctx context.Context, write bool, payloads []string, cmds [][]string, pin *Instance) ([]byte, error) {
+	cl := &call{ctx: ctx, cmds: cmds, payloads: payloads, write: write, pin: pin, done: make(chan callResult, 1)}
 	start := time.Now()
 	c.mu.Lock()
 	c.queue = append(c.queue, cl)
@@ -241,6 +240,9 @@ func (c *core) takeList() []*call {
 			}
 		}
 		n += 64 // its marker
+		if cl.pin != nil {
+			n += 64 // its guard, when the list checks the server right before it
+		}
 		if len(list) > 0 && (size+n > maxBytes || len(cl.payloads) > 0 && files+len(cl.payloads) > maxFiles) {
 			break
 		}
@@ -252,17 +254,55 @@ func (c *core) takeList() []*call {
 	return list
 }
 
-// runList runs calls as one command list, in one tmux process or through
-// the control client, answers the calls that ran or failed, and returns
+// runList runs calls as one command list, through the control client or
+// in one tmux process, answers the calls that ran or failed, and returns
 // those that never ran.
+//
+// Through a control client, tmux answers each command in a block of its
+// own, so the blocks say which call each output is; a tmux process prints
+// one stream, so each call is followed by a marker line there
+// (display-message with a random nonce). A marker cost the server as much
+// as a capture (measured: the guard and marker of each call were a third
+// of tmux's time in a broadcast).
 func (c *core) runList(list []*call) (again []*call) {
 	c.lists.Add(1)
+	if ctl := c.control.Load(); ctl != nil {
+		cmds, payloads, write := listCommands(list, "")
+		if res, ok := ctl.run(cmds, payloads, write); ok {
+			return c.answer(list, write, res, blockOutputs(list, res.blocks))
+		}
+	}
 	nonce := newNonce()
 	cmds, payloads, write := listCommands(list, nonce)
-	res, ran := c.runCommands(cmds, payloads, write, len(list) > 1)
-	if !ran {
+	if len(list) > 1 && !c.fitsProcess(cmds, payloads) {
 		return list // made for a control client that has left: again, in lists a process takes
 	}
+	res := c.runProcess(cmds, payloads)
+	return c.answer(list, write, res, splitMarkers(res.stdout, nonce, len(list)))
+}
+
+// blockOutputs are the outputs of the calls of list whose commands all
+// ran, from each command's block, in order.
+func blockOutputs(list []*call, blocks [][]byte) [][]byte {
+	var outs [][]byte
+	for _, cl := range list {
+		n := len(cl.cmds)
+		if cl.guarded {
+			n++
+		}
+		if n > len(blocks) {
+			break
+		}
+		outs = append(outs, bytes.Join(blocks[:n], nil))
+		blocks = blocks[n:]
+	}
+	return outs
+}
+
+// answer answers the calls of list from res, the result of their command
+// list (write: it changes a pane), and outs, the outputs of the calls that
+// ran, in order; it returns the calls that never ran.
+func (c *core) answer(list []*call, write bool, res result, outs [][]byte) (again []*call) {
 	if res.err != nil {
 		msg := res.err.Error()
 		if res.err == errAbandoned {
@@ -273,11 +313,10 @@ func (c *core) runList(list []*call) (again []*call) {
 		}
 		return nil
 	}
-	outs := splitMarkers(res.stdout, nonce, len(list))
 	for i, cl := range list {
 		switch {
 		case i < len(outs):
-			cl.done <- callResult{out: outs[i]}
+			cl.done <- c.checked(cl, outs[i])
 		case i == len(outs) || classify(res.stderr) == ErrNoServer:
 			// The call that failed, or one the server never got to because
 			// it went away.
@@ -299,13 +338,37 @@ func (c *core) runList(list []*call) (again []*call) {
 	return again
 }
 
+// checked is the answer of call cl whose commands ran with output out:
+// the guard's line, when its list checked the server right before it, is
+// not part of it.
+func (c *core) checked(cl *call, out []byte) callResult {
+	if !cl.guarded {
+		return callResult{out: out}
+	}
+	rest, ok := bytes.CutPrefix(out, []byte(cl.pin.marker()+"=1\n"))
+	if !ok {
+		return callResult{err: &Error{Command: callNames(cl), Socket: c.server.Socket, Stderr: "tmux's answer lacked the server check", ExitCode: -1}}
+	}
+	return callResult{out: rest}
+}
+
 // listCommands is the command list of calls: each call's commands, its
-// payload placeholders numbered within the list, then its marker.
+// payload placeholders numbered within the list, then its marker (none
+// when nonce is ""). A pinned call is preceded by its server's guard,
+// unless an earlier call of the list checked that server: a list runs in
+// one server process from its start to its end, so one check holds for
+// all of it.
 func listCommands(list []*call, nonce string) (cmds [][]string, payloads []string, write bool) {
+	var checked *Instance
 	for i, cl := range list {
 		base := len(payloads)
 		payloads = append(payloads, cl.payloads...)
 		write = write || cl.write
+		cl.guarded = cl.pin != nil && (checked == nil || *checked != *cl.pin)
+		if cl.guarded {
+			cmds = append(cmds, cl.pin.guard())
+			checked = cl.pin
+		}
 		for _, cmd := range cl.cmds {
 			args := make([]string, len(cmd))
 			for j, a := range cmd {
@@ -316,25 +379,11 @@ func listCommands(list []*call, nonce string) (cmds [][]string, payloads []strin
 			}
 			cmds = append(cmds, args)
 		}
-		cmds = append(cmds, []string{"display-message", "-p", marker(nonce, i)})
-	}
-	return cmds, payloads, write
-}
-
-// runCommands runs a command list through the control client when one is
-// attached (UseControl), else in a tmux process of its own. A list too
-// long for a process is not run (ran false) when it may be split (several
-// calls).
-func (c *core) runCommands(cmds [][]string, payloads []string, write, splittable bool) (res result, ran bool) {
-	if ctl := c.control.Load(); ctl != nil {
-		if res, ok := ctl.run(cmds, payloads, write); ok {
-			return res, true
+		if nonce != "" {
+			cmds = append(cmds, []string{"display-message", "-p", marker(nonce, i)})
 		}
 	}
-	if splittable && !c.fitsProcess(cmds, payloads) {
-		return result{}, false
-	}
-	return c.runProcess(cmds, payloads), true
+	return cmds, payloads, write
 }
 
 // runProcess runs a command list in a tmux process of its own.

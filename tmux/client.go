@@ -463,7 +463,7 @@ func (c *Exec) mark(ctx context.Context, s Instance) error {
 	}
 	_, err := c.core.submit(ctx, true, nil, [][]string{{"if-shell", "-F",
 		"#{==:#{pid}_#{start_time}," + s.String() + "}",
-		"set-environment -g -h " + s.marker() + " 1"}})
+		"set-environment -g -h " + s.marker() + " 1"}}, nil)
 	if err != nil {
 		return err
 	}

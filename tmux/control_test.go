@@ -356,11 +356,12 @@ func TestControlListsAreLong(t *testing.T) {
 	// A list that runs until the test lets it end: the calls below queue.
 	gate := filepath.Join(t.TempDir(), "open")
 	held := make(chan error, 1)
+	running := c.lists.Load() + 1
 	go func() {
 		_, err := c.run(ctx, "run-shell", "while [ ! -e '"+gate+"' ]; do sleep 0.01; done")
 		held <- err
 	}()
-	waitFor(t, func() bool { return c.lists.Load() > 0 })
+	waitFor(t, func() bool { return c.lists.Load() == running })
 	before := c.lists.Load()
 	const n = 150 // 4 KB lists would take 8 of them
 	errs := make(chan error, n)
@@ -413,5 +414,63 @@ func TestLongListWithoutControlGoesAgain(t *testing.T) {
 	}
 	if r := <-list[0].done; r.err != nil || strings.TrimSpace(string(r.out)) != strings.Repeat("x", 60) {
 		t.Errorf("the call alone: %q, %v", r.out, r.err)
+	}
+}
+
+// A command list checks the server once for all the calls pinned to it
+// (it runs in one server process from start to end), and a call pinned to
+// another instance still gets a check of its own, which fails: in one list
+// of calls pinned to this server, to a replaced one and to this one again,
+// only the second fails and nothing of it runs. Through a control client
+// no call carries a marker line: each command's answer is a block of its
+// own.
+func TestOneServerCheckPerList(t *testing.T) {
+	e, raw := testServer(t)
+	c := controlled(t, e)
+	ctx := context.Background()
+	p, err := sessionPane(ctx, c, "agent-alpha-ana-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := p
+	other.Server = Instance{PID: p.Server.PID + 1, Start: p.Server.Start}
+	a, b := &call{pin: &p.Server}, &call{pin: &other.Server}
+	cmds, _, _ := listCommands([]*call{a, {}, {pin: &p.Server}, b, {pin: &p.Server}}, "")
+	if len(cmds) != 3 || !a.guarded || !b.guarded {
+		t.Errorf("list %q: want the guards of the two servers alone, no markers", cmds)
+	}
+	// The three calls wait together behind a list that runs until the
+	// test lets it end.
+	gate := filepath.Join(t.TempDir(), "open")
+	held := make(chan error, 1)
+	running := c.lists.Load() + 1
+	go func() {
+		_, err := c.run(ctx, "run-shell", "while [ ! -e '"+gate+"' ]; do sleep 0.01; done")
+		held <- err
+	}()
+	waitFor(t, func() bool { return c.lists.Load() == running })
+	errs := make([]chan error, 3)
+	for i, pin := range []Pane{p, other, p} {
+		errs[i] = make(chan error, 1)
+		go func() { errs[i] <- c.Pinned(pin).Paste(ctx, p.ID, fmt.Sprintf("text %d", i)) }()
+		waitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.queue) == i+1 })
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []error{nil, ErrServerReplaced, nil} {
+		if err := <-errs[i]; !errors.Is(err, want) && err != want {
+			t.Errorf("paste %d: %v, want %v", i, err, want)
+		}
+	}
+	waitFor(t, func() bool {
+		out := raw("capture-pane", "-p", "-t", p.ID)
+		return strings.Contains(out, "text 0") && strings.Contains(out, "text 2")
+	})
+	if out := raw("capture-pane", "-p", "-t", p.ID); strings.Contains(out, "text 1") {
+		t.Errorf("the paste pinned to a replaced server was typed:\n%s", out)
 	}
 }
