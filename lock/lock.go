@@ -180,7 +180,7 @@ func (d Dir) PaneHandoff(ctx context.Context, socket, paneID string) (prior *Loo
 		return nil, nil, fmt.Errorf("lock directory: %w", err)
 	}
 	sum := sha256.Sum256([]byte(socket))
-	f, prior, err := d.take(ctx, hex.EncodeToString(sum[:8])+"-"+strings.TrimPrefix(paneID, "%"), "pane "+paneID, true)
+	f, prior, err := d.take(ctx, hex.EncodeToString(sum[:8])+"-"+strings.TrimPrefix(paneID, "%"), "pane "+paneID, true, unix.LOCK_EX)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -195,10 +195,21 @@ func (d Dir) PaneHandoff(ctx context.Context, socket, paneID string) (prior *Loo
 // Named takes the exclusive lock called name (letters, digits, - and _),
 // for work other than typing into a pane: one deliverer per inbox, say.
 func (d Dir) Named(ctx context.Context, name string) (unlock func(), err error) {
+	return d.named(ctx, name, unix.LOCK_EX)
+}
+
+// Shared takes the lock called name shared: any number of shared holders
+// at once, and none while Named holds it exclusively (nor Named while they
+// hold it).
+func (d Dir) Shared(ctx context.Context, name string) (unlock func(), err error) {
+	return d.named(ctx, name, unix.LOCK_SH)
+}
+
+func (d Dir) named(ctx context.Context, name string, how int) (unlock func(), err error) {
 	if err := safedir.Ensure(d.Base, d.Path); err != nil {
 		return nil, fmt.Errorf("lock directory: %w", err)
 	}
-	h, _, err := d.take(ctx, "named-"+name, name, false)
+	h, _, err := d.take(ctx, "named-"+name, name, false, how)
 	if err != nil {
 		return nil, err
 	}
@@ -207,16 +218,25 @@ func (d Dir) Named(ctx context.Context, name string) (unlock func(), err error) 
 
 // held is a lock file we hold.
 type held struct {
-	file *os.File
-	path string
-	keep bool // the file stays when let go (a pane's)
+	file   *os.File
+	path   string
+	keep   bool // the file stays when let go (a pane's)
+	shared bool // held shared: others may hold it too
 }
 
 // release lets the lock go, removing the lock file first unless it is
 // kept: no one can hold it in between, and a waiter that wins the
-// removed file starts over.
+// removed file starts over. Of shared holders, the last removes it: one
+// that can then take it exclusively holds it alone (should two let go at
+// once, neither may, and the file is left for the next holder).
 func (h held) release() {
-	if !h.keep {
+	switch {
+	case h.keep:
+	case h.shared:
+		if unix.Flock(int(h.file.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			os.Remove(h.path)
+		}
+	default:
 		os.Remove(h.path)
 	}
 	h.file.Close() // closing the file releases the flock
@@ -260,7 +280,9 @@ const (
 	pollMax = 2 * time.Millisecond
 )
 
-// take locks the file called name, which stays when let go if keep.
+// take locks the file called name (how: LOCK_EX or LOCK_SH), which stays
+// when let go if keep. An exclusive holder writes who it is into the file
+// (claim); shared holders, who may be many, write nothing.
 // prior is the look that the holder we waited for left as it let go: read
 // from the file we won once we had waited for it (a lock free at once
 // hands over nothing), or from a removed file we won, and then kept only
@@ -272,7 +294,7 @@ const (
 // in 11 was stale at holds of 8 ms). A holder that comes and goes between
 // a waiter's polls can still slip in unseen; package delivery's age limit
 // covers that (see TestHandoffComesFromTheLastHolder).
-func (d Dir) take(ctx context.Context, name, what string, keep bool) (h held, prior *Look, err error) {
+func (d Dir) take(ctx context.Context, name, what string, keep bool, how int) (h held, prior *Look, err error) {
 	path := filepath.Join(d.Path, name+".lock")
 	wait := pollMin
 	waited := false
@@ -288,14 +310,16 @@ func (d Dir) take(ctx context.Context, name, what string, keep bool) (h held, pr
 				return held{}, nil, fmt.Errorf("lock file: %w", err)
 			}
 		}
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
 		switch {
 		case err == nil && same(f, path):
 			if waited && prior == nil {
 				prior = readLook(f)
 			}
-			d.claim(f)
-			return held{file: f, path: path, keep: keep}, prior, nil
+			if how == unix.LOCK_EX {
+				d.claim(f)
+			}
+			return held{file: f, path: path, keep: keep, shared: how == unix.LOCK_SH}, prior, nil
 		case err == nil:
 			// The previous holder removed it: lock the new one.
 			prior = readLook(f)

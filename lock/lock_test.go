@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agentmsg/agentmsg/internal/safedir"
 )
 
@@ -40,7 +42,7 @@ func TestPaneExcludes(t *testing.T) {
 					unlock, err = d.Pane(context.Background(), "/tmp/s", "%1")
 				} else {
 					var h held
-					h, _, err = d.take(context.Background(), name, "pane %1", false)
+					h, _, err = d.take(context.Background(), name, "pane %1", false, unix.LOCK_EX)
 					unlock = h.release
 				}
 				if err != nil {
@@ -485,5 +487,41 @@ func TestGivingUpNamesTheCurrentHolder(t *testing.T) {
 	// Still the file at the path: read from it.
 	if herr := heldNow(now, path, "pane %1", context.DeadlineExceeded); herr.Holder == nil || herr.Holder.Command != "agentmsg deliver" {
 		t.Errorf("from the file at the path: %+v", herr.Holder)
+	}
+}
+
+// Shared holders of a named lock hold it at once; an exclusive holder
+// keeps them out, and they keep it out.
+func TestSharedLock(t *testing.T) {
+	d := Dir{Path: t.TempDir()}
+	ctx := context.Background()
+	now, cancel := context.WithCancel(ctx)
+	cancel() // taken at once, or not at all
+	a, err := d.Shared(now, "typing-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := d.Shared(now, "typing-x")
+	if err != nil {
+		t.Fatalf("a second shared holder: %v", err)
+	}
+	if _, err := d.Named(now, "typing-x"); err == nil {
+		t.Fatal("taken exclusively while shared")
+	}
+	a()
+	if _, err := d.Named(now, "typing-x"); err == nil {
+		t.Fatal("taken exclusively while one shared holder is left")
+	}
+	b()
+	if left, _ := os.ReadDir(d.Path); len(left) != 0 {
+		t.Errorf("lock files left behind: %v", left)
+	}
+	unlock, err := d.Named(now, "typing-x")
+	if err != nil {
+		t.Fatalf("exclusively once the shared holders let go: %v", err)
+	}
+	defer unlock()
+	if _, err := d.Shared(now, "typing-x"); err == nil {
+		t.Error("taken shared while held exclusively")
 	}
 }
