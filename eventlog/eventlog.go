@@ -387,19 +387,44 @@ func (l *Log) Last() (int64, error) {
 		return -1, err
 	}
 	for i := len(bases) - 1; i >= 0; i-- {
-		data, err := os.ReadFile(l.path(bases[i]))
+		line, err := lastLine(l.path(bases[i]))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return -1, err
 		}
-		data = bytes.TrimSuffix(data, []byte("\n"))
-		if len(data) == 0 {
+		if len(line) == 0 {
 			continue
 		}
-		line := data[bytes.LastIndexByte(data, '\n')+1:]
 		var e Event
 		if json.Unmarshal(line, &e) == nil {
 			return e.ID, nil
 		}
 	}
 	return -1, nil
+}
+
+// lastLine is the last line of the file at path, without its newline, read
+// from the end of the file: a file holds up to MaxSize bytes, and every
+// send asks where the log ends (it read all of it).
+func lastLine(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := st.Size()
+	for chunk := int64(64 << 10); ; chunk *= 4 {
+		from := max(0, size-chunk)
+		buf := make([]byte, size-from)
+		if _, err := f.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		buf = bytes.TrimSuffix(buf, []byte("\n"))
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 || from == 0 {
+			return buf[i+1:], nil
+		}
+	}
 }

@@ -203,3 +203,46 @@ func writeCalls(t *testing.T) int {
 	t.Skip("/proc/self/io has no syscw")
 	return 0
 }
+
+// Last reads the end of the newest file, not all of it: every send asks
+// for it, and a file holds up to 16 MB.
+func TestLastReadsTheEndOnly(t *testing.T) {
+	l := &Log{Dir: t.TempDir()}
+	pad := strings.Repeat("x", 1000)
+	var last []Event
+	for range 20 {
+		evs := make([]Event, 400)
+		for i := range evs {
+			evs[i] = Event{Type: "message.submitted", Detail: pad}
+		}
+		var err error
+		if last, err = l.Append(evs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := readBytes(t)
+	id, err := l.Last()
+	if err != nil || id != last[len(last)-1].ID {
+		t.Fatalf("Last = %d, %v; want %d", id, err, last[len(last)-1].ID)
+	}
+	if read := readBytes(t) - before; read > 1<<20 {
+		t.Errorf("Last read %d bytes of an 8 MB log", read)
+	}
+}
+
+// readBytes is how many bytes this process has read so far.
+func readBytes(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Skipf("no /proc/self/io to count reads: %v", err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "rchar: "); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	t.Skip("/proc/self/io has no rchar")
+	return 0
+}
