@@ -35,7 +35,11 @@ type call struct {
 	// guarded: the list it goes in checks pin right before it (set by
 	// listCommands: once in a list is enough, see there).
 	guarded bool
-	done    chan callResult
+	// alone: its commands run others (if-shell), whose answers come from a
+	// control client as blocks of their own: it goes in a list of its own,
+	// where every block is its answer.
+	alone bool
+	done  chan callResult
 }
 
 type callResult struct {
@@ -147,7 +151,7 @@ func (c *Exec) doCommands(ctx context.Context, write bool, payloads []string, cm
 	if c.pin != nil && !c.pin.Server.IsZero() {
 		pin = &c.pin.Server
 	}
-	return c.core.submit(ctx, write, payloads, cmds, pin)
+	return c.core.submit(ctx, &call{cmds: cmds, payloads: payloads, write: write, pin: pin})
 }
 
 // guard is a command that fails, and so ends the command list before
@@ -157,10 +161,10 @@ func (c *Exec) doCommands(ctx context.Context, write bool, payloads []string, cm
 // every release from 3.2a to 3.7c (measured).
 func (i Instance) guard() []string { return []string{"show-environment", "-g", "-h", i.marker()} }
 
-// submit queues one call and waits for its answer; pin, when set, is the
-// server instance its list must check first.
-func (c *core) submit(ctx context.Context, write bool, payloads []string, cmds [][]string, pin *Instance) ([]byte, error) {
-	cl := &call{ctx: ctx, cmds: cmds, payloads: payloads, write: write, pin: pin, done: make(chan callResult, 1)}
+// submit queues call cl and waits for its answer.
+func (c *core) submit(ctx context.Context, cl *call) ([]byte, error) {
+	cl.ctx, cl.done = ctx, make(chan callResult, 1)
+	write := cl.write
 	start := time.Now()
 	c.mu.Lock()
 	c.queue = append(c.queue, cl)
@@ -243,13 +247,16 @@ func (c *core) takeList() []*call {
 		if cl.pin != nil {
 			n += 64 // its guard, when the list checks the server right before it
 		}
-		if len(list) > 0 && (size+n > maxBytes || len(cl.payloads) > 0 && files+len(cl.payloads) > maxFiles) {
+		if len(list) > 0 && (cl.alone || size+n > maxBytes || len(cl.payloads) > 0 && files+len(cl.payloads) > maxFiles) {
 			break
 		}
 		list = append(list, cl)
 		size += n
 		files += len(cl.payloads)
 		c.queue = c.queue[1:]
+		if cl.alone {
+			break
+		}
 	}
 	return list
 }
@@ -269,7 +276,7 @@ func (c *core) runList(list []*call) (again []*call) {
 	if ctl := c.control.Load(); ctl != nil {
 		cmds, payloads, write := listCommands(list, "")
 		if res, ok := ctl.run(cmds, payloads, write); ok {
-			return c.answer(list, write, res, blockOutputs(list, res.blocks))
+			return c.answer(list, write, res, blockOutputs(list, res.blocks, res.exitCode == 0))
 		}
 	}
 	nonce := newNonce()
@@ -282,8 +289,15 @@ func (c *core) runList(list []*call) (again []*call) {
 }
 
 // blockOutputs are the outputs of the calls of list whose commands all
-// ran, from each command's block, in order.
-func blockOutputs(list []*call, blocks [][]byte) [][]byte {
+// ran, from each command's block, in order (whole: no command of the list
+// failed). A call alone in its list has every block (see call.alone).
+func blockOutputs(list []*call, blocks [][]byte, whole bool) [][]byte {
+	if len(list) == 1 && list[0].alone {
+		if !whole {
+			return nil
+		}
+		return [][]byte{bytes.Join(blocks, nil)}
+	}
 	var outs [][]byte
 	for _, cl := range list {
 		n := len(cl.cmds)

@@ -461,9 +461,9 @@ func (c *Exec) mark(ctx context.Context, s Instance) error {
 	if _, ok := c.marked.Load(s); ok {
 		return nil
 	}
-	_, err := c.core.submit(ctx, true, nil, [][]string{{"if-shell", "-F",
+	_, err := c.core.submit(ctx, &call{write: true, alone: true, cmds: [][]string{{"if-shell", "-F",
 		"#{==:#{pid}_#{start_time}," + s.String() + "}",
-		"set-environment -g -h " + s.marker() + " 1"}}, nil)
+		"set-environment -g -h " + s.marker() + " 1"}}})
 	if err != nil {
 		return err
 	}

@@ -474,3 +474,52 @@ func TestOneServerCheckPerList(t *testing.T) {
 		t.Errorf("the paste pinned to a replaced server was typed:\n%s", out)
 	}
 }
+
+// A call whose command runs others (if-shell, as Pinned's first mark of a
+// server) gets their answers too, as blocks of their own: it goes in a
+// list of its own, and the calls that waited with it get their own
+// answers (a daemon's first sends got another call's answer: "tmux's
+// answer lacked its markers").
+func TestACallThatRunsOthersGoesAlone(t *testing.T) {
+	e, _ := testServer(t)
+	c := controlled(t, e)
+	ctx := context.Background()
+	gate := filepath.Join(t.TempDir(), "open")
+	held := make(chan error, 1)
+	running := c.lists.Load() + 1
+	go func() {
+		_, err := c.run(ctx, "run-shell", "while [ ! -e '"+gate+"' ]; do sleep 0.01; done")
+		held <- err
+	}()
+	waitFor(t, func() bool { return c.lists.Load() == running })
+	type answer struct {
+		out string
+		err error
+	}
+	got := make([]chan answer, 4)
+	for i := range got {
+		got[i] = make(chan answer, 1)
+		go func() {
+			var out []byte
+			var err error
+			if i == 1 {
+				out, err = c.submit(ctx, &call{alone: true, cmds: [][]string{{"if-shell", "-F", "1", "display-message -p nested"}}})
+			} else {
+				out, err = c.run(ctx, "display-message", "-p", fmt.Sprintf("call %d", i))
+			}
+			got[i] <- answer{string(out), err}
+		}()
+		waitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.queue) == i+1 })
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"call 0\n", "nested\n", "call 2\n", "call 3\n"} {
+		if a := <-got[i]; a.err != nil || a.out != want {
+			t.Errorf("call %d: %q, %v; want %q", i, a.out, a.err, want)
+		}
+	}
+}
