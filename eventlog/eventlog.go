@@ -80,6 +80,10 @@ type Log struct {
 	turn    *sync.Cond // on mu: a write ended
 	queue   []*appendCall
 	writing bool
+	// last is the base of the file this log wrote last (wrote: it has
+	// written), used by the one writing (see newest).
+	last  int64
+	wrote bool
 }
 
 // appendCall is one Append waiting to be written.
@@ -167,26 +171,12 @@ func (l *Log) Append(events ...Event) ([]Event, error) {
 
 // write appends events in one write under the log's lock.
 func (l *Log) write(events []Event) ([]Event, error) {
-	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
-		return nil, err
-	}
-	lf, err := os.OpenFile(filepath.Join(l.Dir, "events.lock"), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	lf, err := l.lock()
 	if err != nil {
 		return nil, err
 	}
 	defer lf.Close()
-	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX); err != nil {
-		return nil, fmt.Errorf("locking the event log: %w", err)
-	}
-	bases, err := l.bases()
-	if err != nil {
-		return nil, err
-	}
-	base := int64(0)
-	if len(bases) > 0 {
-		base = bases[len(bases)-1]
-	}
-	f, err := os.OpenFile(l.path(base), os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	base, f, err := l.newest()
 	if err != nil {
 		return nil, err
 	}
@@ -207,9 +197,14 @@ func (l *Log) write(events []Event) ([]Event, error) {
 			return nil, err
 		}
 		size = 0
-		bases = append(bases, base)
+		bases, err := l.bases()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
 		l.trim(bases)
 	}
+	l.last, l.wrote = base, true
 	defer f.Close()
 	var buf bytes.Buffer
 	out := make([]Event, len(events))
@@ -234,6 +229,54 @@ func (l *Log) write(events []Event) ([]Event, error) {
 		return nil, fmt.Errorf("appending to the event log: %w", err)
 	}
 	return out, nil
+}
+
+// lock takes the log's lock, making its directory when there is none.
+func (l *Log) lock() (*os.File, error) {
+	path := filepath.Join(l.Dir, "events.lock")
+	lf, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+			return nil, err
+		}
+		lf, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("locking the event log: %w", err)
+	}
+	return lf, nil
+}
+
+// newest opens the newest file, to append to it, and returns its base.
+// The file this log wrote last is still the newest while it is under
+// MaxSize (a writer starts the next file only once the newest has reached
+// it), so the directory is listed only when that one has grown, or gone:
+// a write used to list it each time, a third of an append's cost. The
+// caller holds the log's lock.
+func (l *Log) newest() (int64, *os.File, error) {
+	if l.wrote {
+		f, err := os.OpenFile(l.path(l.last), os.O_RDWR|os.O_APPEND|unix.O_NOFOLLOW, 0)
+		if err == nil {
+			if st, err := f.Stat(); err == nil && st.Size() < l.maxSize() {
+				return l.last, f, nil
+			}
+			f.Close()
+		}
+	}
+	bases, err := l.bases()
+	if err != nil {
+		return 0, nil, err
+	}
+	base := int64(0)
+	if len(bases) > 0 {
+		base = bases[len(bases)-1]
+	}
+	f, err := os.OpenFile(l.path(base), os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	return base, f, err
 }
 
 // cutFragment cuts off an unfinished last line (a writer killed while

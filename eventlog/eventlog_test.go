@@ -246,3 +246,39 @@ func readBytes(t *testing.T) int {
 	t.Skip("/proc/self/io has no rchar")
 	return 0
 }
+
+// An append goes to the file the log wrote last, without listing the
+// directory, while that file is under MaxSize: no writer starts a newer
+// one before (here a file no writer could have made shows that the
+// directory was not listed). Once it has grown past MaxSize, the next one
+// starts after it.
+func TestAppendsGoToTheFileWrittenLast(t *testing.T) {
+	l := &Log{Dir: t.TempDir(), MaxSize: 300}
+	first, err := l.Append(Event{Type: "agent.ready"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(l.path(1<<40), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	next, err := l.Append(Event{Type: "agent.busy"})
+	if err != nil || next[0].ID <= first[0].ID || next[0].ID >= 300 {
+		t.Fatalf("the next append got %+v, %v; want it after %d in the first file", next, err, first[0].ID)
+	}
+	if err := os.Remove(l.path(1 << 40)); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := l.Append(Event{Type: "agent.ready", Detail: strings.Repeat("x", 100)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bases, err := l.bases()
+	if err != nil || len(bases) < 2 {
+		t.Fatalf("files %v, %v: want the log rotated", bases, err)
+	}
+	all, _, err := l.Since(-1, 100)
+	if err != nil || len(all) != 7 {
+		t.Errorf("the log holds %d events, want 7: %v", len(all), err)
+	}
+}
