@@ -36,6 +36,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentmsg/agentmsg/internal/plainfile"
 )
 
 // Event is one change. Which fields are set depends on Type.
@@ -193,7 +195,7 @@ func (l *Log) write(events []Event) ([]Event, error) {
 	if size >= l.maxSize() {
 		f.Close()
 		base += size
-		if f, err = os.OpenFile(l.path(base), os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o600); err != nil {
+		if f, err = plainfile.Open(l.path(base), os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o600); err != nil {
 			return nil, err
 		}
 		size = 0
@@ -234,12 +236,12 @@ func (l *Log) write(events []Event) ([]Event, error) {
 // lock takes the log's lock, making its directory when there is none.
 func (l *Log) lock() (*os.File, error) {
 	path := filepath.Join(l.Dir, "events.lock")
-	lf, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	lf, err := plainfile.Open(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(l.Dir, 0o700); err != nil {
 			return nil, err
 		}
-		lf, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+		lf, err = plainfile.Open(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	}
 	if err != nil {
 		return nil, err
@@ -259,7 +261,7 @@ func (l *Log) lock() (*os.File, error) {
 // caller holds the log's lock.
 func (l *Log) newest() (int64, *os.File, error) {
 	if l.wrote {
-		f, err := os.OpenFile(l.path(l.last), os.O_RDWR|os.O_APPEND|unix.O_NOFOLLOW, 0)
+		f, err := plainfile.Open(l.path(l.last), os.O_RDWR|os.O_APPEND|unix.O_NOFOLLOW, 0)
 		if err == nil {
 			if st, err := f.Stat(); err == nil && st.Size() < l.maxSize() {
 				return l.last, f, nil
@@ -275,7 +277,7 @@ func (l *Log) newest() (int64, *os.File, error) {
 	if len(bases) > 0 {
 		base = bases[len(bases)-1]
 	}
-	f, err := os.OpenFile(l.path(base), os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	f, err := plainfile.Open(l.path(base), os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	return base, f, err
 }
 

@@ -38,6 +38,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentmsg/agentmsg/internal/plainfile"
 	"github.com/agentmsg/agentmsg/internal/safedir"
 )
 
@@ -252,9 +253,7 @@ func leaveLook(f *os.File, last *Look) {
 	if err != nil || len(b) > maxHandoffBytes {
 		return
 	}
-	if f.Truncate(0) == nil {
-		_, _ = f.WriteAt(b, 0)
-	}
+	overwrite(f, b)
 }
 
 // handoff is a released lock file's content: its last holder's look.
@@ -303,7 +302,7 @@ func (d Dir) take(ctx context.Context, name, what string, keep bool, how int) (h
 		if f == nil {
 			// Never through a symbolic link: it would make us create or
 			// lock a file of someone else's choosing.
-			if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600); err != nil {
+			if f, err = plainfile.Open(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600); err != nil {
 				if errors.Is(err, unix.ELOOP) {
 					return held{}, nil, fmt.Errorf("%w: lock file %s is a symbolic link; not following it (remove it)", safedir.ErrUnsafe, path)
 				}
@@ -355,8 +354,16 @@ func (d Dir) claim(f *os.File) {
 	if err != nil {
 		return
 	}
-	if f.Truncate(0) == nil {
-		_, _ = f.WriteAt(append(b, '\n'), 0)
+	overwrite(f, append(b, '\n'))
+}
+
+// overwrite makes b the content of f (best effort): written over the old
+// content, then cut to its length. Cutting first to nothing and writing
+// again freed the file's block and took a new one, on every take and
+// release of a pane's lock.
+func overwrite(f *os.File, b []byte) {
+	if _, err := f.WriteAt(b, 0); err == nil {
+		_ = f.Truncate(int64(len(b)))
 	}
 }
 

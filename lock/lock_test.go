@@ -525,3 +525,19 @@ func TestSharedLock(t *testing.T) {
 		t.Error("taken shared while held exclusively")
 	}
 }
+
+// A lock file written again holds the new content alone, longer or shorter
+// than the old.
+func TestOverwrite(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, want := range []string{"a longer first content\n", "short\n", "longer than short\n"} {
+		overwrite(f, []byte(want))
+		if got, err := os.ReadFile(f.Name()); err != nil || string(got) != want {
+			t.Errorf("file %q, %v; want %q", got, err, want)
+		}
+	}
+}
