@@ -139,7 +139,7 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 		wait = call.ReadyTimeout
 	}
 	lctx, cancel := context.WithTimeout(ctx, wait)
-	unlock, err := c.Locks.Named(lctx, "deliver-"+team+"-"+agent)
+	unlock, err := c.Locks.Kept(lctx, "deliver-"+team+"-"+agent)
 	cancel()
 	if err != nil {
 		return nil, err

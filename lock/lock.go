@@ -196,21 +196,29 @@ func (d Dir) PaneHandoff(ctx context.Context, socket, paneID string) (prior *Loo
 // Named takes the exclusive lock called name (letters, digits, - and _),
 // for work other than typing into a pane: one deliverer per inbox, say.
 func (d Dir) Named(ctx context.Context, name string) (unlock func(), err error) {
-	return d.named(ctx, name, unix.LOCK_EX)
+	return d.named(ctx, name, unix.LOCK_EX, false)
 }
 
 // Shared takes the lock called name shared: any number of shared holders
 // at once, and none while Named holds it exclusively (nor Named while they
 // hold it).
 func (d Dir) Shared(ctx context.Context, name string) (unlock func(), err error) {
-	return d.named(ctx, name, unix.LOCK_SH)
+	return d.named(ctx, name, unix.LOCK_SH, false)
 }
 
-func (d Dir) named(ctx context.Context, name string, how int) (unlock func(), err error) {
+// Kept is Named for a lock of which there are few and that is taken often
+// (one per inbox, taken by every deliver pass): its file stays when let
+// go, as a pane's does, instead of an inode made and freed each time.
+// Named removes its file: most of its names are used once (a message's).
+func (d Dir) Kept(ctx context.Context, name string) (unlock func(), err error) {
+	return d.named(ctx, name, unix.LOCK_EX, true)
+}
+
+func (d Dir) named(ctx context.Context, name string, how int, keep bool) (unlock func(), err error) {
 	if err := safedir.Ensure(d.Base, d.Path); err != nil {
 		return nil, fmt.Errorf("lock directory: %w", err)
 	}
-	h, _, err := d.take(ctx, "named-"+name, name, false, how)
+	h, _, err := d.take(ctx, "named-"+name, name, keep, how)
 	if err != nil {
 		return nil, err
 	}

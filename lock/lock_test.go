@@ -316,13 +316,24 @@ func TestPaneLockFileIsKept(t *testing.T) {
 	if inodes[0] != inodes[1] || inodes[1] != inodes[2] {
 		t.Errorf("inodes %v: a new lock file for each holder", inodes)
 	}
-	unlock, err := d.Named(ctx, "deliver-t-a")
+	unlock, err := d.Named(ctx, "typing-x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	unlock()
 	if ents, _ := os.ReadDir(d.Path); len(ents) != 1 {
 		t.Errorf("after a named lock: lock files %v, want the pane's one", ents)
+	}
+	// An inbox's deliverer lock, taken by every deliver pass, stays too.
+	for range 2 {
+		unlock, err := d.Kept(ctx, "deliver-t-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		unlock()
+	}
+	if ents, _ := os.ReadDir(d.Path); len(ents) != 2 {
+		t.Errorf("after a kept lock: lock files %v, want the pane's and the inbox's", ents)
 	}
 }
 
