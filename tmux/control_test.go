@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -354,14 +355,7 @@ func TestControlListsAreLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A list that runs until the test lets it end: the calls below queue.
-	gate := filepath.Join(t.TempDir(), "open")
-	held := make(chan error, 1)
-	running := c.lists.Load() + 1
-	go func() {
-		_, err := c.run(ctx, "run-shell", "while [ ! -e '"+gate+"' ]; do sleep 0.01; done")
-		held <- err
-	}()
-	waitFor(t, func() bool { return c.lists.Load() == running })
+	release := holdLists(t, c)
 	before := c.lists.Load()
 	const n = 150 // 4 KB lists would take 8 of them
 	errs := make(chan error, n)
@@ -376,12 +370,7 @@ func TestControlListsAreLong(t *testing.T) {
 		defer c.mu.Unlock()
 		return len(c.queue) == n
 	})
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
+	release()
 	for range n {
 		if err := <-errs; err != nil {
 			t.Error(err)
@@ -441,26 +430,14 @@ func TestOneServerCheckPerList(t *testing.T) {
 	}
 	// The three calls wait together behind a list that runs until the
 	// test lets it end.
-	gate := filepath.Join(t.TempDir(), "open")
-	held := make(chan error, 1)
-	running := c.lists.Load() + 1
-	go func() {
-		_, err := c.run(ctx, "run-shell", "while [ ! -e '"+gate+"' ]; do sleep 0.01; done")
-		held <- err
-	}()
-	waitFor(t, func() bool { return c.lists.Load() == running })
+	release := holdLists(t, c)
 	errs := make([]chan error, 3)
 	for i, pin := range []Pane{p, other, p} {
 		errs[i] = make(chan error, 1)
 		go func() { errs[i] <- c.Pinned(pin).Paste(ctx, p.ID, fmt.Sprintf("text %d", i)) }()
 		waitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.queue) == i+1 })
 	}
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
+	release()
 	for i, want := range []error{nil, ErrServerReplaced, nil} {
 		if err := <-errs[i]; !errors.Is(err, want) && err != want {
 			t.Errorf("paste %d: %v, want %v", i, err, want)
@@ -484,14 +461,7 @@ func TestACallThatRunsOthersGoesAlone(t *testing.T) {
 	e, _ := testServer(t)
 	c := controlled(t, e)
 	ctx := context.Background()
-	gate := filepath.Join(t.TempDir(), "open")
-	held := make(chan error, 1)
-	running := c.lists.Load() + 1
-	go func() {
-		_, err := c.run(ctx, "run-shell", "while [ ! -e '"+gate+"' ]; do sleep 0.01; done")
-		held <- err
-	}()
-	waitFor(t, func() bool { return c.lists.Load() == running })
+	release := holdLists(t, c)
 	type answer struct {
 		out string
 		err error
@@ -511,15 +481,39 @@ func TestACallThatRunsOthersGoesAlone(t *testing.T) {
 		}()
 		waitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.queue) == i+1 })
 	}
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
+	release()
 	for i, want := range []string{"call 0\n", "nested\n", "call 2\n", "call 3\n"} {
 		if a := <-got[i]; a.err != nil || a.out != want {
 			t.Errorf("call %d: %q, %v; want %q", i, a.out, a.err, want)
 		}
 	}
+}
+
+// holdLists runs a command list that lasts until release is called, so
+// that the calls made meanwhile wait together for the next. The test's
+// end releases it too (a tmux server waits for its run-shell jobs).
+func holdLists(t *testing.T, c *Exec) (release func()) {
+	t.Helper()
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "open")
+	held := make(chan error, 1)
+	running := c.lists.Load() + 1
+	go func() {
+		_, err := c.run(context.Background(), "run-shell", "while [ ! -e '"+gate+"' ] && [ -d '"+dir+"' ]; do sleep 0.01; done")
+		held <- err
+	}()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			if err := os.WriteFile(gate, nil, 0o600); err != nil {
+				t.Error(err)
+			}
+			if err := <-held; err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(release)
+	waitFor(t, func() bool { return c.lists.Load() == running })
+	return release
 }
