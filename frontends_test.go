@@ -60,7 +60,7 @@ var internal = map[string]string{
 	"ExpiredNotice": "the reminder Deliver and Requests --nudge post for an expired request",
 	"LastEvent":     "where send --wait-delivered and events start reading the event log",
 	// The daemon's side of a message from another host (serve/hosts.go).
-	"Receive":      "records what another host's daemon sent to one of this host's agents",
+	"NewReceiver":  "records what another host's daemon sent to one of this host's agents",
 	"MessageState": "how far such a message got, told back to its sending host",
 	// A person's, in the terminal UI (agentmsg top) and the daemon's API:
 	// they act on what a person saw on an agent's screen, which an agent

@@ -212,7 +212,7 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 // since the early look), records the message and types it.
 func (c *Courier) sendNow(ctx context.Context, t target.Target, env mailbox.Envelope, box *mailbox.Box, early <-chan resolved, typedOlder bool, mode Mode) Result {
 	team, agent := Inbox(t)
-	unlock, err := c.holdTyping(ctx, team, agent, env.ID)
+	unlock, err := c.holdTyping(ctx, env.ID)
 	if err != nil {
 		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}}
 	}
@@ -394,6 +394,13 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		panes = append(panes, r)
 	}
 	env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Updated: c.now()}
+	// One typing lock for every copy recorded as typing, held until the
+	// last outcome is recorded.
+	unlock, err := c.holdTyping(ctx, env.ID)
+	if err != nil {
+		return nil, fmt.Errorf("recording the broadcast: %w", err)
+	}
+	defer unlock()
 	// Each inbox is recorded on its own, all at once: a hundred fsyncs one
 	// after another took longer than typing into a hundred panes.
 	recs := make([]recorded, len(panes))
@@ -409,21 +416,12 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 	// Each was written without an fsync of its own: one sync makes them
 	// all durable before anything is typed.
 	syncErr := c.Store.Sync()
-	var unlocks []func()
-	defer func() {
-		for _, unlock := range unlocks {
-			unlock()
-		}
-	}()
 	boxes := map[string]*mailbox.Box{}
 	older := map[string][]Result{} // by session: the older messages typed first
 	var now []dispatch.Resolved    // recorded as typing: type them now
 	var behind []Result            // older messages waiting: this one waits too
 	var errs []error
 	for i, r := range recs {
-		if r.unlock != nil {
-			unlocks = append(unlocks, r.unlock)
-		}
 		switch {
 		case r.err != nil:
 			errs = append(errs, r.err)
@@ -457,21 +455,19 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 const recordConcurrency = 32
 
 // recorded is what recording a broadcast in one agent's inbox gave: the
-// inbox and the message's typing lock (to type it now), or a deferral
-// behind older messages, or an error; and the older messages it tried
-// first.
+// inbox (to type it now), or a deferral behind older messages, or an
+// error; and the older messages it tried first.
 type recorded struct {
 	box    *mailbox.Box
-	unlock func()
 	behind *Result
 	older  []Result
 	err    error
 }
 
-// recordOne records a broadcast in the inbox of p's agent: as typing, its
-// typing lock held; or, when older messages still wait for that agent, as
-// deferred behind them (Send's rule: a broadcast never overtakes them).
-// The caller makes the record durable (Store.Sync).
+// recordOne records a broadcast in the inbox of p's agent: as typing (the
+// caller holds the message's typing lock); or, when older messages still
+// wait for that agent, as deferred behind them (Send's rule: a broadcast
+// never overtakes them). The caller makes the record durable (Store.Sync).
 func (c *Courier) recordOne(ctx context.Context, p dispatch.Resolved, env mailbox.Envelope, mode Mode) recorded {
 	tm, agent := Inbox(p.Target)
 	fail := func(err error) recorded { return recorded{err: fmt.Errorf("%s/%s: %w", tm, agent, err)} }
@@ -493,15 +489,10 @@ func (c *Courier) recordOne(ctx context.Context, p dispatch.Resolved, env mailbo
 				State: mailbox.StateDeferred, Reason: ReasonBehindOlder, Older: older}}
 		}
 	}
-	unlock, err := c.holdTyping(ctx, tm, agent, env.ID)
-	if err != nil {
-		return fail(err)
-	}
 	if err := box.AppendBatched(env); err != nil {
-		unlock()
 		return fail(err)
 	}
-	return recorded{box: box, unlock: unlock, older: older}
+	return recorded{box: box, older: older}
 }
 
 // recordBroadcast records env, for reading only, in the inbox of every
@@ -543,25 +534,31 @@ func (c *Courier) recordBroadcast(ctx context.Context, team string, env mailbox.
 // resumes a typing record only when it can take the lock itself: if it
 // cannot, the sender is alive and still at work (waiting for the pane,
 // typing, confirming), and typing the message too would double it.
-func typingLock(team, agent string, id message.ID) string {
-	return "typing-" + team + "-" + agent + "-" + string(id)
-}
+//
+// The lock is the message's, not each copy's: a broadcast holds one for
+// all its copies until the last outcome is recorded (a lock file per copy
+// is an inode made and freed, and a hundred of them were a quarter of the
+// daemon's time in a broadcast to a hundred agents). Deliverers take it
+// shared, so that the copies of one message in several inboxes are
+// resumed at once; each inbox has its own deliverer lock.
+func typingLock(id message.ID) string { return "typing-" + string(id) }
 
 // holdTyping takes the typing lock of a message this process is about to
 // record as typing (no one else can hold it yet).
-func (c *Courier) holdTyping(ctx context.Context, team, agent string, id message.ID) (unlock func(), err error) {
-	unlock, err = c.Locks.Named(ctx, typingLock(team, agent, id))
+func (c *Courier) holdTyping(ctx context.Context, id message.ID) (unlock func(), err error) {
+	unlock, err = c.Locks.Named(ctx, typingLock(id))
 	if err != nil {
 		return nil, fmt.Errorf("locking message %s for typing: %w", id, err)
 	}
 	return unlock, nil
 }
 
-// tryTyping takes the typing lock of a message if no one holds it.
-func (c *Courier) tryTyping(team, agent string, id message.ID) (unlock func(), ok bool) {
+// tryTyping takes the typing lock of a message, shared, if no sender holds
+// it.
+func (c *Courier) tryTyping(id message.ID) (unlock func(), ok bool) {
 	now, cancel := context.WithCancel(context.Background())
 	cancel() // a lock that is free is taken at once; a held one is not waited for
-	unlock, err := c.Locks.Named(now, typingLock(team, agent, id))
+	unlock, err := c.Locks.Shared(now, typingLock(id))
 	return unlock, err == nil
 }
 

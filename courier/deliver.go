@@ -139,7 +139,7 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 		wait = call.ReadyTimeout
 	}
 	lctx, cancel := context.WithTimeout(ctx, wait)
-	unlock, err := c.Locks.Named(lctx, "deliver-"+team+"-"+agent)
+	unlock, err := c.Locks.Kept(lctx, "deliver-"+team+"-"+agent)
 	cancel()
 	if err != nil {
 		return nil, err
@@ -171,7 +171,7 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 		}
 		// Its typing lock: held means a live sender is typing it now (it
 		// finishes it); free means no one is, or its typist died.
-		unlockTyping, free := c.tryTyping(team, agent, env.ID)
+		unlockTyping, free := c.tryTyping(env.ID)
 		if !free {
 			break // keep the order: the rest wait behind this one
 		}

@@ -75,13 +75,13 @@ func (c *Courier) mark(ctx context.Context, team, agent string, id message.ID, c
 		return mailbox.Delivery{}, err
 	}
 	lctx, cancel := context.WithTimeout(ctx, markWait)
-	unlock, err := c.Locks.Named(lctx, "deliver-"+team+"-"+agent)
+	unlock, err := c.Locks.Kept(lctx, "deliver-"+team+"-"+agent)
 	cancel()
 	if err != nil {
 		return mailbox.Delivery{}, fmt.Errorf("waiting for the deliverer of %s/%s: %w", team, agent, err)
 	}
 	defer unlock()
-	unlockTyping, free := c.tryTyping(team, agent, id)
+	unlockTyping, free := c.tryTyping(id)
 	if !free {
 		return mailbox.Delivery{}, fmt.Errorf("%s: %w", id, ErrBeingTyped)
 	}

@@ -78,7 +78,7 @@ func TestMarkHandled(t *testing.T) {
 func TestMarkWaitsForNoTypist(t *testing.T) {
 	c, _ := newCourier(t, "agent-alpha-ana")
 	env := stored(t, c, "in flight", mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1})
-	unlock, err := c.holdTyping(context.Background(), "alpha", "ana", env.ID)
+	unlock, err := c.holdTyping(context.Background(), env.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

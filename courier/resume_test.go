@@ -3,6 +3,8 @@ package courier
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -206,7 +208,7 @@ func TestDeliverLeavesAMessageItsLiveSenderIsTyping(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	unlock, err := c.holdTyping(context.Background(), "alpha", "ana", busy.ID)
+	unlock, err := c.holdTyping(context.Background(), busy.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,5 +256,61 @@ func TestAnAttemptThatTouchedNothingLeavesATypedMessageTyped(t *testing.T) {
 		if got := delivery1(t, c, env.ID); got.State != mailbox.StateTyped {
 			t.Errorf("%s: recorded %+v, want typed", verdict, got)
 		}
+	}
+}
+
+// A broadcast holds one typing lock for all its copies, not one each: a
+// lock file is an inode made and freed, and a hundred of them were a
+// quarter of the daemon's time in a broadcast to a hundred agents. While
+// it types, every copy is still its own: no deliverer resumes one.
+func TestBroadcastHoldsOneTypingLock(t *testing.T) {
+	sessions := make([]string, 20)
+	for i := range sessions {
+		sessions[i] = fmt.Sprintf("agent-alpha-a%02d", i)
+	}
+	c, tm := newCourier(t, sessions...)
+	spy := &spyTmux{Client: tm, fake: tm}
+	c.Dispatch.Tmux = spy
+	env := envelope(t, "all hands")
+	var once sync.Once
+	spy.before = func(string) {
+		once.Do(func() {
+			files, _ := filepath.Glob(filepath.Join(c.Locks.Path, "named-typing-*"))
+			if len(files) != 1 {
+				t.Errorf("typing locks while the broadcast types: %d, want 1", len(files))
+			}
+			if _, free := c.tryTyping(env.ID); free {
+				t.Error("a deliverer could take a copy the broadcast is typing")
+			}
+		})
+	}
+	results, err := c.Broadcast(context.Background(), "alpha", env, Mode{Queue: true})
+	if err != nil || len(results) != len(sessions) {
+		t.Fatalf("%+v, %v", results, err)
+	}
+}
+
+// Deliverers of several copies of one message resume them at once (its
+// typing lock is shared between them), and none while its sender types.
+func TestCopiesAreResumedAtOnce(t *testing.T) {
+	c, _ := newCourier(t, "agent-alpha-ana")
+	id := envelope(t, "x").ID
+	first, free := c.tryTyping(id)
+	if !free {
+		t.Fatal("a free message's lock not taken")
+	}
+	second, free := c.tryTyping(id)
+	if !free {
+		t.Fatal("a second copy's deliverer was kept out")
+	}
+	first()
+	second()
+	unlock, err := c.holdTyping(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if _, free := c.tryTyping(id); free {
+		t.Error("a deliverer took a message its sender is typing")
 	}
 }

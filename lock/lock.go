@@ -38,6 +38,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentmsg/agentmsg/internal/plainfile"
 	"github.com/agentmsg/agentmsg/internal/safedir"
 )
 
@@ -141,10 +142,13 @@ func (e *HeldError) Unwrap() error { return e.Err }
 // is free or ctx ends (then with a *HeldError naming the holder). The
 // returned func releases it.
 //
-// The lock file is removed on release, so that the directory does not
-// collect a file per pane ever used. That is safe because a holder checks,
-// once it has the lock, that the file it locked is still the one at the
-// path; a waiter that wins the lock on a removed file starts over.
+// The lock file stays when it is let go: one file per pane used, a few
+// kilobytes each (the last holder's look), where making and removing one
+// per delivery cost the allocation and release of an inode each time (on
+// ext4 a quarter of the daemon's time in a broadcast to a hundred agents).
+// A holder checks, once it has the lock, that the file it locked is still
+// the one at the path, so a waiter that wins the lock on a file removed
+// meanwhile (by an agentmsg from before, which removed them) starts over.
 func (d Dir) Pane(ctx context.Context, socket, paneID string) (unlock func(), err error) {
 	_, release, err := d.PaneHandoff(ctx, socket, paneID)
 	if err != nil {
@@ -177,7 +181,7 @@ func (d Dir) PaneHandoff(ctx context.Context, socket, paneID string) (prior *Loo
 		return nil, nil, fmt.Errorf("lock directory: %w", err)
 	}
 	sum := sha256.Sum256([]byte(socket))
-	f, prior, err := d.take(ctx, hex.EncodeToString(sum[:8])+"-"+strings.TrimPrefix(paneID, "%"), "pane "+paneID)
+	f, prior, err := d.take(ctx, hex.EncodeToString(sum[:8])+"-"+strings.TrimPrefix(paneID, "%"), "pane "+paneID, true, unix.LOCK_EX)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -192,10 +196,29 @@ func (d Dir) PaneHandoff(ctx context.Context, socket, paneID string) (prior *Loo
 // Named takes the exclusive lock called name (letters, digits, - and _),
 // for work other than typing into a pane: one deliverer per inbox, say.
 func (d Dir) Named(ctx context.Context, name string) (unlock func(), err error) {
+	return d.named(ctx, name, unix.LOCK_EX, false)
+}
+
+// Shared takes the lock called name shared: any number of shared holders
+// at once, and none while Named holds it exclusively (nor Named while they
+// hold it).
+func (d Dir) Shared(ctx context.Context, name string) (unlock func(), err error) {
+	return d.named(ctx, name, unix.LOCK_SH, false)
+}
+
+// Kept is Named for a lock of which there are few and that is taken often
+// (one per inbox, taken by every deliver pass): its file stays when let
+// go, as a pane's does, instead of an inode made and freed each time.
+// Named removes its file: most of its names are used once (a message's).
+func (d Dir) Kept(ctx context.Context, name string) (unlock func(), err error) {
+	return d.named(ctx, name, unix.LOCK_EX, true)
+}
+
+func (d Dir) named(ctx context.Context, name string, how int, keep bool) (unlock func(), err error) {
 	if err := safedir.Ensure(d.Base, d.Path); err != nil {
 		return nil, fmt.Errorf("lock directory: %w", err)
 	}
-	h, _, err := d.take(ctx, "named-"+name, name)
+	h, _, err := d.take(ctx, "named-"+name, name, keep, how)
 	if err != nil {
 		return nil, err
 	}
@@ -204,14 +227,27 @@ func (d Dir) Named(ctx context.Context, name string) (unlock func(), err error) 
 
 // held is a lock file we hold.
 type held struct {
-	file *os.File
-	path string
+	file   *os.File
+	path   string
+	keep   bool // the file stays when let go (a pane's)
+	shared bool // held shared: others may hold it too
 }
 
-// release removes the lock file, then lets the lock go: no one can hold it
-// in between, and a waiter that wins the removed file starts over.
+// release lets the lock go, removing the lock file first unless it is
+// kept: no one can hold it in between, and a waiter that wins the
+// removed file starts over. Of shared holders, the last removes it: one
+// that can then take it exclusively holds it alone (should two let go at
+// once, neither may, and the file is left for the next holder).
 func (h held) release() {
-	os.Remove(h.path)
+	switch {
+	case h.keep:
+	case h.shared:
+		if unix.Flock(int(h.file.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			os.Remove(h.path)
+		}
+	default:
+		os.Remove(h.path)
+	}
 	h.file.Close() // closing the file releases the flock
 }
 
@@ -225,9 +261,7 @@ func leaveLook(f *os.File, last *Look) {
 	if err != nil || len(b) > maxHandoffBytes {
 		return
 	}
-	if f.Truncate(0) == nil {
-		_, _ = f.WriteAt(b, 0)
-	}
+	overwrite(f, b)
 }
 
 // handoff is a released lock file's content: its last holder's look.
@@ -253,37 +287,46 @@ const (
 	pollMax = 2 * time.Millisecond
 )
 
-// take locks the file called name. prior is the look that the holder we
-// waited for left as it let go: read from the removed file we won, and
-// kept only when the next file's lock is then ours at once. (Waiting
-// again means someone else held it since; their look comes with the
-// file we win next.) A look goes to one waiter only: the first to win the
-// removed file takes it and empties the file while it holds its lock, so
-// a waiter that wins the same file later, after that first one has typed,
-// finds none (without this, 1 look in 11 was stale at holds of 8 ms). A
-// holder that comes and goes between a waiter's polls can still slip in
-// unseen; package delivery's age limit covers that (see
-// TestHandoffComesFromTheLastHolder).
-func (d Dir) take(ctx context.Context, name, what string) (h held, prior *Look, err error) {
+// take locks the file called name (how: LOCK_EX or LOCK_SH), which stays
+// when let go if keep. An exclusive holder writes who it is into the file
+// (claim); shared holders, who may be many, write nothing.
+// prior is the look that the holder we waited for left as it let go: read
+// from the file we won once we had waited for it (a lock free at once
+// hands over nothing), or from a removed file we won, and then kept only
+// when the next file's lock is ours at once. (Waiting again means someone
+// else held it since; their look comes with the file we win next.) A look
+// goes to one waiter only: the first to win it overwrites it with its
+// claim while it holds the lock, so a waiter that wins the same file
+// later, after that first one has typed, finds none (without this, 1 look
+// in 11 was stale at holds of 8 ms). A holder that comes and goes between
+// a waiter's polls can still slip in unseen; package delivery's age limit
+// covers that (see TestHandoffComesFromTheLastHolder).
+func (d Dir) take(ctx context.Context, name, what string, keep bool, how int) (h held, prior *Look, err error) {
 	path := filepath.Join(d.Path, name+".lock")
 	wait := pollMin
+	waited := false
 	var f *os.File
 	for {
 		if f == nil {
 			// Never through a symbolic link: it would make us create or
 			// lock a file of someone else's choosing.
-			if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600); err != nil {
+			if f, err = plainfile.Open(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600); err != nil {
 				if errors.Is(err, unix.ELOOP) {
 					return held{}, nil, fmt.Errorf("%w: lock file %s is a symbolic link; not following it (remove it)", safedir.ErrUnsafe, path)
 				}
 				return held{}, nil, fmt.Errorf("lock file: %w", err)
 			}
 		}
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
 		switch {
 		case err == nil && same(f, path):
-			d.claim(f)
-			return held{file: f, path: path}, prior, nil
+			if waited && prior == nil {
+				prior = readLook(f)
+			}
+			if how == unix.LOCK_EX {
+				d.claim(f)
+			}
+			return held{file: f, path: path, keep: keep, shared: how == unix.LOCK_SH}, prior, nil
 		case err == nil:
 			// The previous holder removed it: lock the new one.
 			prior = readLook(f)
@@ -295,7 +338,7 @@ func (d Dir) take(ctx context.Context, name, what string) (h held, prior *Look, 
 			f.Close()
 			return held{}, nil, fmt.Errorf("locking %s: %w", what, err)
 		}
-		prior = nil
+		prior, waited = nil, true
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -319,8 +362,16 @@ func (d Dir) claim(f *os.File) {
 	if err != nil {
 		return
 	}
-	if f.Truncate(0) == nil {
-		_, _ = f.WriteAt(append(b, '\n'), 0)
+	overwrite(f, append(b, '\n'))
+}
+
+// overwrite makes b the content of f (best effort): written over the old
+// content, then cut to its length. Cutting first to nothing and writing
+// again freed the file's block and took a new one, on every take and
+// release of a pane's lock.
+func overwrite(f *os.File, b []byte) {
+	if _, err := f.WriteAt(b, 0); err == nil {
+		_ = f.Truncate(int64(len(b)))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentmsg/agentmsg/internal/plainfile"
 	"github.com/agentmsg/agentmsg/message"
 )
 
@@ -127,7 +128,7 @@ func (b *Box) appendRecord(v any, d durability) error {
 
 	// Open by path only once locked: compaction may have renamed a new
 	// file into place while we waited.
-	f, err := os.OpenFile(b.path(), os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	f, err := plainfile.Open(b.path(), os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentmsg/agentmsg/internal/plainfile"
 	"github.com/agentmsg/agentmsg/lock"
 )
 
@@ -36,7 +37,7 @@ const DefaultLockWait = 10 * time.Second
 // process it started keeps the file open. The kernel drops the lock of a
 // writer that dies, so a killed writer never wedges an inbox.
 func lockFile(path string, wait time.Duration) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	f, err := plainfile.Open(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening lock: %w", err)
 	}

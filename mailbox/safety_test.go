@@ -94,3 +94,44 @@ func TestRootMayBeTheUsersSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// After its first append, a store looks at an inbox's directory alone (the
+// ones above it are this user's and writable by no one else): the
+// directory replaced by a link, or opened to others, is still refused,
+// and a mailbox removed under a running store is made again.
+func TestADirectoryCheckedOnceIsStillLookedAt(t *testing.T) {
+	s := New(t.TempDir())
+	b := box(t, s, "ana")
+	if err := b.Append(newEnv(t, "lead", "ana", "first")); err != nil {
+		t.Fatal(err)
+	}
+	for _, change := range []struct {
+		name string
+		do   func(dir string) error
+	}{
+		{"opened to others", func(dir string) error { return os.Chmod(dir, 0o777) }},
+		{"replaced by a link", func(dir string) error {
+			other := t.TempDir()
+			if err := os.RemoveAll(dir); err != nil {
+				return err
+			}
+			return os.Symlink(other, dir)
+		}},
+	} {
+		if err := change.do(b.dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Append(newEnv(t, "lead", "ana", "after")); !errors.Is(err, safedir.ErrUnsafe) {
+			t.Errorf("%s: append %v, want ErrUnsafe", change.name, err)
+		}
+		if err := os.RemoveAll(b.dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.RemoveAll(s.Root); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Append(newEnv(t, "lead", "ana", "again")); err != nil {
+		t.Fatalf("after the mailbox was removed: %v", err)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentmsg/agentmsg/eventlog"
@@ -54,6 +55,9 @@ type Store struct {
 	// watches are the inboxes Wait looks at, one poller each, shared by
 	// every copy of the Store New made (nil: each Wait polls alone).
 	watches *watchSet
+	// made are the directories mkdir has made and checked in full, shared
+	// by every copy of the Store New made (nil: each mkdir checks in full).
+	made *sync.Map
 }
 
 func (s *Store) lockWait() time.Duration {
@@ -65,7 +69,7 @@ func (s *Store) lockWait() time.Duration {
 
 // New returns a Store rooted at root.
 func New(root string) *Store {
-	return &Store{Root: root, watches: &watchSet{by: map[string]*inboxWatch{}}}
+	return &Store{Root: root, watches: &watchSet{by: map[string]*inboxWatch{}}, made: &sync.Map{}}
 }
 
 // Default is the store at DefaultRoot.
@@ -94,8 +98,16 @@ func (s *Store) Check() error {
 
 // mkdir makes dir (a directory under Root) and checks every directory
 // from Root (from Base, when set) down to it. A place's directory gets its
-// description as it is first made.
+// description as it is first made. Once it has done all that for dir,
+// mkdir only looks at dir itself (safedir.Still): every append called it,
+// and the walk down a place's directories was a third of an append's time
+// in the daemon.
 func (s *Store) mkdir(dir string) error {
+	if s.made != nil {
+		if _, ok := s.made.Load(dir); ok && safedir.Still(dir) == nil {
+			return nil
+		}
+	}
 	base := s.Root
 	if s.Base != "" {
 		base = s.Base
@@ -104,7 +116,12 @@ func (s *Store) mkdir(dir string) error {
 		return err
 	}
 	if !s.Place.IsZero() && strings.HasPrefix(dir, s.home()+string(filepath.Separator)) {
-		return s.ensurePlace()
+		if err := s.ensurePlace(); err != nil {
+			return err
+		}
+	}
+	if s.made != nil {
+		s.made.Store(dir, true)
 	}
 	return nil
 }

@@ -99,6 +99,11 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 		return err
 	}
 	defer release()
+	stopProfile, err := profile(env.LookupEnv)
+	defer func() { _ = stopProfile() }()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	d := &Daemon{opts: opts, env: env, backend: newBackend(env, opts.Version, !opts.Direct),

@@ -134,6 +134,7 @@ type core struct {
 	queue    []*call
 	draining bool
 	procs    atomic.Int64 // tmux processes started, for tests and benchmarks
+	lists    atomic.Int64 // command lists run, for tests and benchmarks
 
 	oldPaste atomic.Int32            // pasteUnknown, pasteNew or pasteOld: see payloadsOnStdin
 	control  atomic.Pointer[Control] // UseControl
@@ -460,9 +461,9 @@ func (c *Exec) mark(ctx context.Context, s Instance) error {
 	if _, ok := c.marked.Load(s); ok {
 		return nil
 	}
-	_, err := c.core.submit(ctx, true, nil, [][]string{{"if-shell", "-F",
+	_, err := c.core.submit(ctx, &call{write: true, alone: true, cmds: [][]string{{"if-shell", "-F",
 		"#{==:#{pid}_#{start_time}," + s.String() + "}",
-		"set-environment -g -h " + s.marker() + " 1"}})
+		"set-environment -g -h " + s.marker() + " 1"}}})
 	if err != nil {
 		return err
 	}

@@ -107,6 +107,13 @@ func (c *Control) Server() Server { return c.server }
 // Attached reports whether a client is attached now.
 func (c *Control) Attached() bool { return c.conn.Load() != nil }
 
+// takesPayloads reports whether a client is attached whose server reads
+// our files, so that it takes command lists that paste text.
+func (c *Control) takesPayloads() bool {
+	cn := c.conn.Load()
+	return cn != nil && cn.payloads
+}
+
 // Down says why no client is attached now; nil when one is.
 func (c *Control) Down() error {
 	if c.Attached() {

@@ -40,6 +40,7 @@ type controlReq struct {
 	end    string // the output of the line sent after it: its answer is complete
 	files  []*os.File
 	out    []byte
+	blocks [][]byte // each command's output
 	stderr string
 	failed bool
 	lost   bool // the client left (or garbled) before the answer was complete
@@ -159,7 +160,7 @@ func (cn *controlConn) answer(b *controlBlock) error {
 	req := cn.pending[0]
 	if !b.failed && len(b.lines) == 1 && b.lines[0] == req.end {
 		cn.pending = cn.pending[1:]
-		r := result{stdout: req.out, stderr: req.stderr}
+		r := result{stdout: req.out, stderr: req.stderr, blocks: req.blocks}
 		if req.failed {
 			r.exitCode = 1 // what a tmux process exits with
 		}
@@ -175,9 +176,12 @@ func (cn *controlConn) answer(b *controlBlock) error {
 		req.stderr = strings.Join(b.lines, "\n") + "\n"
 		return nil
 	}
+	var out []byte
 	for _, l := range b.lines {
-		req.out = append(append(req.out, l...), '\n')
+		out = append(append(out, l...), '\n')
 	}
+	req.out = append(req.out, out...)
+	req.blocks = append(req.blocks, out)
 	return nil
 }
 

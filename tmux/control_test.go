@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -339,4 +340,180 @@ func TestControlAttachesBesideNewSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw("has-session", "-t", "=agent-alpha-ana-2")
+}
+
+// Calls that wait while a list runs go through a control client together,
+// in lists far longer than a tmux process takes: each list is a turn of
+// the server's loop, which polls every pane (0.55 ms with 500 panes), and
+// a broadcast to 500 agents sent 150 lists of about 20 calls.
+func TestControlListsAreLong(t *testing.T) {
+	e, _ := testServer(t)
+	c := controlled(t, e)
+	ctx := context.Background()
+	panes, err := c.SessionPanes(ctx, "agent-alpha-ana-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A list that runs until the test lets it end: the calls below queue.
+	release := holdLists(t, c)
+	before := c.lists.Load()
+	const n = 150 // 4 KB lists would take 8 of them
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := c.Pinned(panes[0]).Capture(ctx, panes[0].ID, 0)
+			errs <- err
+		}()
+	}
+	waitFor(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.queue) == n
+	})
+	release()
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if lists := c.lists.Load() - before; lists > 2 {
+		t.Errorf("%d calls that waited together took %d command lists", n, lists)
+	}
+}
+
+// A list made long for a control client that has left by the time it
+// runs is not sent to a tmux process, which would refuse it as too long:
+// its calls go again, in lists a process takes.
+func TestLongListWithoutControlGoesAgain(t *testing.T) {
+	e, _ := testServer(t)
+	var list []*call
+	for range 60 { // about 7 KB
+		list = append(list, &call{ctx: context.Background(), cmds: [][]string{{"display-message", "-p", strings.Repeat("x", 60)}}, done: make(chan callResult, 1)})
+	}
+	before := e.procs.Load()
+	if again := e.runList(list); len(again) != len(list) {
+		t.Fatalf("%d of %d calls to go again", len(again), len(list))
+	}
+	if procs := e.procs.Load() - before; procs != 0 {
+		t.Errorf("%d tmux processes for a list too long for one", procs)
+	}
+	// One call alone always goes, however long.
+	if again := e.runList(list[:1]); len(again) != 0 {
+		t.Fatalf("a call alone went again")
+	}
+	if r := <-list[0].done; r.err != nil || strings.TrimSpace(string(r.out)) != strings.Repeat("x", 60) {
+		t.Errorf("the call alone: %q, %v", r.out, r.err)
+	}
+}
+
+// A command list checks the server once for all the calls pinned to it
+// (it runs in one server process from start to end), and a call pinned to
+// another instance still gets a check of its own, which fails: in one list
+// of calls pinned to this server, to a replaced one and to this one again,
+// only the second fails and nothing of it runs. Through a control client
+// no call carries a marker line: each command's answer is a block of its
+// own.
+func TestOneServerCheckPerList(t *testing.T) {
+	e, raw := testServer(t)
+	c := controlled(t, e)
+	ctx := context.Background()
+	p, err := sessionPane(ctx, c, "agent-alpha-ana-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := p
+	other.Server = Instance{PID: p.Server.PID + 1, Start: p.Server.Start}
+	a, b := &call{pin: &p.Server}, &call{pin: &other.Server}
+	cmds, _, _ := listCommands([]*call{a, {}, {pin: &p.Server}, b, {pin: &p.Server}}, "")
+	if len(cmds) != 3 || !a.guarded || !b.guarded {
+		t.Errorf("list %q: want the guards of the two servers alone, no markers", cmds)
+	}
+	// The three calls wait together behind a list that runs until the
+	// test lets it end.
+	release := holdLists(t, c)
+	errs := make([]chan error, 3)
+	for i, pin := range []Pane{p, other, p} {
+		errs[i] = make(chan error, 1)
+		go func() { errs[i] <- c.Pinned(pin).Paste(ctx, p.ID, fmt.Sprintf("text %d", i)) }()
+		waitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.queue) == i+1 })
+	}
+	release()
+	for i, want := range []error{nil, ErrServerReplaced, nil} {
+		if err := <-errs[i]; !errors.Is(err, want) && err != want {
+			t.Errorf("paste %d: %v, want %v", i, err, want)
+		}
+	}
+	waitFor(t, func() bool {
+		out := raw("capture-pane", "-p", "-t", p.ID)
+		return strings.Contains(out, "text 0") && strings.Contains(out, "text 2")
+	})
+	if out := raw("capture-pane", "-p", "-t", p.ID); strings.Contains(out, "text 1") {
+		t.Errorf("the paste pinned to a replaced server was typed:\n%s", out)
+	}
+}
+
+// A call whose command runs others (if-shell, as Pinned's first mark of a
+// server) gets their answers too, as blocks of their own: it goes in a
+// list of its own, and the calls that waited with it get their own
+// answers (a daemon's first sends got another call's answer: "tmux's
+// answer lacked its markers").
+func TestACallThatRunsOthersGoesAlone(t *testing.T) {
+	e, _ := testServer(t)
+	c := controlled(t, e)
+	ctx := context.Background()
+	release := holdLists(t, c)
+	type answer struct {
+		out string
+		err error
+	}
+	got := make([]chan answer, 4)
+	for i := range got {
+		got[i] = make(chan answer, 1)
+		go func() {
+			var out []byte
+			var err error
+			if i == 1 {
+				out, err = c.submit(ctx, &call{alone: true, cmds: [][]string{{"if-shell", "-F", "1", "display-message -p nested"}}})
+			} else {
+				out, err = c.run(ctx, "display-message", "-p", fmt.Sprintf("call %d", i))
+			}
+			got[i] <- answer{string(out), err}
+		}()
+		waitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.queue) == i+1 })
+	}
+	release()
+	for i, want := range []string{"call 0\n", "nested\n", "call 2\n", "call 3\n"} {
+		if a := <-got[i]; a.err != nil || a.out != want {
+			t.Errorf("call %d: %q, %v; want %q", i, a.out, a.err, want)
+		}
+	}
+}
+
+// holdLists runs a command list that lasts until release is called, so
+// that the calls made meanwhile wait together for the next. The test's
+// end releases it too (a tmux server waits for its run-shell jobs).
+func holdLists(t *testing.T, c *Exec) (release func()) {
+	t.Helper()
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "open")
+	held := make(chan error, 1)
+	running := c.lists.Load() + 1
+	go func() {
+		_, err := c.run(context.Background(), "run-shell", "while [ ! -e '"+gate+"' ] && [ -d '"+dir+"' ]; do sleep 0.01; done")
+		held <- err
+	}()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			if err := os.WriteFile(gate, nil, 0o600); err != nil {
+				t.Error(err)
+			}
+			if err := <-held; err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(release)
+	waitFor(t, func() bool { return c.lists.Load() == running })
+	return release
 }

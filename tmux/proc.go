@@ -35,6 +35,9 @@ type result struct {
 	stderr   string
 	exitCode int   // -1 when it did not exit (abandoned) or never ran
 	err      error // start failure or abandonment; nil when it exited
+	// blocks: through a control client, the output of each command that
+	// ran and did not fail, in order (stdout is all of them together).
+	blocks [][]byte
 }
 
 // errAbandoned: the process did not answer in time and was left to finish.

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -25,8 +26,11 @@ func main() {
 	each := flag.Int("each", 25, "messages per concurrent sender")
 	claude := flag.Bool("claude", true, "also time sends to the real Claude Code (needs it installed: scripts/claude.sh)")
 	daemon := flag.Bool("daemon", true, "also time the same through the daemon (agentmsg serve)")
+	only := flag.String("only", "", "run only the rows whose names match this regexp (see -list)")
+	list := flag.Bool("list", false, "print the rows' names and exit")
+	flag.StringVar(&profileDir, "profile", "", "write each daemon's CPU profile and execution trace into this directory (ROW.pprof, ROW.trace)")
 	flag.Parse()
-	err := run(*sends, *senders, *each, *claude, *daemon)
+	err := run(benches(*sends, *senders, *each, *claude, *daemon), *only, *list)
 	harness.Cleanup()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -36,56 +40,68 @@ func main() {
 
 type row struct{ what, result, target string }
 
-func run(sends, senders, each int, claude, daemon bool) error {
-	var rows []row
-	add := func(r row, err error) error {
-		if err != nil {
-			return err
-		}
-		rows = append(rows, r)
-		fmt.Fprintf(os.Stderr, "  %s: %s\n", r.what, r.result)
-		return nil
-	}
-	fmt.Fprintf(os.Stderr, "building and measuring on %s (a minute or so)...\n", harness.TmuxVersion())
+// bench is one row of the table, by a name -only can pick.
+type bench struct {
+	name string
+	run  func() (row, error)
+}
+
+func benches(sends, senders, each int, claude, daemon bool) []bench {
 	// The stand-in drawn as a plain prompt is read by the generic profile,
 	// which needs no pause before submit; drawn as Claude Code, it is read
 	// as Claude Code, whose profile pauses 20 ms before submit.
-	if err := add(benchSend(sends, "plain", 0)); err != nil {
-		return err
-	}
-	// An agent that has had many messages: its inbox at the default
-	// bound, which every send reads to keep older messages first.
-	if err := add(benchSend(sends, "plain", fullInbox)); err != nil {
-		return err
-	}
-	if err := add(benchSend(sends, "claude", 0)); err != nil {
-		return err
-	}
-	for _, n := range []int{20, 100} {
-		if err := add(benchBroadcast(n)); err != nil {
-			return err
-		}
-	}
-	if err := add(benchConcurrent(senders, each)); err != nil {
-		return err
+	bs := []bench{
+		{"send", func() (row, error) { return benchSend(sends, "plain", 0) }},
+		// An agent that has had many messages: its inbox at the default
+		// bound, which every send reads to keep older messages first.
+		{"send-full-inbox", func() (row, error) { return benchSend(sends, "plain", fullInbox) }},
+		{"send-claude-like", func() (row, error) { return benchSend(sends, "claude", 0) }},
+		{"broadcast-20", func() (row, error) { return benchBroadcast(20) }},
+		{"broadcast-100", func() (row, error) { return benchBroadcast(100) }},
+		{"concurrent", func() (row, error) { return benchConcurrent(senders, each) }},
 	}
 	if claude {
-		if err := add(benchClaude(10)); err != nil {
-			return err
-		}
+		bs = append(bs, bench{"claude", func() (row, error) { return benchClaude(10) }})
 	}
 	if daemon {
-		for _, b := range []func() (row, error){
-			func() (row, error) { return benchAPISend(4 * sends) },
-			func() (row, error) { return benchCLIThroughDaemon(sends) },
-			func() (row, error) { return benchAPIBroadcast(100) },
-			func() (row, error) { return benchAPIBroadcast(500) },
-			func() (row, error) { return benchConcurrentThroughDaemon(senders, each) },
-		} {
-			if err := add(b()); err != nil {
-				return err
-			}
+		bs = append(bs,
+			bench{"daemon-api-send", func() (row, error) { return benchAPISend(4 * sends) }},
+			bench{"daemon-cli-send", func() (row, error) { return benchCLIThroughDaemon(sends) }},
+			bench{"daemon-broadcast-100", func() (row, error) { return benchAPIBroadcast(100) }},
+			bench{"daemon-broadcast-500", func() (row, error) { return benchAPIBroadcast(500) }},
+			bench{"daemon-concurrent", func() (row, error) { return benchConcurrentThroughDaemon(senders, each) }},
+		)
+	}
+	return bs
+}
+
+func run(bs []bench, only string, list bool) error {
+	pick, err := regexp.Compile(only)
+	if err != nil {
+		return fmt.Errorf("-only: %w", err)
+	}
+	var rows []row
+	if !list {
+		fmt.Fprintf(os.Stderr, "building and measuring on %s (a minute or so)...\n", harness.TmuxVersion())
+	}
+	for _, b := range bs {
+		if !pick.MatchString(b.name) {
+			continue
 		}
+		if list {
+			fmt.Println(b.name)
+			continue
+		}
+		current = b.name
+		r, err := b.run()
+		if err != nil {
+			return fmt.Errorf("%s: %w", b.name, err)
+		}
+		rows = append(rows, r)
+		fmt.Fprintf(os.Stderr, "  %s: %s\n", r.what, r.result)
+	}
+	if list {
+		return nil
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "on %s\n", harness.TmuxVersion())

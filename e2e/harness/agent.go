@@ -178,10 +178,18 @@ func (s *Server) StartAgent(session string, opts ...AgentOption) (*Agent, error)
 	return a, nil
 }
 
+// startsAtOnce bounds the agents a server starts at once. Each start is a
+// tmux client, a stand-in's start-up and a poll of its log and session
+// every 10 ms; 500 of them at once kept a 2-core machine so busy that a
+// tmux client's output pipe outlived the harness's WaitDelay.
+const startsAtOnce = 16
+
 // Start runs the agent again with the same program, options and log, in a
 // new session of its name: after its server was restarted, or its session
 // ended. It waits for the new start in the log.
 func (a *Agent) Start() error {
+	a.Server.starting <- struct{}{}
+	defer func() { <-a.Server.starting }()
 	recs, err := a.Records()
 	if err != nil {
 		return err

@@ -33,11 +33,11 @@ func (s *Server) DaemonSocket() string {
 	return filepath.Join(s.Dir, "state", "agentmsg", "serve.sock")
 }
 
-// StartDaemon starts agentmsg serve for this server and waits until it
-// listens.
-func (s *Server) StartDaemon() error {
+// StartDaemon starts agentmsg serve for this server, with env added to its
+// environment, and waits until it listens.
+func (s *Server) StartDaemon(env ...string) error {
 	cmd := exec.Command(s.Bins.Agentmsg, "-S", s.Socket, "serve")
-	cmd.Env = s.Env()
+	cmd.Env = append(s.Env(), env...)
 	log, err := os.Create(filepath.Join(s.Dir, "logs", "daemon.log"))
 	if err != nil {
 		return err

@@ -1,9 +1,11 @@
 package harness
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -97,5 +99,37 @@ func TestNoBracketedPaste(t *testing.T) {
 	s.Tmux("paste-buffer", "-p", "-d", "-r", "-b", "b", "-t", a.Pane)
 	if got := a.WaitReceived(2, 5*time.Second); strings.Join(got, "|") != "one|two" {
 		t.Fatalf("received %q", got)
+	}
+}
+
+// Agents started all at once are started a few at a time: 500 at once
+// (500 tmux clients, 500 stand-ins starting, each polled every 10 ms) kept
+// a 2-core machine so busy that a tmux client's output pipe outlived the
+// harness's WaitDelay, and the start failed.
+func TestAgentsStartAFewAtATime(t *testing.T) {
+	s := NewTestServer(t)
+	var mu sync.Mutex
+	launching, most := 0, 0
+	barrier := make(chan struct{}) // open once startsAtOnce launch at once
+	var open sync.Once
+	launch := LaunchWith(func(session string, env, command []string) (string, error) {
+		mu.Lock()
+		launching++
+		most = max(most, launching)
+		if launching == startsAtOnce {
+			open.Do(func() { close(barrier) })
+		}
+		mu.Unlock()
+		<-barrier
+		defer func() { mu.Lock(); launching--; mu.Unlock() }()
+		return s.newSession(session, env, command)
+	})
+	names := make([]string, 2*startsAtOnce)
+	for i := range names {
+		names[i] = fmt.Sprintf("agent-t-a%02d", i)
+	}
+	s.StartAgents(names, launch, NoCue())
+	if most != startsAtOnce {
+		t.Fatalf("%d agents were launched at once, want %d", most, startsAtOnce)
 	}
 }

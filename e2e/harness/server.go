@@ -27,9 +27,10 @@ type Server struct {
 	Dir    string // short temp dir: socket, logs, cues, XDG dirs
 	Socket string
 
-	agents atomic.Int64 // numbers log and cue files
-	daemon *exec.Cmd    // agentmsg serve, in DaemonMode
-	direct bool         // every run in its own process (RunsDirect)
+	agents   atomic.Int64  // numbers log and cue files
+	starting chan struct{} // agents starting now, at most startsAtOnce
+	daemon   *exec.Cmd     // agentmsg serve, in DaemonMode
+	direct   bool          // every run in its own process (RunsDirect)
 }
 
 // NewServer builds the binaries if needed and starts a server that holds
@@ -48,7 +49,7 @@ func NewServer() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Bins: bins, Dir: dir, Socket: filepath.Join(dir, "sock")}
+	s := &Server{Bins: bins, Dir: dir, Socket: filepath.Join(dir, "sock"), starting: make(chan struct{}, startsAtOnce)}
 	for _, sub := range []string{"logs", "config", "config/agentmsg", "runtime", "state"} {
 		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
 			os.RemoveAll(dir)

@@ -31,6 +31,19 @@ func Ensure(base, dir string) error { return walk(base, dir, true) }
 // creates nothing.
 func Check(base, dir string) error { return walk(base, dir, false) }
 
+// Still checks dir alone, as Ensure checks each directory: for one that
+// Ensure made or checked, with every directory above it, a moment ago.
+// Those are this user's and writable by no one else, so no one else can
+// have replaced one since; dir itself is looked at (gone, or replaced by
+// this user, it is refused, and the caller ensures it again).
+func Still(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	return check(dir, fi)
+}
+
 func walk(base, dir string, create bool) error {
 	dir = filepath.Clean(dir)
 	below := []string{dir} // the directories to check, top down
