@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/hosts"
+	"github.com/agentmsg/agentmsg/internal/shell"
 	"github.com/agentmsg/agentmsg/service"
 )
 
@@ -209,9 +210,9 @@ func (o *hostsAddOptions) sshRun(ctx context.Context, stdin []byte, script strin
 	}
 	quoted := make([]string, len(args))
 	for i, a := range args {
-		quoted[i] = shellQuote(a)
+		quoted[i] = shell.Quote(a)
 	}
-	sshArgs = append(sshArgs, o.ssh, "sh -c "+shellQuote(script)+" agentmsg "+strings.Join(quoted, " "))
+	sshArgs = append(sshArgs, o.ssh, "sh -c "+shell.Quote(script)+" agentmsg "+strings.Join(quoted, " "))
 	cmd := exec.CommandContext(ctx, "ssh", sshArgs...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var out, errOut bytes.Buffer
@@ -294,9 +295,6 @@ func (o *hostsAddOptions) addTunnel() error {
 	}
 	return file.Close()
 }
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 func hostsRun(ctx context.Context, opts *HostsOptions) error {
 	svc, err := opts.Service(ctx)
 	if err != nil {

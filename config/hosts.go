@@ -5,10 +5,11 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/agentmsg/agentmsg/hosts"
 )
 
 // HostsSettings is the [hosts] table: this machine as one host among many,
@@ -48,8 +49,6 @@ type Tunnel struct {
 
 const hostsKeys = "name, nats, nkey_file, ca_file, tls_server_name, replicas, [[hosts.tunnel]] (host, ssh, port, ssh_config)"
 
-var hostNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-
 func (l *Loaded) loadHosts(md toml.MetaData, prim toml.Primitive, path string) error {
 	var h HostsSettings
 	if err := md.PrimitiveDecode(prim, &h); err != nil {
@@ -60,7 +59,7 @@ func (l *Loaded) loadHosts(md toml.MetaData, prim toml.Primitive, path string) e
 			return invalidf("%s: unknown key %q in [hosts]; known: %s", path, k.String(), hostsKeys)
 		}
 	}
-	if h.Name != "" && !hostNameRE.MatchString(h.Name) {
+	if h.Name != "" && hosts.CheckName(h.Name) != nil {
 		return invalidf(`%s: [hosts] name = %q: want lower-case letters, digits, '-' and '_', such as "laptop" or "build-1"`, path, h.Name)
 	}
 	for _, u := range strings.Split(h.NATS, ",") {
@@ -82,7 +81,7 @@ func (l *Loaded) loadHosts(md toml.MetaData, prim toml.Primitive, path string) e
 	}
 	for _, t := range h.Tunnels {
 		switch {
-		case !hostNameRE.MatchString(t.Host):
+		case hosts.CheckName(t.Host) != nil:
 			return invalidf(`%s: [[hosts.tunnel]] host = %q: want the box's host name, such as "build-1"`, path, t.Host)
 		case t.SSH == "" || strings.HasPrefix(t.SSH, "-"):
 			return invalidf(`%s: [[hosts.tunnel]] for %s: want ssh = "user@box"`, path, t.Host)

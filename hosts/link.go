@@ -61,9 +61,12 @@ type Link struct {
 	lnc   *nats.Conn
 	ljs   jetstream.JetStream
 	box   jetstream.Stream
-	bus   *nats.Conn
-	bjs   jetstream.JetStream
-	alone bool
+	// On the embedded server: the hosts seen on the bus, and what is
+	// known of each message sent to another host.
+	seen, sent jetstream.KeyValue
+	bus        *nats.Conn
+	bjs        jetstream.JetStream
+	alone      bool
 
 	doorbell chan struct{}
 	cancel   context.CancelFunc
@@ -122,6 +125,12 @@ func Open(ctx context.Context, opts Options) (*Link, error) {
 		MaxAge: outboxKeep, Duplicates: busDedupWindow,
 	}); err != nil {
 		return fail(fmt.Errorf("the outbox under %s: %w", opts.Dir, err))
+	}
+	if l.seen, err = keyValue(ctx, l.ljs, jetstream.KeyValueConfig{Bucket: seenBucket, History: 1, Storage: jetstream.FileStorage}); err != nil {
+		return fail(err)
+	}
+	if l.sent, err = keyValue(ctx, l.ljs, jetstream.KeyValueConfig{Bucket: sentBucket, History: 1, Storage: jetstream.FileStorage, TTL: sentKeep}); err != nil {
+		return fail(err)
 	}
 	if opts.URL == "" {
 		l.bus, l.bjs, l.alone = l.lnc, l.ljs, true

@@ -31,9 +31,6 @@ func Permissions(name string) (publish, subscribe []string) {
 		"$JS.API.STREAM.INFO." + kv,
 		"$KV." + presenceBucket + "." + name,
 		"$JS.API.DIRECT.GET." + kv + ".>",
-		"$JS.API.CONSUMER.CREATE." + kv + ".>",
-		"$JS.API.CONSUMER.DELETE." + kv + ".>",
-		"$JS.FC.>",
 	}
 	subscribe = []string{inboxPrefix(name) + ".>"}
 	return publish, subscribe

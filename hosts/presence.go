@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -49,17 +50,23 @@ func (l *Link) announce(ctx context.Context) {
 	}
 }
 
+// bucket is the bus's presence bucket, made when missing.
 func (l *Link) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
-	kv, err := l.bjs.KeyValue(ctx, presenceBucket)
+	return keyValue(ctx, l.bjs, jetstream.KeyValueConfig{
+		Bucket: presenceBucket, History: 1, Storage: jetstream.FileStorage, Replicas: max(l.opts.Replicas, 1),
+	})
+}
+
+// keyValue opens the bucket cfg names, making it when missing (and taking
+// the one another host made meanwhile).
+func keyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = l.bjs.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: presenceBucket, History: 1, Storage: jetstream.FileStorage,
-			Replicas: max(l.opts.Replicas, 1),
-		})
+		kv, err = js.CreateKeyValue(ctx, cfg)
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = l.bjs.KeyValue(ctx, presenceBucket)
+			kv, err = js.KeyValue(ctx, cfg.Bucket)
 		}
 	}
 	return kv, err
@@ -86,7 +93,11 @@ func (l *Link) announceOnce(ctx context.Context) error {
 	if _, err = kv.Put(ctx, l.opts.Name, data); err != nil {
 		return err
 	}
-	return l.rememberHosts(ctx, kv)
+	names, err := l.presenceNames(ctx)
+	if err != nil {
+		return err
+	}
+	return l.remember(ctx, names)
 }
 
 // seenBucket, on the embedded server, keeps the names of the hosts this
@@ -94,32 +105,38 @@ func (l *Link) announceOnce(ctx context.Context) error {
 // outbox while the bus cannot be asked.
 const seenBucket = "agentmsg_seen_hosts"
 
-func (l *Link) seen(ctx context.Context) (jetstream.KeyValue, error) {
-	kv, err := l.ljs.KeyValue(ctx, seenBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = l.ljs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: seenBucket, History: 1, Storage: jetstream.FileStorage})
-	}
-	return kv, err
-}
-
-// rememberHosts copies the names in the bus's presence bucket to seen.
-func (l *Link) rememberHosts(ctx context.Context, kv jetstream.KeyValue) error {
-	keys, err := kv.ListKeys(ctx)
-	if err != nil {
-		return err
-	}
-	seen, err := l.seen(ctx)
-	if err != nil {
-		return err
-	}
-	for k := range keys.Keys() {
-		if _, err := seen.Get(ctx, k); errors.Is(err, jetstream.ErrKeyNotFound) {
-			if _, err := seen.Put(ctx, k, nil); err != nil {
+// remember keeps names in the seen bucket.
+func (l *Link) remember(ctx context.Context, names []string) error {
+	for _, name := range names {
+		if _, err := l.seen.Get(ctx, name); errors.Is(err, jetstream.ErrKeyNotFound) {
+			if _, err := l.seen.Put(ctx, name, nil); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// presenceNames are the hosts with an entry in the presence bucket, read
+// from its stream's subjects: listing a bucket's keys makes an ordered
+// consumer, which can hang for a long while after a server of the
+// cluster died (seen in e2e/netlab).
+func (l *Link) presenceNames(ctx context.Context) ([]string, error) {
+	s, err := l.bjs.Stream(ctx, "KV_"+presenceBucket)
+	if err != nil {
+		return nil, err
+	}
+	prefix := "$KV." + presenceBucket + "."
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		names = append(names, strings.TrimPrefix(subj, prefix))
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 // Hosts lists the hosts on the bus, this one first. When the bus cannot
@@ -142,19 +159,11 @@ func (l *Link) Hosts(ctx context.Context) ([]HostInfo, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
-	keys, err := kv.ListKeys(ctx)
+	names, err := l.presenceNames(ctx)
 	if err != nil {
 		return out, err
 	}
-	seen, _ := l.seen(ctx)
-	var names []string
-	for k := range keys.Keys() {
-		names = append(names, k)
-		if seen != nil {
-			_, _ = seen.Put(ctx, k, nil) // a send to it is taken while the bus is down
-		}
-	}
-	slices.Sort(names)
+	_ = l.remember(ctx, names) // a send to one is taken while the bus is down
 	for _, name := range names {
 		if name == l.opts.Name {
 			continue
@@ -182,11 +191,7 @@ func (l *Link) Known(ctx context.Context, host string) (bool, error) {
 	if host == l.opts.Name {
 		return true, nil
 	}
-	seen, err := l.seen(ctx)
-	if err != nil {
-		return false, err
-	}
-	if _, err := seen.Get(ctx, host); err == nil {
+	if _, err := l.seen.Get(ctx, host); err == nil {
 		return true, nil
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return false, err
@@ -205,6 +210,6 @@ func (l *Link) Known(ctx context.Context, host string) (bool, error) {
 	} else if err != nil {
 		return false, err
 	}
-	_, _ = seen.Put(ctx, host, nil)
+	_, _ = l.seen.Put(ctx, host, nil)
 	return true, nil
 }

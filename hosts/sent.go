@@ -32,26 +32,11 @@ const sentBucket = "agentmsg_sent"
 // sentKeep bounds how long a sent message's state is kept.
 const sentKeep = 30 * 24 * time.Hour
 
-func (l *Link) sentKV(ctx context.Context) (jetstream.KeyValue, error) {
-	kv, err := l.ljs.KeyValue(ctx, sentBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = l.ljs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: sentBucket, History: 1, Storage: jetstream.FileStorage, TTL: sentKeep})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = l.ljs.KeyValue(ctx, sentBucket)
-		}
-	}
-	return kv, err
-}
-
 // RecordSent keeps s, unless what is kept for its copy is newer, or is a
 // report and s only says the message is in the outbox (the report can
 // come back before the sender has written that down).
 func (l *Link) RecordSent(ctx context.Context, s Sent) error {
-	kv, err := l.sentKV(ctx)
-	if err != nil {
-		return err
-	}
-	key := CopyKey(s.ID, s.Team, s.Agent)
+	kv, key := l.sent, CopyKey(s.ID, s.Team, s.Agent)
 	if old, ok, err := sentAt(ctx, kv, key); err != nil {
 		return err
 	} else if ok && (old.At.After(s.At) || s.State == StateOutbox) {
@@ -68,10 +53,7 @@ func (l *Link) RecordSent(ctx context.Context, s Sent) error {
 // LookupSent is what is kept of message id's copies, if it was sent from
 // here (a broadcast's, one per agent).
 func (l *Link) LookupSent(ctx context.Context, id string) ([]Sent, error) {
-	kv, err := l.sentKV(ctx)
-	if err != nil {
-		return nil, err
-	}
+	kv := l.sent
 	keys, err := kv.ListKeysFiltered(ctx, id+".>")
 	if err != nil {
 		return nil, err

@@ -44,12 +44,10 @@ type origin struct {
 	reported          string
 }
 
-// finalStates end a message's story for its sender: nothing changes them
-// but a person (retry, handled), who then sees it on this host.
-var finalStates = map[string]bool{
-	string(mailbox.StateSubmitted): true, string(mailbox.StateQueued): true, string(mailbox.StateFailed): true,
-	string(mailbox.StateRead): true, string(mailbox.StateInbox): true, "handled": true, string(dispatch.NotFound): true,
-}
+// told reports whether a message's state ends its story for its sender:
+// nothing changes it but a person (retry, handled), who then sees it on
+// this host. Not recorded (not_found) ends it too.
+func told(state string) bool { return !mailbox.DeliveryState(state).Outstanding() }
 
 // openHosts starts this host's link, as [hosts] configures it.
 func (d *Daemon) openHosts(ctx context.Context, root string) (*hostLink, error) {
@@ -121,7 +119,7 @@ const remoteGrace = 10 * time.Second
 func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier.Result, error) {
 	t, id := req.To, req.Env.ID
 	known, err := h.link.Known(ctx, req.Host)
-	if err != nil && !known {
+	if err != nil {
 		return courier.Result{}, fmt.Errorf("asking the bus for host %s: %w", req.Host, err)
 	}
 	if !known {
@@ -248,7 +246,7 @@ func (h *hostLink) Message(ctx context.Context, p hosts.Packet) error {
 		return err
 	}
 	id := message.ID(p.ID)
-	if got.State == string(dispatch.NotFound) || (got.State == string(mailbox.StateFailed) && !got.Fresh && got.Target.Session == "") {
+	if got.Refused {
 		// Nothing recorded: the answer is all there is.
 		team, agent := p.Message.Team, p.Message.Agent
 		if t, err := target.New(team, agent); err == nil {
@@ -387,7 +385,7 @@ func (h *hostLink) tell(ctx context.Context, id message.ID, o origin, d mailbox.
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if finalStates[state] {
+	if told(state) {
 		delete(h.origins, id)
 	} else if cur, ok := h.origins[id]; ok {
 		cur.reported = state
@@ -421,7 +419,7 @@ func (h *hostLink) recover() {
 				if e.FromHost == "" || e.Delivery == nil {
 					continue
 				}
-				if finalStates[string(e.Delivery.State)] && time.Since(e.Delivery.Updated) > recoverWindow {
+				if told(string(e.Delivery.State)) && time.Since(e.Delivery.Updated) > recoverWindow {
 					continue
 				}
 				h.origins[e.ID] = &origin{host: e.FromHost, team: team, agent: agent}

@@ -101,8 +101,9 @@ type Received struct {
 	State  string
 	Reason string
 	Detail string
-	// Fresh: recorded by this call (not by an earlier hand-over).
-	Fresh bool
+	// Fresh: recorded by this call (not by an earlier hand-over);
+	// Refused: not recorded at all (State says why).
+	Fresh, Refused bool
 }
 
 // Receiver records the messages that other hosts sent to this host's
@@ -136,7 +137,7 @@ func (r *Receiver) Flush() error {
 func (r *Receiver) Receive(ctx context.Context, from string, id message.ID, m hosts.RemoteMessage) (Received, error) {
 	s := r.s
 	refuse := func(state, reason, detail string) (Received, error) {
-		return Received{State: state, Reason: reason, Detail: detail}, nil
+		return Received{State: state, Reason: reason, Detail: detail, Refused: true}, nil
 	}
 	t, err := target.New(m.Team, m.Agent)
 	if err != nil {
