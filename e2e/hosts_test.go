@@ -66,6 +66,22 @@ func hostServer(t *testing.T, name, url string) *harness.TestServer {
 	return s
 }
 
+// twoHosts is hosts h1 and h2 on one bus, all stopped when t ends.
+func twoHosts(t *testing.T) (h1, h2 *harness.TestServer) {
+	t.Helper()
+	bus := natsBus(t, t.TempDir(), 0)
+	t.Cleanup(bus.Shutdown) // after the hosts' daemons stop (cleanups run last first)
+	return hostServer(t, "h1", bus.ClientURL()), hostServer(t, "h2", bus.ClientURL())
+}
+
+// waitListed waits until s lists h1 and h2 up and agent among their agents.
+func waitListed(t *testing.T, s *harness.TestServer, agent string) {
+	t.Helper()
+	waitFor(t, "h1 lists h2 with its agents", 30*time.Second, func() bool {
+		return strings.Contains(fmt.Sprint(waitHosts(t, s, "h1", "h2").Hosts), agent)
+	})
+}
+
 // hostsDoc is agentmsg --json hosts.
 type hostsDoc struct {
 	Hosts []struct {
@@ -107,15 +123,10 @@ func waitHosts(t *testing.T, s *harness.TestServer, names ...string) hostsDoc {
 // agent, and an unknown host is named as such.
 func TestMessageCrossesHosts(t *testing.T) {
 	t.Parallel()
-	bus := natsBus(t, t.TempDir(), 0)
-	defer bus.Shutdown()
-	h1 := hostServer(t, "h1", bus.ClientURL())
-	h2 := hostServer(t, "h2", bus.ClientURL())
+	h1, h2 := twoHosts(t)
 	ana := h2.StartAgent("agent-alpha-ana")
 	bob := h2.StartAgent("agent-alpha-bob", harness.InitialState("busy"))
-	waitFor(t, "h1 lists h2 up with its agents", 30*time.Second, func() bool {
-		return strings.Contains(fmt.Sprint(waitHosts(t, h1, "h1", "h2").Hosts), "alpha/ana")
-	})
+	waitListed(t, h1, "alpha/ana")
 
 	rep, res := sendJSON(t, h1, nil, "--host", "h2", "alpha", "ana", "hello across")
 	if res.Code != 0 || rep.Verdict != "submitted" {
@@ -183,16 +194,11 @@ func TestSendWaitsForTheLink(t *testing.T) {
 // typed by its own host, with one verdict over all of them.
 func TestBroadcastReachesEveryHost(t *testing.T) {
 	t.Parallel()
-	bus := natsBus(t, t.TempDir(), 0)
-	defer bus.Shutdown()
-	h1 := hostServer(t, "h1", bus.ClientURL())
-	h2 := hostServer(t, "h2", bus.ClientURL())
+	h1, h2 := twoHosts(t)
 	carl := h1.StartAgent("agent-alpha-carl")
 	ana := h2.StartAgent("agent-alpha-ana")
 	other := h2.StartAgent("agent-beta-dan")
-	waitFor(t, "h1 lists h2 with its agents", 30*time.Second, func() bool {
-		return strings.Contains(fmt.Sprint(waitHosts(t, h1, "h1", "h2").Hosts), "alpha/ana")
-	})
+	waitListed(t, h1, "alpha/ana")
 	res := h1.Run("--json", "broadcast", "--all-hosts", "alpha", "all hands")
 	rep, err := harness.Decode[harness.BroadcastReport](res.Stdout)
 	if err != nil || res.Code != 0 || rep.Verdict != "delivered" || rep.Delivered != 2 {
@@ -210,16 +216,11 @@ func TestBroadcastReachesEveryHost(t *testing.T) {
 // host's own.
 func TestListAllHosts(t *testing.T) {
 	t.Parallel()
-	bus := natsBus(t, t.TempDir(), 0)
-	defer bus.Shutdown()
-	h1 := hostServer(t, "h1", bus.ClientURL())
-	h2 := hostServer(t, "h2", bus.ClientURL())
+	h1, h2 := twoHosts(t)
 	h1.StartAgent("agent-alpha-carl")
 	h2.StartAgent("agent-alpha-ana")
 	h2.StartAgent("agent-beta-dan")
-	waitFor(t, "h1 lists h2 with its agents", 30*time.Second, func() bool {
-		return strings.Contains(fmt.Sprint(waitHosts(t, h1, "h1", "h2").Hosts), "alpha/ana")
-	})
+	waitListed(t, h1, "alpha/ana")
 	res := h1.Run("list", "--all-hosts", "alpha")
 	if res.Code != 0 || !strings.Contains(res.Stdout, "agent-alpha-carl") || !regexp.MustCompile(`h2\s+up\s+alpha/ana`).MatchString(res.Stdout) || strings.Contains(res.Stdout, "beta/dan") {
 		t.Fatalf("list --all-hosts alpha:\n%s", res)
@@ -233,10 +234,7 @@ func TestCrossHostSendSpeed(t *testing.T) {
 	if os.Getenv("AGENTMSG_MEASURE_HOSTS") != "1" {
 		t.Skip("a measurement: set AGENTMSG_MEASURE_HOSTS=1")
 	}
-	bus := natsBus(t, t.TempDir(), 0)
-	defer bus.Shutdown()
-	h1 := hostServer(t, "h1", bus.ClientURL())
-	h2 := hostServer(t, "h2", bus.ClientURL())
+	h1, h2 := twoHosts(t)
 	h2.StartAgent("agent-alpha-ana")
 	waitHosts(t, h1, "h1", "h2")
 	var took []time.Duration
@@ -256,10 +254,7 @@ func TestCrossHostSendSpeed(t *testing.T) {
 // report of the message.
 func TestTruthAfterTheSendersDaemonDied(t *testing.T) {
 	t.Parallel()
-	bus := natsBus(t, t.TempDir(), 0)
-	defer bus.Shutdown()
-	h1 := hostServer(t, "h1", bus.ClientURL())
-	h2 := hostServer(t, "h2", bus.ClientURL())
+	h1, h2 := twoHosts(t)
 	ana := h2.StartAgent("agent-alpha-ana", harness.InitialState("busy"))
 	waitHosts(t, h1, "h1", "h2")
 	c := api(h1)
