@@ -176,6 +176,15 @@ func TestInboxesBelongToTheirServer(t *testing.T) {
 	// Both servers' agentmsg runs share the first one's mailbox, as one
 	// user's do.
 	shared := []string{"XDG_STATE_HOME=" + filepath.Join(one.Dir, "state"), "XDG_RUNTIME_DIR=" + filepath.Join(one.Dir, "runtime")}
+	// With AGENTMSG_E2E_DAEMON=1 that is the first server's daemon, which
+	// then keeps a control client on the second server too: it stops
+	// before the second server's directory is removed (cleanups run last
+	// first), not after.
+	t.Cleanup(func() {
+		if err := one.StopDaemon(); err != nil {
+			t.Error(err)
+		}
+	})
 	onTwo := func(args ...string) harness.Result {
 		t.Helper()
 		res, err := two.Server.RunEnv(shared, args...)

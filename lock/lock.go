@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,29 @@ type Dir struct {
 	// so that a sender kept waiting can say who holds the pane; "" is
 	// "agentmsg".
 	Owner string
+	// Within, when set, is a directory Path is made in only while it
+	// exists: a tmux server's socket directory, which tmux made and a
+	// person (or a test) removes with the server. A lock taken after that
+	// fails instead of making the directory again.
+	Within string
+}
+
+// Ensure makes the lock directory, or checks it (package safedir).
+func (d Dir) Ensure() error {
+	if d.Within == "" {
+		return safedir.Ensure(d.Base, d.Path)
+	}
+	if err := safedir.Check(d.Base, d.Path); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(d.Within); err != nil {
+		return err
+	}
+	// Mkdir, not MkdirAll: Within gone since the look above stays gone.
+	if err := os.Mkdir(d.Path, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return safedir.Still(d.Path)
 }
 
 // DefaultDir is $XDG_RUNTIME_DIR/agentmsg/locks, else
@@ -85,7 +109,7 @@ func ForServer(socket string, fallback Dir) Dir {
 	}
 	// Base above dir: the socket's directory is checked again each time a
 	// lock is taken, not only now.
-	return Dir{Path: filepath.Join(dir, ".agentmsg-locks"), Base: filepath.Dir(dir), Owner: fallback.Owner}
+	return Dir{Path: filepath.Join(dir, ".agentmsg-locks"), Base: filepath.Dir(dir), Owner: fallback.Owner, Within: dir}
 }
 
 // ForMailbox is where the locks of a mailbox's inboxes live (one deliverer
@@ -177,7 +201,7 @@ const (
 // whether it is recent enough). prior is nil when the lock was free, or
 // its last holder left no look.
 func (d Dir) PaneHandoff(ctx context.Context, socket, paneID string) (prior *Look, release func(last *Look), err error) {
-	if err := safedir.Ensure(d.Base, d.Path); err != nil {
+	if err := d.Ensure(); err != nil {
 		return nil, nil, fmt.Errorf("lock directory: %w", err)
 	}
 	sum := sha256.Sum256([]byte(socket))
@@ -215,7 +239,7 @@ func (d Dir) Kept(ctx context.Context, name string) (unlock func(), err error) {
 }
 
 func (d Dir) named(ctx context.Context, name string, how int, keep bool) (unlock func(), err error) {
-	if err := safedir.Ensure(d.Base, d.Path); err != nil {
+	if err := d.Ensure(); err != nil {
 		return nil, fmt.Errorf("lock directory: %w", err)
 	}
 	h, _, err := d.take(ctx, "named-"+name, name, keep, how)

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -399,6 +400,18 @@ func TestWhereLocksLive(t *testing.T) {
 	unlock()
 	if fi, err := os.Stat(d.Path); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("the lock directory: %v, %v", fi, err)
+	}
+	// The server killed and its directory removed: a lock taken late (a
+	// daemon's control client retrying) fails and makes nothing again.
+	// Before, it made the socket's directory anew, left behind for good.
+	if err := os.RemoveAll(private); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Named(context.Background(), "late"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a lock for a removed server's directory: %v", err)
+	}
+	if _, err := os.Lstat(private); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the removed socket directory is back: %v", err)
 	}
 
 	shared := t.TempDir()

@@ -19,7 +19,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/agentmsg/agentmsg/internal/safedir"
 	"github.com/agentmsg/agentmsg/lock"
 )
 
@@ -220,6 +219,12 @@ func (c *Control) supervise() {
 // attachOnce starts one client when the rule allows, serves through it
 // until it leaves or Close, and returns once its process has exited.
 func (c *Control) attachOnce() (attached bool, err error) {
+	// No socket, no server: nothing to attach to, and its directory is
+	// not ours to make again for a lock (the server was killed and its
+	// directory removed, or it is not started yet).
+	if _, err := os.Stat(c.server.Socket); err != nil {
+		return false, fmt.Errorf("no tmux server: %w", err)
+	}
 	lockFile, err := c.lock()
 	if err != nil {
 		return false, err
@@ -276,7 +281,7 @@ func (c *Control) lockPath() string {
 // lock takes the control lock without waiting; errControlLockHeld when
 // another holds it.
 func (c *Control) lock() (*os.File, error) {
-	if err := safedir.Ensure(c.locks.Base, c.locks.Path); err != nil {
+	if err := c.locks.Ensure(); err != nil {
 		return nil, fmt.Errorf("lock directory: %w", err)
 	}
 	f, err := os.OpenFile(c.lockPath(), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
