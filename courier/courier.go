@@ -565,7 +565,10 @@ func (c *Courier) tryTyping(id message.ID) (unlock func(), ok bool) {
 // typeOne types env into t and records the outcome. attempt counts the
 // typings of this message so far, this one included. resume: an earlier
 // attempt may have typed it (env.Delivery says how far it may have got).
-func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target, env mailbox.Envelope, mode Mode, attempt int, resume bool) Result {
+//
+// found, when not nil, is t's pane as the caller found it a moment ago
+// (Resolve), so that it is not looked up twice.
+func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target, env mailbox.Envelope, mode Mode, attempt int, resume bool, found *dispatch.Resolved) Result {
 	var earlier delivery.Step
 	var was mailbox.DeliveryState
 	if env.Delivery != nil {
@@ -582,7 +585,15 @@ func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target
 	before := prior{state: was, reached: earlier, resumed: resume}
 	call := mode.Call
 	call.Resume, call.Earlier = resume, earlier
-	pane, err := c.Dispatch.Resolve(ctx, t, call)
+	var (
+		pane dispatch.Resolved
+		err  error
+	)
+	if found != nil {
+		pane = *found
+	} else {
+		pane, err = c.Dispatch.Resolve(ctx, t, call)
+	}
 	if err != nil {
 		// Nothing typed: the outcome (the agent gone, say) is recorded.
 		return c.settle(ctx, box, env.ID, c.Dispatch.Unsent(pane, env.ID, err), mode, attempt, before)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentmsg/agentmsg/broadcast"
@@ -13,7 +14,6 @@ import (
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
-	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -35,19 +35,32 @@ type Typing struct {
 // agent that is not ready holds up its own inbox only, never another's.
 // What was tried comes back in the order of the inboxes.
 func (c *Courier) Deliver(ctx context.Context, team string, call dispatch.Call) ([]Typing, error) {
+	return c.DeliverListed(ctx, team, call, nil)
+}
+
+// DeliverListed is Deliver for a caller that has just listed the agent
+// sessions on the server (sessions, nil when it has not): the pass starts
+// from that listing instead of one of its own, a tmux call less.
+func (c *Courier) DeliverListed(ctx context.Context, team string, call dispatch.Call, sessions []string) ([]Typing, error) {
 	all, err := c.Store.Inboxes(team)
 	if err != nil || len(all) == 0 {
 		return nil, err
 	}
-	// One look at the server for every inbox: a tmux call each would
-	// queue behind hundreds of others before its agent's first look.
-	on, err := c.Dispatch.Targets(ctx, "")
-	if err != nil {
-		return nil, err
+	if sessions == nil {
+		// One look at the server for every inbox: a tmux call each would
+		// queue behind hundreds of others before its agent's first look.
+		on, err := c.Dispatch.Targets(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		sessions = make([]string, 0, len(on))
+		for _, t := range on {
+			sessions = append(sessions, t.Session)
+		}
 	}
-	listed := make(map[string]bool, len(on))
-	for _, t := range on {
-		listed[t.Session] = true
+	listed := make(map[string]bool, len(sessions))
+	for _, s := range sessions {
+		listed[s] = true
 	}
 	passes := broadcast.Each(ctx, all, deliverConcurrency, func(ctx context.Context, in mailbox.Inbox) inboxPass {
 		if err := ctx.Err(); err != nil {
@@ -150,7 +163,11 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 	if batch, err = c.Store.Read(team, agent); err != nil {
 		return nil, err
 	}
-	if typing {
+	if typing && slices.ContainsFunc(batch.Envelopes, func(e mailbox.Envelope) bool {
+		return e.Delivery != nil && e.Delivery.State == mailbox.StateTyping
+	}) {
+		// Only a message marked typing can be in the box (a look each
+		// pass cost every remote message a tmux call).
 		boxFirst(ctx, c.Dispatch, t, call, batch.Envelopes)
 	}
 	var out []Typing
@@ -166,7 +183,8 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 			out = append(out, Typing{Team: team, Agent: agent, Result: c.skip(box, t, env, why)})
 			continue
 		}
-		if ok, err := c.onServer(ctx, t, &listed); err != nil || !ok {
+		found, ok, err := c.onServer(ctx, t, call, &listed)
+		if err != nil || !ok {
 			return out, err // no session now: nothing to type into
 		}
 		// Its typing lock: held means a live sender is typing it now (it
@@ -175,14 +193,14 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 		if !free {
 			break // keep the order: the rest wait behind this one
 		}
-		if env, ok = c.current(team, agent, env.ID); !ok || !take(env.Delivery) {
+		if env, ok = c.current(team, agent, env, batch.End); !ok || !take(env.Delivery) {
 			unlockTyping() // finished while we looked
 			continue
 		}
 		state = env.Delivery.State
 		// Resume whenever an earlier attempt may have typed it.
 		resume := state == mailbox.StateTyping || env.Delivery.Attempts > 0
-		res := c.typeOne(ctx, box, t, env, Mode{Queue: true, Call: call}, env.Delivery.Attempts+1, resume)
+		res := c.typeOne(ctx, box, t, env, Mode{Queue: true, Call: call}, env.Delivery.Attempts+1, resume, found)
 		unlockTyping()
 		out = append(out, Typing{Team: team, Agent: agent, Result: res})
 		if res.Verdict == Deferred || res.Verdict == dispatch.NotFound {
@@ -195,13 +213,26 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 // onServer reports whether t's session is on the server: from *listed
 // (a listing of the server a moment ago) the first time, and from tmux
 // after that, when the agent may have gone while its messages were typed.
-func (c *Courier) onServer(ctx context.Context, t target.Target, listed *map[string]bool) (bool, error) {
+// That look finds t's pane too (found, for typeOne: one tmux call a
+// message, not two); found is nil when the pane is for typeOne to find
+// and report (which of the session's panes is the agent's cannot be told,
+// say).
+func (c *Courier) onServer(ctx context.Context, t target.Target, call dispatch.Call, listed *map[string]bool) (found *dispatch.Resolved, ok bool, err error) {
 	if *listed != nil {
 		on := (*listed)[t.Session]
 		*listed = nil
-		return on, nil
+		return nil, on, nil
 	}
-	return c.Dispatch.Exists(ctx, t)
+	r, err := c.Dispatch.Resolve(ctx, t, call)
+	switch {
+	case err == nil:
+		return &r, true, nil
+	case errors.Is(err, dispatch.ErrPaneChoice), errors.Is(err, dispatch.ErrSelf):
+		return nil, true, nil // there, and typeOne says what is wrong
+	case errors.Is(err, dispatch.ErrTargetNotFound):
+		return nil, false, nil
+	}
+	return nil, false, err
 }
 
 // boxFirst moves to the front of envs the message that waits in t's input
@@ -224,8 +255,16 @@ func boxFirst(ctx context.Context, d *dispatch.Dispatcher, t target.Target, call
 	}
 }
 
-// current reads message id of team/agent's inbox as it is now.
-func (c *Courier) current(team, agent string, id message.ID) (mailbox.Envelope, bool) {
+// current is env as team/agent's inbox holds it now, which a read that
+// ended at end found as env: only what was appended since is read.
+func (c *Courier) current(team, agent string, env mailbox.Envelope, end mailbox.Position) (mailbox.Envelope, bool) {
+	if d, changed, ok, err := c.Store.DeliverySince(team, agent, env.ID, end); err == nil && ok {
+		if changed {
+			env.Delivery = &d
+		}
+		return env, env.Delivery != nil
+	}
+	id := env.ID
 	b, err := c.Store.Read(team, agent)
 	if err != nil {
 		return mailbox.Envelope{}, false

@@ -5,11 +5,14 @@
 //
 // The parts, and why each is so:
 //
-//   - The outbox. Every packet this host sends (a message, or a state
-//     change of a message another host sent) is first written to a stream
-//     of the embedded, in-process NATS server (see Embedded), whose store
-//     is on this machine's disk. A host whose link is down keeps accepting
-//     sends to other hosts: they wait there and go out when it is back.
+//   - The outbox. A packet this host sends (a message, or a state change
+//     of a message another host sent) goes straight to the bus when
+//     nothing for its host waits in the outbox and the bus takes it at
+//     once; otherwise it is written to the outbox, a stream of the
+//     embedded, in-process NATS server (see Embedded), whose store is on
+//     this machine's disk. A host whose link is down keeps accepting sends
+//     to other hosts: they wait there and go out when it is back, and a
+//     later send to the same host goes behind them, never around.
 //   - The forwarder moves the outbox, in order, to the bus: the cluster the
 //     configuration names, or, alone, the embedded server itself. Each
 //     packet is published with its id as Nats-Msg-Id, so a publish retried
@@ -20,11 +23,14 @@
 //     user may publish only subjects that end in its own name, so the
 //     subject proves the sending host (see Permissions), and it may read
 //     only its own stream.
-//   - The inbound consumer reads the host's stream, one packet at a time
+//   - The reader reads the host's stream by sequence, a batch at a time
 //     (order per sender and recipient is the stream's order), hands it to
-//     the daemon, and acknowledges it only once the daemon has recorded it
-//     durably. A packet seen twice (a crash before the ack) is recorded
-//     once: the daemon's record is idempotent by message id.
+//     the daemon, and purges it from the stream only once the daemon has
+//     recorded it durably: the stream's first sequence is the cursor. A
+//     packet read twice (a crash before the purge) is recorded once: the
+//     daemon's record is idempotent by message id. A plain subscription on
+//     the host's subjects is its doorbell, and tells a state change to the
+//     send waiting for it the moment it is published.
 //   - Presence: each host puts its name, agents and the time into a
 //     key-value bucket every few seconds; `agentmsg hosts` reads it.
 package hosts

@@ -55,9 +55,16 @@ func (l *Link) forwardOnce(ctx context.Context) (moved, blocked bool, err error)
 	held := map[string]bool{} // hosts whose packets wait this round
 	var last error
 	prefix := info.State.FirstSeq // every packet below it went
+	var went []string             // the hosts of the packets below prefix
 	clear := func() error {
-		if prefix > info.State.FirstSeq {
-			return l.box.Purge(ctx, jetstream.WithPurgeSequence(prefix))
+		if prefix == info.State.FirstSeq {
+			return nil
+		}
+		if err := l.box.Purge(ctx, jetstream.WithPurgeSequence(prefix)); err != nil {
+			return err
+		}
+		for _, h := range went {
+			l.addWaiting(h, -1)
 		}
 		return nil
 	}
@@ -83,18 +90,23 @@ func (l *Link) forwardOnce(ctx context.Context) (moved, blocked bool, err error)
 		if held[p.To] {
 			continue
 		}
-		if err := l.publish(ctx, p, raw.Header.Get(jetstream.MsgIDHeader)); err != nil {
+		if err := l.publish(ctx, p.Kind, p.To, raw.Data, raw.Header.Get(jetstream.MsgIDHeader), busTimeout); err != nil {
 			held[p.To], last = true, fmt.Errorf("sending to host %s: %w", p.To, err)
+			l.setStuck(p.To, true)
 			continue
 		}
+		l.setStuck(p.To, false)
 		moved = true
 		// Acknowledged by the bus: a crash before it is cleared publishes
 		// it again, which the bus's de-duplication (and the receiver's
 		// record by id) makes harmless.
 		if prefix == seq {
 			prefix++
+			went = append(went, p.To)
 		} else if err := l.box.DeleteMsg(ctx, seq); err != nil {
 			return moved, true, errors.Join(fmt.Errorf("clearing the outbox: %w", err), clear())
+		} else {
+			l.addWaiting(p.To, -1)
 		}
 	}
 	if err := clear(); err != nil {
@@ -106,28 +118,25 @@ func (l *Link) forwardOnce(ctx context.Context) (moved, blocked bool, err error)
 // errNoHost: no stream on the bus takes a host's packets (it never joined).
 var errNoHost = errors.New("no such host on the bus (it has never joined)")
 
-// publish puts p on the bus and waits for the receiving stream's ack.
-func (l *Link) publish(ctx context.Context, p Packet, dedup string) error {
+// publish puts a packet (its kind, host and encoded data) on the bus and
+// waits, up to timeout, for the receiving stream's ack.
+func (l *Link) publish(ctx context.Context, kind, to string, data []byte, dedup string, timeout time.Duration) error {
 	if !l.bus.IsConnected() {
 		return errors.New("the bus is not reachable")
 	}
-	data, err := encode(p)
-	if err != nil {
-		return err
-	}
-	msg := &nats.Msg{Subject: subject(p.Kind, p.To, l.opts.Name), Data: data, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: subject(kind, to, l.opts.Name), Data: data, Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, dedup)
-	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ack, err := l.bjs.PublishMsg(ctx, msg, jetstream.WithExpectStream(streamName(p.To)))
+	ack, err := l.bjs.PublishMsg(ctx, msg, jetstream.WithExpectStream(streamName(to)))
 	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
 		return errNoHost
 	}
 	if err != nil {
 		return err
 	}
-	if ack.Stream != streamName(p.To) {
-		return fmt.Errorf("stored by stream %s, not %s", ack.Stream, streamName(p.To))
+	if ack.Stream != streamName(to) {
+		return fmt.Errorf("stored by stream %s, not %s", ack.Stream, streamName(to))
 	}
 	return nil
 }

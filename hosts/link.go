@@ -72,6 +72,13 @@ type Link struct {
 	cancel   context.CancelFunc
 	done     sync.WaitGroup
 
+	// What waits in the outbox for each host (see Send), and one sender
+	// at a time per host on the way around it.
+	outMu   sync.Mutex
+	waiting map[string]int
+	sending map[string]*sync.Mutex
+	stuck   map[string]bool // the bus refused the last packet for the host
+
 	mu       sync.Mutex
 	watchers map[string][]chan Packet
 	ready    bool // this host's stream and consumer are on the bus
@@ -80,15 +87,19 @@ type Link struct {
 
 // Timings of the link.
 const (
-	publishTimeout  = 5 * time.Second
-	retryMin        = 100 * time.Millisecond
-	retryMax        = 2 * time.Second
-	presenceEvery   = 3 * time.Second
-	presenceMaxAge  = 4 * presenceEvery // a host silent longer is down
-	inboundAckWait  = 30 * time.Second
-	outboxKeep      = 30 * 24 * time.Hour
-	busDedupWindow  = time.Hour
-	inboundConsumer = "daemon"
+	publishTimeout = 5 * time.Second
+	// busTimeout bounds one request to the bus on the way of a packet (a
+	// publish, a look at this host's stream): a healthy bus answers in
+	// milliseconds. A cluster coming back from a partition stored a packet
+	// and lost its ack, and the forwarder waited out 5 s per try while the
+	// bus was already back; with this, it tries again within a second.
+	busTimeout     = time.Second
+	retryMin       = 100 * time.Millisecond
+	retryMax       = 2 * time.Second
+	presenceEvery  = 3 * time.Second
+	presenceMaxAge = 4 * presenceEvery // a host silent longer is down
+	outboxKeep     = 30 * 24 * time.Hour
+	busDedupWindow = time.Hour
 )
 
 // Open opens this host's link: the embedded server and its outbox at
@@ -109,7 +120,8 @@ func Open(ctx context.Context, opts Options) (*Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Link{opts: opts, local: local, doorbell: make(chan struct{}, 1), watchers: map[string][]chan Packet{}}
+	l := &Link{opts: opts, local: local, doorbell: make(chan struct{}, 1), watchers: map[string][]chan Packet{},
+		waiting: map[string]int{}, sending: map[string]*sync.Mutex{}, stuck: map[string]bool{}}
 	fail := func(err error) (*Link, error) {
 		l.closeConns()
 		return nil, err
@@ -124,6 +136,9 @@ func Open(ctx context.Context, opts Options) (*Link, error) {
 		Name: outboxStream, Subjects: []string{"outbox.>"}, Storage: jetstream.FileStorage,
 		MaxAge: outboxKeep, Duplicates: busDedupWindow,
 	}); err != nil {
+		return fail(fmt.Errorf("the outbox under %s: %w", opts.Dir, err))
+	}
+	if err := l.countWaiting(ctx); err != nil {
 		return fail(fmt.Errorf("the outbox under %s: %w", opts.Dir, err))
 	}
 	if l.seen, err = keyValue(ctx, l.ljs, jetstream.KeyValueConfig{Bucket: seenBucket, History: 1, Storage: jetstream.FileStorage}); err != nil {
@@ -166,6 +181,12 @@ func (l *Link) dialBus() (*nats.Conn, error) {
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
+		// A connection that died without a word (a cut cable) is found
+		// within seconds, not the default two minutes: the reconnect
+		// then comes as soon as the network does, not after TCP's
+		// retransmission timer has grown.
+		nats.PingInterval(2 * time.Second),
+		nats.MaxPingsOutstanding(2),
 		nats.ReconnectBufSize(-1), // a publish while down fails at once; the outbox keeps it
 		nats.CustomInboxPrefix(inboxPrefix(o.Name)),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -174,6 +195,14 @@ func (l *Link) dialBus() (*nats.Conn, error) {
 			}
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) { l.ring() }),
+		// What the bus refuses without an answer (a subscription its
+		// permissions deny, a slow consumer) is said, not lost.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if sub != nil {
+				err = fmt.Errorf("%w (subscription %s)", err, sub.Subject)
+			}
+			l.setErr(fmt.Errorf("the bus: %w", err))
+		}),
 	}
 	if o.NkeyFile != "" {
 		opt, err := nats.NkeyOptionFromSeed(o.NkeyFile)
@@ -243,8 +272,11 @@ func (l *Link) ring() {
 	}
 }
 
-// Send puts p in the outbox, for the forwarder to carry to host p.To; it
-// returns once the outbox has it on disk. p.From is this host.
+// Send carries p to host p.To, and returns once a stream has it on disk:
+// the bus's stream of that host when nothing waits for it in the outbox
+// (one trip, no wait for the forwarder), else, or when the bus does not
+// take it at once, this host's outbox, for the forwarder to carry behind
+// what waits there (the order per host is kept). p.From is this host.
 func (l *Link) Send(ctx context.Context, p Packet) error {
 	p.From = l.opts.Name
 	if err := p.check(); err != nil {
@@ -254,12 +286,103 @@ func (l *Link) Send(ctx context.Context, p Packet) error {
 	if err != nil {
 		return err
 	}
+	one := l.sender(p.To)
+	one.Lock()
+	defer one.Unlock()
+	if l.waitingFor(p.To) == 0 && l.Up() {
+		err := l.publish(ctx, p.Kind, p.To, data, p.dedupID(), directTimeout)
+		if err == nil {
+			return nil
+		}
+		l.setStuck(p.To, true)
+		// Into the outbox after all: if the bus stored it but its ack
+		// was lost, the forwarder's copy has the same id, and the bus
+		// drops it.
+	}
 	msg := &nats.Msg{Subject: outboxSubject(p.Kind, p.To), Data: data, Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, p.dedupID())
+	l.addWaiting(p.To, 1)
 	if _, err := l.ljs.PublishMsg(ctx, msg); err != nil {
+		l.addWaiting(p.To, -1)
 		return fmt.Errorf("the outbox: %w", err)
 	}
 	l.ring()
+	return nil
+}
+
+// Moving reports whether packets for host go out now: the link is up and
+// the bus took the last packet for it (or none was refused yet). A send
+// whose packet waits in the outbox while they do not has no verdict to
+// wait for.
+func (l *Link) Moving(host string) bool {
+	if !l.Up() {
+		return false
+	}
+	l.outMu.Lock()
+	defer l.outMu.Unlock()
+	return !l.stuck[host]
+}
+
+func (l *Link) setStuck(host string, stuck bool) {
+	l.outMu.Lock()
+	defer l.outMu.Unlock()
+	if stuck {
+		l.stuck[host] = true
+	} else {
+		delete(l.stuck, host)
+	}
+}
+
+// directTimeout bounds a send's wait for the bus before its packet goes
+// to the outbox instead.
+const directTimeout = time.Second
+
+// sender is the lock of sends to host.
+func (l *Link) sender(host string) *sync.Mutex {
+	l.outMu.Lock()
+	defer l.outMu.Unlock()
+	m := l.sending[host]
+	if m == nil {
+		m = &sync.Mutex{}
+		l.sending[host] = m
+	}
+	return m
+}
+
+// waitingFor is how many packets for host wait in the outbox.
+func (l *Link) waitingFor(host string) int {
+	l.outMu.Lock()
+	defer l.outMu.Unlock()
+	return l.waiting[host]
+}
+
+func (l *Link) addWaiting(host string, n int) {
+	l.outMu.Lock()
+	defer l.outMu.Unlock()
+	l.waiting[host] += n
+	if l.waiting[host] <= 0 {
+		delete(l.waiting, host)
+	}
+}
+
+// countWaiting counts what an earlier run left in the outbox, per host.
+func (l *Link) countWaiting(ctx context.Context) error {
+	info, err := l.box.Info(ctx)
+	if err != nil {
+		return err
+	}
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		raw, err := l.box.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if p, err := decode(raw.Data); err == nil {
+			l.addWaiting(p.To, 1)
+		}
+	}
 	return nil
 }
 

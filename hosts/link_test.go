@@ -145,19 +145,45 @@ func TestSendsWaitForTheBus(t *testing.T) {
 	url := bus.ClientURL()
 	_, port, _ := net.SplitHostPort(bus.Addr().String())
 	var ra, rb recorder
-	a := openLink(t, "a", url, &ra)
+	aDir := t.TempDir()
+	open := func() *Link {
+		l, err := Open(context.Background(), Options{Name: "a", Dir: aDir, URL: url, Handler: &ra,
+			Logf: func(f string, args ...any) { t.Logf("a: "+f, args...) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Start()
+		return l
+	}
+	a := open()
 	b := openLink(t, "b", url, &rb)
 	waitFor(t, "both links up", func() bool { return a.Up() && b.Up() })
 	waitFor(t, "a knows b", func() bool { ok, _ := a.Known(context.Background(), "b"); return ok })
+	ctx := context.Background()
+	if err := a.Send(ctx, message("b", 0)); err != nil { // straight to the bus
+		t.Fatal(err)
+	}
 	bus.Shutdown()
 	bus.WaitForShutdown()
 	waitFor(t, "a sees the bus down", func() bool { return !a.Up() })
-	ctx := context.Background()
 	if ok, err := a.Known(ctx, "b"); !ok {
 		t.Fatalf("a forgot host b while the bus is down: %v", err)
 	}
 	const n = 20
-	for i := range n {
+	for i := 1; i < n/2; i++ {
+		if err := a.Send(ctx, message("b", i)); err != nil {
+			t.Fatalf("send while the bus is down: %v", err)
+		}
+	}
+	// Restarted with packets in its outbox: a's next sends go behind
+	// them, not around them to the bus.
+	a.Close()
+	a = open()
+	defer func() { a.Close() }()
+	if w := a.waitingFor("b"); w != n/2-1 {
+		t.Fatalf("restarted, a counts %d packets for b in its outbox, want %d", w, n/2-1)
+	}
+	for i := n / 2; i < n; i++ {
 		if err := a.Send(ctx, message("b", i)); err != nil {
 			t.Fatalf("send while the bus is down: %v", err)
 		}
@@ -166,11 +192,22 @@ func TestSendsWaitForTheBus(t *testing.T) {
 	fmt.Sscan(port, &p)
 	bus = busServer(t, storeDir, p)
 	defer bus.Shutdown()
-	waitFor(t, "every message at b after the bus came back", func() bool { return len(rb.ids()) == n })
+	// Sent the moment the link is up, while the outbox still holds the
+	// others: behind them.
+	waitFor(t, "a up again", a.Up)
+	for i := n; i < n+5; i++ {
+		if err := a.Send(ctx, message("b", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every message at b after the bus came back", func() bool { return len(rb.ids()) == n+5 })
 	for i, id := range rb.ids() {
 		if want := message("b", i).ID; id != want {
-			t.Fatalf("message %d at b is %s, want %s (order)", i, id, want)
+			t.Fatalf("message %d at b is %s, want %s (order): %v", i, id, want, rb.ids())
 		}
+	}
+	if w := a.waitingFor("b"); w != 0 {
+		t.Errorf("a counts %d packets for b in its outbox, which is empty", w)
 	}
 }
 

@@ -9,10 +9,10 @@ import (
 
 // Permissions are what host name's NATS user may do on the bus, and no
 // more: publish its own packets (subjects that end in its name, so that
-// the subject proves the sender), run its own stream, its consumer and
-// its presence entry, read the presence of others, and receive answers on
-// its own inbox prefix. It can neither read another host's stream nor
-// send as another host.
+// the subject proves the sender), run and read its own stream and its
+// presence entry, read the presence of others, hear what is published to
+// it (the doorbell) and receive answers on its own inbox prefix. It can
+// neither read another host's stream or packets nor send as another host.
 func Permissions(name string) (publish, subscribe []string) {
 	stream, kv := streamName(name), "KV_"+presenceBucket
 	publish = []string{
@@ -21,18 +21,15 @@ func Permissions(name string) (publish, subscribe []string) {
 		"$JS.API.STREAM.CREATE." + stream,
 		"$JS.API.STREAM.UPDATE." + stream,
 		"$JS.API.STREAM.INFO." + stream,
-		"$JS.API.CONSUMER.CREATE." + stream + ".>",
-		"$JS.API.CONSUMER.DURABLE.CREATE." + stream + ".>",
-		"$JS.API.CONSUMER.INFO." + stream + ".>",
-		"$JS.API.CONSUMER.MSG.NEXT." + stream + ".>",
-		"$JS.ACK." + stream + ".>",
+		"$JS.API.STREAM.MSG.GET." + stream,
+		"$JS.API.STREAM.PURGE." + stream,
 		// Presence: its own entry, and reading everyone's.
 		"$JS.API.STREAM.CREATE." + kv,
 		"$JS.API.STREAM.INFO." + kv,
 		"$KV." + presenceBucket + "." + name,
 		"$JS.API.DIRECT.GET." + kv + ".>",
 	}
-	subscribe = []string{inboxPrefix(name) + ".>"}
+	subscribe = []string{inboxPrefix(name) + ".>", subject("*", name, "*")}
 	return publish, subscribe
 }
 

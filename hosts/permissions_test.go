@@ -106,8 +106,16 @@ func TestPermissionsAllowTheLinkAndNothingElse(t *testing.T) {
 	if _, err := js.Publish(tctx, subject(KindMessage, "b", "a"), data); err == nil {
 		t.Error("c published a packet on a's subject")
 	}
-	if _, err := js.Consumer(tctx, streamName("b"), inboundConsumer); err == nil {
-		t.Error("c reached b's consumer")
+	if stream, err := js.Stream(tctx, streamName("b")); err == nil {
+		if _, err := stream.GetMsg(tctx, 1); err == nil {
+			t.Error("c read b's stream")
+		}
+		if err := stream.Purge(tctx); err == nil {
+			t.Error("c purged b's stream")
+		}
+	}
+	if _, err := js.Stream(tctx, streamName("b")); err == nil {
+		t.Error("c looked at b's stream")
 	}
 	// The refusals above come here too: the subscription's own is the one
 	// that names a subscription.

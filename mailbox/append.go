@@ -52,6 +52,22 @@ func (b *Box) Append(env Envelope) error { return b.appendEnvelope(env, synced) 
 // (the file system's journal commits them one after another).
 func (b *Box) AppendBatched(env Envelope) error { return b.appendEnvelope(env, batched) }
 
+// Sync makes what AppendBatched wrote to this inbox durable: its file, and
+// the file's directory entry (the first record made it). For a batch
+// that touched a few inboxes; Store.Sync is one call for many (it syncs
+// the whole file system, which a busy machine makes slow).
+func (b *Box) Sync() error {
+	f, err := os.Open(b.path())
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", b.path(), err)
+	}
+	return syncDir(b.dir)
+}
+
 func (b *Box) appendEnvelope(env Envelope, d durability) error {
 	if !message.Valid(string(env.ID)) {
 		return fmt.Errorf("%w: id %q is not MSG_<SENDER>_<8 hex>", ErrInvalidEnvelope, env.ID)

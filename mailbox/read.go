@@ -269,3 +269,62 @@ func (s *Store) Holds(team, agent string, id message.ID) bool {
 	}
 	return false
 }
+
+// DeliverySince is message id's latest delivery update appended to
+// agent's inbox after from (the End of an earlier read of it): changed is
+// false when none was, and ok is false when the inbox was compacted or
+// replaced since from (the caller reads it whole). A deliverer that
+// checked each message of a long inbox before typing it re-read the whole
+// inbox each time, which was most of a busy daemon's work.
+func (s *Store) DeliverySince(team, agent string, id message.ID, from Position) (d Delivery, changed, ok bool, err error) {
+	got, _, ok, err := s.UpdatesSince(team, agent, from, func(x message.ID) bool { return x == id })
+	d, changed = got[id]
+	return d, changed, ok, err
+}
+
+// UpdatesSince reads only what was appended to agent's inbox after from
+// (the End of an earlier read, or of UpdatesSince), and returns the latest
+// delivery update of each message want picks, and where the next call
+// starts. ok is false when the inbox was compacted or replaced since from:
+// the caller reads it whole (Read) and starts again from that read's End.
+func (s *Store) UpdatesSince(team, agent string, from Position, want func(message.ID) bool) (got map[message.ID]Delivery, end Position, ok bool, err error) {
+	b, err := s.Box(team, agent)
+	if err != nil {
+		return nil, from, false, err
+	}
+	f, err := os.Open(b.path())
+	if err != nil {
+		return nil, from, false, nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, from, false, err
+	}
+	gen, err := readGen(f, fi.Size())
+	if err != nil || from.Gen != gen || from.Offset <= 0 || from.Offset > fi.Size() {
+		return nil, from, false, err
+	}
+	data, err := readAt(f, from.Offset, fi.Size())
+	if err != nil {
+		return nil, from, false, err
+	}
+	got, end = map[message.ID]Delivery{}, from
+	marker := []byte(`"update":`)
+	for len(data) > 0 {
+		nl := bytes.IndexByte(data, '\n')
+		if nl < 0 {
+			break // a line still being written
+		}
+		line := data[:nl]
+		data = data[nl+1:]
+		end.Offset += int64(nl + 1)
+		if !bytes.Contains(line, marker) { // decode only what may be an update
+			continue
+		}
+		if r, err := decodeLine(line); err == nil && r.Update != "" && r.Delivery != nil && want(r.Update) {
+			got[r.Update] = *r.Delivery // latest wins
+		}
+	}
+	return got, end, true, nil
+}

@@ -296,7 +296,7 @@ func (d *Daemon) watchAgents(ctx context.Context) {
 				ready = map[string]bool{"": true}
 			}
 			for team := range ready {
-				d.deliverSoon(socket, team)
+				d.deliverSoon(socket, team, nil)
 			}
 		}
 	}
@@ -330,7 +330,9 @@ const passReady = 2 * time.Second
 // hook's), so nothing is typed twice. Asked while its pass runs, it runs
 // one more when that ends: what was recorded meanwhile (a message from
 // another host) may have come after the running pass read the inbox.
-func (d *Daemon) deliverSoon(socket, team string) {
+// sessions, when not nil, are the agent sessions the caller listed a
+// moment ago: a pass that starts now starts from them.
+func (d *Daemon) deliverSoon(socket, team string, sessions []string) {
 	key := socket + "\x00" + team
 	d.passMu.Lock()
 	if _, running := d.passes[key]; running {
@@ -343,7 +345,7 @@ func (d *Daemon) deliverSoon(socket, team string) {
 	go func() {
 		for {
 			if svc, err := d.backend.service(Caller{Socket: socket}); err == nil {
-				_, _ = svc.Deliver(d.ctx, service.DeliverRequest{Team: team, TakeTurns: true, Limit: passLimit, ReadyTimeout: passReady, LeaveSelf: true})
+				_, _ = svc.Deliver(d.ctx, service.DeliverRequest{Team: team, TakeTurns: true, Limit: passLimit, ReadyTimeout: passReady, LeaveSelf: true, Sessions: sessions})
 			}
 			if d.links != nil {
 				d.links.pokeReport() // what the pass typed for other hosts
@@ -357,6 +359,7 @@ func (d *Daemon) deliverSoon(socket, team string) {
 			}
 			d.passes[key] = false
 			d.passMu.Unlock()
+			sessions = nil // listed before the last pass: too old now
 		}
 	}()
 }

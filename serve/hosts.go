@@ -36,12 +36,18 @@ type hostLink struct {
 	// messages to type once it is durable.
 	batch   *service.Receiver
 	deliver map[[2]string]bool // socket, team
+	// read is where the report loop's last read of each inbox ended: the
+	// next reads only what was appended since.
+	read map[[2]string]mailbox.Position
 }
 
 // origin is a message from another host, and what that host last heard.
 type origin struct {
 	host, team, agent string
-	reported          string
+	// latest is its delivery here as last read (at first, as it was
+	// recorded: pending, or inbox); reported, the state its host heard.
+	latest   mailbox.Delivery
+	reported string
 }
 
 // told reports whether a message's state ends its story for its sender:
@@ -56,7 +62,7 @@ func (d *Daemon) openHosts(ctx context.Context, root string) (*hostLink, error) 
 	if name == "" {
 		name = hosts.DefaultName()
 	}
-	h := &hostLink{d: d, origins: map[message.ID]*origin{}, poke: make(chan struct{}, 1)}
+	h := &hostLink{d: d, origins: map[message.ID]*origin{}, poke: make(chan struct{}, 1), read: map[[2]string]mailbox.Position{}}
 	url := cfg.NATS
 	link, err := hosts.Open(ctx, hosts.Options{
 		Name: name, Dir: filepath.Join(root, "nats"), URL: url,
@@ -146,7 +152,7 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 	// would be a lie (one that went out unrecorded is recorded by the
 	// other host's first report).
 	_ = h.link.RecordSent(ctx, hosts.Sent{ID: string(id), Host: req.Host, Team: team, Agent: agent, State: hosts.StateOutbox, At: time.Now().UTC()})
-	if !h.link.Up() {
+	if !h.link.Moving(req.Host) {
 		return h.pending(t, id, req.Host), nil // no verdict can come now
 	}
 	ready := req.Call.ReadyTimeout
@@ -175,12 +181,12 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 // pending is the verdict of a message whose host has not answered: kept.
 func (h *hostLink) pending(t target.Target, id message.ID, host string) courier.Result {
 	r := courier.Result{Outcome: dispatch.Outcome{Target: t, ID: id, Verdict: courier.Deferred}, State: mailbox.StateDeferred, Host: host}
-	if h.link.Up() {
+	if h.link.Moving(host) {
 		r.Reason = "remote_pending"
 		r.Err = fmt.Errorf("host %s has the message but has not said yet what became of it; it goes on there by itself (agentmsg log --id %s)", host, id)
 	} else {
 		r.Reason = "link_down"
-		r.Err = fmt.Errorf("the bus is not reachable now: the message waits in this host's outbox and goes to host %s when it is", host)
+		r.Err = fmt.Errorf("the bus does not take messages for host %s now: the message waits in this host's outbox and goes there when it does", host)
 	}
 	return r
 }
@@ -260,7 +266,8 @@ func (h *hostLink) Message(ctx context.Context, p hosts.Packet) error {
 	team, agent := courier.Inbox(got.Target)
 	h.mu.Lock()
 	if _, ok := h.origins[id]; !ok {
-		h.origins[id] = &origin{host: p.From, team: team, agent: agent}
+		h.origins[id] = &origin{host: p.From, team: team, agent: agent,
+			latest: mailbox.Delivery{State: mailbox.DeliveryState(got.State), LastVerdict: "from host " + p.From}}
 	}
 	h.mu.Unlock()
 	if got.State == string(mailbox.StatePending) && svc.Dispatcher != nil {
@@ -281,8 +288,9 @@ func (h *hostLink) Flush(ctx context.Context) error {
 	if err := h.batch.Flush(); err != nil {
 		return err
 	}
+	sessions := h.batch.Sessions()
 	for k := range h.deliver {
-		h.d.deliverSoon(k[0], k[1])
+		h.d.deliverSoon(k[0], k[1], sessions)
 	}
 	h.batch, h.deliver = nil, nil
 	h.pokeReport()
@@ -338,42 +346,79 @@ func (h *hostLink) report(ctx context.Context) {
 
 func (h *hostLink) reportOnce(ctx context.Context) {
 	h.mu.Lock()
-	byInbox := map[[2]string]map[message.ID]origin{} // one read of each inbox
-	for id, o := range h.origins {
-		k := [2]string{o.team, o.agent}
-		if byInbox[k] == nil {
-			byInbox[k] = map[message.ID]origin{}
-		}
-		byInbox[k][id] = *o
+	inboxes := map[[2]string]bool{}
+	for _, o := range h.origins {
+		inboxes[[2]string{o.team, o.agent}] = true
 	}
 	h.mu.Unlock()
-	if len(byInbox) == 0 {
+	if len(inboxes) == 0 {
 		return
 	}
 	svc, err := h.d.backend.service(Caller{})
 	if err != nil {
 		return
 	}
-	for k, ids := range byInbox {
-		b, err := svc.Store.Read(k[0], k[1])
+	for k := range inboxes {
+		states, err := h.states(svc.Store, k)
 		if err != nil {
 			continue
 		}
-		for _, e := range b.Envelopes {
-			o, ok := ids[e.ID]
-			if !ok || e.Delivery == nil {
-				continue
+		// The messages to tell of are looked up after the inbox was read:
+		// a message's states are written only after its origin is noted
+		// (it is typed after its batch is flushed), so none read here
+		// belongs to an origin not yet noted.
+		h.mu.Lock()
+		mine := map[message.ID]origin{}
+		for id, o := range h.origins {
+			if o.team == k[0] && o.agent == k[1] {
+				if d, ok := states[id]; ok {
+					o.latest = d
+				}
+				mine[id] = *o
 			}
-			h.tell(ctx, e.ID, o, *e.Delivery)
+		}
+		h.mu.Unlock()
+		for id, o := range mine {
+			h.tell(ctx, id, o, o.latest) // when it changed since its host heard
 		}
 	}
+}
+
+// states are the delivery states written to inbox k since the report
+// loop last read it, by message: at first (and after a compaction) every
+// message's, from one whole read; then only the updates appended since
+// (reading a long inbox whole, a few times a second, was a quarter of a
+// busy daemon's work).
+func (h *hostLink) states(store *mailbox.Store, k [2]string) (map[message.ID]mailbox.Delivery, error) {
+	if from, ok := h.read[k]; ok {
+		got, end, ok, err := store.UpdatesSince(k[0], k[1], from, func(message.ID) bool { return true })
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			h.read[k] = end
+			return got, nil
+		}
+	}
+	b, err := store.Read(k[0], k[1])
+	if err != nil {
+		return nil, err
+	}
+	got := map[message.ID]mailbox.Delivery{}
+	for _, e := range b.Envelopes {
+		if e.Delivery != nil {
+			got[e.ID] = *e.Delivery
+		}
+	}
+	h.read[k] = b.End
+	return got, nil
 }
 
 // tell sends o's host message id's state d, when it changed since the
 // last it heard.
 func (h *hostLink) tell(ctx context.Context, id message.ID, o origin, d mailbox.Delivery) {
 	state := string(d.State)
-	if state == o.reported {
+	if state == o.reported || state == "" {
 		return
 	}
 	now := time.Now().UTC()

@@ -39,6 +39,10 @@ type DeliverRequest struct {
 	// profile (chosen by hand); AgentWhy says so.
 	Agent    *dispatch.AgentProfile
 	AgentWhy string
+	// Sessions, when not nil, are the agent sessions on the server a
+	// moment ago, as the caller has just listed them: the pass does not
+	// list them again (a receiver of other hosts' messages has).
+	Sessions []string
 }
 
 // DeliverResult is what one pass did.
@@ -101,7 +105,7 @@ func (s *Service) Deliver(ctx context.Context, req DeliverRequest) (DeliverResul
 	}
 	out.Reminded, out.RemindErr = s.remindExpired(req.Team)
 	call := dispatch.Call{ReadyTimeout: req.ReadyTimeout, IntoSelf: !req.LeaveSelf, Agent: req.Agent, AgentWhy: req.AgentWhy}
-	if out.Typed, err = c.Deliver(ctx, req.Team, call); err != nil {
+	if out.Typed, err = c.DeliverListed(ctx, req.Team, call, req.Sessions); err != nil {
 		return out, &PassError{Err: err}
 	}
 	return out, nil

@@ -111,22 +111,52 @@ type Received struct {
 // up once per batch, and Flush makes the whole batch durable at once (an
 // fsync per message made a thousand messages a ten-second wait).
 type Receiver struct {
-	s       *Service
-	present map[string]bool                     // session -> has one
-	held    map[[2]string]map[message.ID]string // inbox -> id -> state
+	s *Service
+	// sessions are the agent sessions on the server, listed once per
+	// batch (nil until then; sessions come and go between batches).
+	sessions map[string]bool
+	held     map[[2]string]map[message.ID]string // inbox -> id -> state
+	written  map[[2]string]*mailbox.Box          // inboxes appended to
 }
 
 // NewReceiver starts a batch.
 func (s *Service) NewReceiver() *Receiver {
-	return &Receiver{s: s, present: map[string]bool{}, held: map[[2]string]map[message.ID]string{}}
+	return &Receiver{s: s, held: map[[2]string]map[message.ID]string{}, written: map[[2]string]*mailbox.Box{}}
 }
 
 // Flush makes what the batch recorded durable; only then may its packets
 // be acknowledged, and its messages typed.
 func (r *Receiver) Flush() error {
-	r.present = map[string]bool{} // sessions come and go between batches
 	r.held = map[[2]string]map[message.ID]string{}
-	return r.s.Store.Sync()
+	written := r.written
+	r.written = map[[2]string]*mailbox.Box{}
+	if len(written) > syncEach {
+		return r.s.Store.Sync()
+	}
+	for _, b := range written {
+		if err := b.Sync(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncEach is how many inboxes a batch syncs one by one; more are synced
+// with one call for the whole file system.
+const syncEach = 16
+
+// Sessions are the agent sessions the batch found on the server, for the
+// deliver pass that types its messages (DeliverRequest.Sessions); nil
+// when it did not look.
+func (r *Receiver) Sessions() []string {
+	if r.sessions == nil {
+		return nil
+	}
+	out := make([]string, 0, len(r.sessions))
+	for s := range r.sessions {
+		out = append(out, s)
+	}
+	return out
 }
 
 // Receive records a message another host (from) sent to one of this
@@ -200,6 +230,7 @@ func (r *Receiver) Receive(ctx context.Context, from string, id message.ID, m ho
 	if err := box.AppendBatched(env); err != nil {
 		return out, fmt.Errorf("recording %s in %s/%s's inbox: %w", id, team, agent, err)
 	}
+	r.written[[2]string{team, agent}] = box
 	ids[id] = string(state)
 	out.State, out.Fresh = string(state), true
 	return out, nil
@@ -229,22 +260,26 @@ func (r *Receiver) inbox(team, agent string) (map[message.ID]string, error) {
 	return ids, nil
 }
 
-// there reports whether t has a session on this host's server, asked of
-// tmux once per batch.
+// there reports whether t has a session on this host's server, from one
+// listing of the server per batch.
 func (r *Receiver) there(ctx context.Context, t target.Target) (bool, error) {
-	if ok, asked := r.present[t.Session]; asked {
-		return ok, nil
+	if r.sessions == nil {
+		d, err := r.s.Dispatcher()
+		if err != nil && !noTmux(err) {
+			return false, err
+		}
+		var on []target.Target
+		if d != nil {
+			if on, err = d.Targets(ctx, ""); err != nil && !noTmux(err) {
+				return false, fmt.Errorf("listing the agents' sessions: %w", err)
+			}
+		}
+		r.sessions = make(map[string]bool, len(on))
+		for _, x := range on {
+			r.sessions[x.Session] = true
+		}
 	}
-	d, err := r.s.Dispatcher()
-	if err != nil && !noTmux(err) {
-		return false, err
-	}
-	ok, err := present(ctx, d, t)
-	if err != nil {
-		return false, err
-	}
-	r.present[t.Session] = ok
-	return ok, nil
+	return r.sessions[t.Session], nil
 }
 
 func (s *Service) hostName() string {
