@@ -90,7 +90,7 @@ func (l *Link) forwardOnce(ctx context.Context) (moved, blocked bool, err error)
 		if held[p.To] {
 			continue
 		}
-		if err := l.publish(ctx, p.Kind, p.To, raw.Data, raw.Header.Get(jetstream.MsgIDHeader), busTimeout); err != nil {
+		if err := l.publish(ctx, p.Kind, p.To, raw.Data, raw.Header.Get(jetstream.MsgIDHeader)); err != nil {
 			held[p.To], last = true, fmt.Errorf("sending to host %s: %w", p.To, err)
 			l.setStuck(p.To, true)
 			continue
@@ -119,14 +119,14 @@ func (l *Link) forwardOnce(ctx context.Context) (moved, blocked bool, err error)
 var errNoHost = errors.New("no such host on the bus (it has never joined)")
 
 // publish puts a packet (its kind, host and encoded data) on the bus and
-// waits, up to timeout, for the receiving stream's ack.
-func (l *Link) publish(ctx context.Context, kind, to string, data []byte, dedup string, timeout time.Duration) error {
+// waits, up to busTimeout, for the receiving stream's ack.
+func (l *Link) publish(ctx context.Context, kind, to string, data []byte, dedup string) error {
 	if !l.bus.IsConnected() {
 		return errors.New("the bus is not reachable")
 	}
 	msg := &nats.Msg{Subject: subject(kind, to, l.opts.Name), Data: data, Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, dedup)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, busTimeout)
 	defer cancel()
 	ack, err := l.bjs.PublishMsg(ctx, msg, jetstream.WithExpectStream(streamName(to)))
 	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {

@@ -106,8 +106,6 @@ func (l *Link) drain(ctx context.Context, stream jetstream.Stream) error {
 		return fmt.Errorf("listening on the bus: %w", err)
 	}
 	defer sub.Unsubscribe()
-	idle := time.NewTicker(inboundIdle)
-	defer idle.Stop()
 	// A doorbell can ring before the stream has the packet: a cluster
 	// relays a publish to subscribers before its replicas have stored it
 	// (over the lab's network, a send waited for the idle look, 2 s). So
@@ -128,19 +126,16 @@ func (l *Link) drain(ctx context.Context, stream jetstream.Stream) error {
 			soon = 0
 			continue // more may have come meanwhile
 		}
-		var again *time.Timer
+		wait := inboundIdle
 		if soon > 0 && soon <= bellPatience {
-			again = time.NewTimer(soon)
-			soon *= 2
-		} else {
-			again = time.NewTimer(inboundIdle)
+			wait, soon = soon, soon*2
 		}
+		again := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 		case <-bell:
 			soon = bellFirst
 		case <-again.C:
-		case <-idle.C:
 		}
 		again.Stop()
 	}

@@ -290,7 +290,7 @@ func (l *Link) Send(ctx context.Context, p Packet) error {
 	one.Lock()
 	defer one.Unlock()
 	if l.waitingFor(p.To) == 0 && l.Up() {
-		err := l.publish(ctx, p.Kind, p.To, data, p.dedupID(), directTimeout)
+		err := l.publish(ctx, p.Kind, p.To, data, p.dedupID())
 		if err == nil {
 			return nil
 		}
@@ -332,10 +332,6 @@ func (l *Link) setStuck(host string, stuck bool) {
 		delete(l.stuck, host)
 	}
 }
-
-// directTimeout bounds a send's wait for the bus before its packet goes
-// to the outbox instead.
-const directTimeout = time.Second
 
 // sender is the lock of sends to host.
 func (l *Link) sender(host string) *sync.Mutex {
@@ -426,15 +422,9 @@ func backoff(ctx context.Context, wait *time.Duration) bool {
 	if *wait == 0 {
 		*wait = retryMin
 	}
-	t := time.NewTimer(*wait)
-	defer t.Stop()
+	d := *wait
 	*wait = min(*wait*2, retryMax)
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return sleep(ctx, d)
 }
 
 func (l *Link) setErr(err error) {

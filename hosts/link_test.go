@@ -67,15 +67,28 @@ func busServer(t *testing.T, dir string, port int) *server.Server {
 	return s
 }
 
+// openLink opens and starts host name's link to the bus at url, closed
+// when the test ends.
 func openLink(t *testing.T, name, url string, h Handler) *Link {
 	t.Helper()
-	l, err := Open(context.Background(), Options{Name: name, Dir: t.TempDir(), URL: url, Handler: h,
-		Logf: func(f string, a ...any) { t.Logf(name+": "+f, a...) }})
+	l := startLink(t, Options{Name: name, URL: url, Handler: h})
+	t.Cleanup(l.Close)
+	return l
+}
+
+// startLink opens and starts a link as o says, in a directory of the
+// test's unless o names one, logging to the test; the caller closes it.
+func startLink(t *testing.T, o Options) *Link {
+	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	o.Logf = func(f string, a ...any) { t.Logf(o.Name+": "+f, a...) }
+	l, err := Open(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.Start()
-	t.Cleanup(l.Close)
 	return l
 }
 
@@ -146,15 +159,7 @@ func TestSendsWaitForTheBus(t *testing.T) {
 	_, port, _ := net.SplitHostPort(bus.Addr().String())
 	var ra, rb recorder
 	aDir := t.TempDir()
-	open := func() *Link {
-		l, err := Open(context.Background(), Options{Name: "a", Dir: aDir, URL: url, Handler: &ra,
-			Logf: func(f string, args ...any) { t.Logf("a: "+f, args...) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		l.Start()
-		return l
-	}
+	open := func() *Link { return startLink(t, Options{Name: "a", Dir: aDir, URL: url, Handler: &ra}) }
 	a := open()
 	b := openLink(t, "b", url, &rb)
 	waitFor(t, "both links up", func() bool { return a.Up() && b.Up() })
@@ -249,11 +254,7 @@ func TestEventsWaitForTheirHost(t *testing.T) {
 	defer bus.Shutdown()
 	var ra, rb recorder
 	dirA := t.TempDir()
-	a, err := Open(context.Background(), Options{Name: "a", Dir: dirA, URL: bus.ClientURL(), Handler: &ra})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Start()
+	a := startLink(t, Options{Name: "a", Dir: dirA, URL: bus.ClientURL(), Handler: &ra})
 	b := openLink(t, "b", bus.ClientURL(), &rb)
 	waitFor(t, "both links up", func() bool { return a.Up() && b.Up() })
 	ctx := context.Background()
@@ -266,11 +267,7 @@ func TestEventsWaitForTheirHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // on the bus, for a host that is away
-	a, err = Open(context.Background(), Options{Name: "a", Dir: dirA, URL: bus.ClientURL(), Handler: &ra})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Start()
+	a = startLink(t, Options{Name: "a", Dir: dirA, URL: bus.ClientURL(), Handler: &ra})
 	defer a.Close()
 	waitFor(t, "the event at a after its restart", func() bool {
 		ra.mu.Lock()

@@ -273,21 +273,28 @@ func (s *Store) Holds(team, agent string, id message.ID) bool {
 // DeliverySince is message id's latest delivery update appended to
 // agent's inbox after from (the End of an earlier read of it): changed is
 // false when none was, and ok is false when the inbox was compacted or
-// replaced since from (the caller reads it whole). A deliverer that
+// replaced since from (the caller reads it whole). It decodes only the
+// lines that name id. A deliverer that
 // checked each message of a long inbox before typing it re-read the whole
 // inbox each time, which was most of a busy daemon's work.
 func (s *Store) DeliverySince(team, agent string, id message.ID, from Position) (d Delivery, changed, ok bool, err error) {
-	got, _, ok, err := s.UpdatesSince(team, agent, from, func(x message.ID) bool { return x == id })
+	got, _, ok, err := s.updatesSince(team, agent, from, id)
 	d, changed = got[id]
 	return d, changed, ok, err
 }
 
 // UpdatesSince reads only what was appended to agent's inbox after from
 // (the End of an earlier read, or of UpdatesSince), and returns the latest
-// delivery update of each message want picks, and where the next call
-// starts. ok is false when the inbox was compacted or replaced since from:
-// the caller reads it whole (Read) and starts again from that read's End.
-func (s *Store) UpdatesSince(team, agent string, from Position, want func(message.ID) bool) (got map[message.ID]Delivery, end Position, ok bool, err error) {
+// delivery update of each message, and where the next call starts. ok is
+// false when the inbox was compacted or replaced since from: the caller
+// reads it whole (Read) and starts again from that read's End.
+func (s *Store) UpdatesSince(team, agent string, from Position) (got map[message.ID]Delivery, end Position, ok bool, err error) {
+	return s.updatesSince(team, agent, from, "")
+}
+
+// updatesSince is UpdatesSince for message only, or for every message
+// when only is "": a line that does not name it is not decoded.
+func (s *Store) updatesSince(team, agent string, from Position, only message.ID) (got map[message.ID]Delivery, end Position, ok bool, err error) {
 	b, err := s.Box(team, agent)
 	if err != nil {
 		return nil, from, false, err
@@ -310,7 +317,10 @@ func (s *Store) UpdatesSince(team, agent string, from Position, want func(messag
 		return nil, from, false, err
 	}
 	got, end = map[message.ID]Delivery{}, from
-	marker := []byte(`"update":`)
+	marker := []byte(`"update":`) // every update line names this
+	if only != "" {
+		marker = []byte(`"` + string(only) + `"`)
+	}
 	for len(data) > 0 {
 		nl := bytes.IndexByte(data, '\n')
 		if nl < 0 {
@@ -319,10 +329,10 @@ func (s *Store) UpdatesSince(team, agent string, from Position, want func(messag
 		line := data[:nl]
 		data = data[nl+1:]
 		end.Offset += int64(nl + 1)
-		if !bytes.Contains(line, marker) { // decode only what may be an update
+		if !bytes.Contains(line, marker) { // decode only what may be wanted
 			continue
 		}
-		if r, err := decodeLine(line); err == nil && r.Update != "" && r.Delivery != nil && want(r.Update) {
+		if r, err := decodeLine(line); err == nil && r.Update != "" && r.Delivery != nil && (only == "" || r.Update == only) {
 			got[r.Update] = *r.Delivery // latest wins
 		}
 	}

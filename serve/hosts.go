@@ -391,7 +391,7 @@ func (h *hostLink) reportOnce(ctx context.Context) {
 // busy daemon's work).
 func (h *hostLink) states(store *mailbox.Store, k [2]string) (map[message.ID]mailbox.Delivery, error) {
 	if from, ok := h.read[k]; ok {
-		got, end, ok, err := store.UpdatesSince(k[0], k[1], from, func(message.ID) bool { return true })
+		got, end, ok, err := store.UpdatesSince(k[0], k[1], from)
 		if err != nil {
 			return nil, err
 		}
