@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,19 @@ func testServer(t testing.TB) (*Exec, func(args ...string) string) {
 		raw("new-session", "-d", "-s", `odd\037 %9 1 0 0 1 1 1 1 $0 name`, "cat")
 	}
 	raw("select-pane", "-t", "=agent-alpha-ana-2:", "-T", "title -:- with the separator gotmux splits on")
+	// tmux starts each cat through the shell, which then becomes cat: a
+	// test that compares two looks must not see that change between them
+	// (CI on 3.4: "nothing drawn, yet the fingerprint changed", bash then
+	// cat).
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		cmds := strings.Fields(raw("list-panes", "-a", "-F", "#{pane_current_command}"))
+		if !slices.ContainsFunc(cmds, func(c string) bool { return c != "cat" }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sessions' cat never started:\n%s", raw("list-panes", "-a", "-F", "#{pane_current_command}"))
+		}
+	}
 	e, err := NewExec(Server{Socket: sock}, bin)
 	if err != nil {
 		t.Fatal(err)
