@@ -567,8 +567,9 @@ func (c *Courier) tryTyping(id message.ID) (unlock func(), ok bool) {
 // attempt may have typed it (env.Delivery says how far it may have got).
 //
 // found, when not nil, is t's pane as the caller found it a moment ago
-// (Resolve), so that it is not looked up twice.
-func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target, env mailbox.Envelope, mode Mode, attempt int, resume bool, found *dispatch.Resolved) Result {
+// (Resolve, or dispatch.Again), so that it is not looked up twice. It
+// returns that pane as found (see dispatch.Again).
+func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target, env mailbox.Envelope, mode Mode, attempt int, resume bool, found *dispatch.Resolved) (Result, dispatch.Resolved) {
 	var earlier delivery.Step
 	var was mailbox.DeliveryState
 	if env.Delivery != nil {
@@ -580,7 +581,7 @@ func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target
 	// is in the inbox already, so it is marked before its pane is found.)
 	if err := box.SetDelivery(env.ID, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Reached: string(earlier), Updated: c.now()}); err != nil {
 		// Nothing typed; the inbox still says what it said.
-		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}, State: was}
+		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}, State: was}, dispatch.Resolved{}
 	}
 	before := prior{state: was, reached: earlier, resumed: resume}
 	call := mode.Call
@@ -596,12 +597,12 @@ func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target
 	}
 	if err != nil {
 		// Nothing typed: the outcome (the agent gone, say) is recorded.
-		return c.settle(ctx, box, env.ID, c.Dispatch.Unsent(pane, env.ID, err), mode, attempt, before)
+		return c.settle(ctx, box, env.ID, c.Dispatch.Unsent(pane, env.ID, err), mode, attempt, before), pane
 	}
 	rec := c.typingRecord(func(target.Target) *mailbox.Box { return box }, env.ID, attempt, earlier)
 	msg := dispatch.Message{ID: env.ID, Text: c.typed(env), Stored: true, OnStep: rec.step}
 	out := c.Dispatch.Deliver(ctx, pane, msg, rec.call(call))
-	return c.settle(ctx, box, env.ID, out, mode, attempt, before)
+	return c.settle(ctx, box, env.ID, out, mode, attempt, before), pane
 }
 
 // prior is what earlier attempts at a message left: its recorded state and

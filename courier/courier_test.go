@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -1071,5 +1072,106 @@ func TestASendThatWaitsForItsAgentRecordsWhy(t *testing.T) {
 		if d.Reason != "" {
 			t.Errorf("a send to a ready agent recorded %+v", d)
 		}
+	}
+}
+
+// countingTmux counts the looks-up of a session's panes, and can end a
+// session the moment a number of looks at it have been taken since the
+// agent got its first message.
+type countingTmux struct {
+	*fakeServer
+	mu            sync.Mutex
+	lookups       int
+	killAfter     int // end the session at this capture after the first message (0: never)
+	capturesSince int
+}
+
+func (c *countingTmux) SessionPanes(ctx context.Context, session string) ([]tmux.Pane, error) {
+	c.mu.Lock()
+	c.lookups++
+	c.mu.Unlock()
+	return c.fakeServer.SessionPanes(ctx, session)
+}
+
+func (c *countingTmux) Pinned(tmux.Pane) tmux.Client { return c }
+
+func (c *countingTmux) Capture(ctx context.Context, id string, history int) ([]string, error) {
+	c.mu.Lock()
+	if c.killAfter > 0 && len(c.Received("agent-alpha-ana")) > 0 {
+		if c.capturesSince++; c.capturesSince == c.killAfter {
+			_ = c.KillSession(ctx, "agent-alpha-ana")
+		}
+	}
+	c.mu.Unlock()
+	return c.fakeServer.Capture(ctx, id, history)
+}
+
+// queueThree keeps three messages for ana while a dialog is open, then
+// closes it.
+func queueThree(t *testing.T, c *Courier, tm *faketmux.Server) []message.ID {
+	t.Helper()
+	tm.SetDialog("agent-alpha-ana", true)
+	var ids []message.ID
+	for i := range 3 {
+		env := envelope(t, fmt.Sprint("queued ", i))
+		if res := c.Send(context.Background(), ana(t), env, Mode{Queue: true}); res.Verdict != Deferred {
+			t.Fatalf("send %d: %+v", i, res)
+		}
+		ids = append(ids, env.ID)
+	}
+	tm.SetDialog("agent-alpha-ana", false)
+	return ids
+}
+
+// A pass finds an agent's pane once, for its first message: the next ones
+// go to the pane the last one was typed into (dispatch.Again), and the
+// last look of one stands as the first look of the next.
+func TestPassFindsThePaneOncePerInbox(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	queueThree(t, c, tm)
+	counting := &countingTmux{fakeServer: tm}
+	c.Dispatch.Tmux = counting
+	done, err := c.Deliver(context.Background(), "", dispatch.Call{})
+	if err != nil || len(done) != 3 {
+		t.Fatalf("deliver: %+v, %v", done, err)
+	}
+	for _, d := range done {
+		if d.Verdict != delivery.Submitted {
+			t.Fatalf("deliver: %+v", done)
+		}
+	}
+	if got := tm.Received("agent-alpha-ana"); len(got) != 3 {
+		t.Errorf("typed %q", got)
+	}
+	if counting.lookups != 1 {
+		t.Errorf("the pass looked the session's panes up %d times for 3 messages, want 1", counting.lookups)
+	}
+}
+
+// The pane the last message went to ends before the next one: the next is
+// not typed (its first look finds no pane), waits, and goes to the agent's
+// new pane in the next pass, once, with the one after it.
+func TestPassStopsAtAPaneGoneBetweenMessages(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	ids := queueThree(t, c, tm)
+	counting := &countingTmux{fakeServer: tm, killAfter: 2} // the first message's proof, then the next one's first look
+	c.Dispatch.Tmux = counting
+	done, err := c.Deliver(context.Background(), "", dispatch.Call{})
+	if err != nil || len(done) != 2 || done[0].Verdict != delivery.Submitted || done[1].Verdict != Deferred {
+		t.Fatalf("deliver: %+v, %v", done, err)
+	}
+	if s := state(t, c, ids[1]); s != mailbox.StateDeferred && s != mailbox.StatePending {
+		t.Errorf("the second message is %s", s)
+	}
+	if _, _, err := tm.NewSession(context.Background(), "agent-alpha-ana", "", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	counting.killAfter = 0
+	done, err = c.Deliver(context.Background(), "", dispatch.Call{})
+	if err != nil || len(done) != 2 || done[0].Verdict != delivery.Submitted || done[1].Verdict != delivery.Submitted {
+		t.Fatalf("deliver to the new pane: %+v, %v", done, err)
+	}
+	if got := tm.Received("agent-alpha-ana"); len(got) != 2 || !strings.Contains(got[0], string(ids[1])) || !strings.Contains(got[1], string(ids[2])) {
+		t.Errorf("the new pane got %q", got)
 	}
 }

@@ -170,7 +170,10 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 		// pass cost every remote message a tmux call).
 		boxFirst(ctx, c.Dispatch, t, call, batch.Envelopes)
 	}
-	var out []Typing
+	var (
+		out   []Typing
+		again *dispatch.Resolved // the pane as the last message found it
+	)
 	for _, env := range batch.Envelopes {
 		if env.Delivery == nil {
 			continue
@@ -183,9 +186,12 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 			out = append(out, Typing{Team: team, Agent: agent, Result: c.skip(box, t, env, why)})
 			continue
 		}
-		found, ok, err := c.onServer(ctx, t, call, &listed)
-		if err != nil || !ok {
-			return out, err // no session now: nothing to type into
+		found := again
+		if again = nil; found == nil {
+			var ok bool
+			if found, ok, err = c.onServer(ctx, t, call, &listed); err != nil || !ok {
+				return out, err // no session now: nothing to type into
+			}
 		}
 		// Its typing lock: held means a live sender is typing it now (it
 		// finishes it); free means no one is, or its typist died.
@@ -200,8 +206,11 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 		state = env.Delivery.State
 		// Resume whenever an earlier attempt may have typed it.
 		resume := state == mailbox.StateTyping || env.Delivery.Attempts > 0
-		res := c.typeOne(ctx, box, t, env, Mode{Queue: true, Call: call}, env.Delivery.Attempts+1, resume, found)
+		res, used := c.typeOne(ctx, box, t, env, Mode{Queue: true, Call: call}, env.Delivery.Attempts+1, resume, found)
 		unlockTyping()
+		if next, ok := dispatch.Again(used, res.Outcome); ok {
+			again = &next
+		}
 		out = append(out, Typing{Team: team, Agent: agent, Result: res})
 		if res.Verdict == Deferred || res.Verdict == dispatch.NotFound {
 			break // keep the order: the rest wait behind this one

@@ -55,6 +55,11 @@ type leaveCapturer interface {
 	LeaveModeCapture(ctx context.Context, pane string) ([]string, error)
 }
 
+// gatherer is a Terminal whose calls from deliveries at work at once go
+// together (tmux.Exec: one process for many); a delivery says when it is
+// at work, calling it (+1), and when it is away from it (-1).
+type gatherer interface{ Gather(delta int) }
+
 // Locker gives exclusive use of one pane.
 type Locker interface {
 	Pane(ctx context.Context, socket, pane string) (unlock func(), err error)
@@ -430,6 +435,8 @@ func (r *run) deliver(ctx context.Context) error {
 	}
 	defer unlock()
 	defer r.doneWaiting()
+	r.gather(1)
+	defer r.gather(-1)
 
 	_, canLeave := r.d.Term.(leaveCapturer)
 	if r.d.Opts.Screen != nil && r.res.Phases.Lock < lockAtOnce {
@@ -826,7 +833,10 @@ func (r *run) reach(ctx context.Context, s Step) error {
 		return err // not taken, so not recorded either
 	}
 	if r.d.Opts.OnStep != nil {
-		if err := r.d.Opts.OnStep(s); err != nil {
+		r.gather(-1) // a record, written to disk: not a call
+		err := r.d.Opts.OnStep(s)
+		r.gather(1)
+		if err != nil {
 			return fmt.Errorf("not %s: recording that it would be failed: %w", s, err)
 		}
 	}
@@ -1094,7 +1104,17 @@ func (r *run) capture(ctx context.Context, leave bool) error {
 }
 
 func (r *run) sleep(ctx context.Context, d time.Duration) error {
+	r.gather(-1)
+	defer r.gather(1)
 	return r.d.Clock.Sleep(ctx, d)
+}
+
+// gather tells a Terminal that gathers calls (gatherer) that this
+// delivery is at work on it (+1) or away (-1).
+func (r *run) gather(delta int) {
+	if g, ok := r.d.Term.(gatherer); ok {
+		g.Gather(delta)
+	}
 }
 
 // waitMore sleeps before the next look of a delivery whose agent is not

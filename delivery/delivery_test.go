@@ -784,3 +784,58 @@ func TestHandoffLookStandsForTheFirstLook(t *testing.T) {
 		})
 	}
 }
+
+// gatheringAgent is a fakeAgent whose client gathers calls (tmux.Exec):
+// it counts the deliveries at work, between one call and the next.
+type gatheringAgent struct {
+	*fakeAgent
+	coming int
+}
+
+func (g *gatheringAgent) Gather(delta int) { g.coming += delta }
+
+// A delivery counts itself as coming for the next call while it works
+// (so that a tmux process waits for its call rather than leave without
+// it), and as away while it sleeps or writes its records: a caller counted
+// while asleep would hold every other delivery's call up to gatherWait.
+func TestDeliveryTellsWhenItIsComing(t *testing.T) {
+	for _, name := range []string{"ready", "busy a while", "press lost"} {
+		t.Run(name, func(t *testing.T) {
+			a, c := newFakeAgent()
+			switch name {
+			case "busy a while":
+				a.mode, a.busyUntil = "busy", 50*time.Millisecond
+			case "press lost":
+				a.dropEnters = 1
+			}
+			g := &gatheringAgent{fakeAgent: a}
+			var bad []string
+			a.onCall = func(op string) {
+				if g.coming != 1 {
+					bad = append(bad, fmt.Sprintf("%s with %d coming", op, g.coming))
+				}
+			}
+			c.onSleep = func(time.Duration) {
+				if g.coming != 0 {
+					bad = append(bad, fmt.Sprintf("asleep with %d coming", g.coming))
+				}
+			}
+			opts := DefaultOptions()
+			opts.Repress = 100 * time.Millisecond
+			opts.OnStep = func(Step) error {
+				if g.coming != 0 {
+					bad = append(bad, fmt.Sprintf("recording a step with %d coming", g.coming))
+				}
+				return nil
+			}
+			d := &Deliverer{Term: g, Locks: &noLocks{}, Clock: c, Socket: "/tmp/s", Opts: opts}
+			res := d.Deliver(context.Background(), "%1", testID, "hello")
+			if res.Verdict != Submitted {
+				t.Fatalf("verdict %s: %v", res.Verdict, res.Err)
+			}
+			if len(bad) > 0 || g.coming != 0 {
+				t.Errorf("%d coming after the delivery; %v", g.coming, bad)
+			}
+		})
+	}
+}

@@ -149,6 +149,7 @@ type Outcome struct {
 	// Reached: how far typing it may have got in the pane (see
 	// delivery.Step), counting an earlier attempt that was resumed.
 	Reached delivery.Step
+	read    *readAs // the profile the pane was read as, for Again
 }
 
 // OK reports whether the agent took the message: submitted, or queued to
@@ -208,6 +209,31 @@ type Resolved struct {
 	Err    error
 	screen []string  // read with the pane (nil: Deliver reads it)
 	start  time.Time // when the send began (zero: when Deliver does)
+	// read: the profile the last delivery to this pane read it as (Again);
+	// nil: found from the screen.
+	read *readAs
+}
+
+// readAs is the profile a pane was read as, and why (ok false: none
+// reads it).
+type readAs struct {
+	profile AgentProfile
+	why     string
+	ok      bool
+}
+
+// Again is r for the next message to the same pane, right after out, a
+// delivery to r that the agent took (ok false otherwise): the pane and the
+// profile it was read as are still what out found, so neither is looked up
+// again (a tmux call each message of a pass), and the delivery's first look
+// is the last one out left with the pane's lock while that is fresh, its
+// own otherwise. A pane that went since fails the delivery's first look,
+// and nothing is typed.
+func Again(r Resolved, out Outcome) (Resolved, bool) {
+	if !out.OK() || out.Pane != r.Pane.ID || out.read == nil {
+		return Resolved{}, false
+	}
+	return Resolved{Target: r.Target, Pane: r.Pane, read: out.read}, true
 }
 
 // Resolve finds t's pane for a send, with its screen when the tmux client
@@ -298,7 +324,7 @@ func (d *Dispatcher) Deliver(ctx context.Context, r Resolved, msg Message, call 
 	if start.IsZero() {
 		start = d.Clock.Now()
 	}
-	out := d.deliver(ctx, r.Target, r.Pane, r.screen, msg, call)
+	out := d.deliver(ctx, r.Target, r.Pane, r.screen, r.read, msg, call)
 	out.Elapsed = d.since(start)
 	return out
 }
@@ -439,7 +465,7 @@ func (d *Dispatcher) find(ctx context.Context, team string, call Call) ([]found,
 
 // deliver types msg into pane; screen is the pane's screen when already
 // read (nil: read it here, for the profile).
-func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pane, screen []string, msg Message, call Call) Outcome {
+func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pane, screen []string, read *readAs, msg Message, call Call) Outcome {
 	// Every look, paste and press names this pane in full and checks the
 	// server is the one it was found on.
 	term := d.Tmux.Pinned(pane)
@@ -463,7 +489,7 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 		out.Reached = opts.Earlier
 	}
 	text := msg.Text
-	if screen == nil && (call.Agent != nil || d.Profile != nil) {
+	if screen == nil && read == nil && (call.Agent != nil || d.Profile != nil) {
 		var err error
 		if screen, err = term.Capture(ctx, pane.ID, 0); err != nil {
 			out.Verdict, out.Err = delivery.Failed, err
@@ -471,7 +497,17 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 		}
 	}
 	bracketed := false // what a program no profile describes is assumed to do
-	p, why, ok := d.profile(call, t, pane, screen)
+	var (
+		p   AgentProfile
+		why string
+		ok  bool
+	)
+	if read != nil && call.Agent == nil {
+		p, why, ok = read.profile, read.why, read.ok
+	} else {
+		p, why, ok = d.profile(call, t, pane, screen)
+	}
+	out.read = &readAs{profile: p, why: why, ok: ok}
 	if ok {
 		out.Profile, out.ProfileWhy = p.Name, why
 		opts = d.options(opts, p, call)

@@ -314,10 +314,11 @@ const (
 // take locks the file called name (how: LOCK_EX or LOCK_SH), which stays
 // when let go if keep. An exclusive holder writes who it is into the file
 // (claim); shared holders, who may be many, write nothing.
-// prior is the look that the holder we waited for left as it let go: read
-// from the file we won once we had waited for it (a lock free at once
-// hands over nothing), or from a removed file we won, and then kept only
-// when the next file's lock is ours at once. (Waiting again means someone
+// prior is the look that the last holder left as it let go: read from the
+// file we won, whether we waited for it or found it free (a pass typing
+// one message after another into a pane takes its last look as the next
+// one's first), or from a removed file we won, and then kept only when the
+// next file's lock is ours at once. (Waiting again means someone
 // else held it since; their look comes with the file we win next.) A look
 // goes to one waiter only: the first to win it overwrites it with its
 // claim while it holds the lock, so a waiter that wins the same file
@@ -328,7 +329,6 @@ const (
 func (d Dir) take(ctx context.Context, name, what string, keep bool, how int) (h held, prior *Look, err error) {
 	path := filepath.Join(d.Path, name+".lock")
 	wait := pollMin
-	waited := false
 	var f *os.File
 	for {
 		if f == nil {
@@ -344,7 +344,7 @@ func (d Dir) take(ctx context.Context, name, what string, keep bool, how int) (h
 		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
 		switch {
 		case err == nil && same(f, path):
-			if waited && prior == nil {
+			if prior == nil {
 				prior = readLook(f)
 			}
 			if how == unix.LOCK_EX {
@@ -362,7 +362,7 @@ func (d Dir) take(ctx context.Context, name, what string, keep bool, how int) (h
 			f.Close()
 			return held{}, nil, fmt.Errorf("locking %s: %w", what, err)
 		}
-		prior, waited = nil, true
+		prior = nil // someone holds it: their look comes with the file we win
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -257,20 +257,25 @@ func TestSymlinkAtALockNameIsRefused(t *testing.T) {
 	}
 }
 
-// A holder's last look reaches the waiter that takes over from it, and
-// only that waiter: a lock taken free, after a holder that left no look,
-// or after someone else held it since, comes with none.
+// A holder's last look reaches the next holder, whether it waited or took
+// the lock free (a pass typing one message after another into the pane),
+// and only that holder: one that comes after a holder that left no look,
+// or after someone else held it since, gets none.
 func TestHandoffGoesToTheNextHolder(t *testing.T) {
 	d := Dir{Path: t.TempDir()}
 	ctx := context.Background()
 	prior, release, err := d.PaneHandoff(ctx, "/tmp/s", "%1")
 	if err != nil || prior != nil {
-		t.Fatalf("a free lock: prior %v, err %v", prior, err)
+		t.Fatalf("a new lock: prior %v, err %v", prior, err)
 	}
 	release(&Look{At: time.Now(), Screen: []string{"left while nobody waited"}})
 	prior, release, err = d.PaneHandoff(ctx, "/tmp/s", "%1")
-	if err != nil || prior != nil {
+	if err != nil || prior == nil || prior.Screen[0] != "left while nobody waited" {
 		t.Fatalf("a lock nobody waited for: prior %v, err %v", prior, err)
+	}
+	release(nil)
+	if prior, release, err = d.PaneHandoff(ctx, "/tmp/s", "%1"); err != nil || prior != nil {
+		t.Fatalf("after a holder that left no look: prior %v, err %v", prior, err)
 	}
 	got := waiter(t, d, "%1")
 	at := time.Now().UTC().Truncate(time.Microsecond)

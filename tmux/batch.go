@@ -173,6 +173,10 @@ func (c *core) submit(ctx context.Context, cl *call) ([]byte, error) {
 		go c.drain()
 	}
 	c.mu.Unlock()
+	select {
+	case c.arrived <- struct{}{}:
+	default:
+	}
 	var r callResult
 	if write {
 		r = <-cl.done // bounded by the command timeout
@@ -204,9 +208,52 @@ func splitCommands(args []string) [][]string {
 	return append(cmds, cur)
 }
 
+// Gather tells the server's client that delta more callers (a negative
+// delta: fewer) will call again in a moment: deliveries at work, between
+// one call and their next. While a tmux process is the only way to the
+// server, a command list then waits up to gatherWait for all of them, and
+// goes as one process instead of one for the first caller and another for
+// the rest (four deliveries in step took 4.7 processes a message, not
+// 1.5; starting a tmux client was 57% of the CPU of a pass on two cores).
+// A caller that sleeps, or writes its records, is not coming: it says so
+// with -1, and +1 when it is back.
+func (c *Exec) Gather(delta int) { c.coming.Add(int64(delta)) }
+
+// gatherWait bounds how long a command list waits for the callers still
+// coming (Gather): under a tmux process's own cost (2 ms and more).
+const gatherWait = time.Millisecond
+
+// gather waits, up to c.gatherWait, until as many calls wait as callers are
+// coming; not through a control client, where a list costs 0.1 ms.
+func (c *core) gather() {
+	if ctl := c.control.Load(); ctl != nil && ctl.Attached() {
+		return
+	}
+	var deadline <-chan time.Time
+	for {
+		c.mu.Lock()
+		n := int64(len(c.queue))
+		c.mu.Unlock()
+		if n == 0 || n >= c.coming.Load() {
+			return
+		}
+		if deadline == nil {
+			t := time.NewTimer(c.gatherWait)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-c.arrived:
+		case <-deadline:
+			return
+		}
+	}
+}
+
 // drain runs command lists until no call is waiting.
 func (c *core) drain() {
 	for {
+		c.gather()
 		c.mu.Lock()
 		list := c.takeList()
 		if len(list) == 0 {

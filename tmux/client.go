@@ -133,8 +133,13 @@ type core struct {
 	mu       sync.Mutex
 	queue    []*call
 	draining bool
-	procs    atomic.Int64 // tmux processes started, for tests and benchmarks
-	lists    atomic.Int64 // command lists run, for tests and benchmarks
+	// coming counts callers that will call again in a moment (Gather);
+	// arrived wakes a drainer that waits for them.
+	coming     atomic.Int64
+	arrived    chan struct{}
+	gatherWait time.Duration
+	procs      atomic.Int64 // tmux processes started, for tests and benchmarks
+	lists      atomic.Int64 // command lists run, for tests and benchmarks
 
 	oldPaste atomic.Int32            // pasteUnknown, pasteNew or pasteOld: see payloadsOnStdin
 	control  atomic.Pointer[Control] // UseControl
@@ -154,7 +159,8 @@ func NewExec(server Server, bin string) (*Exec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Exec{core: &core{server: server, bin: path, timeout: DefaultCommandTimeout}}, nil
+	return &Exec{core: &core{server: server, bin: path, timeout: DefaultCommandTimeout,
+		arrived: make(chan struct{}, 1), gatherWait: gatherWait}}, nil
 }
 
 // FindBinary resolves the tmux binary to run: bin itself when it is a path
