@@ -145,7 +145,7 @@ func (l *Link) drain(ctx context.Context, stream jetstream.Stream) error {
 // After a doorbell, the stream is looked at again after bellFirst, then
 // at twice the interval each time, up to bellPatience.
 const (
-	bellFirst    = time.Millisecond
+	bellFirst    = 250 * time.Microsecond
 	bellPatience = 512 * time.Millisecond
 )
 

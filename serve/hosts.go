@@ -31,6 +31,7 @@ type hostLink struct {
 	mu      sync.Mutex
 	origins map[message.ID]*origin
 	poke    chan struct{}
+	soon    *time.Timer // pokeReportSoon's poke to come
 	// The batch being received (the link hands packets over from one
 	// goroutine): what it recorded, and the teams whose agents have new
 	// messages to type once it is durable.
@@ -293,9 +294,31 @@ func (h *hostLink) Flush(ctx context.Context) error {
 		h.d.deliverSoon(k[0], k[1], sessions)
 	}
 	h.batch, h.deliver = nil, nil
-	h.pokeReport()
+	h.pokeReportSoon()
 	return nil
 }
+
+// pokeReportSoon has the report loop tell the batch's new messages'
+// senders that they wait here a moment from now, not at once: a message
+// typed meanwhile is told submitted by its pass's end, and the pending
+// report would only have competed with its typing for the two cores (a
+// send to another host took 2 ms longer for it).
+func (h *hostLink) pokeReportSoon() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.soon == nil {
+		h.soon = time.AfterFunc(reportSoon, func() {
+			h.mu.Lock()
+			h.soon = nil
+			h.mu.Unlock()
+			h.pokeReport()
+		})
+	}
+}
+
+// reportSoon is how long after its batch is recorded a message is told
+// pending, unless its pass has told more by then.
+const reportSoon = 50 * time.Millisecond
 
 // Event records what became of a message this host sent (hosts.Handler),
 // and writes it to the event log as a message event of its host.
