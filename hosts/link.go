@@ -93,9 +93,15 @@ const (
 	// milliseconds. A cluster coming back from a partition stored a packet
 	// and lost its ack, and the forwarder waited out 5 s per try while the
 	// bus was already back; with this, it tries again within a second.
-	busTimeout     = time.Second
+	busTimeout = time.Second
+	// A retry waits from retryMin, doubling up to retryMax: a bus back
+	// from a partition takes packets again the moment its cluster has
+	// re-elected its leaders, and a forwarder (or a reader) asleep for 2 s
+	// more kept 1,000 queued messages waiting for it. A try that finds the
+	// bus still away costs a request that waits busTimeout, so the tries
+	// space themselves.
 	retryMin       = 100 * time.Millisecond
-	retryMax       = 2 * time.Second
+	retryMax       = 250 * time.Millisecond
 	presenceEvery  = 3 * time.Second
 	presenceMaxAge = 4 * presenceEvery // a host silent longer is down
 	outboxKeep     = 30 * 24 * time.Hour
