@@ -691,7 +691,14 @@ func (r *run) typeText(ctx context.Context) error {
 	// The last look no longer shows the pane as it is: none is left for
 	// the next holder until a look after the paste.
 	r.fresh = nil
-	if err := r.term(r.d.Term.Paste(context.WithoutCancel(ctx), r.pane, r.typed)); err != nil {
+	if err := r.d.Term.Paste(context.WithoutCancel(ctx), r.pane, r.typed); errors.Is(err, tmux.ErrPaneDead) {
+		// The server found the agent exited and pasted nothing (a pane
+		// kept by remain-on-exit): not typed, and not ready.
+		r.mayBeInBox = false
+		r.res.Typings--
+		r.res.LastSeen = Gone
+		return &NotReadyError{State: Gone, Detail: err.Error(), Waited: r.d.Clock.Now().Sub(r.start)}
+	} else if err := r.term(err); err != nil {
 		return err
 	}
 	deadline := r.d.Clock.Now().Add(r.d.Opts.ConfirmTimeout)

@@ -839,3 +839,20 @@ func TestDeliveryTellsWhenItIsComing(t *testing.T) {
 		})
 	}
 }
+
+// An agent that exits between the last look and the paste, its pane kept
+// (remain-on-exit): tmux pastes nothing into it (tmux.Paste checks in the
+// same turn), and the delivery says so: not typed, not ready, gone, so that
+// the message waits for the agent to be back.
+func TestPasteIntoAnExitedAgentTypesNothing(t *testing.T) {
+	a, c := newFakeAgent()
+	a.deadAtPaste = true
+	res, _ := deliverTo(t, a, c, "hello", nil)
+	var nr *NotReadyError
+	if res.Verdict != NotReady || !errors.As(res.Err, &nr) || nr.State != Gone {
+		t.Fatalf("verdict %s, err %v; want not ready, gone", res.Verdict, res.Err)
+	}
+	if res.Typings != 0 || res.Presses != 0 || len(a.submitted) != 0 {
+		t.Errorf("typings %d, presses %d, submitted %q", res.Typings, res.Presses, a.submitted)
+	}
+}

@@ -62,6 +62,7 @@ type fakeAgent struct {
 	pendingEcho   []echo
 	outputLines   int  // lines the agent prints after each submission
 	dialogOnPress bool // a dialog opens right after a submission
+	deadAtPaste   bool // the agent has exited when the paste comes: tmux pastes nothing
 	// A frozen agent: pastes land this late (they wait in the pty meanwhile).
 	pasteDelay    time.Duration
 	pendingPastes []echo
@@ -199,6 +200,9 @@ func (a *fakeAgent) screen() []string {
 func (a *fakeAgent) Paste(ctx context.Context, pane, text string) error {
 	if err := a.call(ctx, "paste"); err != nil {
 		return err
+	}
+	if a.deadAtPaste {
+		return &tmux.Error{Command: "paste-buffer", Stderr: "target pane has exited", Kind: tmux.ErrPaneDead}
 	}
 	switch {
 	case a.inMode || a.mode == "dialog":

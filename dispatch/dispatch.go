@@ -229,11 +229,27 @@ type readAs struct {
 // is the last one out left with the pane's lock while that is fresh, its
 // own otherwise. A pane that went since fails the delivery's first look,
 // and nothing is typed.
+//
+// Only for a pane read by an agent CLI's own profile (or by none, where no
+// profiles are set): its reader knows the agent's own input box, so a
+// shell that takes the agent's place does not read as ready to it. The
+// generic and python readers take a bare prompt, which a shell shows too;
+// for them each message looks the pane up again, whose foreground command
+// tells a shell.
 func Again(r Resolved, out Outcome) (Resolved, bool) {
 	if !out.OK() || out.Pane != r.Pane.ID || out.read == nil {
 		return Resolved{}, false
 	}
+	if out.read.ok && promptOnly(out.read.profile.Name) {
+		return Resolved{}, false
+	}
 	return Resolved{Target: r.Target, Pane: r.Pane, read: out.read}, true
+}
+
+// promptOnly names the builtin profiles whose readers take any prompt of
+// theirs as ready, whatever program draws it.
+func promptOnly(name string) bool {
+	return name == "generic" || name == "shell" || name == "python"
 }
 
 // Resolve finds t's pane for a send, with its screen when the tmux client

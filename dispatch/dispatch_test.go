@@ -303,3 +303,32 @@ func TestWhileBusyThatCannotApplySaysWhy(t *testing.T) {
 		t.Errorf("no profile: %q", o.WhileBusyIgnored)
 	}
 }
+
+// A pass reuses a pane for its next message only when the agent took the
+// last one, and only while the pane was read by an agent CLI's own profile
+// (or by none): a generic or python reader takes a shell's prompt too, and
+// the pane's foreground command, looked up again, is what tells a shell.
+func TestAgainOnlyForAnAgentsOwnReader(t *testing.T) {
+	r := Resolved{Pane: tmux.Pane{ID: "%1"}}
+	taken := func(name string, ok bool) Outcome {
+		return Outcome{Pane: "%1", Verdict: delivery.Submitted, read: &readAs{profile: AgentProfile{Name: name}, ok: ok}}
+	}
+	for _, c := range []struct {
+		out  Outcome
+		want bool
+	}{
+		{taken("claude", true), true},
+		{taken("standin", true), true},
+		{taken("", false), true}, // no profiles at all
+		{taken("generic", true), false},
+		{taken("python", true), false},
+		{taken("shell", true), false},
+		{Outcome{Pane: "%1", Verdict: delivery.NotReady, read: &readAs{ok: false}}, false},
+		{Outcome{Pane: "%2", Verdict: delivery.Submitted, read: &readAs{ok: false}}, false},
+		{Outcome{Pane: "%1", Verdict: delivery.Submitted}, false},
+	} {
+		if _, got := Again(r, c.out); got != c.want {
+			t.Errorf("Again after %s into %s read as %+v: %v, want %v", c.out.Verdict, c.out.Pane, c.out.read, got, c.want)
+		}
+	}
+}

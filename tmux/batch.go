@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,8 +37,10 @@ type call struct {
 	// listCommands: once in a list is enough, see there).
 	guarded bool
 	// alone: its commands run others (if-shell), whose answers come from a
-	// control client as blocks of their own: it goes in a list of its own,
-	// where every block is its answer.
+	// control client as blocks of their own: through one, it goes in a
+	// list of its own, where every block is its answer. (A tmux process
+	// prints one stream, cut at the markers, so there it goes with others:
+	// every paste of a broadcast is such a call.)
 	alone bool
 	done  chan callResult
 }
@@ -140,18 +143,19 @@ func payloadArg(i int) string { return "\x00payload" + strconv.Itoa(i) }
 // do runs one call, its commands separated by ";" arguments, and returns
 // its output.
 func (c *Exec) do(ctx context.Context, write bool, payloads []string, args ...string) ([]byte, error) {
-	return c.doCommands(ctx, write, payloads, splitCommands(args))
+	return c.doCommands(ctx, write, payloads, splitCommands(args), false)
 }
 
 // doCommands runs one call of the given commands (whose arguments may be
-// anything, ";" included) and returns its output. A pinned view's calls
-// go in command lists that first check the server instance (guard).
-func (c *Exec) doCommands(ctx context.Context, write bool, payloads []string, cmds [][]string) ([]byte, error) {
+// anything, ";" included) and returns its output; alone: they run others
+// (if-shell, see call.alone). A pinned view's calls go in command lists
+// that first check the server instance (guard).
+func (c *Exec) doCommands(ctx context.Context, write bool, payloads []string, cmds [][]string, alone bool) ([]byte, error) {
 	var pin *Instance
 	if c.pin != nil && !c.pin.Server.IsZero() {
 		pin = &c.pin.Server
 	}
-	return c.core.submit(ctx, &call{cmds: cmds, payloads: payloads, write: write, pin: pin})
+	return c.core.submit(ctx, &call{cmds: cmds, payloads: payloads, write: write, pin: pin, alone: alone})
 }
 
 // guard is a command that fails, and so ends the command list before
@@ -217,7 +221,16 @@ func splitCommands(args []string) [][]string {
 // 1.5; starting a tmux client was 57% of the CPU of a pass on two cores).
 // A caller that sleeps, or writes its records, is not coming: it says so
 // with -1, and +1 when it is back.
-func (c *Exec) Gather(delta int) { c.coming.Add(int64(delta)) }
+func (c *Exec) Gather(delta int) {
+	c.coming.Add(int64(delta))
+	if delta < 0 {
+		// One fewer to wait for: a list waiting may go now.
+		select {
+		case c.arrived <- struct{}{}:
+		default:
+		}
+	}
+}
 
 // gatherWait bounds how long a command list waits for the callers still
 // coming (Gather): under a tmux process's own cost (2 ms and more).
@@ -277,6 +290,8 @@ func (c *core) takeList() []*call {
 	var list []*call
 	size, files := 0, 0
 	maxBytes, maxFiles := c.listLimits()
+	ctl := c.control.Load()
+	controlled := ctl != nil && ctl.Attached()
 	for len(c.queue) > 0 {
 		cl := c.queue[0]
 		if err := cl.ctx.Err(); err != nil {
@@ -294,14 +309,15 @@ func (c *core) takeList() []*call {
 		if cl.pin != nil {
 			n += 64 // its guard, when the list checks the server right before it
 		}
-		if len(list) > 0 && (cl.alone || size+n > maxBytes || len(cl.payloads) > 0 && files+len(cl.payloads) > maxFiles) {
+		alone := cl.alone && controlled
+		if len(list) > 0 && (alone || size+n > maxBytes || len(cl.payloads) > 0 && files+len(cl.payloads) > maxFiles) {
 			break
 		}
 		list = append(list, cl)
 		size += n
 		files += len(cl.payloads)
 		c.queue = c.queue[1:]
-		if cl.alone {
+		if alone {
 			break
 		}
 	}
@@ -320,7 +336,9 @@ func (c *core) takeList() []*call {
 // of tmux's time in a broadcast).
 func (c *core) runList(list []*call) (again []*call) {
 	c.lists.Add(1)
-	if ctl := c.control.Load(); ctl != nil {
+	// A list made for processes may hold a call that must be alone
+	// through a control client (one attached since): it goes as a process.
+	if ctl := c.control.Load(); ctl != nil && (len(list) == 1 || !slices.ContainsFunc(list, func(cl *call) bool { return cl.alone })) {
 		cmds, payloads, write := listCommands(list, "")
 		if res, ok := ctl.run(cmds, payloads, write); ok {
 			return c.answer(list, write, res, blockOutputs(list, res.blocks, res.exitCode == 0))

@@ -1,6 +1,7 @@
 package tmux
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os/exec"
@@ -398,7 +399,7 @@ func (c *Exec) read(ctx context.Context, cmds ...[]string) (reading, error) {
 		// The hidden variables, to learn whether this instance is marked.
 		list = append(list, []string{"display-message", "-p", mark(len(cmds))}, []string{"show-environment", "-g", "-h"})
 	}
-	out, err := c.doCommands(ctx, false, nil, list)
+	out, err := c.doCommands(ctx, false, nil, list, false)
 	if err != nil {
 		return reading{}, err
 	}
@@ -527,15 +528,39 @@ func (c *Exec) Paste(ctx context.Context, pane, text string) error {
 	// whole before tmux starts (no argv parsing, no size limit, nothing
 	// cut short or left on disk if we die), paste it with bracketed-paste
 	// markers (-p), LF kept as LF (-r), and delete it (-d).
-	_, err := c.do(ctx, true, []string{text},
-		"load-buffer", "-b", buffer, payloadArg(0), ";",
-		"paste-buffer", "-p", "-d", "-r", "-b", buffer, "-t", c.target(pane))
+	//
+	// Only into a live pane: tmux before 3.4 segfaults on a bracketed
+	// paste into a pane whose program has exited and that stays
+	// (remain-on-exit), ending every session (measured: 3.2a and 3.3a;
+	// 3.4 and 3.7c refuse it). A look a moment before cannot rule that out,
+	// so the server itself checks, in the turn that pastes: if-shell -F
+	// runs no shell, and nothing ends a pane between its two commands.
+	// The pane is named by its full target in a command that fails when
+	// the target does not reach it, and sends nothing: send-keys with no
+	// key (if-shell and display-message fall back to another pane when
+	// theirs is missing, and a pane that moved to another window must fail
+	// the list). Inside the command strings, which tmux parses, it is
+	// named by its id (unique on this server).
+	out, err := c.doCommands(ctx, true, []string{text}, [][]string{
+		{"load-buffer", "-b", buffer, payloadArg(0)},
+		{"send-keys", "-t", c.target(pane)},
+		{"if-shell", "-F", "-t", pane, "#{pane_dead}",
+			"delete-buffer -b " + buffer + " ; display-message -p " + paneDeadMark,
+			"paste-buffer -p -d -r -b " + buffer + " -t " + pane},
+	}, true)
+	if err == nil && bytes.Contains(out, []byte(paneDeadMark)) {
+		return &Error{Command: "paste-buffer", Socket: c.server.Socket, Stderr: "target pane has exited", Kind: ErrPaneDead}
+	}
 	if err != nil {
 		// The paste failed after the load: do not leave our text behind.
 		_, _ = c.do(context.WithoutCancel(ctx), true, nil, "delete-buffer", "-b", buffer)
 	}
 	return err
 }
+
+// paneDeadMark is what Paste's command list prints instead of pasting
+// into a dead pane.
+const paneDeadMark = "agentmsg-pane-dead"
 
 func (c *Exec) SendBytes(ctx context.Context, pane string, b ...byte) error {
 	args := []string{"send-keys", "-t", c.target(pane), "-H"}

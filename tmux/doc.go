@@ -110,6 +110,17 @@
 // control client or, when none is attached, from a process: a send never waits
 // for the lock.
 //
+// A pane whose program has exited and that stays (remain-on-exit) is a
+// hazard of its own: a bracketed paste into it (paste-buffer -p) ended the
+// server on 3.2a and 3.3a, every time (kernel log: "segfault at 118 ... in
+// libevent"); 3.4 and 3.7c refuse it ("target pane has exited"). An agent
+// can exit between the look that found it alive and the paste, so Paste
+// lets the server check: if-shell -F '#{pane_dead}' pastes only into a
+// live pane, in the same turn of the server's loop (no shell runs, and
+// nothing ends a pane between two commands of a list), and says
+// ErrPaneDead otherwise (TestPasteNeverGoesIntoADeadPane, which ended the
+// server on 3.3a without it).
+//
 // How a tmux client is run (proc.go): in a process group of its own, so a
 // Ctrl-C or a signal to agentmsg's group never reaches it; never signalled (a
 // call that takes longer than DefaultCommandTimeout is abandoned and reaped,

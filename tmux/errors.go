@@ -18,6 +18,10 @@ var (
 	// name another agent's pane now. It wraps ErrPaneNotFound: the pane
 	// that was found is gone.
 	ErrServerReplaced = fmt.Errorf("%w: the tmux server was replaced since the pane was found", ErrPaneNotFound)
+	// ErrPaneDead: the pane's program has exited and the pane stays
+	// (remain-on-exit); nothing was typed into it. It wraps ErrPaneNotFound:
+	// the agent that was found is gone.
+	ErrPaneDead = fmt.Errorf("%w: its program has exited", ErrPaneNotFound)
 )
 
 // Error is a failed tmux command with what tmux said.
@@ -66,6 +70,8 @@ func classify(stderr string) error {
 		// answers a command that needs a session so.
 		strings.Contains(stderr, "no current target"):
 		return ErrSessionNotFound
+	case strings.Contains(stderr, "target pane has exited"): // tmux 3.4 and newer, pasting
+		return ErrPaneDead
 	case strings.Contains(stderr, "can't find pane"),
 		strings.Contains(stderr, "can't find window"):
 		return ErrPaneNotFound

@@ -54,9 +54,25 @@ func TestGatherWaitsForTheCallersComing(t *testing.T) {
 		t.Errorf("a call whose fellow never came took %s, want gatherWait (%s) and a process", took, e.gatherWait)
 	}
 
-	// A lone caller's call never waits (a minute would show).
-	e.gatherWait = time.Minute
+	// A caller that was coming goes away (to sleep, say): the list waiting
+	// for it goes at once.
+	e.gatherWait = time.Minute // two coming still
+	done := make(chan error, 1)
+	start = time.Now()
+	go func() {
+		_, err := e.run(ctx, "display-message", "-p", "left behind")
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
 	e.Gather(-1)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("a call whose fellow went away waited %s", took)
+	}
+
+	// A lone caller's call never waits (a minute would show): one coming.
 	start = time.Now()
 	if _, err := e.run(ctx, "display-message", "-p", "lone"); err != nil {
 		t.Fatal(err)

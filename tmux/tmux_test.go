@@ -512,3 +512,41 @@ func TestChangesSeesOutputAndNewPanes(t *testing.T) {
 		t.Errorf("a new window, and the fingerprint is the same: %q", now)
 	}
 }
+
+// A pane whose program has exited and that stays (remain-on-exit) is never
+// pasted into: tmux 3.2a and 3.3a end their server on a bracketed paste
+// into one (3.4 and newer refuse it). Paste says ErrPaneDead, the server
+// lives, and no buffer of ours is left.
+func TestPasteNeverGoesIntoADeadPane(t *testing.T) {
+	e, raw := testServer(t)
+	ctx := context.Background()
+	raw("set-option", "-g", "remain-on-exit", "on")
+	raw("new-session", "-d", "-s", "agent-t-gone", "true")
+	waitFor(t, func() bool {
+		return strings.TrimSpace(raw("display-message", "-p", "-t", "=agent-t-gone:", "#{pane_dead}")) == "1"
+	})
+	panes, err := e.SessionPanes(ctx, "agent-t-gone")
+	if err != nil || len(panes) != 1 {
+		t.Fatalf("panes %+v, %v", panes, err)
+	}
+	for _, c := range []Client{e, e.Pinned(panes[0])} {
+		if err := c.Paste(ctx, panes[0].ID, "into the dead"); !errors.Is(err, ErrPaneDead) {
+			t.Errorf("paste into a dead pane: %v, want ErrPaneDead", err)
+		}
+	}
+	if _, err := e.Info(ctx); err != nil {
+		t.Fatalf("the server after the pastes: %v", err)
+	}
+	if out := raw("list-buffers"); strings.Contains(out, "agentmsg-") {
+		t.Errorf("buffers left: %s", out)
+	}
+	// A live pane next to it still gets its paste.
+	live, err := e.SessionPanes(ctx, "agent-alpha-ana-2")
+	if err != nil || len(live) != 1 {
+		t.Fatalf("panes %+v, %v", live, err)
+	}
+	if err := e.Pinned(live[0]).Paste(ctx, live[0].ID, "into the living"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return strings.Contains(raw("capture-pane", "-p", "-t", live[0].ID), "into the living") })
+}
