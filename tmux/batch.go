@@ -42,7 +42,12 @@ type call struct {
 	// prints one stream, cut at the markers, so there it goes with others:
 	// every paste of a broadcast is such a call.)
 	alone bool
-	done  chan callResult
+	// inserted: the blocks that the commands its if-shell runs add through
+	// a control client (each command a block of its own, right after the
+	// if-shell's), the same whichever branch runs; such a call needs no
+	// list of its own.
+	inserted int
+	done     chan callResult
 }
 
 type callResult struct {
@@ -143,19 +148,22 @@ func payloadArg(i int) string { return "\x00payload" + strconv.Itoa(i) }
 // do runs one call, its commands separated by ";" arguments, and returns
 // its output.
 func (c *Exec) do(ctx context.Context, write bool, payloads []string, args ...string) ([]byte, error) {
-	return c.doCommands(ctx, write, payloads, splitCommands(args), false)
+	return c.doCommands(ctx, write, payloads, splitCommands(args))
 }
 
 // doCommands runs one call of the given commands (whose arguments may be
-// anything, ";" included) and returns its output; alone: they run others
-// (if-shell, see call.alone). A pinned view's calls go in command lists
-// that first check the server instance (guard).
-func (c *Exec) doCommands(ctx context.Context, write bool, payloads []string, cmds [][]string, alone bool) ([]byte, error) {
-	var pin *Instance
+// anything, ";" included) and returns its output.
+func (c *Exec) doCommands(ctx context.Context, write bool, payloads []string, cmds [][]string) ([]byte, error) {
+	return c.core.submit(ctx, &call{cmds: cmds, payloads: payloads, write: write, pin: c.pinned()})
+}
+
+// pinned is the server instance a pinned view's calls go in command lists
+// that first check (guard); nil for none.
+func (c *Exec) pinned() *Instance {
 	if c.pin != nil && !c.pin.Server.IsZero() {
-		pin = &c.pin.Server
+		return &c.pin.Server
 	}
-	return c.core.submit(ctx, &call{cmds: cmds, payloads: payloads, write: write, pin: pin, alone: alone})
+	return nil
 }
 
 // guard is a command that fails, and so ends the command list before
@@ -365,7 +373,7 @@ func blockOutputs(list []*call, blocks [][]byte, whole bool) [][]byte {
 	}
 	var outs [][]byte
 	for _, cl := range list {
-		n := len(cl.cmds)
+		n := len(cl.cmds) + cl.inserted
 		if cl.guarded {
 			n++
 		}

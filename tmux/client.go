@@ -399,7 +399,7 @@ func (c *Exec) read(ctx context.Context, cmds ...[]string) (reading, error) {
 		// The hidden variables, to learn whether this instance is marked.
 		list = append(list, []string{"display-message", "-p", mark(len(cmds))}, []string{"show-environment", "-g", "-h"})
 	}
-	out, err := c.doCommands(ctx, false, nil, list, false)
+	out, err := c.doCommands(ctx, false, nil, list)
 	if err != nil {
 		return reading{}, err
 	}
@@ -541,13 +541,15 @@ func (c *Exec) Paste(ctx context.Context, pane, text string) error {
 	// theirs is missing, and a pane that moved to another window must fail
 	// the list). Inside the command strings, which tmux parses, it is
 	// named by its id (unique on this server).
-	out, err := c.doCommands(ctx, true, []string{text}, [][]string{
+	// Each branch runs two commands, so that through a control client the
+	// call's answer is the same number of blocks either way (call.inserted).
+	out, err := c.core.submit(ctx, &call{write: true, pin: c.pinned(), payloads: []string{text}, inserted: 2, cmds: [][]string{
 		{"load-buffer", "-b", buffer, payloadArg(0)},
 		{"send-keys", "-t", c.target(pane)},
 		{"if-shell", "-F", "-t", pane, "#{pane_dead}",
 			"delete-buffer -b " + buffer + " ; display-message -p " + paneDeadMark,
-			"paste-buffer -p -d -r -b " + buffer + " -t " + pane},
-	}, true)
+			"paste-buffer -p -d -r -b " + buffer + " -t " + pane + " ; display-message -p ''"},
+	}})
 	if err == nil && bytes.Contains(out, []byte(paneDeadMark)) {
 		return &Error{Command: "paste-buffer", Socket: c.server.Socket, Stderr: "target pane has exited", Kind: ErrPaneDead}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -516,4 +517,56 @@ func holdLists(t *testing.T, c *Exec) (release func()) {
 	t.Cleanup(release)
 	waitFor(t, func() bool { return c.lists.Load() == running })
 	return release
+}
+
+// Through a control client, pastes go in command lists with other calls
+// (a broadcast's), and each call still gets its own answer: a paste into a
+// dead pane says so, one into a live pane pastes, and the captures beside
+// them read their own panes (Paste's if-shell runs two commands in either
+// branch, call.inserted).
+func TestControlPastesBesideOtherCalls(t *testing.T) {
+	e, raw := testServer(t)
+	raw("set-option", "-g", "remain-on-exit", "on")
+	raw("new-session", "-d", "-s", "agent-t-gone", "true")
+	waitFor(t, func() bool {
+		return strings.TrimSpace(raw("display-message", "-p", "-t", "=agent-t-gone:", "#{pane_dead}")) == "1"
+	})
+	ctx := context.Background()
+	dead, err := e.SessionPanes(ctx, "agent-t-gone")
+	if err != nil || len(dead) != 1 {
+		t.Fatalf("panes %+v, %v", dead, err)
+	}
+	live, err := e.SessionPanes(ctx, "agent-alpha-ana-2")
+	if err != nil || len(live) != 1 {
+		t.Fatalf("panes %+v, %v", live, err)
+	}
+	c := controlled(t, e)
+	release := holdLists(t, c) // what follows waits, and goes as one list
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	var screen []string
+	wg.Go(func() { errs[0] = c.Pinned(dead[0]).Paste(ctx, dead[0].ID, "into the dead") })
+	wg.Go(func() { errs[1] = c.Pinned(live[0]).Paste(ctx, live[0].ID, "into the living") })
+	wg.Go(func() { screen, errs[2] = c.Pinned(dead[0]).Capture(ctx, dead[0].ID, 0) })
+	wg.Go(func() { errs[3] = c.Pinned(dead[0]).Paste(ctx, dead[0].ID, "into the dead again") })
+	time.Sleep(100 * time.Millisecond) // all four queued behind the held list
+	lists := c.lists.Load()
+	release()
+	wg.Wait()
+	if !errors.Is(errs[0], ErrPaneDead) || !errors.Is(errs[3], ErrPaneDead) {
+		t.Errorf("pastes into the dead pane: %v, %v; want ErrPaneDead", errs[0], errs[3])
+	}
+	if errs[1] != nil || errs[2] != nil {
+		t.Fatalf("paste into the live pane: %v; capture: %v", errs[1], errs[2])
+	}
+	if !slices.ContainsFunc(screen, func(l string) bool { return strings.Contains(l, "Pane is dead") }) {
+		t.Errorf("the capture beside the pastes read %q, not the dead pane", screen)
+	}
+	if n := c.lists.Load() - lists; n > 2 {
+		t.Errorf("the four calls took %d command lists, want them together", n)
+	}
+	waitFor(t, func() bool { return strings.Contains(raw("capture-pane", "-p", "-t", live[0].ID), "into the living") })
+	if out := raw("list-buffers"); strings.Contains(out, "agentmsg-") {
+		t.Errorf("buffers left: %s", out)
+	}
 }

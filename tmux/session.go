@@ -43,7 +43,7 @@ func (c *Exec) NewSession(ctx context.Context, session, dir string, env, argv []
 		args = append(args, "-e", kv)
 	}
 	args = append(append(args, "--"), argv...)
-	out, err := c.doCommands(ctx, true, nil, [][]string{args}, false) // argv may hold a ";"
+	out, err := c.doCommands(ctx, true, nil, [][]string{args}) // argv may hold a ";"
 	if err != nil {
 		var te *Error
 		if errors.As(err, &te) && strings.Contains(te.Stderr, "duplicate session") {
