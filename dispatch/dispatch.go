@@ -513,17 +513,12 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 		}
 	}
 	bracketed := false // what a program no profile describes is assumed to do
-	var (
-		p   AgentProfile
-		why string
-		ok  bool
-	)
-	if read != nil && call.Agent == nil {
-		p, why, ok = read.profile, read.why, read.ok
-	} else {
-		p, why, ok = d.profile(call, t, pane, screen)
+	if read == nil || call.Agent != nil {
+		p, why, ok := d.profile(call, t, pane, screen)
+		read = &readAs{profile: p, why: why, ok: ok}
 	}
-	out.read = &readAs{profile: p, why: why, ok: ok}
+	out.read = read
+	p, why, ok := read.profile, read.why, read.ok
 	if ok {
 		out.Profile, out.ProfileWhy = p.Name, why
 		opts = d.options(opts, p, call)

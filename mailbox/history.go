@@ -35,13 +35,7 @@ func (s *Store) History(team, agent string, id message.ID) (Envelope, []Delivery
 		found   bool
 		updates []Delivery
 	)
-	for len(data) > 0 {
-		nl := bytes.IndexByte(data, '\n')
-		if nl < 0 {
-			break // a line still being written
-		}
-		line := data[:nl]
-		data = data[nl+1:]
+	for _, line := range completeLines(data) {
 		if !bytes.Contains(line, []byte(id)) {
 			continue // cheap: most lines are about other messages
 		}

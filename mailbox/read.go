@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"syscall"
 
@@ -161,19 +162,28 @@ type entry struct {
 	start, end int64
 }
 
+// completeLines yields each complete line of data with the offset it
+// starts at, without its newline: a last line without one is still being
+// written (or was cut short), and is left.
+func completeLines(data []byte) iter.Seq2[int, []byte] {
+	return func(yield func(int, []byte) bool) {
+		for off := 0; ; {
+			nl := bytes.IndexByte(data[off:], '\n')
+			if nl < 0 || !yield(off, data[off:off+nl]) {
+				return
+			}
+			off += nl + 1
+		}
+	}
+}
+
 // parse reads the complete lines of data, which starts at offset base.
 func parse(data []byte, base int64) *scan {
 	sc := &scan{end: base}
 	byID := map[message.ID]int{}
-	for off := 0; off < len(data); {
-		nl := bytes.IndexByte(data[off:], '\n')
-		if nl < 0 {
-			sc.torn = int64(len(data) - off)
-			break
-		}
-		line, start := data[off:off+nl], base+int64(off)
-		off += nl + 1
-		sc.end = base + int64(off)
+	for off, line := range completeLines(data) {
+		start := base + int64(off)
+		sc.end = start + int64(len(line)) + 1
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
@@ -197,6 +207,7 @@ func parse(data []byte, base int64) *scan {
 			sc.entries = append(sc.entries, entry{env: r.Envelope, start: start, end: sc.end})
 		}
 	}
+	sc.torn = base + int64(len(data)) - sc.end
 	return sc
 }
 
@@ -321,14 +332,8 @@ func (s *Store) updatesSince(team, agent string, from Position, only message.ID)
 	if only != "" {
 		marker = []byte(`"` + string(only) + `"`)
 	}
-	for len(data) > 0 {
-		nl := bytes.IndexByte(data, '\n')
-		if nl < 0 {
-			break // a line still being written
-		}
-		line := data[:nl]
-		data = data[nl+1:]
-		end.Offset += int64(nl + 1)
+	for off, line := range completeLines(data) {
+		end.Offset = from.Offset + int64(off+len(line)+1)
 		if !bytes.Contains(line, marker) { // decode only what may be wanted
 			continue
 		}

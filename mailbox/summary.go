@@ -73,13 +73,7 @@ func summarize(data []byte) Summary {
 	var lines [][]byte         // each message's line, for its time
 	var times []time.Time      // each message's time, when already known
 	latest := map[message.ID]int{}
-	for off := 0; off < len(data); {
-		nl := bytes.IndexByte(data[off:], '\n')
-		if nl < 0 {
-			break // a line still being written: parse leaves it too
-		}
-		line := data[off : off+nl]
-		off += nl + 1
+	for _, line := range completeLines(data) { // as parse: a line still being written is left
 		id, st, isUpdate, at, err := quickRecord(line, len(states) == 0)
 		if err != nil {
 			if id, st, isUpdate, at, err = slowRecord(line); err != nil {

@@ -141,10 +141,10 @@
 // work say so (Exec.Gather), and a list waits up to a millisecond for the
 // next call of each: four agents' messages typed in step went in 4.7
 // processes a message without that (one for the first caller, one for the
-// rest) and in 1.5 to 2 with it. A send needs six or seven: the pane and
-// its screen, with the server's version (one call), a second look that
-// must agree with the first (one), load and paste (one),
-// look until the text shows (one or two), press (one), look for proof (one or
+// rest) and in about 2 with it (821 for 400). A send needs six or seven:
+// the pane and its screen, with the server's version (one call), a second
+// look that must agree with the first (one), load and paste (one), look
+// until the text shows (one or two), press (one), look for proof (one or
 // two). A sender that waited for the pane skips one: the last holder's final
 // look stands for the first (package lock's handoff), and so does the next
 // message of a deliver pass, which also goes to the pane the last one was
