@@ -14,7 +14,7 @@ import (
 func TestSettleIsWhatWasMeasured(t *testing.T) {
 	want := map[string]time.Duration{
 		"claude": 0, "qwen": 0, "droid": 0,
-		"codex":  200 * time.Millisecond, // runs needed 100 and 0 ms
+		"codex":  200 * time.Millisecond, // runs needed 0 and 0 ms; its paste-burst floor (codexPasteBurst)
 		"gemini": 150 * time.Millisecond, // runs needed 50 and 75 ms
 	}
 	for name, settle := range want {

@@ -53,6 +53,13 @@ type Profile struct {
 	Reader delivery.ScreenReader
 }
 
+// codexPasteBurst is Codex's settle whatever a calibration measured: it
+// takes an Enter within about 120 ms of fast input as a newline (its
+// paste-burst guard, FIELD-NOTES), and a calibration types bracketed
+// pastes only, which 0.169.0 and 0.171.0 took at once (0 ms needed). A
+// Codex whose input is not a bracketed paste still has the guard.
+const codexPasteBurst = 200 * time.Millisecond
+
 // The submit key of every known CLI: a raw CR.
 //
 // Settle is a profile's own: a pause before the submit key only where an
@@ -92,7 +99,7 @@ func Builtin() []Profile {
 			// 45 lines were never confirmed, and retyped), so a text of
 			// more than 15 lines goes as a pointer.
 			Name: "codex", Commands: []string{"codex"},
-			Settle: calibratedSettle("codex"), SubmitKey: cr, Queues: true, BracketedPaste: true,
+			Settle: max(calibratedSettle("codex"), codexPasteBurst), SubmitKey: cr, Queues: true, BracketedPaste: true,
 			FoldBytes: 1000, FoldLines: 15,
 			Reader: Codex{},
 		},

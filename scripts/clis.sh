@@ -22,7 +22,7 @@
 cli_package() {
 	case $1 in
 	claude) printf '%s %s %s\n' @anthropic-ai/claude-code "${AGENTMSG_CLAUDE_VERSION:-2.1.332}" claude ;;
-	codex) printf '%s %s %s\n' @openai/codex "${AGENTMSG_CODEX_VERSION:-0.169.0}" codex ;;
+	codex) printf '%s %s %s\n' @openai/codex "${AGENTMSG_CODEX_VERSION:-0.171.0}" codex ;;
 	gemini) printf '%s %s %s\n' @google/gemini-cli "${AGENTMSG_GEMINI_VERSION:-0.61.0}" gemini ;;
 	qwen) printf '%s %s %s\n' @qwen-code/qwen-code "${AGENTMSG_QWEN_VERSION:-0.24.4}" qwen ;;
 	# Factory's Droid: @factory/cli 0.225.1 is a Node launcher whose own
