@@ -164,6 +164,7 @@ func (e Env) Dispatcher(store *mailbox.Store) (*dispatch.Dispatcher, error) {
 	return &dispatch.Dispatcher{
 		Self:        self,
 		Profile:     pick,
+		Named:       func(name string) (dispatch.AgentProfile, error) { return Lookup(profiles, name) },
 		Known:       knownAgent(profiles),
 		Received:    received(mailbox.DefaultRoot(e.LookupEnv), server),
 		Registered:  registeredPane(store, server, profiles),

@@ -63,8 +63,8 @@ with --create, so that a typo is refused rather than given an inbox.
 
 --host NAME sends to the agent on another host linked through NATS (see
 agentmsg hosts): the message travels through this machine's agentmsg serve,
-is typed there by that host's own agentmsg under the same rules, and send
-reports that host's verdict; when the link is down it waits in this host's
+is typed there by that host's own agentmsg under the same rules and as this
+send's flags say, and send reports that host's verdict; when the link is down it waits in this host's
 outbox (verdict deferred, reason link_down) and goes when the link is back.
 
 ` + typesHelp + `

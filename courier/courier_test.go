@@ -1175,3 +1175,55 @@ func TestPassStopsAtAPaneGoneBetweenMessages(t *testing.T) {
 		t.Errorf("the new pane got %q", got)
 	}
 }
+
+// A message recorded with its sender's choices (one from another host) is
+// typed by a pass as that sender asked: with no_queue, an agent not ready
+// fails it, as do older messages that wait before it; it is never typed
+// later. One asking for a profile this host lacks fails, and the next goes
+// on. The pass's own messages are kept as always.
+func TestPassTypesAsItsSenderAsked(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	c.Dispatch.Named = func(name string) (dispatch.AgentProfile, error) {
+		return dispatch.AgentProfile{}, fmt.Errorf("no profile %q", name)
+	}
+	box, err := c.Store.Box("alpha", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(text string, asked *mailbox.Asked) message.ID {
+		env := envelope(t, text)
+		env.To, env.Asked = "ana", asked
+		env.Delivery = &mailbox.Delivery{State: mailbox.StatePending}
+		if err := box.Append(env); err != nil {
+			t.Fatal(err)
+		}
+		return env.ID
+	}
+	noQueue := &mailbox.Asked{NoQueue: true, ReadyTimeout: 20 * time.Millisecond}
+	first := record("now or never", noQueue)
+	tm.SetDialog("agent-alpha-ana", true)
+	done, err := c.Deliver(context.Background(), "alpha", dispatch.Call{})
+	if err != nil || len(done) != 1 || done[0].Verdict != delivery.NotReady || !errors.Is(done[0].Err, delivery.ErrNotReady) {
+		t.Fatalf("pass with the dialog open: %+v, %v; want not ready", done, err)
+	}
+	kept := record("when you can", nil)
+	behind := record("behind it, never", noQueue)
+	done, err = c.Deliver(context.Background(), "alpha", dispatch.Call{})
+	if err != nil || len(done) != 2 || done[0].Verdict != Deferred || done[1].Verdict != delivery.NotReady || done[1].Reason != ReasonBehindOlder {
+		t.Fatalf("pass behind a deferred message: %+v, %v; want deferred, then not ready behind older", done, err)
+	}
+	strange := record("as a stranger", &mailbox.Asked{Agent: "nosuch"})
+	tm.SetDialog("agent-alpha-ana", false)
+	done, err = c.Deliver(context.Background(), "alpha", dispatch.Call{})
+	if err != nil || len(done) != 2 || done[0].Verdict != delivery.Submitted || done[1].Verdict != delivery.Failed || !strings.Contains(done[1].Err.Error(), "nosuch") {
+		t.Fatalf("pass when ready: %+v, %v; want the kept one submitted, the stranger failed", done, err)
+	}
+	for id, want := range map[message.ID]mailbox.DeliveryState{first: mailbox.StateFailed, behind: mailbox.StateFailed, kept: mailbox.StateSubmitted, strange: mailbox.StateFailed} {
+		if got := state(t, c, id); got != want {
+			t.Errorf("%s: inbox says %s, want %s", id, got, want)
+		}
+	}
+	if got := tm.Received("agent-alpha-ana"); !slices.Equal(got, []string{string(kept) + ": when you can"}) {
+		t.Errorf("typed %q, want only the kept message", got)
+	}
+}

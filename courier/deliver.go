@@ -174,7 +174,7 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 		out   []Typing
 		again *dispatch.Resolved // the pane as the last message found it
 	)
-	for _, env := range batch.Envelopes {
+	for i, env := range batch.Envelopes {
 		if env.Delivery == nil {
 			continue
 		}
@@ -186,10 +186,17 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 			out = append(out, Typing{Team: team, Agent: agent, Result: c.skip(box, t, env, why)})
 			continue
 		}
+		mode, err := c.asked(call, env.Asked)
+		if err != nil {
+			out = append(out, Typing{Team: team, Agent: agent, Result: c.refuse(box, t, env, err)})
+			continue
+		}
 		found := again
-		if again = nil; found == nil {
+		if again = nil; found == nil || env.Asked != nil {
+			// A message with its sender's own choices (its pane, its
+			// profile) finds its pane by them.
 			var ok bool
-			if found, ok, err = c.onServer(ctx, t, call, &listed); err != nil || !ok {
+			if found, ok, err = c.onServer(ctx, t, mode.Call, &listed); err != nil || !ok {
 				return out, err // no session now: nothing to type into
 			}
 		}
@@ -206,17 +213,83 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 		state = env.Delivery.State
 		// Resume whenever an earlier attempt may have typed it.
 		resume := state == mailbox.StateTyping || env.Delivery.Attempts > 0
-		res, used := c.typeOne(ctx, box, t, env, Mode{Queue: true, Call: call}, env.Delivery.Attempts+1, resume, found)
+		res, used := c.typeOne(ctx, box, t, env, mode, env.Delivery.Attempts+1, resume, found)
 		unlockTyping()
-		if next, ok := dispatch.Again(used, res.Outcome); ok {
+		if next, ok := dispatch.Again(used, res.Outcome); ok && env.Asked == nil {
 			again = &next
 		}
 		out = append(out, Typing{Team: team, Agent: agent, Result: res})
+		if res.Verdict == Deferred {
+			out = append(out, c.notBehind(box, t, batch.Envelopes[i+1:])...)
+		}
 		if res.Verdict == Deferred || res.Verdict == dispatch.NotFound {
 			break // keep the order: the rest wait behind this one
 		}
 	}
 	return out, nil
+}
+
+// asked is how a pass types a message: as the pass's call says, or, for
+// one whose sender's choices came with it (a message from another host),
+// as that sender asked, the way its own send would have typed it here.
+func (c *Courier) asked(call dispatch.Call, a *mailbox.Asked) (Mode, error) {
+	mode := Mode{Queue: true, Call: call}
+	if a == nil {
+		return mode, nil
+	}
+	mode.Call.WhileBusy, mode.Call.Force, mode.Call.Pane = a.WhileBusy, a.Force, a.Pane
+	if a.NoQueue {
+		mode.Queue = false
+		if a.ReadyTimeout > 0 {
+			mode.Call.ReadyTimeout = a.ReadyTimeout
+		}
+	}
+	if a.Agent != "" {
+		if c.Dispatch.Named == nil {
+			return mode, fmt.Errorf("its sender chose profile %s, and none are known here", a.Agent)
+		}
+		p, err := c.Dispatch.Named(a.Agent)
+		if err != nil {
+			return mode, fmt.Errorf("its sender chose profile %s: %w", a.Agent, err)
+		}
+		mode.Call.Agent, mode.Call.AgentWhy = &p, "chosen by its sender"
+	}
+	return mode, nil
+}
+
+// refuse records that env cannot be typed as its sender asked (a profile
+// this host does not have): failed, nothing typed.
+func (c *Courier) refuse(box *mailbox.Box, t target.Target, env mailbox.Envelope, err error) Result {
+	out := dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}
+	attempts := 0
+	if env.Delivery != nil {
+		attempts = env.Delivery.Attempts
+	}
+	return c.settle(context.Background(), box, env.ID, out, Mode{}, attempts, prior{})
+}
+
+// notBehind fails the messages in rest whose senders would not have them
+// kept (--no-queue) and that wait behind an older one the pass cannot
+// type now: not ready in time, as their own sends would have said. Only
+// those never tried: one tried already may be in the pane.
+func (c *Courier) notBehind(box *mailbox.Box, t target.Target, rest []mailbox.Envelope) []Typing {
+	var out []Typing
+	team, agent := Inbox(t)
+	for _, env := range rest {
+		d := env.Delivery
+		if env.Asked == nil || !env.Asked.NoQueue || d == nil || d.State != mailbox.StatePending || d.Attempts > 0 {
+			continue
+		}
+		why := "behind older messages to the same agent that wait"
+		rec := mailbox.Delivery{State: mailbox.StateFailed, LastVerdict: string(delivery.NotReady) + ": " + why, Reason: ReasonBehindOlder, Updated: c.now()}
+		res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.NotReady, Err: fmt.Errorf("%w: %s", delivery.ErrNotReady, why)},
+			State: mailbox.StateFailed, Reason: ReasonBehindOlder}
+		if err := box.SetDelivery(env.ID, rec); err != nil {
+			continue // still pending: the next pass tries it
+		}
+		out = append(out, Typing{Team: team, Agent: agent, Result: res})
+	}
+	return out
 }
 
 // onServer reports whether t's session is on the server: from *listed

@@ -42,6 +42,9 @@ type Dispatcher struct {
 	// pane (its foreground command, its first process) and its screen; why
 	// says how it was chosen.
 	Profile func(pane tmux.Pane, screen []string) (p AgentProfile, why string)
+	// Named, when set, is the profile of that name (--agent NAME), for a
+	// choice made elsewhere: by a sender on another host.
+	Named func(name string) (AgentProfile, error)
 	// Self is the pane the caller runs in ("" when outside this server).
 	// A broadcast leaves it out: an agent broadcasting to its team is busy
 	// running us and would wait for itself until the ready timeout.

@@ -162,6 +162,64 @@ func TestMessageCrossesHosts(t *testing.T) {
 	}
 }
 
+// A send to another host is typed there as its sender chose, the way a
+// send there would have typed it: --no-queue fails (exit 4, not_ready) and
+// is never typed later, also behind an older message that waits;
+// --while-busy --agent claude goes into a busy agent's queue; --force
+// types into a shell prompt. Without them, a shell prompt is refused with
+// the same exit code as here.
+func TestRemoteSendKeepsItsSendersChoices(t *testing.T) {
+	t.Parallel()
+	h1, h2 := twoHosts(t)
+	ana := h2.StartAgent("agent-alpha-ana", harness.InitialState("busy"))
+	bob := h2.StartAgent("agent-alpha-bob", harness.InitialState("busy"), harness.NoQueue())
+	pane := h2.NewShellSession("agent-alpha-sh")
+	h2.Tmux("send-keys", "-t", pane, "-l", "PS1='$ '")
+	h2.Tmux("send-keys", "-t", pane, "-H", "0d")
+	waitListed(t, h1, "alpha/sh")
+	waitFor(t, "a shell prompt", 5*time.Second, func() bool { return strings.HasSuffix(strings.TrimRight(h2.Capture(pane), "\n "), "$") })
+
+	rep, res := sendJSON(t, h1, nil, "--host", "h2", "--no-queue", "--ready-timeout", "1s", "alpha", "bob", "now or never")
+	if res.Code != 4 || rep.Verdict != "not_ready" {
+		t.Fatalf("send --host h2 --no-queue to a busy agent: want not_ready, exit 4:\n%s", res)
+	}
+	rep, res = sendJSON(t, h1, nil, "--host", "h2", "--ready-timeout", "1s", "alpha", "bob", "when you can")
+	if res.Code != 0 || rep.Verdict != "deferred" {
+		t.Fatalf("send --host h2 to a busy agent: want deferred, exit 0:\n%s", res)
+	}
+	kept := rep.ID
+	_, res = sendJSON(t, h1, nil, "--host", "h2", "--no-queue", "--ready-timeout", "1s", "alpha", "bob", "behind it, never")
+	if res.Code != 4 || !strings.Contains(res.Stdout, "behind older") {
+		t.Fatalf("send --host h2 --no-queue behind a kept message: want not_ready behind older, exit 4:\n%s", res)
+	}
+
+	rep, res = sendJSON(t, h1, nil, "--host", "h2", "--while-busy", "--agent", "claude", "alpha", "ana", "next, please")
+	if res.Code != 0 || rep.Verdict != "queued" {
+		t.Fatalf("send --host h2 --while-busy --agent claude to a busy agent that queues: want queued, exit 0:\n%s", res)
+	}
+
+	res = h1.Run("send", "--host", "h2", "alpha", "sh", "; echo ran")
+	wantCode(t, res, 4)
+	if !strings.Contains(res.Stderr, "shell") {
+		t.Errorf("want a refusal naming the shell prompt:\n%s", res.Stderr)
+	}
+	rep, res = sendJSON(t, h1, nil, "--host", "h2", "--force", "--agent", "generic", "alpha", "sh", "hello shell")
+	wantCode(t, res, 0)
+	if !strings.Contains(h2.Capture(pane), rep.ID+": from tester@h1: hello shell") || strings.Contains(h2.Capture(pane), "echo ran") {
+		t.Errorf("--force typed it, and only it:\n%s", h2.Capture(pane))
+	}
+
+	bob.SetState("ready")
+	ana.SetState("ready")
+	waitFor(t, "the kept message at bob", 30*time.Second, func() bool { return len(bob.Received()) == 1 })
+	waitFor(t, "the queued message run by ana", 30*time.Second, func() bool { return len(ana.Received()) == 1 })
+	time.Sleep(2 * time.Second) // a --no-queue message typed late would come within this
+	got := bob.Received()
+	if len(got) != 1 || !strings.Contains(got[0], kept) {
+		t.Fatalf("bob received %q, want only the kept message %s", got, kept)
+	}
+}
+
 // While the bus is down, a send to another host is kept in the sender's
 // outbox (deferred, link_down, exit 0) and typed there once when the bus
 // is back.

@@ -45,6 +45,10 @@ type RemoteMessage struct {
 	WhileBusy   bool `json:"while_busy,omitempty"`
 	Force       bool `json:"force,omitempty"`
 	Create      bool `json:"create,omitempty"`
+	// Profile names the profile to read the agent's screen with (--agent),
+	// looked up among the receiving host's; Pane is --pane.
+	Profile string `json:"profile,omitempty"`
+	Pane    string `json:"pane,omitempty"`
 	// InboxIfAbsent: an agent with no session gets it in its inbox (a
 	// reply to a sender that has none), not not_found.
 	InboxIfAbsent bool          `json:"inbox_if_absent,omitempty"`

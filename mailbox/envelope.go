@@ -45,9 +45,30 @@ type Envelope struct {
 	// Timestamp is set by Append when zero and always stored in UTC;
 	// encoding/json writes it as RFC 3339 with nanoseconds.
 	Timestamp time.Time `json:"timestamp"`
+	// Asked is what the sender chose for its typing, kept for a message
+	// that a deliver pass types first: one from another host, whose
+	// sender's choices travelled with it (a sender here applies its own
+	// as it types).
+	Asked *Asked `json:"asked,omitempty"`
 	// Delivery is the latest delivery record: the one appended with the
 	// message, replaced by each later update for its id.
 	Delivery *Delivery `json:"delivery,omitempty"`
+}
+
+// Asked is a sender's choices for typing its message: send's flags.
+type Asked struct {
+	// NoQueue: not ready within ReadyTimeout is a failure (not_ready),
+	// not a message kept for later (--no-queue).
+	NoQueue bool `json:"no_queue,omitempty"`
+	// ReadyTimeout bounds the wait for a ready agent (0: the typist's).
+	ReadyTimeout time.Duration `json:"ready_timeout,omitempty"`
+	// WhileBusy and Force are --while-busy and --force.
+	WhileBusy bool `json:"while_busy,omitempty"`
+	Force     bool `json:"force,omitempty"`
+	// Agent names the profile to read the agent's screen with (--agent);
+	// Pane is the agent's pane in its session (--pane).
+	Agent string `json:"agent,omitempty"`
+	Pane  string `json:"pane,omitempty"`
 }
 
 // MetaPairs is the metadata as "key=value" words, sorted by key: the way

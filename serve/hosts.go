@@ -141,6 +141,10 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 		Sent: time.Now().UTC(), Queue: req.Queue, MailboxOnly: req.MailboxOnly, WhileBusy: req.Call.WhileBusy,
 		Force: req.Call.Force, Create: req.Create, ReadyTimeout: req.Call.ReadyTimeout, InboxIfAbsent: req.InboxIfAbsent,
 	}}
+	if req.Call.Agent != nil {
+		p.Message.Profile = req.Call.Agent.Name
+	}
+	p.Message.Pane = req.Call.Pane
 	if t.IsRalph() {
 		p.Message.Team = ""
 	}
@@ -154,7 +158,7 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 	// other host's first report).
 	_ = h.link.RecordSent(ctx, hosts.Sent{ID: string(id), Host: req.Host, Team: team, Agent: agent, State: hosts.StateOutbox, At: time.Now().UTC()})
 	if !h.link.Moving(req.Host) {
-		return h.pending(t, id, req.Host), nil // no verdict can come now
+		return h.pending(t, id, req.Host, !req.Queue), nil // no verdict can come now
 	}
 	ready := req.Call.ReadyTimeout
 	if ready <= 0 {
@@ -172,22 +176,27 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 				return r, nil
 			}
 		case <-timer.C:
-			return h.pending(t, id, req.Host), nil
+			return h.pending(t, id, req.Host, !req.Queue), nil
 		case <-ctx.Done():
-			return h.pending(t, id, req.Host), nil
+			return h.pending(t, id, req.Host, !req.Queue), nil
 		}
 	}
 }
 
 // pending is the verdict of a message whose host has not answered: kept.
-func (h *hostLink) pending(t target.Target, id message.ID, host string) courier.Result {
+// noQueue: sent with --no-queue, so it is not sure to be typed there.
+func (h *hostLink) pending(t target.Target, id message.ID, host string, noQueue bool) courier.Result {
 	r := courier.Result{Outcome: dispatch.Outcome{Target: t, ID: id, Verdict: courier.Deferred}, State: mailbox.StateDeferred, Host: host}
+	then := "it goes on there by itself"
+	if noQueue {
+		then = "with --no-queue it is typed there only if its agent is ready in time when it arrives, and fails otherwise"
+	}
 	if h.link.Moving(host) {
 		r.Reason = "remote_pending"
-		r.Err = fmt.Errorf("host %s has the message but has not said yet what became of it; it goes on there by itself (agentmsg log --id %s)", host, id)
+		r.Err = fmt.Errorf("host %s has the message but has not said yet what became of it; %s (agentmsg log --id %s)", host, then, id)
 	} else {
 		r.Reason = "link_down"
-		r.Err = fmt.Errorf("the bus does not take messages for host %s now: the message waits in this host's outbox and goes there when it does", host)
+		r.Err = fmt.Errorf("the bus does not take messages for host %s now: the message waits in this host's outbox and goes there when it does; %s (agentmsg log --id %s)", host, then, id)
 	}
 	return r
 }
@@ -220,8 +229,24 @@ func verdictOf(t target.Target, id message.ID, host string, ev *hosts.RemoteEven
 		r.Verdict, r.Err = delivery.VerdictUnknown, fmt.Errorf("on host %s: %s", host, detail)
 	default:
 		r.Verdict, r.Err = delivery.Failed, fmt.Errorf("on host %s: %s", host, detail)
+		if notReady(ev.Reason) {
+			// Never typed, as a send here would have said: exit 4.
+			r.Verdict, r.Err = delivery.NotReady, fmt.Errorf("%w: on host %s: %s", delivery.ErrNotReady, host, detail)
+		}
 	}
 	return r, true
+}
+
+// notReady reports whether a failed message's reason says its agent was
+// not ready to take it (and nothing was typed): a send with --no-queue, or
+// one to a shell prompt.
+func notReady(reason string) bool {
+	switch reason {
+	case courier.ReasonBusy, courier.ReasonDialog, courier.ReasonDraft, courier.ReasonNoBox, courier.ReasonLocked,
+		courier.ReasonGone, courier.ReasonShell, courier.ReasonBehindOlder, courier.ReasonInterrupted:
+		return true
+	}
+	return false
 }
 
 // knownHosts names the hosts on the bus, for an error.

@@ -226,6 +226,13 @@ func (r *Receiver) Receive(ctx context.Context, from string, id message.ID, m ho
 			return refuse(string(dispatch.NotFound), courier.ReasonNotFound, fmt.Sprintf("no tmux session %s on host %s's server", t.Session, s.hostName()))
 		}
 	}
+	if state == mailbox.StatePending {
+		asked, err := r.asked(m)
+		if err != nil {
+			return refuse("failed", courier.ReasonError, err.Error())
+		}
+		env.Asked = asked
+	}
 	env.Delivery = &mailbox.Delivery{State: state, Updated: s.mailboxNow(), LastVerdict: "from host " + from}
 	if err := box.AppendBatched(env); err != nil {
 		return out, fmt.Errorf("recording %s in %s/%s's inbox: %w", id, team, agent, err)
@@ -234,6 +241,32 @@ func (r *Receiver) Receive(ctx context.Context, from string, id message.ID, m ho
 	ids[id] = string(state)
 	out.State, out.Fresh = string(state), true
 	return out, nil
+}
+
+// asked is what m's sender chose for its typing, kept with it for the pass
+// that types it here; nil for the defaults. A profile this host does not
+// have is refused now, not when its turn comes.
+func (r *Receiver) asked(m hosts.RemoteMessage) (*mailbox.Asked, error) {
+	a := mailbox.Asked{NoQueue: !m.Queue, WhileBusy: m.WhileBusy, Force: m.Force, Agent: m.Profile, Pane: m.Pane}
+	if a == (mailbox.Asked{}) {
+		return nil, nil
+	}
+	if a.NoQueue {
+		a.ReadyTimeout = m.ReadyTimeout
+	}
+	if a.Agent != "" {
+		d, err := r.s.Dispatcher()
+		if err != nil {
+			return nil, err
+		}
+		if d.Named == nil {
+			return nil, fmt.Errorf("its sender chose profile %s, and host %s knows none by name", a.Agent, r.s.hostName())
+		}
+		if _, err := d.Named(a.Agent); err != nil {
+			return nil, fmt.Errorf("its sender chose profile %s, on host %s: %w", a.Agent, r.s.hostName(), err)
+		}
+	}
+	return &a, nil
 }
 
 // inbox is the ids in team/agent's inbox and their states, read once per
