@@ -134,6 +134,8 @@ func reasonWords(reason string) string {
 		return "typed, and left in its input box"
 	case courier.ReasonUnknown:
 		return "nothing shows whether it arrived"
+	case courier.ReasonTimeout:
+		return "not typed within the time its sender gave (--no-queue)"
 	}
 	return show(reason) // interrupted, error
 }

@@ -1177,12 +1177,15 @@ func TestPassStopsAtAPaneGoneBetweenMessages(t *testing.T) {
 }
 
 // A message recorded with its sender's choices (one from another host) is
-// typed by a pass as that sender asked: with no_queue, an agent not ready
-// fails it, as do older messages that wait before it; it is never typed
-// later. One asking for a profile this host lacks fails, and the next goes
-// on. The pass's own messages are kept as always.
+// typed by a pass as that sender asked. With no_queue, an agent not ready
+// by its Until fails it; a pass that stops before it (an older message
+// waits) keeps it until then and fails it after; one an attempt may have
+// typed is never failed. One asking for a profile this host lacks fails,
+// and the next goes on. The pass's own messages are kept as always.
 func TestPassTypesAsItsSenderAsked(t *testing.T) {
 	c, tm := newCourier(t, "agent-alpha-ana")
+	now := time.Now()
+	c.Now = func() time.Time { return now }
 	c.Dispatch.Named = func(name string) (dispatch.AgentProfile, error) {
 		return dispatch.AgentProfile{}, fmt.Errorf("no profile %q", name)
 	}
@@ -1190,40 +1193,66 @@ func TestPassTypesAsItsSenderAsked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	record := func(text string, asked *mailbox.Asked) message.ID {
+	record := func(text string, asked *mailbox.Asked, d mailbox.Delivery) message.ID {
 		env := envelope(t, text)
-		env.To, env.Asked = "ana", asked
-		env.Delivery = &mailbox.Delivery{State: mailbox.StatePending}
+		env.To, env.Asked, env.Delivery = "ana", asked, &d
 		if err := box.Append(env); err != nil {
 			t.Fatal(err)
 		}
 		return env.ID
 	}
-	noQueue := &mailbox.Asked{NoQueue: true, ReadyTimeout: 20 * time.Millisecond}
-	first := record("now or never", noQueue)
+	pending := mailbox.Delivery{State: mailbox.StatePending}
+	first := record("now or never", &mailbox.Asked{NoQueue: true, Until: now.Add(20 * time.Millisecond)}, pending)
 	tm.SetDialog("agent-alpha-ana", true)
 	done, err := c.Deliver(context.Background(), "alpha", dispatch.Call{})
 	if err != nil || len(done) != 1 || done[0].Verdict != delivery.NotReady || !errors.Is(done[0].Err, delivery.ErrNotReady) {
 		t.Fatalf("pass with the dialog open: %+v, %v; want not ready", done, err)
 	}
-	kept := record("when you can", nil)
-	behind := record("behind it, never", noQueue)
+
+	// Time left: the pass waits for it no longer than for any other, and
+	// keeps it.
+	later := &mailbox.Asked{NoQueue: true, Until: now.Add(time.Hour)}
+	patient := record("in the next hour", later, pending)
+	start := time.Now()
 	done, err = c.Deliver(context.Background(), "alpha", dispatch.Call{})
-	if err != nil || len(done) != 2 || done[0].Verdict != Deferred || done[1].Verdict != delivery.NotReady || done[1].Reason != ReasonBehindOlder {
-		t.Fatalf("pass behind a deferred message: %+v, %v; want deferred, then not ready behind older", done, err)
+	if err != nil || len(done) != 1 || done[0].Verdict != Deferred || time.Since(start) > time.Second {
+		t.Fatalf("pass with the dialog open, an hour left: %+v, %v after %s; want deferred at the pass's own timeout", done, err, time.Since(start))
 	}
-	strange := record("as a stranger", &mailbox.Asked{Agent: "nosuch"})
+	kept := record("when you can", nil, pending)
+	behind := record("behind it, never", later, pending)
+	resumed := record("maybe in the box", later, mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Reached: "pasted"})
+	done, err = c.Deliver(context.Background(), "alpha", dispatch.Call{})
+	if err != nil || len(done) != 1 || done[0].ID != patient || done[0].Verdict != Deferred {
+		t.Fatalf("pass behind a deferred message, time left: %+v, %v; want only the older one, deferred", done, err)
+	}
+	if s := state(t, c, behind); s != mailbox.StatePending {
+		t.Fatalf("with time left, the --no-queue message behind should wait, inbox says %s", s)
+	}
+	now = now.Add(2 * time.Hour)
+	done, err = c.Deliver(context.Background(), "alpha", dispatch.Call{})
+	if err != nil || len(done) != 3 || done[0].ID != patient || done[0].Verdict != delivery.NotReady || done[1].ID != kept || done[1].Verdict != Deferred ||
+		done[2].ID != behind || done[2].Verdict != delivery.NotReady || done[2].Reason != ReasonBehindOlder {
+		t.Fatalf("pass behind a deferred message, time up: %+v, %v; want the first failed at once, the older one deferred, then the one behind not ready behind older", done, err)
+	}
+
+	strange := record("as a stranger", &mailbox.Asked{Agent: "nosuch"}, pending)
 	tm.SetDialog("agent-alpha-ana", false)
-	done, err = c.Deliver(context.Background(), "alpha", dispatch.Call{})
-	if err != nil || len(done) != 2 || done[0].Verdict != delivery.Submitted || done[1].Verdict != delivery.Failed || !strings.Contains(done[1].Err.Error(), "nosuch") {
-		t.Fatalf("pass when ready: %+v, %v; want the kept one submitted, the stranger failed", done, err)
+	if _, err := c.Deliver(context.Background(), "alpha", dispatch.Call{}); err != nil {
+		t.Fatal(err)
 	}
-	for id, want := range map[message.ID]mailbox.DeliveryState{first: mailbox.StateFailed, behind: mailbox.StateFailed, kept: mailbox.StateSubmitted, strange: mailbox.StateFailed} {
+	for id, want := range map[message.ID]mailbox.DeliveryState{first: mailbox.StateFailed, patient: mailbox.StateFailed, behind: mailbox.StateFailed, kept: mailbox.StateSubmitted, strange: mailbox.StateFailed} {
 		if got := state(t, c, id); got != want {
 			t.Errorf("%s: inbox says %s, want %s", id, got, want)
 		}
 	}
-	if got := tm.Received("agent-alpha-ana"); !slices.Equal(got, []string{string(kept) + ": when you can"}) {
-		t.Errorf("typed %q, want only the kept message", got)
+	if got := state(t, c, resumed); got == mailbox.StateFailed {
+		t.Errorf("a --no-queue message an attempt may have typed was failed")
+	}
+	for _, got := range tm.Received("agent-alpha-ana") {
+		for _, never := range []message.ID{first, patient, behind, strange} {
+			if strings.Contains(got, string(never)) {
+				t.Errorf("typed %q", got)
+			}
+		}
 	}
 }

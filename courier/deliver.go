@@ -186,7 +186,11 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 			out = append(out, Typing{Team: team, Agent: agent, Result: c.skip(box, t, env, why)})
 			continue
 		}
-		mode, err := c.asked(call, env.Asked)
+		if late := c.expire(box, t, []mailbox.Envelope{env}, ReasonTimeout); len(late) > 0 {
+			out = append(out, late...) // --no-queue, its time up: not typed now
+			continue
+		}
+		mode, err := c.asked(call, env)
 		if err != nil {
 			out = append(out, Typing{Team: team, Agent: agent, Result: c.refuse(box, t, env, err)})
 			continue
@@ -197,6 +201,9 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 			// profile) finds its pane by them.
 			var ok bool
 			if found, ok, err = c.onServer(ctx, t, mode.Call, &listed); err != nil || !ok {
+				if err == nil {
+					out = append(out, c.expire(box, t, batch.Envelopes[i:], ReasonGone)...)
+				}
 				return out, err // no session now: nothing to type into
 			}
 		}
@@ -204,6 +211,7 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 		// finishes it); free means no one is, or its typist died.
 		unlockTyping, free := c.tryTyping(env.ID)
 		if !free {
+			out = append(out, c.expire(box, t, batch.Envelopes[i+1:], ReasonBehindOlder)...)
 			break // keep the order: the rest wait behind this one
 		}
 		if env, ok = c.current(team, agent, env, batch.End); !ok || !take(env.Delivery) {
@@ -219,73 +227,102 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 			again = &next
 		}
 		out = append(out, Typing{Team: team, Agent: agent, Result: res})
-		if res.Verdict == Deferred {
-			out = append(out, c.notBehind(box, t, batch.Envelopes[i+1:])...)
-		}
 		if res.Verdict == Deferred || res.Verdict == dispatch.NotFound {
+			out = append(out, c.expire(box, t, batch.Envelopes[i+1:], ReasonBehindOlder)...)
 			break // keep the order: the rest wait behind this one
 		}
 	}
 	return out, nil
 }
 
-// asked is how a pass types a message: as the pass's call says, or, for
-// one whose sender's choices came with it (a message from another host),
-// as that sender asked, the way its own send would have typed it here.
-func (c *Courier) asked(call dispatch.Call, a *mailbox.Asked) (Mode, error) {
+// asked is how a pass types env: as the pass's call says, or, for one
+// whose sender's choices came with it (a message from another host), as
+// that sender asked, the way its own send would have typed it here.
+//
+// A --no-queue message fails when its agent is not ready by its Until,
+// but a pass waits for it no longer than for any other (a pass serves a
+// whole team, and the sender's wait may be long): it is kept until the
+// attempt whose wait reaches Until (the daemon runs a pass then), and
+// failed by that one. Only while nothing of it can be in the pane: one
+// that an attempt may have typed is kept as any other, never failed.
+func (c *Courier) asked(call dispatch.Call, env mailbox.Envelope) (Mode, error) {
 	mode := Mode{Queue: true, Call: call}
+	a := env.Asked
 	if a == nil {
 		return mode, nil
 	}
 	mode.Call.WhileBusy, mode.Call.Force, mode.Call.Pane = a.WhileBusy, a.Force, a.Pane
-	if a.NoQueue {
-		mode.Queue = false
-		if a.ReadyTimeout > 0 {
-			mode.Call.ReadyTimeout = a.ReadyTimeout
+	if a.NoQueue && untried(env.Delivery) {
+		wait := c.Dispatch.Opts.ReadyTimeout
+		if call.ReadyTimeout > 0 {
+			wait = call.ReadyTimeout
+		}
+		if left := a.Until.Sub(c.now()); left <= wait {
+			mode.Queue, mode.Call.ReadyTimeout = false, left // above 0: expire took those past it
 		}
 	}
 	if a.Agent != "" {
-		if c.Dispatch.Named == nil {
-			return mode, fmt.Errorf("its sender chose profile %s, and none are known here", a.Agent)
+		p, err := c.named(a.Agent)
+		switch {
+		case err == nil:
+			mode.Call.Agent, mode.Call.AgentWhy = &p, "chosen by its sender"
+		case untried(env.Delivery):
+			return mode, err
 		}
-		p, err := c.Dispatch.Named(a.Agent)
-		if err != nil {
-			return mode, fmt.Errorf("its sender chose profile %s: %w", a.Agent, err)
-		}
-		mode.Call.Agent, mode.Call.AgentWhy = &p, "chosen by its sender"
+		// An attempt may have typed it: finished as the pane reads.
 	}
 	return mode, nil
 }
 
-// refuse records that env cannot be typed as its sender asked (a profile
-// this host does not have): failed, nothing typed.
-func (c *Courier) refuse(box *mailbox.Box, t target.Target, env mailbox.Envelope, err error) Result {
-	out := dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}
-	attempts := 0
-	if env.Delivery != nil {
-		attempts = env.Delivery.Attempts
+// named is the profile of that name, chosen by a message's sender.
+func (c *Courier) named(name string) (dispatch.AgentProfile, error) {
+	if c.Dispatch.Named == nil {
+		return dispatch.AgentProfile{}, fmt.Errorf("its sender chose profile %s, and none are known here", name)
 	}
-	return c.settle(context.Background(), box, env.ID, out, Mode{}, attempts, prior{})
+	p, err := c.Dispatch.Named(name)
+	if err != nil {
+		return p, fmt.Errorf("its sender chose profile %s: %w", name, err)
+	}
+	return p, nil
 }
 
-// notBehind fails the messages in rest whose senders would not have them
-// kept (--no-queue) and that wait behind an older one the pass cannot
-// type now: not ready in time, as their own sends would have said. Only
-// those never tried: one tried already may be in the pane.
-func (c *Courier) notBehind(box *mailbox.Box, t target.Target, rest []mailbox.Envelope) []Typing {
+// untried reports whether nothing of a message can be in its agent's
+// pane: no attempt got as far as pasting it.
+func untried(d *mailbox.Delivery) bool {
+	return d != nil && d.Reached == "" && (d.State == mailbox.StatePending || d.State == mailbox.StateDeferred)
+}
+
+// refuse records that env cannot be typed as its sender asked (a profile
+// this host does not have): failed, nothing typed (asked refuses only an
+// untried message).
+func (c *Courier) refuse(box *mailbox.Box, t target.Target, env mailbox.Envelope, err error) Result {
+	out := dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}
+	return c.settle(context.Background(), box, env.ID, out, Mode{}, env.Delivery.Attempts, prior{state: env.Delivery.State})
+}
+
+// expire fails the messages in rest whose senders would not have them
+// kept (--no-queue) once their Until has passed and that no attempt typed:
+// not ready in time, as their own sends would have said (why: the reason
+// recorded for the last attempt, else why). A pass that stops before
+// them (an older message waits, the agent is gone) reaches them here.
+func (c *Courier) expire(box *mailbox.Box, t target.Target, rest []mailbox.Envelope, why string) []Typing {
 	var out []Typing
 	team, agent := Inbox(t)
+	now := c.now()
 	for _, env := range rest {
-		d := env.Delivery
-		if env.Asked == nil || !env.Asked.NoQueue || d == nil || d.State != mailbox.StatePending || d.Attempts > 0 {
+		if a := env.Asked; a == nil || !a.NoQueue || now.Before(a.Until) || !untried(env.Delivery) {
 			continue
 		}
-		why := "behind older messages to the same agent that wait"
-		rec := mailbox.Delivery{State: mailbox.StateFailed, LastVerdict: string(delivery.NotReady) + ": " + why, Reason: ReasonBehindOlder, Updated: c.now()}
-		res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.NotReady, Err: fmt.Errorf("%w: %s", delivery.ErrNotReady, why)},
-			State: mailbox.StateFailed, Reason: ReasonBehindOlder}
+		reason := why
+		if r := env.Delivery.Reason; r != "" && r != ReasonInterrupted {
+			reason = r
+		}
+		words := fmt.Sprintf("not ready within the sender's ready timeout (%s)", reason)
+		rec := mailbox.Delivery{State: mailbox.StateFailed, Attempts: env.Delivery.Attempts, LastVerdict: string(delivery.NotReady) + ": " + words, Reason: reason, Updated: now}
+		res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.NotReady, Err: fmt.Errorf("%w: %s", delivery.ErrNotReady, words)},
+			State: mailbox.StateFailed, Reason: reason}
 		if err := box.SetDelivery(env.ID, rec); err != nil {
-			continue // still pending: the next pass tries it
+			continue // still waiting: the next pass tries it
 		}
 		out = append(out, Typing{Team: team, Agent: agent, Result: res})
 	}

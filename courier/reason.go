@@ -21,6 +21,7 @@ const (
 	ReasonShell       = "shell"        // the pane shows a shell prompt: the agent has exited
 	ReasonInterrupted = "interrupted"  // the sender was stopped (a signal, a time limit)
 	ReasonNotFound    = "not_found"    // no such agent, or its pane cannot be told
+	ReasonTimeout     = "timeout"      // not typed within the time its sender gave (a --no-queue message from another host)
 	ReasonInBox       = "in_box"       // typed, and left in the box unsubmitted
 	ReasonUnknown     = "unknown"      // it may have reached the agent; nothing shows whether
 	ReasonError       = "error"        // tmux or the pane failed

@@ -189,7 +189,7 @@ func TestRemoteSendKeepsItsSendersChoices(t *testing.T) {
 	}
 	kept := rep.ID
 	_, res = sendJSON(t, h1, nil, "--host", "h2", "--no-queue", "--ready-timeout", "1s", "alpha", "bob", "behind it, never")
-	if res.Code != 4 || !strings.Contains(res.Stdout, "behind older") {
+	if res.Code != 4 || !strings.Contains(res.Stdout, `"reason": "behind_older"`) {
 		t.Fatalf("send --host h2 --no-queue behind a kept message: want not_ready behind older, exit 4:\n%s", res)
 	}
 

@@ -42,14 +42,14 @@ type Envelope struct {
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	ReplyTo   message.ID        `json:"reply_to,omitempty"`
 	RequestID string            `json:"request_id,omitempty"`
-	// Timestamp is set by Append when zero and always stored in UTC;
-	// encoding/json writes it as RFC 3339 with nanoseconds.
-	Timestamp time.Time `json:"timestamp"`
 	// Asked is what the sender chose for its typing, kept for a message
 	// that a deliver pass types first: one from another host, whose
 	// sender's choices travelled with it (a sender here applies its own
-	// as it types).
+	// as it types). Before Timestamp: see Summarize's whole.
 	Asked *Asked `json:"asked,omitempty"`
+	// Timestamp is set by Append when zero and always stored in UTC;
+	// encoding/json writes it as RFC 3339 with nanoseconds.
+	Timestamp time.Time `json:"timestamp"`
 	// Delivery is the latest delivery record: the one appended with the
 	// message, replaced by each later update for its id.
 	Delivery *Delivery `json:"delivery,omitempty"`
@@ -57,11 +57,11 @@ type Envelope struct {
 
 // Asked is a sender's choices for typing its message: send's flags.
 type Asked struct {
-	// NoQueue: not ready within ReadyTimeout is a failure (not_ready),
-	// not a message kept for later (--no-queue).
-	NoQueue bool `json:"no_queue,omitempty"`
-	// ReadyTimeout bounds the wait for a ready agent (0: the typist's).
-	ReadyTimeout time.Duration `json:"ready_timeout,omitempty"`
+	// NoQueue: an agent not ready by Until fails it (not_ready), rather
+	// than it being kept for later (--no-queue, with the sender's ready
+	// timeout counted from its arrival).
+	NoQueue bool      `json:"no_queue,omitempty"`
+	Until   time.Time `json:"until,omitzero"`
 	// WhileBusy and Force are --while-busy and --force.
 	WhileBusy bool `json:"while_busy,omitempty"`
 	Force     bool `json:"force,omitempty"`

@@ -243,7 +243,7 @@ func verdictOf(t target.Target, id message.ID, host string, ev *hosts.RemoteEven
 func notReady(reason string) bool {
 	switch reason {
 	case courier.ReasonBusy, courier.ReasonDialog, courier.ReasonDraft, courier.ReasonNoBox, courier.ReasonLocked,
-		courier.ReasonGone, courier.ReasonShell, courier.ReasonBehindOlder, courier.ReasonInterrupted:
+		courier.ReasonGone, courier.ReasonShell, courier.ReasonBehindOlder, courier.ReasonInterrupted, courier.ReasonTimeout:
 		return true
 	}
 	return false
@@ -298,11 +298,21 @@ func (h *hostLink) Message(ctx context.Context, p hosts.Packet) error {
 	h.mu.Unlock()
 	if got.State == string(mailbox.StatePending) && svc.Dispatcher != nil {
 		if d, err := svc.Dispatcher(); err == nil && d.Tmux != nil {
-			h.deliver[[2]string{d.Tmux.Server().Socket, got.Target.Team}] = true
+			socket, team := d.Tmux.Server().Socket, got.Target.Team
+			h.deliver[[2]string{socket, team}] = true
+			if !got.Until.IsZero() {
+				// --no-queue: a pass when its time is up fails it, if no
+				// pass has typed it by then.
+				time.AfterFunc(time.Until(got.Until)+untilSlack, func() { h.d.deliverSoon(socket, team, nil) })
+			}
 		}
 	}
 	return nil
 }
+
+// untilSlack is how long after a --no-queue message's time is up the pass
+// that fails it starts: after, never before, its last chance.
+const untilSlack = 20 * time.Millisecond
 
 // Flush makes the batch's records durable, and only then has their
 // messages typed (hosts.Handler): one typed before its record was on disk

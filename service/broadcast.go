@@ -107,6 +107,7 @@ func (s *Service) broadcastRemote(ctx context.Context, req BroadcastRequest, env
 	if err != nil && len(list) <= 1 {
 		return nil, fmt.Errorf("listing the other hosts: %w", err)
 	}
+	req.Delivery = s.remoteDelivery(req.Delivery)
 	type copyTo struct {
 		host string
 		t    target.Target

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
@@ -74,15 +75,21 @@ func (s *Service) sendRemote(ctx context.Context, req SendRequest) (SendResult, 
 			env.RequestID = orig.RequestID
 		}
 	}
-	if req.Call.ReadyTimeout <= 0 && s.Dispatcher != nil {
-		// The caller's own (its flag or configuration), which the other
-		// host applies and this one waits by.
-		if d, err := s.Dispatcher(); err == nil {
-			req.Call.ReadyTimeout = d.Opts.ReadyTimeout
-		}
-	}
+	req.Delivery = s.remoteDelivery(req.Delivery)
 	out.Result, err = s.Hosts.Send(ctx, RemoteRequest{Host: req.Host, To: req.To, Env: env, Tag: s.Sender, Delivery: req.Delivery, Create: !req.RefuseUnknown, InboxIfAbsent: req.InboxIfAbsent})
 	return out, err
+}
+
+// remoteDelivery is del for a message to another host: with the caller's
+// own ready timeout (its flag or configuration), which the other host
+// applies and this one waits by.
+func (s *Service) remoteDelivery(del Delivery) Delivery {
+	if del.Call.ReadyTimeout <= 0 && s.Dispatcher != nil {
+		if d, err := s.Dispatcher(); err == nil {
+			del.Call.ReadyTimeout = d.Opts.ReadyTimeout
+		}
+	}
+	return del
 }
 
 // Hostlist is every host on the bus, this one first.
@@ -104,6 +111,9 @@ type Received struct {
 	// Fresh: recorded by this call (not by an earlier hand-over);
 	// Refused: not recorded at all (State says why).
 	Fresh, Refused bool
+	// Until, when set, is when it fails unless typed (--no-queue): a
+	// deliver pass then says so.
+	Until time.Time
 }
 
 // Receiver records the messages that other hosts sent to this host's
@@ -227,11 +237,17 @@ func (r *Receiver) Receive(ctx context.Context, from string, id message.ID, m ho
 		}
 	}
 	if state == mailbox.StatePending {
-		asked, err := r.asked(m)
-		if err != nil {
-			return refuse("failed", courier.ReasonError, err.Error())
+		asked, refused, err := r.asked(m)
+		switch {
+		case err != nil:
+			return out, err
+		case refused != nil:
+			return refuse("failed", courier.ReasonError, refused.Error())
 		}
 		env.Asked = asked
+		if asked != nil {
+			out.Until = asked.Until
+		}
 	}
 	env.Delivery = &mailbox.Delivery{State: state, Updated: s.mailboxNow(), LastVerdict: "from host " + from}
 	if err := box.AppendBatched(env); err != nil {
@@ -244,29 +260,37 @@ func (r *Receiver) Receive(ctx context.Context, from string, id message.ID, m ho
 }
 
 // asked is what m's sender chose for its typing, kept with it for the pass
-// that types it here; nil for the defaults. A profile this host does not
-// have is refused now, not when its turn comes.
-func (r *Receiver) asked(m hosts.RemoteMessage) (*mailbox.Asked, error) {
-	a := mailbox.Asked{NoQueue: !m.Queue, WhileBusy: m.WhileBusy, Force: m.Force, Agent: m.Profile, Pane: m.Pane}
-	if a == (mailbox.Asked{}) {
-		return nil, nil
+// that types it here; nil for the defaults. With --no-queue, its ready
+// timeout counts from now. A profile this host does not have is refused
+// now, not when its turn comes (err: refused, with why); fail is an error
+// to retry.
+func (r *Receiver) asked(m hosts.RemoteMessage) (a *mailbox.Asked, refused, fail error) {
+	ask := mailbox.Asked{NoQueue: !m.Queue, WhileBusy: m.WhileBusy, Force: m.Force, Agent: m.Profile, Pane: m.Pane}
+	if ask == (mailbox.Asked{}) {
+		return nil, nil, nil
 	}
-	if a.NoQueue {
-		a.ReadyTimeout = m.ReadyTimeout
-	}
-	if a.Agent != "" {
+	if ask.NoQueue || ask.Agent != "" {
 		d, err := r.s.Dispatcher()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if d.Named == nil {
-			return nil, fmt.Errorf("its sender chose profile %s, and host %s knows none by name", a.Agent, r.s.hostName())
+		if ask.NoQueue {
+			wait := m.ReadyTimeout
+			if wait <= 0 {
+				wait = d.Opts.ReadyTimeout
+			}
+			ask.Until = r.s.mailboxNow().Add(wait)
 		}
-		if _, err := d.Named(a.Agent); err != nil {
-			return nil, fmt.Errorf("its sender chose profile %s, on host %s: %w", a.Agent, r.s.hostName(), err)
+		if ask.Agent != "" {
+			if d.Named == nil {
+				return nil, fmt.Errorf("its sender chose profile %s, and host %s knows none by name", ask.Agent, r.s.hostName()), nil
+			}
+			if _, err := d.Named(ask.Agent); err != nil {
+				return nil, fmt.Errorf("its sender chose profile %s, on host %s: %w", ask.Agent, r.s.hostName(), err), nil
+			}
 		}
 	}
-	return &a, nil
+	return &ask, nil, nil
 }
 
 // inbox is the ids in team/agent's inbox and their states, read once per
