@@ -87,12 +87,15 @@ func (c *core) maxPayloads() int {
 
 // listLimits are the bytes and payloads of the next command list: a
 // control client's when one is attached that takes every call, text
-// included; a tmux process's otherwise.
-func (c *core) listLimits() (bytes, payloads int) {
+// included; a tmux process's otherwise. payloads is a func: a tmux
+// process's limit may need the version, which a list without text never
+// needs (asking tmux -V before the first list, which tells the version
+// anyway, cost every command-line send a process).
+func (c *core) listLimits() (bytes int, payloads func() int) {
 	if ctl := c.control.Load(); ctl != nil && ctl.takesPayloads() {
-		return maxControlListBytes, maxControlListPayloads
+		return maxControlListBytes, func() int { return maxControlListPayloads }
 	}
-	return maxListBytes, c.maxPayloads()
+	return maxListBytes, c.maxPayloads
 }
 
 // fitsProcess reports whether a command list is short enough for a tmux
@@ -318,7 +321,7 @@ func (c *core) takeList() []*call {
 			n += 64 // its guard, when the list checks the server right before it
 		}
 		alone := cl.alone && controlled
-		if len(list) > 0 && (alone || size+n > maxBytes || len(cl.payloads) > 0 && files+len(cl.payloads) > maxFiles) {
+		if len(list) > 0 && (alone || size+n > maxBytes || len(cl.payloads) > 0 && files+len(cl.payloads) > maxFiles()) {
 			break
 		}
 		list = append(list, cl)

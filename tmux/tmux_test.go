@@ -431,11 +431,28 @@ func TestPasteOnStdinForOldTmux(t *testing.T) {
 // tmux -V of its own.
 func TestPaneLookupLearnsTheServerVersion(t *testing.T) {
 	e, _ := testServer(t)
-	if _, _, err := e.SessionPanesScreen(context.Background(), "agent-alpha-ana-2"); err != nil {
+	// A binary that says when it is asked its version: a list without
+	// text never needs it, and the lookup tells it anyway (asking first
+	// cost every command-line send a tmux process).
+	dir := t.TempDir()
+	asked := filepath.Join(dir, "asked")
+	wrapper := filepath.Join(dir, "tmux")
+	script := "#!/bin/sh\n[ \"$1\" = -V ] && echo >>" + asked + "\nexec " + e.Bin() + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.oldPaste.Load(); got == pasteUnknown {
+	w, err := NewExec(e.Server(), wrapper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.SessionPanesScreen(context.Background(), "agent-alpha-ana-2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.oldPaste.Load(); got == pasteUnknown {
 		t.Fatal("the server's version was not noted")
+	}
+	if _, err := os.Stat(asked); err == nil {
+		t.Error("the binary was asked its version (tmux -V) before a lookup that tells it")
 	}
 }
 
