@@ -40,6 +40,8 @@ type hostLink struct {
 	// read is where the report loop's last read of each inbox ended: the
 	// next reads only what was appended since.
 	read map[[2]string]mailbox.Position
+	// seen: the agents' sessions a batch listed a moment ago.
+	seen service.SessionsSeen
 }
 
 // origin is a message from another host, and what that host last heard.
@@ -272,6 +274,7 @@ func (h *hostLink) Message(ctx context.Context, p hosts.Packet) error {
 	}
 	if h.batch == nil {
 		h.batch, h.deliver = svc.NewReceiver(), map[[2]string]bool{}
+		h.batch.Seen = &h.seen
 	}
 	got, err := h.batch.Receive(ctx, p.From, message.ID(p.ID), *p.Message)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentmsg/agentmsg/courier"
@@ -125,8 +126,15 @@ type Receiver struct {
 	// sessions are the agent sessions on the server, listed once per
 	// batch (nil until then; sessions come and go between batches).
 	sessions map[string]bool
-	held     map[[2]string]map[message.ID]string // inbox -> id -> state
-	written  map[[2]string]*mailbox.Box          // inboxes appended to
+	// Seen, when set, holds the sessions a listing found a moment ago
+	// (SessionsSeen), shared by the batches: one found there needs no
+	// listing of its own. A session not in it is always listed: a new
+	// agent is never refused for an old listing, and an agent gone since
+	// (seconds at most) leaves its message waiting in its inbox, as one
+	// that left right after a listing would.
+	Seen    *SessionsSeen
+	held    map[[2]string]map[message.ID]string // inbox -> id -> state
+	written map[[2]string]*mailbox.Box          // inboxes appended to
 }
 
 // NewReceiver starts a batch.
@@ -318,8 +326,12 @@ func (r *Receiver) inbox(team, agent string) (map[message.ID]string, error) {
 }
 
 // there reports whether t has a session on this host's server, from one
-// listing of the server per batch.
+// listing of the server per batch, or from a listing a moment ago that
+// found it (Seen).
 func (r *Receiver) there(ctx context.Context, t target.Target) (bool, error) {
+	if r.sessions == nil && r.Seen.has(t.Session, r.s.mailboxNow()) {
+		return true, nil
+	}
 	if r.sessions == nil {
 		d, err := r.s.Dispatcher()
 		if err != nil && !noTmux(err) {
@@ -335,8 +347,40 @@ func (r *Receiver) there(ctx context.Context, t target.Target) (bool, error) {
 		for _, x := range on {
 			r.sessions[x.Session] = true
 		}
+		r.Seen.note(r.sessions, r.s.mailboxNow())
 	}
 	return r.sessions[t.Session], nil
+}
+
+// SessionsSeen are the agent sessions the last listing found, and when:
+// for seenFor after it, a message to one of them is recorded without a
+// listing of its own (one tmux process of the three a message from another
+// host cost on tmux 3.3a before its typing).
+type SessionsSeen struct {
+	mu       sync.Mutex
+	at       time.Time
+	sessions map[string]bool
+}
+
+// seenFor is how long a listing stands for a session it found.
+const seenFor = 2 * time.Second
+
+func (s *SessionsSeen) has(session string, now time.Time) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[session] && now.Sub(s.at) < seenFor && !now.Before(s.at)
+}
+
+func (s *SessionsSeen) note(sessions map[string]bool, now time.Time) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.at, s.sessions = now, sessions
 }
 
 func (s *Service) hostName() string {

@@ -1,0 +1,63 @@
+package service
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentmsg/agentmsg/hosts"
+	"github.com/agentmsg/agentmsg/internal/faketmux"
+	"github.com/agentmsg/agentmsg/message"
+)
+
+// A batch from another host lists the server's agents once; the next batch
+// records a message to an agent that listing found, a moment ago, without
+// a listing of its own. An agent it did not find is listed again (a new
+// one is never refused for an old listing), and one gone since waits in
+// its inbox until the listing is too old to stand for it.
+func TestReceiverListsOncePerMoment(t *testing.T) {
+	srv := faketmux.New("agent-alpha-ana")
+	s, _ := deliverService(t, srv, "lead", "", 50*time.Millisecond)
+	now := time.Now()
+	s.Now = func() time.Time { return now }
+	var seen SessionsSeen
+	receive := func(agent string) (Received, []string) {
+		t.Helper()
+		r := s.NewReceiver()
+		r.Seen = &seen
+		id, err := message.NewID("LEAD", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.Receive(context.Background(), "h1", id, hosts.RemoteMessage{Team: "alpha", Agent: agent, Sender: "lead", Tag: "LEAD", Text: "hi", Queue: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return got, r.Sessions()
+	}
+	if got, listed := receive("ana"); got.State != "pending" || listed == nil {
+		t.Fatalf("first batch: %+v, listed %v; want pending, from a listing", got, listed)
+	}
+	if got, listed := receive("ana"); got.State != "pending" || listed != nil {
+		t.Fatalf("a batch a moment later: %+v, listed %v; want pending, with no listing", got, listed)
+	}
+	if _, _, err := srv.NewSession(context.Background(), "agent-alpha-bob", "", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, listed := receive("bob"); got.State != "pending" || listed == nil {
+		t.Fatalf("an agent new since the listing: %+v, listed %v; want pending, from a new listing", got, listed)
+	}
+	if err := srv.KillSession(context.Background(), "agent-alpha-bob"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := receive("bob"); got.State != "pending" {
+		t.Fatalf("an agent gone a moment after the listing: %+v; want its message kept", got)
+	}
+	now = now.Add(seenFor)
+	if got, listed := receive("bob"); !got.Refused || got.State != "not_found" || listed == nil {
+		t.Fatalf("an agent gone, the listing old: %+v, listed %v; want not_found from a new listing", got, listed)
+	}
+}
