@@ -128,13 +128,14 @@ type sent struct {
 	id, from     string
 	toHost, to   string // the recipient's host and session
 	verdict, err string
-	hostIndex    int // the sender's host
+	hostIndex    int  // the sender's host
+	noQueue      bool // sent with no_queue: told not_ready, it must never arrive
 }
 
 // post sends one message through h's daemon's API, with the sender's own
 // id: a sender that loses its connection can still learn what became of it.
-func (h *host) post(from, id, toHost, team, agent, text string) (verdict string, err error) {
-	body, _ := json.Marshal(map[string]any{"team": team, "agent": agent, "host": toHost, "from": from, "id": id, "text": text, "ready_timeout": "2s"})
+func (h *host) post(from, id, toHost, team, agent, text string, noQueue bool) (verdict string, err error) {
+	body, _ := json.Marshal(map[string]any{"team": team, "agent": agent, "host": toHost, "from": from, "id": id, "text": text, "ready_timeout": "2s", "no_queue": noQueue})
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "POST", "http://agentmsg/v1/send", strings.NewReader(string(body)))
@@ -305,8 +306,9 @@ func TestHostsSurviveFaults(t *testing.T) {
 					to := hs[(hi+1+r.IntN(len(hs)-1))%len(hs)]
 					agent := to.agents[r.IntN(len(to.agents))]
 					id := fmt.Sprintf("MSG_%s_%08x", tag, n)
-					verdict, err := h.post(from, id, to.name, "t", strings.TrimPrefix(agent.Session, "agent-t-"), fmt.Sprintf("%s n%d", from, n))
-					s := sent{id: id, from: from, toHost: to.name, to: agent.Session, verdict: verdict, hostIndex: hi}
+					noQueue := r.IntN(8) == 0 // typed now or never
+					verdict, err := h.post(from, id, to.name, "t", strings.TrimPrefix(agent.Session, "agent-t-"), fmt.Sprintf("%s n%d", from, n), noQueue)
+					s := sent{id: id, from: from, toHost: to.name, to: agent.Session, verdict: verdict, hostIndex: hi, noQueue: noQueue}
 					if err != nil {
 						s.err = err.Error()
 						time.Sleep(200 * time.Millisecond) // the daemon is being restarted
@@ -371,7 +373,9 @@ func TestHostsSurviveFaults(t *testing.T) {
 	}
 	want := map[string]bool{} // ids that must arrive
 	for _, s := range all {
-		if s.err == "" && s.verdict != "not_found" && s.verdict != "failed" {
+		// A --no-queue message told deferred (no verdict in time) may
+		// still fail there, its time up: only one told taken must arrive.
+		if s.err == "" && s.verdict != "not_found" && s.verdict != "failed" && s.verdict != "not_ready" && (!s.noQueue || s.verdict == "submitted" || s.verdict == "queued") {
 			want[s.id] = true
 		}
 	}
@@ -401,7 +405,7 @@ func TestHostsSurviveFaults(t *testing.T) {
 			where[id] = session
 		}
 	}
-	var lost, doubled, misplaced, falseSubmitted, disordered, errored, erroredArrived int
+	var lost, doubled, misplaced, falseSubmitted, falseFailed, disordered, errored, erroredArrived int
 	for _, s := range all {
 		switch {
 		case counts[s.id] > 1:
@@ -425,11 +429,14 @@ func TestHostsSurviveFaults(t *testing.T) {
 			var code int
 			for end := time.Now().Add(90 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 				state, code = hs[s.hostIndex].remoteState(s.id)
-				if (arrived && code == 200 && (state == "submitted" || state == "queued")) || (!arrived && code == 404) || time.Now().After(end) {
+				// Never arrived: never left, or (--no-queue) failed there.
+				never := code == 404 || s.noQueue && code == 200 && (state == "failed" || state == "not_ready")
+				if (arrived && code == 200 && (state == "submitted" || state == "queued")) || (!arrived && never) || time.Now().After(end) {
 					break
 				}
 			}
-			if arrived != (code == 200) || (arrived && state != "submitted" && state != "queued") {
+			never := code == 404 || s.noQueue && code == 200 && (state == "failed" || state == "not_ready")
+			if (arrived && (code != 200 || state != "submitted" && state != "queued")) || (!arrived && !never) {
 				there := "?"
 				for _, h := range hs {
 					if h.name == s.toHost {
@@ -450,6 +457,10 @@ func TestHostsSurviveFaults(t *testing.T) {
 		}
 		if s.verdict == "submitted" && counts[s.id] == 0 {
 			falseSubmitted++
+		}
+		if (s.verdict == "not_ready" || s.verdict == "failed") && counts[s.id] > 0 {
+			falseFailed++
+			t.Errorf("%s to %s on %s (told %s) arrived", s.id, s.to, s.toHost, s.verdict)
 		}
 	}
 	// Order per sender and recipient: the ids of one sender at one agent
@@ -478,8 +489,14 @@ func TestHostsSurviveFaults(t *testing.T) {
 	for _, k := range names {
 		summary = append(summary, fmt.Sprintf("%s %d", k, verdicts[k]))
 	}
-	t.Logf("seed %d: %d messages sent (%s); arrived once: %d of %d that must; lost %d, doubled %d, misplaced %d, reported submitted but not arrived %d, out of order %d; no answer %d (of which arrived %d)",
-		seed, len(all), strings.Join(summary, ", "), len(want)-lost, len(want), lost, doubled, misplaced, falseSubmitted, disordered, errored, erroredArrived)
+	noQueue := 0
+	for _, s := range all {
+		if s.noQueue {
+			noQueue++
+		}
+	}
+	t.Logf("seed %d: %d messages sent (%s; %d of them --no-queue); arrived once: %d of %d that must; lost %d, doubled %d, misplaced %d, reported submitted but not arrived %d, reported not ready but arrived %d, out of order %d; no answer %d (of which arrived %d)",
+		seed, len(all), strings.Join(summary, ", "), noQueue, len(want)-lost, len(want), lost, doubled, misplaced, falseSubmitted, falseFailed, disordered, errored, erroredArrived)
 	if len(all) < 1000 && total >= 1000 {
 		t.Errorf("only %d messages were sent", len(all))
 	}

@@ -96,7 +96,7 @@ func TestHostsSpeed(t *testing.T) {
 	for i := range n {
 		agent := fmt.Sprintf("a2%d", 1+i%4)
 		start := time.Now()
-		if _, err := hs[0].post("app", fmt.Sprintf("MSG_APP_%08x", i), "h2", "t", agent, fmt.Sprint("queued ", i)); err != nil {
+		if _, err := hs[0].post("app", fmt.Sprintf("MSG_APP_%08x", i), "h2", "t", agent, fmt.Sprint("queued ", i), false); err != nil {
 			t.Fatalf("send %d while the link is cut, after %s: %v", i, time.Since(start), err)
 		}
 	}
