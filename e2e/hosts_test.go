@@ -248,6 +248,39 @@ func TestSendWaitsForTheLink(t *testing.T) {
 	wantReceived(t, ana, harness.Submitted(rep.ID, "from tester@h1: after the outage"))
 }
 
+// A host whose daemon stopped says so on the bus: hosts lists it down at
+// once, and a send to it is kept on the bus (deferred, exit 0) within a
+// second or two, not after its whole ready timeout and 10 s more, since no
+// verdict can come until that host reads the bus again; it is typed there
+// once when it does.
+func TestSendToAHostThatStopped(t *testing.T) {
+	t.Parallel()
+	h1, h2 := twoHosts(t)
+	ana := h2.StartAgent("agent-alpha-ana")
+	waitListed(t, h1, "alpha/ana")
+	if err := h2.StopDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	res := h1.Run("--json", "hosts")
+	var doc hostsDoc
+	_ = json.Unmarshal([]byte(res.Stdout), &doc)
+	for _, h := range doc.Hosts {
+		if h.Name == "h2" && h.Up {
+			t.Errorf("hosts lists h2 up after its daemon stopped:\n%s", res)
+		}
+	}
+	rep, res := sendJSON(t, h1, nil, "--host", "h2", "--ready-timeout", "5s", "alpha", "ana", "while you were out")
+	if res.Code != 0 || rep.Verdict != "deferred" || res.Elapsed > 5*time.Second || !strings.Contains(res.Stdout, "has not answered") {
+		t.Fatalf("send to a host whose daemon stopped: want deferred within 5 s, naming it:\n%s", res)
+	}
+	if err := h2.StartDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the message at ana once h2 reads the bus again", 30*time.Second, func() bool { return len(ana.Received()) == 1 })
+	time.Sleep(2 * time.Second) // a second copy would come within this
+	wantReceived(t, ana, harness.Submitted(rep.ID, "from tester@h1: while you were out"))
+}
+
 // broadcast --all-hosts reaches the team's agents on every host, each copy
 // typed by its own host, with one verdict over all of them.
 func TestBroadcastReachesEveryHost(t *testing.T) {

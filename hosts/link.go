@@ -83,6 +83,8 @@ type Link struct {
 	watchers map[string][]chan Packet
 	ready    bool // this host's stream and consumer are on the bus
 	lastErr  string
+	// announced: the agents this host last announced (leave keeps them).
+	announced []string
 }
 
 // Timings of the link.
@@ -257,6 +259,7 @@ func (l *Link) Close() {
 		l.cancel()
 	}
 	l.done.Wait()
+	l.leave() // after the announcer stopped: nothing announces it up again
 	l.closeConns()
 }
 

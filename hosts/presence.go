@@ -32,6 +32,35 @@ type HostInfo struct {
 type presence struct {
 	Agents []string  `json:"agents"`
 	At     time.Time `json:"at"`
+	// Left: the host's daemon stopped (cleanly) at At; it is down at
+	// once, not only once its presence is old.
+	Left bool `json:"left,omitempty"`
+}
+
+// up reports whether a host whose presence is p counts as linked now.
+func (p presence) up() bool { return !p.Left && time.Since(p.At) < presenceMaxAge }
+
+// leave tells the bus that this host's daemon stops: senders on other
+// hosts then keep what they send for it without waiting for a verdict.
+// Best effort, within busTimeout: a daemon that dies says nothing, and
+// its presence ages instead.
+func (l *Link) leave() {
+	if l.bus == nil || !l.bus.IsConnected() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), busTimeout)
+	defer cancel()
+	kv, err := l.bucket(ctx)
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	agents := l.announced
+	l.mu.Unlock()
+	// Its agents stay listed: what is sent to them waits on the bus.
+	if data, err := json.Marshal(presence{Agents: agents, At: time.Now().UTC(), Left: true}); err == nil {
+		_, _ = kv.Put(ctx, l.opts.Name, data)
+	}
 }
 
 // announce puts this host's presence in the bucket every few seconds.
@@ -88,6 +117,9 @@ func (l *Link) announceOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	l.mu.Lock()
+	l.announced = agents
+	l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
 	if _, err = kv.Put(ctx, l.opts.Name, data); err != nil {
@@ -176,9 +208,33 @@ func (l *Link) Hosts(ctx context.Context) ([]HostInfo, error) {
 		if json.Unmarshal(e.Value(), &p) != nil {
 			continue
 		}
-		out = append(out, HostInfo{Name: name, Agents: p.Agents, Seen: p.At, Up: time.Since(p.At) < presenceMaxAge})
+		out = append(out, HostInfo{Name: name, Agents: p.Agents, Seen: p.At, Up: p.up()})
 	}
 	return out, nil
+}
+
+// Heard reports when host last announced itself on the bus, and whether
+// that makes it up (as Hosts says); an error when the bus cannot be asked
+// within busTimeout (a link cut, the bucket's server away).
+func (l *Link) Heard(ctx context.Context, host string) (seen time.Time, up bool, err error) {
+	if !l.bus.IsConnected() {
+		return seen, false, errors.New("the bus is not reachable")
+	}
+	ctx, cancel := context.WithTimeout(ctx, busTimeout)
+	defer cancel()
+	kv, err := l.bucket(ctx)
+	if err != nil {
+		return seen, false, err
+	}
+	e, err := kv.Get(ctx, host)
+	if err != nil {
+		return seen, false, err
+	}
+	var p presence
+	if err := json.Unmarshal(e.Value(), &p); err != nil {
+		return seen, false, err
+	}
+	return p.At, p.up(), nil
 }
 
 // knownTimeout bounds asking the bus about a host this one has not seen:

@@ -42,6 +42,14 @@ type hostLink struct {
 	read map[[2]string]mailbox.Position
 	// seen: the agents' sessions a batch listed a moment ago.
 	seen service.SessionsSeen
+	// gone: the hosts last found not answering (see away), by name.
+	gone map[string]absence
+}
+
+// absence is what the last look at a host that did not answer found.
+type absence struct {
+	checked, seen time.Time
+	err           error
 }
 
 // origin is a message from another host, and what that host last heard.
@@ -65,7 +73,7 @@ func (d *Daemon) openHosts(ctx context.Context, root string) (*hostLink, error) 
 	if name == "" {
 		name = hosts.DefaultName()
 	}
-	h := &hostLink{d: d, origins: map[message.ID]*origin{}, poke: make(chan struct{}, 1), read: map[[2]string]mailbox.Position{}}
+	h := &hostLink{d: d, origins: map[message.ID]*origin{}, poke: make(chan struct{}, 1), read: map[[2]string]mailbox.Position{}, gone: map[string]absence{}}
 	url := cfg.NATS
 	link, err := hosts.Open(ctx, hosts.Options{
 		Name: name, Dir: filepath.Join(root, "nats"), URL: url,
@@ -162,20 +170,36 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 	if !h.link.Moving(req.Host) {
 		return h.pending(t, id, req.Host, !req.Queue), nil // no verdict can come now
 	}
+	if a, away := h.stillAway(ctx, req.Host); away {
+		// Found not answering a moment ago, and still not back: no
+		// verdict can come, and a send after send would each wait.
+		return h.away(t, id, req.Host, !req.Queue, a), nil
+	}
 	ready := req.Call.ReadyTimeout
 	if ready <= 0 {
 		ready = h.d.backend.env.Config.Settings.ReadyTimeout
 	}
 	timer := time.NewTimer(ready + remoteGrace)
 	defer timer.Stop()
+	// A host that says nothing within quietFor is asked after: one that
+	// cannot read its stream (its link cut, the stream on this side of
+	// the cut) would keep the send waiting its whole time for a verdict
+	// that cannot come.
+	quiet := time.NewTimer(quietFor)
+	defer quiet.Stop()
 	for {
 		select {
 		case ev := <-events:
 			if ev.Event.Team != team || ev.Event.Agent != agent {
 				continue // another copy of a broadcast
 			}
+			quiet.Stop() // it reads its stream
 			if r, done := verdictOf(t, id, req.Host, ev.Event); done {
 				return r, nil
+			}
+		case <-quiet.C:
+			if a, away := h.look(ctx, req.Host); away {
+				return h.away(t, id, req.Host, !req.Queue, a), nil
 			}
 		case <-timer.C:
 			return h.pending(t, id, req.Host, !req.Queue), nil
@@ -183,6 +207,62 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 			return h.pending(t, id, req.Host, !req.Queue), nil
 		}
 	}
+}
+
+// look asks the bus whether host is there (its presence), and notes the
+// answer for the sends after this one (stillAway).
+func (h *hostLink) look(ctx context.Context, host string) (absence, bool) {
+	seen, up, err := h.link.Heard(ctx, host)
+	a := absence{checked: time.Now(), seen: seen, err: err}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err == nil && up {
+		delete(h.gone, host)
+		return a, false
+	}
+	h.gone[host] = a
+	return a, true
+}
+
+// stillAway reports whether host was found not answering and is not back:
+// from that look while it is younger than awayRecheck, else from a new one.
+func (h *hostLink) stillAway(ctx context.Context, host string) (absence, bool) {
+	h.mu.Lock()
+	a, gone := h.gone[host]
+	h.mu.Unlock()
+	if !gone {
+		return a, false
+	}
+	if time.Since(a.checked) < awayRecheck {
+		return a, true
+	}
+	return h.look(ctx, host)
+}
+
+// awayRecheck is how long a host found not answering counts so without
+// asking the bus again.
+const awayRecheck = time.Second
+
+// quietFor is how long a send waits for the first word of the other host
+// (it tells a message pending 50 ms after recording it, and typed at once
+// when its agent is ready) before it asks whether that host is there.
+const quietFor = time.Second
+
+// away is the verdict of a message the bus has, for a host that has not
+// announced itself lately (or cannot be asked about): kept, and the send
+// does not wait for a verdict that would come only once it is back.
+func (h *hostLink) away(t target.Target, id message.ID, host string, noQueue bool, a absence) courier.Result {
+	r := h.pending(t, id, host, noQueue)
+	then := "it goes on there by itself when that host reads the bus again"
+	if noQueue {
+		then = "with --no-queue it is typed there only if its agent is ready in time when it arrives, and fails otherwise"
+	}
+	when := "it cannot be asked about now (" + fmt.Sprint(a.err) + ")"
+	if a.err == nil {
+		when = "it last announced itself at " + a.seen.Local().Format("15:04:05")
+	}
+	r.Err = fmt.Errorf("the bus has the message, but host %s has not answered, and %s; %s (agentmsg log --id %s)", host, when, then, id)
+	return r
 }
 
 // pending is the verdict of a message whose host has not answered: kept.
