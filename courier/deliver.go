@@ -258,7 +258,8 @@ func (c *Courier) asked(call dispatch.Call, env mailbox.Envelope) (Mode, error) 
 			wait = call.ReadyTimeout
 		}
 		if left := a.Until.Sub(c.now()); left <= wait {
-			mode.Queue, mode.Call.ReadyTimeout = false, left // above 0: expire took those past it
+			// At least a moment: 0 would mean the dispatcher's own wait.
+			mode.Queue, mode.Call.ReadyTimeout = false, max(left, time.Millisecond)
 		}
 	}
 	if a.Agent != "" {

@@ -183,6 +183,12 @@ func TestRemoteSendKeepsItsSendersChoices(t *testing.T) {
 	if res.Code != 4 || rep.Verdict != "not_ready" {
 		t.Fatalf("send --host h2 --no-queue to a busy agent: want not_ready, exit 4:\n%s", res)
 	}
+	// Longer than a pass waits for one agent: kept there a while, and
+	// still not_ready in the end, not deferred.
+	rep, res = sendJSON(t, h1, nil, "--host", "h2", "--no-queue", "--ready-timeout", "4s", "alpha", "bob", "in four seconds or never")
+	if res.Code != 4 || rep.Verdict != "not_ready" {
+		t.Fatalf("send --host h2 --no-queue --ready-timeout 4s to a busy agent: want not_ready, exit 4:\n%s", res)
+	}
 	rep, res = sendJSON(t, h1, nil, "--host", "h2", "--ready-timeout", "1s", "alpha", "bob", "when you can")
 	if res.Code != 0 || rep.Verdict != "deferred" {
 		t.Fatalf("send --host h2 to a busy agent: want deferred, exit 0:\n%s", res)

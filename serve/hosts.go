@@ -194,11 +194,28 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 				continue // another copy of a broadcast
 			}
 			quiet.Stop() // it reads its stream
-			if r, done := verdictOf(t, id, req.Host, ev.Event); done {
+			h.back(req.Host)
+			if r, done := h.verdict(t, id, req, ev.Event); done {
 				return r, nil
 			}
 		case <-quiet.C:
 			if a, away := h.look(ctx, req.Host); away {
+				// A verdict that came meanwhile is the truth, not the
+				// presence (a host back before its first announcement).
+				for {
+					select {
+					case ev := <-events:
+						if ev.Event.Team != team || ev.Event.Agent != agent {
+							continue
+						}
+						if r, done := h.verdict(t, id, req, ev.Event); done {
+							return r, nil
+						}
+						continue
+					default:
+					}
+					break
+				}
 				return h.away(t, id, req.Host, !req.Queue, a), nil
 			}
 		case <-timer.C:
@@ -243,6 +260,23 @@ func (h *hostLink) stillAway(ctx context.Context, host string) (absence, bool) {
 // asking the bus again.
 const awayRecheck = time.Second
 
+// verdict is verdictOf for req: a --no-queue message kept there
+// (deferred) is not yet decided, since it fails once its time is up
+// (mailbox.Asked.Until, before this send's own time ends) unless typed.
+func (h *hostLink) verdict(t target.Target, id message.ID, req service.RemoteRequest, ev *hosts.RemoteEvent) (courier.Result, bool) {
+	if !req.Queue && !req.MailboxOnly && ev.State == string(mailbox.StateDeferred) {
+		return courier.Result{}, false
+	}
+	return verdictOf(t, id, req.Host, ev)
+}
+
+// back forgets that host was found not answering: it said something.
+func (h *hostLink) back(host string) {
+	h.mu.Lock()
+	delete(h.gone, host)
+	h.mu.Unlock()
+}
+
 // quietFor is how long a send waits for the first word of the other host
 // (it tells a message pending 50 ms after recording it, and typed at once
 // when its agent is ready) before it asks whether that host is there.
@@ -261,7 +295,7 @@ func (h *hostLink) away(t target.Target, id message.ID, host string, noQueue boo
 	if a.err == nil {
 		when = "it last announced itself at " + a.seen.Local().Format("15:04:05")
 	}
-	r.Err = fmt.Errorf("the bus has the message, but host %s has not answered, and %s; %s (agentmsg log --id %s)", host, when, then, id)
+	r.Err = fmt.Errorf("the message is kept for host %s, which has not answered, and %s; %s (agentmsg log --id %s)", host, when, then, id)
 	return r
 }
 
@@ -383,14 +417,23 @@ func (h *hostLink) Message(ctx context.Context, p hosts.Packet) error {
 		if d, err := svc.Dispatcher(); err == nil && d.Tmux != nil {
 			socket, team := d.Tmux.Server().Socket, got.Target.Team
 			h.deliver[[2]string{socket, team}] = true
-			if !got.Until.IsZero() {
-				// --no-queue: a pass when its time is up fails it, if no
-				// pass has typed it by then.
-				time.AfterFunc(time.Until(got.Until)+untilSlack, func() { h.d.deliverSoon(socket, team, nil) })
-			}
+			h.passAt(socket, team, got.Until)
 		}
 	}
 	return nil
+}
+
+// passAt runs a deliver pass over team at until (when set): a --no-queue
+// message's time is up then, and the pass fails it if none typed it.
+func (h *hostLink) passAt(socket, team string, until time.Time) {
+	if until.IsZero() {
+		return
+	}
+	time.AfterFunc(time.Until(until)+untilSlack, func() {
+		if h.d.ctx.Err() == nil {
+			h.d.deliverSoon(socket, team, nil)
+		}
+	})
 }
 
 // untilSlack is how long after a --no-queue message's time is up the pass
@@ -594,6 +637,12 @@ func (h *hostLink) recover() {
 	if err != nil {
 		return
 	}
+	socket := ""
+	if svc.Dispatcher != nil {
+		if d, err := svc.Dispatcher(); err == nil && d.Tmux != nil {
+			socket = d.Tmux.Server().Socket
+		}
+	}
 	for _, team := range teams {
 		agents, _ := svc.Store.Agents(team)
 		for _, agent := range agents {
@@ -609,6 +658,11 @@ func (h *hostLink) recover() {
 					continue
 				}
 				h.origins[e.ID] = &origin{host: e.FromHost, team: team, agent: agent}
+				if a := e.Asked; a != nil && a.NoQueue && socket != "" && e.Delivery.State.Outstanding() {
+					if t, ok := courier.InboxOwner(team, agent); ok {
+						h.passAt(socket, t.Team, a.Until) // its timer went with the last daemon
+					}
+				}
 			}
 		}
 	}

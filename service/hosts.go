@@ -234,7 +234,7 @@ func (r *Receiver) Receive(ctx context.Context, from string, id message.ID, m ho
 			}
 		}
 	} else {
-		there, err := r.there(ctx, t)
+		there, err := r.there(ctx, t, m.InboxIfAbsent)
 		if err != nil {
 			return out, err
 		}
@@ -328,8 +328,11 @@ func (r *Receiver) inbox(team, agent string) (map[message.ID]string, error) {
 // there reports whether t has a session on this host's server, from one
 // listing of the server per batch, or from a listing a moment ago that
 // found it (Seen).
-func (r *Receiver) there(ctx context.Context, t target.Target) (bool, error) {
-	if r.sessions == nil && r.Seen.has(t.Session, r.s.mailboxNow()) {
+//
+// absentToInbox: a message that goes to the inbox of an agent not there
+// (a reply) is decided on a listing of its own.
+func (r *Receiver) there(ctx context.Context, t target.Target, absentToInbox bool) (bool, error) {
+	if r.sessions == nil && !absentToInbox && r.Seen.has(t.Session, r.s.mailboxNow()) {
 		return true, nil
 	}
 	if r.sessions == nil {
