@@ -147,11 +147,7 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 	// One deliverer per inbox: two would both type the same message. The
 	// wait is bounded as an agent's readiness is: a deliverer that is
 	// stopped or stuck is named, not waited for.
-	wait := c.Dispatch.Opts.ReadyTimeout
-	if call.ReadyTimeout > 0 {
-		wait = call.ReadyTimeout
-	}
-	lctx, cancel := context.WithTimeout(ctx, wait)
+	lctx, cancel := context.WithTimeout(ctx, c.Dispatch.ReadyTimeout(call))
 	unlock, err := c.Locks.Kept(lctx, "deliver-"+team+"-"+agent)
 	cancel()
 	if err != nil {
@@ -253,38 +249,22 @@ func (c *Courier) asked(call dispatch.Call, env mailbox.Envelope) (Mode, error) 
 	}
 	mode.Call.WhileBusy, mode.Call.Force, mode.Call.Pane = a.WhileBusy, a.Force, a.Pane
 	if a.NoQueue && untried(env.Delivery) {
-		wait := c.Dispatch.Opts.ReadyTimeout
-		if call.ReadyTimeout > 0 {
-			wait = call.ReadyTimeout
-		}
-		if left := a.Until.Sub(c.now()); left <= wait {
+		if left := a.Until.Sub(c.now()); left <= c.Dispatch.ReadyTimeout(call) {
 			// At least a moment: 0 would mean the dispatcher's own wait.
 			mode.Queue, mode.Call.ReadyTimeout = false, max(left, time.Millisecond)
 		}
 	}
 	if a.Agent != "" {
-		p, err := c.named(a.Agent)
+		p, err := c.Dispatch.ProfileNamed(a.Agent)
 		switch {
 		case err == nil:
 			mode.Call.Agent, mode.Call.AgentWhy = &p, "chosen by its sender"
 		case untried(env.Delivery):
-			return mode, err
+			return mode, fmt.Errorf("its sender chose profile %s: %w", a.Agent, err)
 		}
 		// An attempt may have typed it: finished as the pane reads.
 	}
 	return mode, nil
-}
-
-// named is the profile of that name, chosen by a message's sender.
-func (c *Courier) named(name string) (dispatch.AgentProfile, error) {
-	if c.Dispatch.Named == nil {
-		return dispatch.AgentProfile{}, fmt.Errorf("its sender chose profile %s, and none are known here", name)
-	}
-	p, err := c.Dispatch.Named(name)
-	if err != nil {
-		return p, fmt.Errorf("its sender chose profile %s: %w", name, err)
-	}
-	return p, nil
 }
 
 // untried reports whether nothing of a message can be in its agent's

@@ -97,6 +97,24 @@ type Call struct {
 	Pane string
 }
 
+// ReadyTimeout is how long call waits for a ready agent: its own
+// ReadyTimeout when set, else the dispatcher's.
+func (d *Dispatcher) ReadyTimeout(call Call) time.Duration {
+	if call.ReadyTimeout > 0 {
+		return call.ReadyTimeout
+	}
+	return d.Opts.ReadyTimeout
+}
+
+// ProfileNamed is the profile of that name (Named), for a choice made
+// elsewhere: an error when there is none, or no profiles are wired.
+func (d *Dispatcher) ProfileNamed(name string) (AgentProfile, error) {
+	if d.Named == nil {
+		return AgentProfile{}, fmt.Errorf("no profile %q: none are known here", name)
+	}
+	return d.Named(name)
+}
+
 // profile says how the agent t in pane behaves: the call's choice, else
 // the kind spawn registered it as, else what the dispatcher detects. A
 // wrapper script's pane shows a shell as its command, and a REPL's an
@@ -495,9 +513,7 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 	}
 	opts := d.Opts
 	opts.Force, opts.Resume, opts.Earlier = call.Force, call.Resume, call.Earlier
-	if call.ReadyTimeout > 0 {
-		opts.ReadyTimeout = call.ReadyTimeout
-	}
+	opts.ReadyTimeout = d.ReadyTimeout(call)
 	if d.Received != nil {
 		opts.Receipt = func(id message.ID) bool { return d.Received(id, pane) }
 	}

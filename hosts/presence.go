@@ -200,12 +200,8 @@ func (l *Link) Hosts(ctx context.Context) ([]HostInfo, error) {
 		if name == l.opts.Name {
 			continue
 		}
-		e, err := kv.Get(ctx, name)
+		p, err := presenceOf(ctx, kv, name)
 		if err != nil {
-			continue
-		}
-		var p presence
-		if json.Unmarshal(e.Value(), &p) != nil {
 			continue
 		}
 		out = append(out, HostInfo{Name: name, Agents: p.Agents, Seen: p.At, Up: p.up()})
@@ -226,15 +222,21 @@ func (l *Link) Heard(ctx context.Context, host string) (seen time.Time, up bool,
 	if err != nil {
 		return seen, false, err
 	}
-	e, err := kv.Get(ctx, host)
+	p, err := presenceOf(ctx, kv, host)
 	if err != nil {
 		return seen, false, err
 	}
-	var p presence
-	if err := json.Unmarshal(e.Value(), &p); err != nil {
-		return seen, false, err
-	}
 	return p.At, p.up(), nil
+}
+
+// presenceOf is host's entry in the presence bucket kv.
+func presenceOf(ctx context.Context, kv jetstream.KeyValue, host string) (presence, error) {
+	var p presence
+	e, err := kv.Get(ctx, host)
+	if err != nil {
+		return p, err
+	}
+	return p, json.Unmarshal(e.Value(), &p)
 }
 
 // knownTimeout bounds asking the bus about a host this one has not seen:

@@ -187,37 +187,39 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 	// that cannot come.
 	quiet := time.NewTimer(quietFor)
 	defer quiet.Stop()
+	// heard is what an event says of this copy: done when it decides.
+	heard := func(ev hosts.Packet) (courier.Result, bool) {
+		if ev.Event.Team != team || ev.Event.Agent != agent {
+			return courier.Result{}, false // another copy of a broadcast
+		}
+		quiet.Stop() // it reads its stream
+		h.back(req.Host)
+		return h.verdict(t, id, req, ev.Event)
+	}
 	for {
 		select {
 		case ev := <-events:
-			if ev.Event.Team != team || ev.Event.Agent != agent {
-				continue // another copy of a broadcast
-			}
-			quiet.Stop() // it reads its stream
-			h.back(req.Host)
-			if r, done := h.verdict(t, id, req, ev.Event); done {
+			if r, done := heard(ev); done {
 				return r, nil
 			}
 		case <-quiet.C:
-			if a, away := h.look(ctx, req.Host); away {
-				// A verdict that came meanwhile is the truth, not the
-				// presence (a host back before its first announcement).
-				for {
-					select {
-					case ev := <-events:
-						if ev.Event.Team != team || ev.Event.Agent != agent {
-							continue
-						}
-						if r, done := h.verdict(t, id, req, ev.Event); done {
-							return r, nil
-						}
-						continue
-					default:
-					}
-					break
-				}
-				return h.away(t, id, req.Host, !req.Queue, a), nil
+			a, away := h.look(ctx, req.Host)
+			if !away {
+				continue
 			}
+			// A verdict that came meanwhile is the truth, not the
+			// presence (a host back before its first announcement).
+			for more := true; more; {
+				select {
+				case ev := <-events:
+					if r, done := heard(ev); done {
+						return r, nil
+					}
+				default:
+					more = false
+				}
+			}
+			return h.away(t, id, req.Host, !req.Queue, a), nil
 		case <-timer.C:
 			return h.pending(t, id, req.Host, !req.Queue), nil
 		case <-ctx.Done():
@@ -287,10 +289,7 @@ const quietFor = time.Second
 // does not wait for a verdict that would come only once it is back.
 func (h *hostLink) away(t target.Target, id message.ID, host string, noQueue bool, a absence) courier.Result {
 	r := h.pending(t, id, host, noQueue)
-	then := "it goes on there by itself when that host reads the bus again"
-	if noQueue {
-		then = "with --no-queue it is typed there only if its agent is ready in time when it arrives, and fails otherwise"
-	}
+	then := goesOn(noQueue, "it goes on there by itself when that host reads the bus again")
 	when := "it cannot be asked about now (" + fmt.Sprint(a.err) + ")"
 	if a.err == nil {
 		when = "it last announced itself at " + a.seen.Local().Format("15:04:05")
@@ -303,10 +302,7 @@ func (h *hostLink) away(t target.Target, id message.ID, host string, noQueue boo
 // noQueue: sent with --no-queue, so it is not sure to be typed there.
 func (h *hostLink) pending(t target.Target, id message.ID, host string, noQueue bool) courier.Result {
 	r := courier.Result{Outcome: dispatch.Outcome{Target: t, ID: id, Verdict: courier.Deferred}, State: mailbox.StateDeferred, Host: host}
-	then := "it goes on there by itself"
-	if noQueue {
-		then = "with --no-queue it is typed there only if its agent is ready in time when it arrives, and fails otherwise"
-	}
+	then := goesOn(noQueue, "it goes on there by itself")
 	if h.link.Moving(host) {
 		r.Reason = "remote_pending"
 		r.Err = fmt.Errorf("host %s has the message but has not said yet what became of it; %s (agentmsg log --id %s)", host, then, id)
@@ -315,6 +311,15 @@ func (h *hostLink) pending(t target.Target, id message.ID, host string, noQueue 
 		r.Err = fmt.Errorf("the bus does not take messages for host %s now: the message waits in this host's outbox and goes there when it does; %s (agentmsg log --id %s)", host, then, id)
 	}
 	return r
+}
+
+// goesOn says what becomes of a kept message: byItself, unless it was
+// sent with --no-queue.
+func goesOn(noQueue bool, byItself string) string {
+	if noQueue {
+		return "with --no-queue it is typed there only if its agent is ready in time when it arrives, and fails otherwise"
+	}
+	return byItself
 }
 
 // verdictOf is the send's verdict from a state the other host reported;

@@ -87,7 +87,7 @@ func (s *Service) sendRemote(ctx context.Context, req SendRequest) (SendResult, 
 func (s *Service) remoteDelivery(del Delivery) Delivery {
 	if del.Call.ReadyTimeout <= 0 && s.Dispatcher != nil {
 		if d, err := s.Dispatcher(); err == nil {
-			del.Call.ReadyTimeout = d.Opts.ReadyTimeout
+			del.Call.ReadyTimeout = d.ReadyTimeout(del.Call)
 		}
 	}
 	return del
@@ -283,17 +283,10 @@ func (r *Receiver) asked(m hosts.RemoteMessage) (a *mailbox.Asked, refused, fail
 			return nil, nil, err
 		}
 		if ask.NoQueue {
-			wait := m.ReadyTimeout
-			if wait <= 0 {
-				wait = d.Opts.ReadyTimeout
-			}
-			ask.Until = r.s.mailboxNow().Add(wait)
+			ask.Until = r.s.mailboxNow().Add(d.ReadyTimeout(dispatch.Call{ReadyTimeout: m.ReadyTimeout}))
 		}
 		if ask.Agent != "" {
-			if d.Named == nil {
-				return nil, fmt.Errorf("its sender chose profile %s, and host %s knows none by name", ask.Agent, r.s.hostName()), nil
-			}
-			if _, err := d.Named(ask.Agent); err != nil {
+			if _, err := d.ProfileNamed(ask.Agent); err != nil {
 				return nil, fmt.Errorf("its sender chose profile %s, on host %s: %w", ask.Agent, r.s.hostName(), err), nil
 			}
 		}
