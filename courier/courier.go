@@ -665,10 +665,15 @@ func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, o
 		}
 	default:
 		rec.State = mailbox.StateFailed
-		if before.state == mailbox.StateTyped && untouched {
-			// Typed by an earlier attempt, and this one (its agent not
-			// found now, say) touched nothing: the text still waits in the
-			// box, and a person's Enter may submit it. It never failed.
+		if untouched && (before.state == mailbox.StateTyped || earlier.Further(delivery.NotReached) && out.Verdict != delivery.VerdictUnknown) {
+			// An earlier attempt typed it, or may have (a typist that
+			// died, or whose record of the outcome failed, after pasting
+			// or pressing), and this one (its pane not found now, say)
+			// touched nothing: the text may wait in the box, or the agent
+			// may have it (found by e2e/chaos, seed 281912: submitted, its
+			// record lost to a full disk, then failed by a pass that could
+			// not tell the agent's pane). It never failed. (Unknown is a
+			// verdict on a look at the pane that found no trace of it.)
 			rec.State = mailbox.StateTyped
 		}
 	}

@@ -314,3 +314,43 @@ func TestCopiesAreResumedAtOnce(t *testing.T) {
 		t.Error("a deliverer took a message its sender is typing")
 	}
 }
+
+// A message an earlier attempt may have typed (a sender whose record of
+// the outcome failed after pressing, say) is never failed by a pass that
+// cannot even find its pane: it may be in the box, or the agent may have
+// it (e2e/chaos, seed 281912). One that never reached the pane fails.
+func TestAPaneNotFoundNeverFailsWhatMayHaveArrived(t *testing.T) {
+	for _, tt := range []struct {
+		reached string
+		state   mailbox.DeliveryState
+	}{
+		{"", mailbox.StateFailed},
+		{"pasted", mailbox.StateTyped},
+		{"pressed", mailbox.StateTyped},
+	} {
+		t.Run("reached "+tt.reached, func(t *testing.T) {
+			c, tm := newCourier(t, "agent-alpha-ana")
+			env := envelope(t, "once")
+			env.To = "ana"
+			env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Reached: tt.reached}
+			box, err := c.Store.Box("alpha", "ana")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := box.Append(env); err != nil {
+				t.Fatal(err)
+			}
+			// A pane the session does not have: the agent's cannot be told.
+			done, err := c.Deliver(context.Background(), "", dispatch.Call{Pane: "7.7"})
+			if err != nil || len(done) != 1 || done[0].OK() {
+				t.Fatalf("deliver: %+v, %v; want one that did not go through", done, err)
+			}
+			if s := state(t, c, env.ID); s != tt.state {
+				t.Errorf("inbox says %s, want %s", s, tt.state)
+			}
+			if got := tm.Received("agent-alpha-ana"); len(got) != 0 {
+				t.Errorf("typed %q", got)
+			}
+		})
+	}
+}
