@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1254,5 +1255,66 @@ func TestPassTypesAsItsSenderAsked(t *testing.T) {
 				t.Errorf("typed %q", got)
 			}
 		}
+	}
+}
+
+// listCounter counts the listings of the whole server a pass makes.
+type listCounter struct {
+	tmux.Client
+	lists atomic.Int32
+}
+
+func (l *listCounter) ListPanes(ctx context.Context) ([]tmux.Pane, error) {
+	l.lists.Add(1)
+	return l.Client.ListPanes(ctx)
+}
+
+// A pass starts from what its caller knew of the server a moment ago (a
+// receiver of another host's message): an agent it names needs no listing
+// of the server; one it does not name is looked for in one listing, never
+// passed over (a new agent); and a whole listing that did not find an
+// agent leaves its message waiting, with no listing of the pass's own.
+func TestAPassStartsFromWhatItsCallerKnew(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana", "agent-alpha-bob")
+	lc := &listCounter{Client: tm}
+	c.Dispatch.Tmux = lc
+	ctx := context.Background()
+	bob := mustTarget(t, "alpha", "bob")
+	kept := func(to target.Target, session string) {
+		t.Helper()
+		tm.SetDialog(session, true)
+		if res := c.Send(ctx, to, envelope(t, "for "+session), Mode{Queue: true}); res.Verdict != Deferred {
+			t.Fatalf("send to %s behind a dialog: %+v, want deferred", session, res)
+		}
+		tm.SetDialog(session, false)
+	}
+	pass := func(known Listing, wantLists int32, want ...string) {
+		t.Helper()
+		lc.lists.Store(0)
+		done, err := c.DeliverListed(ctx, "alpha", dispatch.Call{}, known)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var typed []string
+		for _, d := range done {
+			if d.Verdict == delivery.Submitted {
+				typed = append(typed, d.Agent)
+			}
+		}
+		slices.Sort(typed)
+		if !slices.Equal(typed, want) || lc.lists.Load() != wantLists {
+			t.Errorf("pass knowing %+v: typed to %v with %d listings, want %v with %d", known, typed, lc.lists.Load(), want, wantLists)
+		}
+	}
+	kept(ana(t), "agent-alpha-ana")
+	pass(Listing{Sessions: []string{"agent-alpha-ana"}}, 0, "ana")
+	kept(bob, "agent-alpha-bob")
+	pass(Listing{Sessions: []string{"agent-alpha-bob"}, Complete: true}, 0, "bob")
+	kept(ana(t), "agent-alpha-ana")
+	kept(bob, "agent-alpha-bob")
+	pass(Listing{Sessions: []string{"agent-alpha-ana"}, Complete: true}, 0, "ana") // bob not in a whole listing: waits
+	pass(Listing{Sessions: []string{"agent-alpha-ana"}}, 1, "bob")                 // not named: listed, found, typed
+	if got := tm.Received("agent-alpha-bob"); len(got) != 2 {
+		t.Errorf("bob got %d messages, want 2: %q", len(got), got)
 	}
 }

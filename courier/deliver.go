@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/agentmsg/agentmsg/broadcast"
@@ -35,32 +36,74 @@ type Typing struct {
 // agent that is not ready holds up its own inbox only, never another's.
 // What was tried comes back in the order of the inboxes.
 func (c *Courier) Deliver(ctx context.Context, team string, call dispatch.Call) ([]Typing, error) {
-	return c.DeliverListed(ctx, team, call, nil)
+	return c.DeliverListed(ctx, team, call, Listing{})
 }
 
-// DeliverListed is Deliver for a caller that has just listed the agent
-// sessions on the server (sessions, nil when it has not): the pass starts
-// from that listing instead of one of its own, a tmux call less.
-func (c *Courier) DeliverListed(ctx context.Context, team string, call dispatch.Call, sessions []string) ([]Typing, error) {
+// Listing is what a pass's caller knows of the agent sessions on the
+// server (DeliverListed).
+type Listing struct {
+	// Sessions were on the server a moment ago.
+	Sessions []string
+	// Complete: Sessions is a whole listing of a moment ago, and a session
+	// not in it was not there. Else the pass lists the server (once) for
+	// a session not in it: a new agent is never passed over for an old
+	// or partial listing.
+	Complete bool
+}
+
+// sessionList answers, for the inboxes of a pass, whether an agent's
+// session is on the server: from what the caller knew, else from one
+// listing shared by them all.
+type sessionList struct {
+	mu       sync.Mutex
+	on       map[string]bool
+	complete bool
+	err      error // the listing failed: every inbox that needed it says so
+	list     func(context.Context) ([]target.Target, error)
+}
+
+func (l *sessionList) has(ctx context.Context, session string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.on[session] || l.complete {
+		return l.on[session], nil
+	}
+	if l.err != nil {
+		return false, l.err
+	}
+	on, err := l.list(ctx)
+	if err != nil {
+		l.err = err
+		return false, err
+	}
+	l.on, l.complete = make(map[string]bool, len(on)), true
+	for _, t := range on {
+		l.on[t.Session] = true
+	}
+	return l.on[session], nil
+}
+
+// DeliverListed is Deliver for a caller that knows which agent sessions
+// were on the server a moment ago (known): the pass starts from that
+// instead of a listing of its own, a tmux call less.
+func (c *Courier) DeliverListed(ctx context.Context, team string, call dispatch.Call, known Listing) ([]Typing, error) {
 	all, err := c.Store.Inboxes(team)
 	if err != nil || len(all) == 0 {
 		return nil, err
 	}
-	if sessions == nil {
-		// One look at the server for every inbox: a tmux call each would
-		// queue behind hundreds of others before its agent's first look.
-		on, err := c.Dispatch.Targets(ctx, "")
-		if err != nil {
-			return nil, err
-		}
-		sessions = make([]string, 0, len(on))
-		for _, t := range on {
-			sessions = append(sessions, t.Session)
-		}
+	// One look at the server for every inbox, when one is needed: a tmux
+	// call each would queue behind hundreds of others before its agent's
+	// first look.
+	listed := &sessionList{on: make(map[string]bool, len(known.Sessions)), complete: known.Complete, list: func(ctx context.Context) ([]target.Target, error) {
+		return c.Dispatch.Targets(ctx, "")
+	}}
+	for _, s := range known.Sessions {
+		listed.on[s] = true
 	}
-	listed := make(map[string]bool, len(sessions))
-	for _, s := range sessions {
-		listed[s] = true
+	if len(known.Sessions) == 0 && !known.Complete {
+		if _, err := listed.has(ctx, ""); err != nil {
+			return nil, err // no inbox can be tried
+		}
 	}
 	passes := broadcast.Each(ctx, all, deliverConcurrency, func(ctx context.Context, in mailbox.Inbox) inboxPass {
 		if err := ctx.Err(); err != nil {
@@ -111,9 +154,9 @@ type inboxPass struct {
 // deliverInbox types agent's outstanding messages, oldest first. With
 // typing, also those marked typing (a deliverer's after a crash); a send
 // leaves them to the sender that is typing them now. call is how each is
-// typed. listed, when not nil, holds the sessions on the server a moment
+// typed. listed, when not nil, tells the sessions on the server a moment
 // ago (see onServer).
-func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing bool, call dispatch.Call, listed map[string]bool) ([]Typing, error) {
+func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing bool, call dispatch.Call, listed *sessionList) ([]Typing, error) {
 	t, ok := InboxOwner(team, agent)
 	if !ok {
 		return nil, nil // not an agent's name: read, not typed
@@ -311,17 +354,18 @@ func (c *Courier) expire(box *mailbox.Box, t target.Target, rest []mailbox.Envel
 }
 
 // onServer reports whether t's session is on the server: from *listed
-// (a listing of the server a moment ago) the first time, and from tmux
-// after that, when the agent may have gone while its messages were typed.
+// (what the pass knows of the server a moment ago) the first time, and
+// from tmux after that, when the agent may have gone while its messages
+// were typed.
 // That look finds t's pane too (found, for typeOne: one tmux call a
 // message, not two); found is nil when the pane is for typeOne to find
 // and report (which of the session's panes is the agent's cannot be told,
 // say).
-func (c *Courier) onServer(ctx context.Context, t target.Target, call dispatch.Call, listed *map[string]bool) (found *dispatch.Resolved, ok bool, err error) {
-	if *listed != nil {
-		on := (*listed)[t.Session]
+func (c *Courier) onServer(ctx context.Context, t target.Target, call dispatch.Call, listed **sessionList) (found *dispatch.Resolved, ok bool, err error) {
+	if l := *listed; l != nil {
 		*listed = nil
-		return nil, on, nil
+		on, err := l.has(ctx, t.Session)
+		return nil, on && err == nil, err
 	}
 	r, err := c.Dispatch.Resolve(ctx, t, call)
 	switch {

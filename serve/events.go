@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/eventlog"
 	"github.com/agentmsg/agentmsg/service"
@@ -296,7 +297,7 @@ func (d *Daemon) watchAgents(ctx context.Context) {
 				ready = map[string]bool{"": true}
 			}
 			for team := range ready {
-				d.deliverSoon(socket, team, nil)
+				d.deliverSoon(socket, team, courier.Listing{})
 			}
 		}
 	}
@@ -330,9 +331,9 @@ const passReady = 2 * time.Second
 // hook's), so nothing is typed twice. Asked while its pass runs, it runs
 // one more when that ends: what was recorded meanwhile (a message from
 // another host) may have come after the running pass read the inbox.
-// sessions, when not nil, are the agent sessions the caller listed a
-// moment ago: a pass that starts now starts from them.
-func (d *Daemon) deliverSoon(socket, team string, sessions []string) {
+// known is what the caller knows of the agent sessions a moment ago: a
+// pass that starts now starts from it.
+func (d *Daemon) deliverSoon(socket, team string, known courier.Listing) {
 	key := socket + "\x00" + team
 	d.passMu.Lock()
 	if _, running := d.passes[key]; running {
@@ -345,7 +346,7 @@ func (d *Daemon) deliverSoon(socket, team string, sessions []string) {
 	go func() {
 		for {
 			if svc, err := d.backend.service(Caller{Socket: socket}); err == nil {
-				_, _ = svc.Deliver(d.ctx, service.DeliverRequest{Team: team, TakeTurns: true, Limit: passLimit, ReadyTimeout: passReady, LeaveSelf: true, Sessions: sessions})
+				_, _ = svc.Deliver(d.ctx, service.DeliverRequest{Team: team, TakeTurns: true, Limit: passLimit, ReadyTimeout: passReady, LeaveSelf: true, Listed: known})
 			}
 			if d.links != nil {
 				d.links.pokeReport() // what the pass typed for other hosts
@@ -359,7 +360,7 @@ func (d *Daemon) deliverSoon(socket, team string, sessions []string) {
 			}
 			d.passes[key] = false
 			d.passMu.Unlock()
-			sessions = nil // listed before the last pass: too old now
+			known = courier.Listing{} // from before the last pass: too old now
 		}
 	}()
 }

@@ -436,7 +436,7 @@ func (h *hostLink) passAt(socket, team string, until time.Time) {
 	}
 	time.AfterFunc(time.Until(until)+untilSlack, func() {
 		if h.d.ctx.Err() == nil {
-			h.d.deliverSoon(socket, team, nil)
+			h.d.deliverSoon(socket, team, courier.Listing{})
 		}
 	})
 }

@@ -39,10 +39,10 @@ type DeliverRequest struct {
 	// profile (chosen by hand); AgentWhy says so.
 	Agent    *dispatch.AgentProfile
 	AgentWhy string
-	// Sessions, when not nil, are the agent sessions on the server a
-	// moment ago, as the caller has just listed them: the pass does not
-	// list them again (a receiver of other hosts' messages has).
-	Sessions []string
+	// Listed is what the caller knows of the agent sessions on the
+	// server a moment ago (a receiver of other hosts' messages has
+	// looked): the pass lists them only for a session it does not name.
+	Listed courier.Listing
 }
 
 // DeliverResult is what one pass did.
@@ -105,7 +105,7 @@ func (s *Service) Deliver(ctx context.Context, req DeliverRequest) (DeliverResul
 	}
 	out.Reminded, out.RemindErr = s.remindExpired(req.Team)
 	call := dispatch.Call{ReadyTimeout: req.ReadyTimeout, IntoSelf: !req.LeaveSelf, Agent: req.Agent, AgentWhy: req.AgentWhy}
-	if out.Typed, err = c.DeliverListed(ctx, req.Team, call, req.Sessions); err != nil {
+	if out.Typed, err = c.DeliverListed(ctx, req.Team, call, req.Listed); err != nil {
 		return out, &PassError{Err: err}
 	}
 	return out, nil

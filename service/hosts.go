@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -132,7 +134,9 @@ type Receiver struct {
 	// agent is never refused for an old listing, and an agent gone since
 	// (seconds at most) leaves its message waiting in its inbox, as one
 	// that left right after a listing would.
-	Seen    *SessionsSeen
+	Seen *SessionsSeen
+	// seen are the sessions this batch took from Seen.
+	seen    map[string]bool
 	held    map[[2]string]map[message.ID]string // inbox -> id -> state
 	written map[[2]string]*mailbox.Box          // inboxes appended to
 }
@@ -164,17 +168,16 @@ func (r *Receiver) Flush() error {
 const syncEach = 16
 
 // Sessions are the agent sessions the batch found on the server, for the
-// deliver pass that types its messages (DeliverRequest.Sessions); nil
-// when it did not look.
-func (r *Receiver) Sessions() []string {
-	if r.sessions == nil {
-		return nil
+// deliver pass that types its messages (DeliverRequest.Listed): a whole
+// listing when it made one, else those it took from a listing a moment
+// ago (Seen), which spares the pass a listing of its own, a tmux process
+// before each message from another host was typed. Only whether to look:
+// the pass finds the agent's pane by a look of its own.
+func (r *Receiver) Sessions() courier.Listing {
+	if r.sessions != nil {
+		return courier.Listing{Sessions: slices.Collect(maps.Keys(r.sessions)), Complete: true}
 	}
-	out := make([]string, 0, len(r.sessions))
-	for s := range r.sessions {
-		out = append(out, s)
-	}
-	return out
+	return courier.Listing{Sessions: slices.Collect(maps.Keys(r.seen))}
 }
 
 // Receive records a message another host (from) sent to one of this
@@ -326,6 +329,10 @@ func (r *Receiver) inbox(team, agent string) (map[message.ID]string, error) {
 // (a reply) is decided on a listing of its own.
 func (r *Receiver) there(ctx context.Context, t target.Target, absentToInbox bool) (bool, error) {
 	if r.sessions == nil && !absentToInbox && r.Seen.has(t.Session, r.s.mailboxNow()) {
+		if r.seen == nil {
+			r.seen = map[string]bool{}
+		}
+		r.seen[t.Session] = true
 		return true, nil
 	}
 	if r.sessions == nil {

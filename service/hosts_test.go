@@ -2,9 +2,11 @@ package service
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/hosts"
 	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/message"
@@ -21,7 +23,7 @@ func TestReceiverListsOncePerMoment(t *testing.T) {
 	now := time.Now()
 	s.Now = func() time.Time { return now }
 	var seen SessionsSeen
-	receive := func(agent string) (Received, []string) {
+	receive := func(agent string) (Received, courier.Listing) {
 		t.Helper()
 		r := s.NewReceiver()
 		r.Seen = &seen
@@ -38,16 +40,18 @@ func TestReceiverListsOncePerMoment(t *testing.T) {
 		}
 		return got, r.Sessions()
 	}
-	if got, listed := receive("ana"); got.State != "pending" || listed == nil {
+	if got, listed := receive("ana"); got.State != "pending" || !listed.Complete {
 		t.Fatalf("first batch: %+v, listed %v; want pending, from a listing", got, listed)
 	}
-	if got, listed := receive("ana"); got.State != "pending" || listed != nil {
-		t.Fatalf("a batch a moment later: %+v, listed %v; want pending, with no listing", got, listed)
+	// The pass that types it is told ana was there: it needs no listing
+	// of its own either.
+	if got, listed := receive("ana"); got.State != "pending" || listed.Complete || !slices.Equal(listed.Sessions, []string{"agent-alpha-ana"}) {
+		t.Fatalf("a batch a moment later: %+v, listed %v; want pending, with no listing, ana known there", got, listed)
 	}
 	if _, _, err := srv.NewSession(context.Background(), "agent-alpha-bob", "", nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got, listed := receive("bob"); got.State != "pending" || listed == nil {
+	if got, listed := receive("bob"); got.State != "pending" || !listed.Complete {
 		t.Fatalf("an agent new since the listing: %+v, listed %v; want pending, from a new listing", got, listed)
 	}
 	if err := srv.KillSession(context.Background(), "agent-alpha-bob"); err != nil {
@@ -57,7 +61,7 @@ func TestReceiverListsOncePerMoment(t *testing.T) {
 		t.Fatalf("an agent gone a moment after the listing: %+v; want its message kept", got)
 	}
 	now = now.Add(seenFor)
-	if got, listed := receive("bob"); !got.Refused || got.State != "not_found" || listed == nil {
+	if got, listed := receive("bob"); !got.Refused || got.State != "not_found" || !listed.Complete {
 		t.Fatalf("an agent gone, the listing old: %+v, listed %v; want not_found from a new listing", got, listed)
 	}
 }
