@@ -196,6 +196,9 @@ func (l *Link) dialBus() (*nats.Conn, error) {
 		nats.PingInterval(2 * time.Second),
 		nats.MaxPingsOutstanding(2),
 		nats.ReconnectBufSize(-1), // a publish while down fails at once; the outbox keeps it
+		// The servers in the order given: a host's own (or nearest) first,
+		// never a random one across a link that can be cut.
+		nats.DontRandomize(),
 		nats.CustomInboxPrefix(inboxPrefix(o.Name)),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {

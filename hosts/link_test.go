@@ -275,3 +275,25 @@ func TestEventsWaitForTheirHost(t *testing.T) {
 		return len(ra.events) == 1
 	})
 }
+
+// A host takes the servers in the order its configuration lists them,
+// never a random one of them: its own (or nearest) first, so that a cut
+// elsewhere leaves it linked. nats.go shuffles them unless told not to.
+func TestTheServersAreTriedInTheirOrder(t *testing.T) {
+	first := busServer(t, t.TempDir(), -1)
+	defer first.Shutdown()
+	second := busServer(t, t.TempDir(), -1)
+	defer second.Shutdown()
+	for range 12 { // shuffled, all twelve on the first: 1 in 4,096
+		l := &Link{opts: Options{Name: "h1", URL: second.ClientURL() + "," + first.ClientURL()}}
+		nc, err := l.dialBus()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := nc.ConnectedUrl()
+		nc.Close()
+		if got != second.ClientURL() {
+			t.Fatalf("connected to %s, want the first listed, %s", got, second.ClientURL())
+		}
+	}
+}
