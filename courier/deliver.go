@@ -62,25 +62,30 @@ type sessionList struct {
 	list     func(context.Context) ([]target.Target, error)
 }
 
-func (l *sessionList) has(ctx context.Context, session string) (bool, error) {
+// has reports whether session is on the server; sure is false when only
+// the caller said so (a moment ago: it may have gone since).
+func (l *sessionList) has(ctx context.Context, session string) (on, sure bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.on[session] || l.complete {
-		return l.on[session], nil
+	if l.complete {
+		return l.on[session], true, nil
+	}
+	if l.on[session] {
+		return true, false, nil
 	}
 	if l.err != nil {
-		return false, l.err
+		return false, false, l.err
 	}
-	on, err := l.list(ctx)
+	found, err := l.list(ctx)
 	if err != nil {
 		l.err = err
-		return false, err
+		return false, false, err
 	}
-	l.on, l.complete = make(map[string]bool, len(on)), true
-	for _, t := range on {
+	l.on, l.complete = make(map[string]bool, len(found)), true
+	for _, t := range found {
 		l.on[t.Session] = true
 	}
-	return l.on[session], nil
+	return l.on[session], true, nil
 }
 
 // DeliverListed is Deliver for a caller that knows which agent sessions
@@ -101,7 +106,7 @@ func (c *Courier) DeliverListed(ctx context.Context, team string, call dispatch.
 		listed.on[s] = true
 	}
 	if len(known.Sessions) == 0 && !known.Complete {
-		if _, err := listed.has(ctx, ""); err != nil {
+		if _, _, err := listed.has(ctx, ""); err != nil {
 			return nil, err // no inbox can be tried
 		}
 	}
@@ -364,8 +369,13 @@ func (c *Courier) expire(box *mailbox.Box, t target.Target, rest []mailbox.Envel
 func (c *Courier) onServer(ctx context.Context, t target.Target, call dispatch.Call, listed **sessionList) (found *dispatch.Resolved, ok bool, err error) {
 	if l := *listed; l != nil {
 		*listed = nil
-		on, err := l.has(ctx, t.Session)
-		return nil, on && err == nil, err
+		on, sure, err := l.has(ctx, t.Session)
+		if err != nil || !on || sure {
+			return nil, on && err == nil, err
+		}
+		// Only said to be there: looked for now, as typeOne would have,
+		// so that one gone since waits as one not listed would, never
+		// failed as not found.
 	}
 	r, err := c.Dispatch.Resolve(ctx, t, call)
 	switch {
