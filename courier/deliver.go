@@ -55,7 +55,8 @@ type Listing struct {
 // session is on the server: from what the caller knew, else from one
 // listing shared by them all.
 type sessionList struct {
-	mu       sync.Mutex
+	listing  sync.Mutex // held while the one listing runs
+	mu       sync.Mutex // guards the fields below, never held while tmux runs
 	on       map[string]bool
 	complete bool
 	err      error // the listing failed: every inbox that needed it says so
@@ -63,20 +64,34 @@ type sessionList struct {
 }
 
 // has reports whether session is on the server; sure is false when only
-// the caller said so (a moment ago: it may have gone since).
+// the caller said so (a moment ago: it may have gone since). A session
+// the caller named is answered at once, even while another inbox waits
+// for the listing.
 func (l *sessionList) has(ctx context.Context, session string) (on, sure bool, err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.complete {
-		return l.on[session], true, nil
+	answer := func() (on, sure, done bool, err error) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		switch {
+		case l.complete:
+			return l.on[session], true, true, nil
+		case l.on[session]:
+			return true, false, true, nil
+		case l.err != nil:
+			return false, false, true, l.err
+		}
+		return false, false, false, nil
 	}
-	if l.on[session] {
-		return true, false, nil
+	if on, sure, done, err := answer(); done {
+		return on, sure, err
 	}
-	if l.err != nil {
-		return false, false, l.err
+	l.listing.Lock()
+	defer l.listing.Unlock()
+	if on, sure, done, err := answer(); done {
+		return on, sure, err // listed meanwhile
 	}
 	found, err := l.list(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if err != nil {
 		l.err = err
 		return false, false, err
