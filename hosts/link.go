@@ -85,6 +85,8 @@ type Link struct {
 	lastErr  string
 	// announced: the agents this host last announced (leave keeps them).
 	announced []string
+	// busClock relates the bus's clock to this host's (see busNow).
+	busClock busClock
 }
 
 // Timings of the link.

@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"sync"
@@ -295,5 +296,45 @@ func TestTheServersAreTriedInTheirOrder(t *testing.T) {
 		if got != second.ClientURL() {
 			t.Fatalf("connected to %s, want the first listed, %s", got, second.ClientURL())
 		}
+	}
+}
+
+// A host's presence is aged on the bus's clock, not on the clocks of the
+// hosts: one whose clock runs an hour behind is linked to the others, and
+// the time it was last heard is this host's time of its last presence.
+func TestPresenceIsAgedOnTheBusClock(t *testing.T) {
+	bus := busServer(t, t.TempDir(), -1)
+	defer bus.Shutdown()
+	a := openLink(t, "a", bus.ClientURL(), &recorder{})
+	waitFor(t, "a's presence read back", func() bool {
+		a.busClock.mu.Lock()
+		defer a.busClock.mu.Unlock()
+		return !a.busClock.bus.IsZero()
+	})
+	ctx := context.Background()
+	kv, err := a.bucket(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	behind, err := json.Marshal(presence{At: time.Now().Add(-time.Hour).UTC()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "late", behind); err != nil {
+		t.Fatal(err)
+	}
+	seen, up, err := a.Heard(ctx, "late")
+	if err != nil || !up || time.Since(seen) > 2*time.Second || time.Since(seen) < -2*time.Second {
+		t.Fatalf("a host an hour behind, just heard: seen %s ago, up %v, %v; want up, seen now", time.Since(seen), up, err)
+	}
+	left, err := json.Marshal(presence{At: time.Now().Add(time.Hour).UTC(), Left: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "late", left); err != nil {
+		t.Fatal(err)
+	}
+	if _, up, err := a.Heard(ctx, "late"); err != nil || up {
+		t.Fatalf("a host that left, its clock an hour ahead: up %v, %v; want down", up, err)
 	}
 }

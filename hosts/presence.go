@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -37,8 +38,40 @@ type presence struct {
 	Left bool `json:"left,omitempty"`
 }
 
-// up reports whether a host whose presence is p counts as linked now.
-func (p presence) up() bool { return !p.Left && time.Since(p.At) < presenceMaxAge }
+// up reports whether a host whose presence is p, put on the bus age ago,
+// counts as linked now.
+func (p presence) up(age time.Duration) bool { return !p.Left && age < presenceMaxAge }
+
+// busClock is the bus's time of this host's last presence (the server's
+// timestamp of its entry) and this host's monotonic time then: the age of
+// another host's entry is taken on the bus's clock alone (busNow minus its
+// timestamp), so that neither host's clock matters. A host whose clock ran
+// 12 s behind looked away to every other host for ever.
+type busClock struct {
+	mu   sync.Mutex
+	bus  time.Time // zero until this host's first presence is read back
+	mono time.Time // time.Now() when that read began (monotonic)
+}
+
+// note relates the bus's timestamp of this host's entry to local time,
+// read at asked (before the read: the entry was put before it).
+func (c *busClock) note(bus, asked time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bus, c.mono = bus, asked
+}
+
+// age is how long ago, on the bus's clock, an entry was put at stamp (the
+// server's timestamp); this host's clock stands in until this host's own
+// entry has been read back once.
+func (c *busClock) age(stamp time.Time) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bus.IsZero() {
+		return time.Since(stamp)
+	}
+	return c.bus.Add(time.Since(c.mono)).Sub(stamp)
+}
 
 // leave tells the bus that this host's daemon stops: senders on other
 // hosts then keep what they send for it without waiting for a verdict.
@@ -122,8 +155,12 @@ func (l *Link) announceOnce(ctx context.Context) error {
 	l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
+	asked := time.Now()
 	if _, err = kv.Put(ctx, l.opts.Name, data); err != nil {
 		return err
+	}
+	if e, err := kv.Get(ctx, l.opts.Name); err == nil {
+		l.busClock.note(e.Created(), asked)
 	}
 	names, err := l.presenceNames(ctx)
 	if err != nil {
@@ -200,11 +237,11 @@ func (l *Link) Hosts(ctx context.Context) ([]HostInfo, error) {
 		if name == l.opts.Name {
 			continue
 		}
-		p, err := presenceOf(ctx, kv, name)
+		p, age, err := l.presenceOf(ctx, kv, name)
 		if err != nil {
 			continue
 		}
-		out = append(out, HostInfo{Name: name, Agents: p.Agents, Seen: p.At, Up: p.up()})
+		out = append(out, HostInfo{Name: name, Agents: p.Agents, Seen: time.Now().UTC().Add(-age), Up: p.up(age)})
 	}
 	return out, nil
 }
@@ -222,21 +259,22 @@ func (l *Link) Heard(ctx context.Context, host string) (seen time.Time, up bool,
 	if err != nil {
 		return seen, false, err
 	}
-	p, err := presenceOf(ctx, kv, host)
+	p, age, err := l.presenceOf(ctx, kv, host)
 	if err != nil {
 		return seen, false, err
 	}
-	return p.At, p.up(), nil
+	return time.Now().UTC().Add(-age), p.up(age), nil
 }
 
-// presenceOf is host's entry in the presence bucket kv.
-func presenceOf(ctx context.Context, kv jetstream.KeyValue, host string) (presence, error) {
+// presenceOf is host's entry in the presence bucket kv, and how long ago
+// it was put there (on the bus's clock).
+func (l *Link) presenceOf(ctx context.Context, kv jetstream.KeyValue, host string) (presence, time.Duration, error) {
 	var p presence
 	e, err := kv.Get(ctx, host)
 	if err != nil {
-		return p, err
+		return p, 0, err
 	}
-	return p, json.Unmarshal(e.Value(), &p)
+	return p, l.busClock.age(e.Created()), json.Unmarshal(e.Value(), &p)
 }
 
 // knownTimeout bounds asking the bus about a host this one has not seen:
