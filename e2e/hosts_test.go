@@ -287,6 +287,30 @@ func TestSendToAHostThatStopped(t *testing.T) {
 	wantReceived(t, ana, harness.Submitted(rep.ID, "from tester@h1: while you were out"))
 }
 
+// A send to a host whose daemon died a moment ago (its presence still
+// recent, its stream on the bus taking the message) is not kept waiting
+// its whole time (the ready timeout and 10 s more): once the host has
+// missed an announcement and said nothing, the send says deferred, and the
+// message is typed once the host is back.
+func TestSendToAHostThatJustDied(t *testing.T) {
+	t.Parallel()
+	h1, h2 := twoHosts(t)
+	ana := h2.StartAgent("agent-alpha-ana")
+	waitListed(t, h1, "alpha/ana")
+	h2.KillDaemon()
+	rep, res := sendJSON(t, h1, nil, "--host", "h2", "--ready-timeout", "2s", "alpha", "ana", "are you still there")
+	if res.Code != 0 || rep.Verdict != "deferred" || res.Elapsed > 9*time.Second || !strings.Contains(res.Stdout, "has not answered") {
+		t.Fatalf("send to a host whose daemon was killed: want deferred within 9 s (it missed an announcement), naming it:\n%s", res)
+	}
+	t.Logf("deferred after %s", res.Elapsed.Round(time.Millisecond))
+	if err := h2.StartDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the message at ana once h2 is back", 30*time.Second, func() bool { return len(ana.Received()) == 1 })
+	time.Sleep(2 * time.Second) // a second copy would come within this
+	wantReceived(t, ana, harness.Submitted(rep.ID, "from tester@h1: are you still there"))
+}
+
 // broadcast --all-hosts reaches the team's agents on every host, each copy
 // typed by its own host, with one verdict over all of them.
 func TestBroadcastReachesEveryHost(t *testing.T) {

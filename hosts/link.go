@@ -89,6 +89,9 @@ type Link struct {
 	busClock busClock
 }
 
+// AnnounceEvery is how often a host puts its presence on the bus.
+const AnnounceEvery = 3 * time.Second
+
 // Timings of the link.
 const (
 	publishTimeout = 5 * time.Second
@@ -106,7 +109,7 @@ const (
 	// space themselves.
 	retryMin       = 100 * time.Millisecond
 	retryMax       = 250 * time.Millisecond
-	presenceEvery  = 3 * time.Second
+	presenceEvery  = AnnounceEvery
 	presenceMaxAge = 4 * presenceEvery // a host silent longer is down
 	outboxKeep     = 30 * 24 * time.Hour
 	busDedupWindow = time.Hour

@@ -203,8 +203,9 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 				return r, nil
 			}
 		case <-quiet.C:
-			a, away := h.look(ctx, req.Host)
+			a, away := h.look(ctx, req.Host, true)
 			if !away {
+				quiet.Reset(quietFor) // asked again: it may stop announcing
 				continue
 			}
 			// A verdict that came meanwhile is the truth, not the
@@ -229,9 +230,16 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 }
 
 // look asks the bus whether host is there (its presence), and notes the
-// answer for the sends after this one (stillAway).
-func (h *hostLink) look(ctx context.Context, host string) (absence, bool) {
+// answer for the sends after this one (stillAway). quiet: the caller has
+// heard nothing from host for quietFor, and a host that has missed an
+// announcement counts as not there too: one cut off (or killed) a moment
+// ago still has a recent presence, and a send to it waited its whole time
+// (12 s) when its stream was on this side of the cut.
+func (h *hostLink) look(ctx context.Context, host string, quiet bool) (absence, bool) {
 	seen, up, err := h.link.Heard(ctx, host)
+	if quiet && up && time.Since(seen) > missedAnnouncement {
+		up = false
+	}
 	a := absence{checked: time.Now(), seen: seen, err: err}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -255,7 +263,7 @@ func (h *hostLink) stillAway(ctx context.Context, host string) (absence, bool) {
 	if time.Since(a.checked) < awayRecheck {
 		return a, true
 	}
-	return h.look(ctx, host)
+	return h.look(ctx, host, false)
 }
 
 // awayRecheck is how long a host found not answering counts so without
@@ -278,6 +286,10 @@ func (h *hostLink) back(host string) {
 	delete(h.gone, host)
 	h.mu.Unlock()
 }
+
+// missedAnnouncement is how old a host's presence is once it has missed an
+// announcement (with a margin for a busy host).
+const missedAnnouncement = hosts.AnnounceEvery + 2*time.Second
 
 // quietFor is how long a send waits for the first word of the other host
 // (it tells a message pending 50 ms after recording it, and typed at once
