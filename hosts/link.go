@@ -83,8 +83,12 @@ type Link struct {
 	watchers map[string][]chan Packet
 	ready    bool // this host's stream and consumer are on the bus
 	lastErr  string
-	// announced: the agents this host last announced (leave keeps them).
-	announced []string
+	// announced: the agents this host last announced (leave keeps them);
+	// hasAnnounced: it has announced itself since it started.
+	announced    []string
+	hasAnnounced bool
+	// kv is the presence bucket, once looked up (bucket).
+	kv jetstream.KeyValue
 	// busClock relates the bus's clock to this host's (see busNow).
 	busClock busClock
 }

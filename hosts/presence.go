@@ -50,15 +50,15 @@ func (p presence) up(age time.Duration) bool { return !p.Left && age < presenceM
 type busClock struct {
 	mu   sync.Mutex
 	bus  time.Time // zero until this host's first presence is read back
-	mono time.Time // time.Now() when that read began (monotonic)
+	mono time.Time // time.Now() when its put was answered (monotonic)
 }
 
-// note relates the bus's timestamp of this host's entry to local time,
-// read at asked (before the read: the entry was put before it).
-func (c *busClock) note(bus, asked time.Time) {
+// note relates the bus's timestamp of this host's entry to local time at
+// the answer to its put.
+func (c *busClock) note(bus, answered time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.bus, c.mono = bus, asked
+	c.bus, c.mono = bus, answered
 }
 
 // age is how long ago, on the bus's clock, an entry was put at stamp (the
@@ -112,13 +112,26 @@ func (l *Link) announce(ctx context.Context) {
 	}
 }
 
-// bucket is the bus's presence bucket, made when missing.
+// bucket is the bus's presence bucket, made when missing; looked up once
+// (a request to the bus), and again after an announcement failed.
 func (l *Link) bucket(ctx context.Context) (jetstream.KeyValue, error) {
+	l.mu.Lock()
+	kv := l.kv
+	l.mu.Unlock()
+	if kv != nil {
+		return kv, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
-	return keyValue(ctx, l.bjs, jetstream.KeyValueConfig{
+	kv, err := keyValue(ctx, l.bjs, jetstream.KeyValueConfig{
 		Bucket: presenceBucket, History: 1, Storage: jetstream.FileStorage, Replicas: max(l.opts.Replicas, 1),
 	})
+	if err == nil {
+		l.mu.Lock()
+		l.kv = kv
+		l.mu.Unlock()
+	}
+	return kv, err
 }
 
 // keyValue opens the bucket cfg names, making it when missing (and taking
@@ -142,31 +155,66 @@ func (l *Link) announceOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var agents []string
-	if l.opts.Agents != nil {
+	l.mu.Lock()
+	agents, first := l.announced, !l.hasAnnounced
+	l.mu.Unlock()
+	// On time, with the agents found last time: listing them waits for
+	// tmux, which a host typing a thousand messages keeps busy for
+	// seconds, and a host late to announce looks away to a send that
+	// waits for it (missed announcements). The agents are listed after,
+	// and announced again when they changed; before the first
+	// announcement, first.
+	if first && l.opts.Agents != nil {
 		agents = l.opts.Agents(ctx)
 	}
-	data, err := json.Marshal(presence{Agents: agents, At: time.Now().UTC()})
-	if err != nil {
+	if err := l.put(ctx, kv, agents); err != nil {
+		l.mu.Lock()
+		l.kv = nil // looked up (or made) again next time
+		l.mu.Unlock()
 		return err
 	}
-	l.mu.Lock()
-	l.announced = agents
-	l.mu.Unlock()
+	if !first && l.opts.Agents != nil {
+		if now := l.opts.Agents(ctx); !slices.Equal(now, agents) {
+			if err := l.put(ctx, kv, now); err != nil {
+				return err
+			}
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
-	asked := time.Now()
-	if _, err = kv.Put(ctx, l.opts.Name, data); err != nil {
-		return err
-	}
-	if e, err := kv.Get(ctx, l.opts.Name); err == nil {
-		l.busClock.note(e.Created(), asked)
-	}
 	names, err := l.presenceNames(ctx)
 	if err != nil {
 		return err
 	}
 	return l.remember(ctx, names)
+}
+
+// put puts this host's presence with agents in the bucket, and relates
+// the bus's clock to this host's by reading the entry back.
+func (l *Link) put(ctx context.Context, kv jetstream.KeyValue, agents []string) error {
+	data, err := json.Marshal(presence{Agents: agents, At: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	rev, err := kv.Put(ctx, l.opts.Name, data)
+	if err != nil {
+		return err
+	}
+	// After the put, not before: the server stamped the entry before its
+	// answer came, so the bus's time is taken a little late, and other
+	// hosts' entries look a little younger, never older, than they are.
+	answered := time.Now()
+	l.mu.Lock()
+	l.announced, l.hasAnnounced = agents, true
+	l.mu.Unlock()
+	// Only this very entry: a read answered by a server behind (a direct
+	// get from a replica) would carry an older stamp.
+	if e, err := kv.Get(ctx, l.opts.Name); err == nil && e.Revision() == rev {
+		l.busClock.note(e.Created(), answered)
+	}
+	return nil
 }
 
 // seenBucket, on the embedded server, keeps the names of the hosts this

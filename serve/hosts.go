@@ -44,6 +44,16 @@ type hostLink struct {
 	seen service.SessionsSeen
 	// gone: the hosts last found not answering (see away), by name.
 	gone map[string]absence
+	// asked: the last answer of the bus about each host's presence
+	// (see ask), shared by the sends that wait for that host.
+	asked map[string]presenceAnswer
+}
+
+// presenceAnswer is what the bus said of a host's presence, and when.
+type presenceAnswer struct {
+	at, seen time.Time
+	up       bool
+	err      error
 }
 
 // absence is what the last look at a host that did not answer found.
@@ -73,7 +83,7 @@ func (d *Daemon) openHosts(ctx context.Context, root string) (*hostLink, error) 
 	if name == "" {
 		name = hosts.DefaultName()
 	}
-	h := &hostLink{d: d, origins: map[message.ID]*origin{}, poke: make(chan struct{}, 1), read: map[[2]string]mailbox.Position{}, gone: map[string]absence{}}
+	h := &hostLink{d: d, origins: map[message.ID]*origin{}, poke: make(chan struct{}, 1), read: map[[2]string]mailbox.Position{}, gone: map[string]absence{}, asked: map[string]presenceAnswer{}}
 	url := cfg.NATS
 	link, err := hosts.Open(ctx, hosts.Options{
 		Name: name, Dir: filepath.Join(root, "nats"), URL: url,
@@ -187,6 +197,7 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 	// that cannot come.
 	quiet := time.NewTimer(quietFor)
 	defer quiet.Stop()
+	unanswered := 0 // looks in a row the bus did not answer
 	// heard is what an event says of this copy: done when it decides.
 	heard := func(ev hosts.Packet) (courier.Result, bool) {
 		if ev.Event.Team != team || ev.Event.Agent != agent {
@@ -203,7 +214,7 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 				return r, nil
 			}
 		case <-quiet.C:
-			a, away := h.look(ctx, req.Host, true)
+			a, away := h.look(ctx, req.Host, &unanswered)
 			if !away {
 				quiet.Reset(quietFor) // asked again: it may stop announcing
 				continue
@@ -230,25 +241,61 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 }
 
 // look asks the bus whether host is there (its presence), and notes the
-// answer for the sends after this one (stillAway). quiet: the caller has
-// heard nothing from host for quietFor, and a host that has missed an
-// announcement counts as not there too: one cut off (or killed) a moment
-// ago still has a recent presence, and a send to it waited its whole time
-// (12 s) when its stream was on this side of the cut.
-func (h *hostLink) look(ctx context.Context, host string, quiet bool) (absence, bool) {
-	seen, up, err := h.link.Heard(ctx, host)
-	if quiet && up && time.Since(seen) > missedAnnouncement {
-		up = false
+// answer for the sends after this one (stillAway).
+//
+// unanswered, when not nil, counts the looks in a row of a send that has
+// heard nothing from host for quietFor, and asks each second: for it a
+// host that has missed an announcement counts as not there too (one cut
+// off, or killed, a moment ago still has a recent presence, and a send to
+// it waited its whole time, 12 s, when its stream was on this side of the
+// cut), and a bus that does not answer counts only on the second look in
+// a row (one slow answer does not end a send).
+func (h *hostLink) look(ctx context.Context, host string, unanswered *int) (absence, bool) {
+	r := h.ask(ctx, host)
+	if ctx.Err() != nil {
+		return absence{}, false // the send ends by its own context
 	}
-	a := absence{checked: time.Now(), seen: seen, err: err}
+	up := r.err == nil && r.up
+	if unanswered != nil {
+		switch {
+		case r.err != nil:
+			if *unanswered++; *unanswered < 2 {
+				return absence{}, false
+			}
+		case up && time.Since(r.seen) > missedAnnouncement:
+			up = false
+		default:
+			*unanswered = 0
+		}
+	}
+	a := absence{checked: r.at, seen: r.seen, err: r.err}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if err == nil && up {
+	if up {
 		delete(h.gone, host)
 		return a, false
 	}
 	h.gone[host] = a
 	return a, true
+}
+
+// ask is the bus's answer about host's presence: one a moment old (less
+// than quietFor), shared by the sends waiting for that host, or a new one.
+func (h *hostLink) ask(ctx context.Context, host string) presenceAnswer {
+	h.mu.Lock()
+	r, ok := h.asked[host]
+	h.mu.Unlock()
+	if ok && time.Since(r.at) < quietFor {
+		return r
+	}
+	seen, up, err := h.link.Heard(ctx, host)
+	r = presenceAnswer{at: time.Now(), seen: seen, up: up, err: err}
+	if ctx.Err() == nil {
+		h.mu.Lock()
+		h.asked[host] = r
+		h.mu.Unlock()
+	}
+	return r
 }
 
 // stillAway reports whether host was found not answering and is not back:
@@ -263,7 +310,7 @@ func (h *hostLink) stillAway(ctx context.Context, host string) (absence, bool) {
 	if time.Since(a.checked) < awayRecheck {
 		return a, true
 	}
-	return h.look(ctx, host, false)
+	return h.look(ctx, host, nil)
 }
 
 // awayRecheck is how long a host found not answering counts so without
@@ -284,12 +331,13 @@ func (h *hostLink) verdict(t target.Target, id message.ID, req service.RemoteReq
 func (h *hostLink) back(host string) {
 	h.mu.Lock()
 	delete(h.gone, host)
+	delete(h.asked, host)
 	h.mu.Unlock()
 }
 
 // missedAnnouncement is how old a host's presence is once it has missed an
 // announcement (with a margin for a busy host).
-const missedAnnouncement = hosts.AnnounceEvery + 2*time.Second
+const missedAnnouncement = hosts.AnnounceEvery + 3*time.Second
 
 // quietFor is how long a send waits for the first word of the other host
 // (it tells a message pending 50 ms after recording it, and typed at once
