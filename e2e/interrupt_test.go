@@ -81,6 +81,15 @@ func (b *background) signal(t *testing.T, sig os.Signal) {
 	}
 }
 
+// signalAgain signals the run once more, unless it has already exited
+// (having handled the first signal in the moment between the two).
+func (b *background) signalAgain(t *testing.T, sig os.Signal) {
+	t.Helper()
+	if err := b.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		t.Fatalf("signalling agentmsg again: %v\n%s", err, b.stderr)
+	}
+}
+
 // finish waits for the run to exit.
 func (b *background) finish(t *testing.T) harness.Result {
 	t.Helper()
@@ -151,7 +160,7 @@ func TestInterruptedSendIsFinishedOnceByDeliver(t *testing.T) {
 			stop: func(t *testing.T, s *harness.TestServer, a *harness.TestAgent, b *background) {
 				a.WaitScreen("MSG_TESTER_", 10*time.Second)
 				b.signal(t, syscall.SIGTERM)
-				b.signal(t, syscall.SIGTERM) // a second one still records first
+				b.signalAgain(t, syscall.SIGTERM) // a second one still records first
 			},
 			code: 5, state: mailbox.StateTyped},
 		{name: "SIGINT in the settle, then another send", args: []string{"--settle", "3s"},
