@@ -101,6 +101,24 @@ func TestStepsAreRecordedBeforeTheyAreTaken(t *testing.T) {
 	}
 }
 
+// leftTyping is a courier whose ana has one message in her inbox marked
+// typing, as a sender killed at step reached leaves it.
+func leftTyping(t *testing.T, reached string) (*Courier, *faketmux.Server, mailbox.Envelope) {
+	t.Helper()
+	c, tm := newCourier(t, "agent-alpha-ana")
+	env := envelope(t, "once")
+	env.To = "ana"
+	env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Reached: reached}
+	box, err := c.Store.Box("alpha", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := box.Append(env); err != nil {
+		t.Fatal(err)
+	}
+	return c, tm, env
+}
+
 // A deliverer that finds a message marked typing, and no trace of it on
 // screen, types it only if nothing of it reached the pane before; else it
 // reports unknown and never types it.
@@ -117,18 +135,7 @@ func TestDeliverTypesAgainOnlyWhatNeverReachedThePane(t *testing.T) {
 		{"pressed", delivery.VerdictUnknown, mailbox.StateFailed, 0},
 	} {
 		t.Run("reached "+tt.reached, func(t *testing.T) {
-			c, tm := newCourier(t, "agent-alpha-ana")
-			env := envelope(t, "once")
-			env.To = "ana"
-			// What a sender killed at that step leaves behind.
-			env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Reached: tt.reached}
-			box, err := c.Store.Box("alpha", "ana")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := box.Append(env); err != nil {
-				t.Fatal(err)
-			}
+			c, tm, env := leftTyping(t, tt.reached)
 			done, err := c.Deliver(context.Background(), "", dispatch.Call{})
 			if err != nil || len(done) != 1 || done[0].Verdict != tt.want {
 				t.Fatalf("deliver: %+v, %v; want verdict %s", done, err, tt.want)
@@ -329,17 +336,7 @@ func TestAPaneNotFoundNeverFailsWhatMayHaveArrived(t *testing.T) {
 		{"pressed", mailbox.StateTyped},
 	} {
 		t.Run("reached "+tt.reached, func(t *testing.T) {
-			c, tm := newCourier(t, "agent-alpha-ana")
-			env := envelope(t, "once")
-			env.To = "ana"
-			env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Reached: tt.reached}
-			box, err := c.Store.Box("alpha", "ana")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := box.Append(env); err != nil {
-				t.Fatal(err)
-			}
+			c, tm, env := leftTyping(t, tt.reached)
 			// A pane the session does not have: the agent's cannot be told.
 			done, err := c.Deliver(context.Background(), "", dispatch.Call{Pane: "7.7"})
 			if err != nil || len(done) != 1 || done[0].OK() {

@@ -89,7 +89,7 @@ type Link struct {
 	hasAnnounced bool
 	// kv is the presence bucket, once looked up (bucket).
 	kv jetstream.KeyValue
-	// busClock relates the bus's clock to this host's (see busNow).
+	// busClock relates the bus's clock to this host's (presence ages).
 	busClock busClock
 }
 

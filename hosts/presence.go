@@ -31,8 +31,11 @@ type HostInfo struct {
 
 // presence is what a host puts in the bucket.
 type presence struct {
-	Agents []string  `json:"agents"`
-	At     time.Time `json:"at"`
+	Agents []string `json:"agents"`
+	// At is the host's own clock when it announced: read by agentmsg
+	// before presences were aged on the bus's clock (busClock), so still
+	// written.
+	At time.Time `json:"at"`
 	// Left: the host's daemon stopped (cleanly) at At; it is down at
 	// once, not only once its presence is old.
 	Left bool `json:"left,omitempty"`
@@ -44,8 +47,9 @@ func (p presence) up(age time.Duration) bool { return !p.Left && age < presenceM
 
 // busClock is the bus's time of this host's last presence (the server's
 // timestamp of its entry) and this host's monotonic time then: the age of
-// another host's entry is taken on the bus's clock alone (busNow minus its
-// timestamp), so that neither host's clock matters. A host whose clock ran
+// another host's entry is taken on the bus's clock alone (the bus's time
+// now, carried forward from then, minus its timestamp), so that neither
+// host's clock matters. A host whose clock ran
 // 12 s behind looked away to every other host for ever.
 type busClock struct {
 	mu   sync.Mutex

@@ -43,23 +43,19 @@ type hostLink struct {
 	// seen: the agents' sessions a batch listed a moment ago.
 	seen service.SessionsSeen
 	// gone: the hosts last found not answering (see away), by name.
-	gone map[string]absence
+	gone map[string]presenceAnswer
 	// asked: the last answer of the bus about each host's presence
 	// (see ask), shared by the sends that wait for that host.
 	asked map[string]presenceAnswer
 }
 
-// presenceAnswer is what the bus said of a host's presence, and when.
+// presenceAnswer is what the bus said of a host's presence (when it last
+// announced itself, whether that counts as up, or why it could not say),
+// and when it said it.
 type presenceAnswer struct {
 	at, seen time.Time
 	up       bool
 	err      error
-}
-
-// absence is what the last look at a host that did not answer found.
-type absence struct {
-	checked, seen time.Time
-	err           error
 }
 
 // origin is a message from another host, and what that host last heard.
@@ -83,7 +79,7 @@ func (d *Daemon) openHosts(ctx context.Context, root string) (*hostLink, error) 
 	if name == "" {
 		name = hosts.DefaultName()
 	}
-	h := &hostLink{d: d, origins: map[message.ID]*origin{}, poke: make(chan struct{}, 1), read: map[[2]string]mailbox.Position{}, gone: map[string]absence{}, asked: map[string]presenceAnswer{}}
+	h := &hostLink{d: d, origins: map[message.ID]*origin{}, poke: make(chan struct{}, 1), read: map[[2]string]mailbox.Position{}, gone: map[string]presenceAnswer{}, asked: map[string]presenceAnswer{}}
 	url := cfg.NATS
 	link, err := hosts.Open(ctx, hosts.Options{
 		Name: name, Dir: filepath.Join(root, "nats"), URL: url,
@@ -250,17 +246,17 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 // it waited its whole time, 12 s, when its stream was on this side of the
 // cut), and a bus that does not answer counts only on the second look in
 // a row (one slow answer does not end a send).
-func (h *hostLink) look(ctx context.Context, host string, unanswered *int) (absence, bool) {
+func (h *hostLink) look(ctx context.Context, host string, unanswered *int) (presenceAnswer, bool) {
 	r := h.ask(ctx, host)
 	if ctx.Err() != nil {
-		return absence{}, false // the send ends by its own context
+		return r, false // the send ends by its own context
 	}
 	up := r.err == nil && r.up
 	if unanswered != nil {
 		switch {
 		case r.err != nil:
 			if *unanswered++; *unanswered < 2 {
-				return absence{}, false
+				return r, false
 			}
 		case up && time.Since(r.seen) > missedAnnouncement:
 			up = false
@@ -268,15 +264,14 @@ func (h *hostLink) look(ctx context.Context, host string, unanswered *int) (abse
 			*unanswered = 0
 		}
 	}
-	a := absence{checked: r.at, seen: r.seen, err: r.err}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if up {
 		delete(h.gone, host)
-		return a, false
+		return r, false
 	}
-	h.gone[host] = a
-	return a, true
+	h.gone[host] = r
+	return r, true
 }
 
 // ask is the bus's answer about host's presence: one a moment old (less
@@ -300,14 +295,14 @@ func (h *hostLink) ask(ctx context.Context, host string) presenceAnswer {
 
 // stillAway reports whether host was found not answering and is not back:
 // from that look while it is younger than awayRecheck, else from a new one.
-func (h *hostLink) stillAway(ctx context.Context, host string) (absence, bool) {
+func (h *hostLink) stillAway(ctx context.Context, host string) (presenceAnswer, bool) {
 	h.mu.Lock()
 	a, gone := h.gone[host]
 	h.mu.Unlock()
 	if !gone {
 		return a, false
 	}
-	if time.Since(a.checked) < awayRecheck {
+	if time.Since(a.at) < awayRecheck {
 		return a, true
 	}
 	return h.look(ctx, host, nil)
@@ -347,7 +342,7 @@ const quietFor = time.Second
 // away is the verdict of a message the bus has, for a host that has not
 // announced itself lately (or cannot be asked about): kept, and the send
 // does not wait for a verdict that would come only once it is back.
-func (h *hostLink) away(t target.Target, id message.ID, host string, noQueue bool, a absence) courier.Result {
+func (h *hostLink) away(t target.Target, id message.ID, host string, noQueue bool, a presenceAnswer) courier.Result {
 	r := h.pending(t, id, host, noQueue)
 	then := goesOn(noQueue, "it goes on there by itself when that host reads the bus again")
 	when := "it cannot be asked about now (" + fmt.Sprint(a.err) + ")"
