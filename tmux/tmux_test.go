@@ -500,6 +500,20 @@ func TestChangesSeesOutputAndNewPanes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Until its program runs, a new pane's command is tmux's own child
+	// (seen on 3.7c in CI: "tmux", then "sh"), which the fingerprint holds.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		panes, err := e.ListPanes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.IndexFunc(panes, func(p Pane) bool { return p.ID == pane }); i >= 0 && panes[i].Command == "sh" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new pane's sh never ran: %+v", panes)
+		}
+	}
 	fp, newest, err := e.Changes(ctx)
 	if err != nil || fp == "" || newest.IsZero() {
 		t.Fatalf("Changes = %q, %v, %v", fp, newest, err)
