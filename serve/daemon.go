@@ -33,6 +33,7 @@ import (
 	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/eventlog"
 	"github.com/agentmsg/agentmsg/identity"
+	"github.com/agentmsg/agentmsg/internal/safesock"
 	"github.com/agentmsg/agentmsg/mailbox"
 )
 
@@ -90,8 +91,9 @@ type Daemon struct {
 // flight end (up to a few seconds), detaches its control clients cleanly
 // and returns.
 func Run(ctx context.Context, env app.Env, opts Options) error {
-	root := mailbox.DefaultRoot(env.LookupEnv)
-	if err := os.MkdirAll(root, 0o700); err != nil {
+	store := mailbox.Default(env.LookupEnv)
+	root := store.Root
+	if err := store.EnsureRoot(); err != nil {
 		return err
 	}
 	release, err := holdLock(root, opts.socket(root))
@@ -130,8 +132,12 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 
 	mux := http.NewServeMux()
 	d.routes(mux)
-	srv := &http.Server{Handler: d.authorize(mux), ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+	// Timeouts: a connection that says nothing, or idles after its
+	// answer, is closed (see gate.go for what else bounds TCP). No write
+	// or whole-read timeout: a send may rightly wait minutes for its
+	// agent, and the event stream and a command's output flow for hours.
+	srv := &http.Server{Handler: d.authorize(mux), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
+		BaseContext: func(net.Listener) context.Context { return ctx }, ConnContext: withConn}
 	var listeners []net.Listener
 	defer func() {
 		for _, l := range listeners {
@@ -139,7 +145,7 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 		}
 	}()
 	sock := opts.socket(root)
-	ul, err := listenUnix(sock)
+	ul, err := safesock.Listen(sock)
 	if err != nil {
 		return err
 	}
@@ -232,58 +238,6 @@ func Running(root string) (pid int, socket string, ok bool) {
 	return h.PID, h.Socket, true
 }
 
-// listenUnix listens on a socket only this user can reach: in a directory
-// that is ours, mode 0600, and each connection's peer checked (peerCheck).
-// The lock is ours, so a socket file left there is a dead daemon's.
-func listenUnix(path string) (net.Listener, error) {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	old := unix.Umask(0o177)
-	l, err := net.Listen("unix", path)
-	unix.Umask(old)
-	if err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
-		return nil, err
-	}
-	return peerCheck{l.(*net.UnixListener)}, nil
-}
-
-// peerCheck accepts only connections from this user's processes
-// (SO_PEERCRED), whatever the socket file's mode says.
-type peerCheck struct{ *net.UnixListener }
-
-func (p peerCheck) Accept() (net.Conn, error) {
-	for {
-		c, err := p.UnixListener.AcceptUnix()
-		if err != nil {
-			return nil, err
-		}
-		if samePeer(c) {
-			return c, nil
-		}
-		c.Close()
-	}
-}
-
-func samePeer(c *net.UnixConn) bool {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return false
-	}
-	var cred *unix.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil || credErr != nil {
-		return false
-	}
-	return int(cred.Uid) == os.Getuid()
-}
-
 // listenTCP listens on opts.TCP, loopback only unless AllowRemote, and
 // reads (or makes) the token every request there must carry.
 func (d *Daemon) listenTCP() (net.Listener, error) {
@@ -305,8 +259,19 @@ func (d *Daemon) listenTCP() (net.Listener, error) {
 	if !loopback && d.env.Log != nil {
 		d.env.Log.Warn("LISTENING BEYOND THIS MACHINE: anyone who reaches " + d.opts.TCP + " with the token can type into your agents")
 	}
-	return net.Listen("tcp", d.opts.TCP)
+	l, err := net.Listen("tcp", d.opts.TCP)
+	if err != nil {
+		return nil, err
+	}
+	return newTCPGate(l), nil
 }
+
+// How long a connection may take to send a request's headers, and stay
+// open with nothing to do after an answer.
+const (
+	readHeaderTimeout = 5 * time.Second
+	idleTimeout       = time.Minute
+)
 
 // readToken reads the bearer token from path, a file only its owner may
 // read; it makes one (32 random bytes, hex) when there is none.
@@ -348,13 +313,21 @@ func (d *Daemon) authorize(next http.Handler) http.Handler {
 		if _, tcp := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); tcp && !isMCP(r) {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || len(d.token) == 0 || subtle.ConstantTimeCompare([]byte(got), d.token) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="agentmsg"`)
-				fail(w, http.StatusUnauthorized, errors.New("a request over TCP needs the token of --token-file: Authorization: Bearer TOKEN"))
+				unauthorized(w, "a request over TCP needs the token of --token-file: Authorization: Bearer TOKEN")
 				return
 			}
+			tokenShown(r.Context())
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// unauthorized answers 401 and closes the connection: one that could not
+// show a token is not kept open for another try.
+func unauthorized(w http.ResponseWriter, why string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="agentmsg"`)
+	w.Header().Set("Connection", "close")
+	fail(w, http.StatusUnauthorized, errors.New(why))
 }
 
 // isMCP reports whether r is for the MCP endpoint.

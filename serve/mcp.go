@@ -37,10 +37,10 @@ func (d *Daemon) mcp(w http.ResponseWriter, r *http.Request) {
 	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	grant, ok := d.mcps.tokens.Lookup(token)
 	if !ok {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="agentmsg"`)
-		fail(w, http.StatusUnauthorized, errors.New("MCP needs an agent's token: Authorization: Bearer TOKEN (agentmsg mcp token TEAM NAME)"))
+		unauthorized(w, "MCP needs an agent's token: Authorization: Bearer TOKEN (agentmsg mcp token TEAM NAME)")
 		return
 	}
+	tokenShown(r.Context())
 	h, err := d.mcpHandler(token, grant)
 	if err != nil {
 		fail(w, 0, err)

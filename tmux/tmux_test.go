@@ -1,6 +1,7 @@
 package tmux
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -580,4 +581,60 @@ func TestPasteNeverGoesIntoADeadPane(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return strings.Contains(raw("capture-pane", "-p", "-t", live[0].ID), "into the living") })
+}
+
+// A new session's environment and command never ride on a tmux process's
+// command line, which every local user can read in /proc/PID/cmdline: the
+// agent's MCP token goes there (issue 29). They arrive byte for byte, also
+// on a socket where no server runs yet.
+func TestNewSessionKeepsEnvOffCommandLines(t *testing.T) {
+	secret := `amt_s3cret 'quoted' "double" $HOME ~ #{pane_id} a;b \ end`
+	for _, fresh := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fresh server %v", fresh), func(t *testing.T) {
+			e, _ := testServer(t)
+			server := e.Server()
+			if fresh {
+				dir, err := os.MkdirTemp("", "amt")
+				if err != nil {
+					t.Fatal(err)
+				}
+				server.Socket = filepath.Join(dir, "s")
+				t.Cleanup(func() {
+					_ = exec.Command(e.Bin(), "-S", server.Socket, "kill-server").Run()
+					os.RemoveAll(dir)
+				})
+			}
+			dir := t.TempDir()
+			argvLog := filepath.Join(dir, "argv")
+			wrapper := filepath.Join(dir, "tmux")
+			script := "#!/bin/sh\nprintf '%s\\n' \"$*\" >>" + argvLog + "\nexec " + e.Bin() + " \"$@\"\n"
+			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			w, err := NewExec(server, wrapper)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := filepath.Join(dir, "got")
+			ctx := context.Background()
+			_, _, err = w.NewSession(ctx, "agent-alpha-bea", dir, []string{"SECRET=" + secret},
+				[]string{"sh", "-c", `printf %s "$SECRET" >` + got + `.tmp && mv ` + got + `.tmp ` + got + `; sleep 300`, "secret-arg-" + secret})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b []byte
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if b, err = os.ReadFile(got); err == nil {
+					break
+				}
+			}
+			if string(b) != secret {
+				t.Errorf("the agent's SECRET = %q, want %q", b, secret)
+			}
+			argv, _ := os.ReadFile(argvLog)
+			if bytes.Contains(argv, []byte("s3cret")) {
+				t.Errorf("the secret was on a tmux command line:\n%s", argv)
+			}
+		})
+	}
 }

@@ -1,0 +1,155 @@
+package serve
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// gatedServer serves d's authorize in front of a handler that answers
+// 200, on a loopback TCP listener behind the gate.
+func gatedServer(t *testing.T, token string) (addr string, g *tcpGate) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g = newTCPGate(l)
+	d := &Daemon{token: []byte(token)}
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("{}")) })
+	srv := &http.Server{Handler: d.authorize(ok), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout, ConnContext: withConn}
+	go srv.Serve(g)
+	t.Cleanup(func() { srv.Close() })
+	return l.Addr().String(), g
+}
+
+func get(t *testing.T, conn net.Conn, token string) (status int) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://agentmsg/v1/version", nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// closed reports whether the server closed conn within a few seconds.
+func closed(conn net.Conn) bool {
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := conn.Read(make([]byte, 1))
+	return err == io.EOF || err != nil && !strings.Contains(err.Error(), "timeout")
+}
+
+// Connections that never show the token cannot crowd out one that does:
+// past maxPending, each newcomer closes the oldest one waiting, and the
+// count stays bounded however many are opened.
+func TestGateKeepsRoomForTheToken(t *testing.T) {
+	const token = "0123456789abcdef0123"
+	addr, g := gatedServer(t, token)
+	var idle []net.Conn
+	for range maxPending + 100 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		idle = append(idle, c)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := get(t, c, token); got != http.StatusOK {
+		t.Fatalf("with the token, beside %d idle connections: %d", len(idle), got)
+	}
+	if !closed(idle[0]) {
+		t.Error("the oldest idle connection was kept open")
+	}
+	g.mu.Lock()
+	pending, open := g.pending.Len(), g.open
+	g.mu.Unlock()
+	if pending > maxPending || open > maxPending+1 {
+		t.Errorf("%d pending and %d open connections, want at most %d and %d", pending, open, maxPending, maxPending+1)
+	}
+	// The one with the token is not pending any more: a flood after it
+	// does not close it.
+	for range maxPending + 10 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	if got := get(t, c, token); got != http.StatusOK {
+		t.Errorf("the token's connection after a second flood: %d", got)
+	}
+}
+
+// A request without the token is answered 401 and its connection closed,
+// not kept alive for the next guess.
+func TestGateClosesAfterA401(t *testing.T) {
+	addr, _ := gatedServer(t, "0123456789abcdef0123")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := get(t, c, "wrong-token-wrong-token"); got != http.StatusUnauthorized {
+		t.Fatalf("a wrong token: %d", got)
+	}
+	if !closed(c) {
+		t.Error("the connection stayed open after its 401")
+	}
+}
+
+// A peer beyond this machine has few pending connections of its own, and
+// when every connection has shown a token the gate lets no more in.
+func TestGateBoundsPerPeerAndInAll(t *testing.T) {
+	g := &tcpGate{maxConns: 4, maxPending: 3, maxPerPeer: 2, perPeer: map[string]int{}}
+	remote := func(ip string) net.Conn {
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return addrConn{a, &net.TCPAddr{IP: net.ParseIP(ip), Port: 1}}
+	}
+	x1, x2, x3 := g.admit(remote("10.0.0.1")), g.admit(remote("10.0.0.1")), g.admit(remote("10.0.0.1"))
+	if x1 == nil || x2 == nil || x3 == nil || !x1.gone || x2.gone || g.perPeer["10.0.0.1"] != 2 {
+		t.Fatalf("a third pending connection of one peer: the first not closed (gone %v), or counts %v", x1.gone, g.perPeer)
+	}
+	y := g.admit(remote("10.0.0.2"))
+	x2.shownToken()
+	x3.shownToken()
+	y.shownToken()
+	z := g.admit(remote("10.0.0.3"))
+	z.shownToken()
+	if g.open != 4 {
+		t.Fatalf("open = %d, want 4", g.open)
+	}
+	if g.admit(remote("10.0.0.4")) != nil {
+		t.Error("a fifth connection was let in past maxConns with none pending to close")
+	}
+	z.Close()
+	if g.admit(remote("10.0.0.4")) == nil {
+		t.Error("no room after one closed")
+	}
+}
+
+type addrConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (c addrConn) RemoteAddr() net.Addr { return c.remote }
