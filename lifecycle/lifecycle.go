@@ -72,6 +72,10 @@ type Manager struct {
 	// for the daemon's MCP endpoint (IssueMCPToken): app sets it when the
 	// daemon listens on TCP ([serve] tcp), where agent CLIs reach it.
 	Tokens *identity.Tokens
+	// Revoked, when set, is the token file Kill takes a killed session's
+	// tokens from, whether or not Spawn issues them now (a token issued
+	// while [serve] tcp was set outlives a change of the config).
+	Revoked *identity.Tokens
 }
 
 func (m *Manager) now() time.Time {

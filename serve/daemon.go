@@ -110,7 +110,7 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 	defer cancel()
 	d := &Daemon{opts: opts, env: env, backend: newBackend(env, opts.Version, !opts.Direct),
 		log: app.Events(root), ctx: ctx, pid: os.Getpid(), passes: map[string]bool{},
-		mcps: mcpHandlers{tokens: &identity.Tokens{Path: identity.DefaultPath(root)}, by: map[string]http.Handler{}}}
+		mcps: mcpHandlers{tokens: &identity.Tokens{Path: identity.DefaultPath(root)}, by: map[string]*mcpHandler{}}}
 	defer d.backend.close()
 	// Its own server first: the one its configuration names.
 	if server, err := d.backend.env.Server(); err == nil {
@@ -129,6 +129,7 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 	d.hub = newHub(d.log)
 	go d.hub.follow(ctx)
 	go d.watchAgents(ctx)
+	go d.mcps.dropRevoked(ctx)
 
 	mux := http.NewServeMux()
 	d.routes(mux)
