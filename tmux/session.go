@@ -3,6 +3,10 @@ package tmux
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +52,12 @@ func (c *Exec) NewSession(ctx context.Context, session, dir string, env, argv []
 		args = append(args, "-e", kv)
 	}
 	args = append(append(args, "--"), argv...)
+	// tmux makes its own socket directory (0700) when it starts a server
+	// on its default path, but not for -S, which every agentmsg call uses:
+	// on a machine where no server has run yet, the first spawn made none.
+	if err := os.Mkdir(filepath.Dir(c.server.Socket), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", 0, fmt.Errorf("making tmux's socket directory: %w", err)
+	}
 	out, err := c.sourced(ctx, args)
 	if err != nil {
 		var te *Error

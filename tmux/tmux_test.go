@@ -197,6 +197,46 @@ func TestResolveServer(t *testing.T) {
 	}
 }
 
+// tmux's socket directory is checked as tmux checks it before agentmsg
+// names a server in it by path (-S, with which tmux checks nothing): one
+// that other users may enter, or that is theirs, holds a server that may
+// be theirs (issue 29).
+func TestResolveServerRefusesASocketDirOthersControl(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		why   string
+	}{
+		{"open to others", func(t *testing.T, dir string) { os.Mkdir(dir, 0o700); os.Chmod(dir, 0o777) }, "open to other users (mode 0777)"},
+		{"a file", func(t *testing.T, dir string) { os.WriteFile(dir, nil, 0o600) }, "is not a directory"},
+		{"a symbolic link", func(t *testing.T, dir string) { os.Symlink(t.TempDir(), dir) }, "is not a directory"},
+		{"another user's", func(t *testing.T, dir string) {
+			if os.Geteuid() != 0 {
+				t.Skip("only root can make a directory that belongs to another user")
+			}
+			os.Mkdir(dir, 0o700)
+			os.Chown(dir, 65534, 65534)
+		}, "owned by uid 65534"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			tc.setup(t, filepath.Join(base, fmt.Sprintf("tmux-%d", os.Getuid())))
+			lookup := func(k string) (string, bool) {
+				if k == "TMUX_TMPDIR" {
+					return base, true
+				}
+				return "", false
+			}
+			for _, name := range []string{"", "work"} {
+				_, err := ResolveServer("", name, lookup)
+				if !errors.Is(err, ErrUnsafeSocketDir) || !strings.Contains(err.Error(), tc.why) {
+					t.Errorf("-L %q: %v, want ErrUnsafeSocketDir saying %q", name, err, tc.why)
+				}
+			}
+		})
+	}
+}
+
 func TestCommandNames(t *testing.T) {
 	cl := &call{cmds: splitCommands([]string{"load-buffer", "-b", "x", "secret text", ";", "paste-buffer", "-t", "%1"})}
 	if got := callNames(cl); got != "load-buffer+paste-buffer" {

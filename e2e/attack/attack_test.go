@@ -449,3 +449,42 @@ func TestOtherUsersReadNothingAgentmsgKeeps(t *testing.T) {
 		}
 	}
 }
+
+// Another user who makes tmux's socket directory first under a shared
+// TMUX_TMPDIR (or /tmp) and runs a server there with the owner's agents'
+// session names gets no message: agentmsg names servers by path (-S),
+// with which tmux checks nothing, so agentmsg checks the directory as
+// tmux would.
+func TestAnotherUsersTmuxServerGetsNoMessage(t *testing.T) {
+	shared := shortDir(t, 0o1777)
+	dir := filepath.Join(shared, fmt.Sprintf("tmux-%d", os.Geteuid()))
+	got := filepath.Join(shared, "got")
+	tmux := exec.Command(harness.TmuxBin(), "-S", filepath.Join(dir, "default"), "-f", "/dev/null",
+		"new-session", "-d", "-s", "agent-t-bob", "-x", "120", "-y", "30", "cat >"+got)
+	tmux.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: intruderUID, Gid: intruderUID, Groups: []uint32{}}}
+	tmux.Env = []string{"PATH=/usr/bin:/bin", "HOME=/", "SHELL=/bin/sh"} // nobody's own shell is nologin
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(dir, intruderUID, intruderUID)
+	if out, err := tmux.CombinedOutput(); err != nil {
+		t.Fatalf("the intruder's tmux: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		out, _ := exec.Command(harness.TmuxBin(), "-S", filepath.Join(dir, "default"), "display-message", "-p", "#{pid}").Output()
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGTERM) // the intruder's server, started by this test
+		}
+	})
+	home := shortDir(t, 0o700)
+	for _, args := range [][]string{{"send", "--force", "t", "bob", "the secret plan"}, {"-L", "default", "send", "--force", "t", "bob", "the secret plan"}} {
+		res := agentmsg(t, []string{"HOME=" + home, "TMUX_TMPDIR=" + shared, "AGENTMSG_FROM=lead"}, args...)
+		if res.Code == 0 || !strings.Contains(res.Stderr, "unsafe tmux socket directory") {
+			t.Errorf("agentmsg %v: want a refusal of the other user's socket directory, got %s", args, res)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if b, _ := os.ReadFile(got); len(b) > 0 {
+		t.Errorf("the other user's pane received %q", b)
+	}
+}
