@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -26,6 +27,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -33,6 +35,7 @@ import (
 	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/eventlog"
 	"github.com/agentmsg/agentmsg/identity"
+	"github.com/agentmsg/agentmsg/internal/safedir"
 	"github.com/agentmsg/agentmsg/internal/safesock"
 	"github.com/agentmsg/agentmsg/mailbox"
 )
@@ -274,36 +277,60 @@ const (
 	idleTimeout       = time.Minute
 )
 
-// readToken reads the bearer token from path, a file only its owner may
-// read; it makes one (32 random bytes, hex) when there is none.
+// readToken reads the bearer token from path, a file that is this user's
+// and only this user may read, in a directory no one else may write to
+// (where another user could have put a file of theirs, whose token they
+// know, or a link to one they can read); it makes one (32 random bytes,
+// hex) when there is none, never through a link.
 func readToken(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	if err := safedir.CheckFollow(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("token file %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		buf := make([]byte, 32)
-		if _, err := rand.Read(buf); err != nil {
-			return nil, err
-		}
-		tok := []byte(hex.EncodeToString(buf))
-		if err := os.WriteFile(path, append(tok, '\n'), 0o600); err != nil {
-			return nil, err
-		}
-		return tok, nil
+		return makeToken(path)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("token file %s: %w (a symbolic link is refused)", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return nil, fmt.Errorf("token file %s belongs to uid %d, not to you: another user may know its token; remove it", path, st.Uid)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("token file %s is readable by others (mode %o): chmod 600 it", path, fi.Mode().Perm())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return nil, err
 	}
 	tok := []byte(strings.TrimSpace(string(b)))
 	if len(tok) < 16 {
 		return nil, fmt.Errorf("token file %s holds no token of at least 16 characters", path)
 	}
 	return tok, nil
+}
+
+// makeToken writes a new token to path, which must not exist yet.
+func makeToken(path string) ([]byte, error) {
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return nil, err
+	}
+	tok := []byte(hex.EncodeToString(buf))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("token file %s: %w", path, err)
+	}
+	if _, err := f.Write(append(tok, '\n')); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return tok, f.Close()
 }
 
 // authorize lets a Unix-socket request through (its peer was checked on

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -153,3 +155,44 @@ type addrConn struct {
 }
 
 func (c addrConn) RemoteAddr() net.Addr { return c.remote }
+
+// The TCP token file is read only when another user cannot have chosen
+// it: never through a link, never another user's, never from a directory
+// others can write to; a new one is never written through a link.
+func TestTokenFileOthersCouldControlIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "token")
+	tok, err := readToken(good)
+	if err != nil || len(tok) != 64 {
+		t.Fatalf("a new token: %q, %v", tok, err)
+	}
+	if again, err := readToken(good); err != nil || string(again) != string(tok) {
+		t.Fatalf("read again: %q, %v", again, err)
+	}
+	link := filepath.Join(dir, "link")
+	os.Symlink(good, link)
+	if _, err := readToken(link); err == nil {
+		t.Error("a token file that is a symbolic link was read")
+	}
+	dangling := filepath.Join(dir, "dangling")
+	os.Symlink(filepath.Join(dir, "elsewhere"), dangling)
+	if _, err := readToken(dangling); err == nil {
+		t.Error("a new token was written through a dangling link")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "elsewhere")); err == nil {
+		t.Error("the link's target was made")
+	}
+	open := t.TempDir()
+	os.Chmod(open, 0o777)
+	if _, err := readToken(filepath.Join(open, "token")); err == nil || !strings.Contains(err.Error(), "writable by other users") {
+		t.Errorf("a token file in a directory others can write to: %v", err)
+	}
+	if os.Geteuid() == 0 {
+		theirs := filepath.Join(dir, "theirs")
+		os.WriteFile(theirs, []byte("0123456789abcdef0123\n"), 0o600)
+		os.Chown(theirs, 65534, 65534)
+		if _, err := readToken(theirs); err == nil || !strings.Contains(err.Error(), "uid 65534") {
+			t.Errorf("another user's token file: %v", err)
+		}
+	}
+}
