@@ -110,6 +110,28 @@ func forwardedVar(k string) bool {
 	return strings.HasPrefix(k, "AGENTMSG_") || slices.Contains(forwardedVars, k)
 }
 
+// daemonEnv is the environment a daemon started on demand gets: what it
+// needs to find its files, its tmux and its hosts (ssh's agent for the
+// tunnels), never the identity of the pane of the command that started it
+// (AGENTMSG_FROM, AGENTMSG_TEAM, its MCP token, TMUX_PANE: an app's caller
+// would have become that agent), nor that command's other secrets (API
+// keys), which a tmux server the daemon starts would hand to every agent
+// it spawns.
+func daemonEnv(environ []string) []string {
+	keep := []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ", "TMPDIR", "TMUX", "TMUX_TMPDIR", "SSH_AUTH_SOCK"}
+	drop := []string{"AGENTMSG_FROM", "AGENTMSG_TEAM", identity.EnvVar, "AGENTMSG_DIRECT"}
+	var out []string
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case slices.Contains(drop, k):
+		case slices.Contains(keep, k), strings.HasPrefix(k, "LC_"), strings.HasPrefix(k, "XDG_"), strings.HasPrefix(k, "AGENTMSG_"):
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // forwardable reports whether args name a command the daemon runs, and
 // --direct is not among the flags.
 func forwardable(args []string) bool {
@@ -285,6 +307,7 @@ func autoStart(lookupEnv func(string) (string, bool), store *mailbox.Store, sock
 	}
 	defer logf.Close()
 	cmd := exec.Command(exe, "serve")
+	cmd.Env = daemonEnv(os.Environ())
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlives this command and its terminal
 	if err := cmd.Start(); err != nil {

@@ -143,3 +143,16 @@ func TestForwardSendsNothingToASocketItCannotTrust(t *testing.T) {
 		})
 	}
 }
+
+// A daemon started on demand from an agent's pane is no agent: it gets
+// neither that pane's identity nor the command's other secrets.
+func TestAutoStartedDaemonLeavesThePanesIdentityBehind(t *testing.T) {
+	got := daemonEnv([]string{"PATH=/usr/bin", "HOME=/h", "XDG_STATE_HOME=/h/s", "LC_ALL=C", "TMUX=/tmp/tmux-0/default,1,0",
+		"TMUX_PANE=%3", "AGENTMSG_FROM=ana", "AGENTMSG_TEAM=alpha", "AGENTMSG_MCP_TOKEN=amt_x", "AGENTMSG_HOME=/h/m",
+		"ANTHROPIC_API_KEY=sk-ant-x", "SSH_AUTH_SOCK=/tmp/ssh/agent"})
+	want := []string{"PATH=/usr/bin", "HOME=/h", "XDG_STATE_HOME=/h/s", "LC_ALL=C", "TMUX=/tmp/tmux-0/default,1,0",
+		"AGENTMSG_HOME=/h/m", "SSH_AUTH_SOCK=/tmp/ssh/agent"}
+	if !slices.Equal(got, want) {
+		t.Errorf("daemonEnv = %q, want %q", got, want)
+	}
+}

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentmsg/agentmsg/app"
+	"github.com/agentmsg/agentmsg/config"
 )
 
 // gatedServer serves d's authorize in front of a handler that answers
@@ -194,5 +197,39 @@ func TestTokenFileOthersCouldControlIsRefused(t *testing.T) {
 		if _, err := readToken(theirs); err == nil || !strings.Contains(err.Error(), "uid 65534") {
 			t.Errorf("another user's token file: %v", err)
 		}
+	}
+}
+
+// A daemon started in an agent's pane (AGENTMSG_FROM and AGENTMSG_TEAM in
+// its own environment) does not make that agent of every caller that
+// names none: such a caller is "app", or the config file's "from".
+func TestDaemonsOwnEnvironmentIsNoCallersIdentity(t *testing.T) {
+	root := t.TempDir()
+	lookup := func(k string) (string, bool) {
+		switch k {
+		case "AGENTMSG_HOME":
+			return root, true
+		case "AGENTMSG_FROM":
+			return "ana", true
+		case "AGENTMSG_TEAM":
+			return "alpha", true
+		}
+		return "", false
+	}
+	cfg, err := config.Load(lookup, filepath.Join(root, "config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBackend(app.Env{LookupEnv: lookup, Config: cfg}, "test", false)
+	svc, err := b.service(Caller{Socket: filepath.Join(root, "tmux.sock")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc.Name != "app" || svc.Team != "" {
+		t.Errorf("a caller that names no one is %q of team %q, want \"app\" of none", svc.Name, svc.Team)
+	}
+	svc, err = b.service(Caller{From: "lead", Team: "beta", Socket: filepath.Join(root, "tmux.sock")})
+	if err != nil || svc.Name != "lead" || svc.Team != "beta" {
+		t.Errorf("a caller that names itself: %v, %+v", err, svc)
 	}
 }

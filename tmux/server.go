@@ -70,13 +70,19 @@ func ResolveServer(socketPath, socketName string, lookupEnv func(string) (string
 // ErrUnsafeSocketDir is a tmux socket directory another user controls.
 var ErrUnsafeSocketDir = errors.New("unsafe tmux socket directory")
 
-// inSocketDir is the server named name in tmux's socket directory, once
-// that directory is checked as tmux checks it. agentmsg names every server
-// by its path (-S), and with -S tmux checks nothing: a directory another
-// user made first under a shared TMUX_TMPDIR (or /tmp) would hold their
-// server, which would get every message typed and answer as the agents.
+// inSocketDir is the server named name in tmux's socket directory, made
+// (0700) when missing and checked as tmux makes and checks it. agentmsg
+// names every server by its path (-S), and with -S tmux does neither: a
+// directory another user made first under a shared TMUX_TMPDIR (or /tmp)
+// would hold their server, which would get every message typed and every
+// spawned agent's environment, and answer as the agents. Made now, it is
+// ours for as long as the caller keeps the path (a daemon, for days): in
+// a directory with the sticky bit (/tmp), no one else can move it away.
 func inSocketDir(lookupEnv func(string) (string, bool), name string) (Server, error) {
 	dir := socketDir(lookupEnv)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return Server{}, fmt.Errorf("tmux's socket directory: %w", err)
+	}
 	if err := checkSocketDir(dir); err != nil {
 		return Server{}, err
 	}
@@ -85,12 +91,9 @@ func inSocketDir(lookupEnv func(string) (string, bool), name string) (Server, er
 
 // checkSocketDir applies tmux's own rule to its socket directory: this
 // user's, a directory, and nothing for other users (tmux refuses it with
-// "directory ... has unsafe permissions"). A missing one is no server.
+// "directory ... has unsafe permissions").
 func checkSocketDir(dir string) error {
 	fi, err := os.Lstat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}

@@ -176,6 +176,7 @@ func TestResolveServer(t *testing.T) {
 		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 	}
 	uid := os.Getuid()
+	tmp := t.TempDir()
 	tests := []struct {
 		path, name string
 		env        map[string]string
@@ -183,9 +184,11 @@ func TestResolveServer(t *testing.T) {
 		wantErr    bool
 	}{
 		{path: "/tmp/x/s", want: "/tmp/x/s"},
-		{name: "work", env: map[string]string{"TMUX_TMPDIR": "/nonexistent-dir"}, want: filepath.Join("/nonexistent-dir", fmt.Sprintf("tmux-%d", uid), "work")},
+		{name: "work", env: map[string]string{"TMUX_TMPDIR": tmp}, want: filepath.Join(tmp, fmt.Sprintf("tmux-%d", uid), "work")},
+		// tmux itself fails where it cannot make its socket directory.
+		{name: "work", env: map[string]string{"TMUX_TMPDIR": "/nonexistent-dir"}, wantErr: true},
 		{env: map[string]string{"TMUX": "/tmp/caller/sock,123,0"}, want: "/tmp/caller/sock"},
-		{env: map[string]string{"TMUX_TMPDIR": "/nonexistent-dir"}, want: filepath.Join("/nonexistent-dir", fmt.Sprintf("tmux-%d", uid), "default")},
+		{env: map[string]string{"TMUX_TMPDIR": tmp}, want: filepath.Join(tmp, fmt.Sprintf("tmux-%d", uid), "default")},
 		{path: "/a", name: "b", wantErr: true},
 		{name: "a/b", wantErr: true},
 	}
