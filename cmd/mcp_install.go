@@ -42,10 +42,13 @@ type MCPInstallOptions struct {
 	Config func() (*config.Loaded, error)
 	// Tokens are the MCP tokens the daemon takes.
 	Tokens *identity.Tokens
+	// Socket is the tmux server whose agent a token speaks for.
+	Socket func() string
 }
 
 func NewCmdMCPInstall(f *Factory, runF func(context.Context, *MCPInstallOptions) error) *cobra.Command {
 	opts := &MCPInstallOptions{IO: f.IO, LookupEnv: f.LookupEnv, JSON: func() bool { return f.JSON }, Config: f.Config,
+		Socket: func() string { return serverSocket(f) },
 		Tokens: &identity.Tokens{Path: identity.DefaultPath(mailbox.DefaultRoot(f.LookupEnv))}}
 	names := integration.WithMCP()
 	c := &cobra.Command{

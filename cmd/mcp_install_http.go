@@ -135,7 +135,11 @@ func (o *MCPInstallOptions) agent() (identity.Grant, error) {
 	if err != nil {
 		return identity.Grant{}, err
 	}
-	return identity.Grant{Team: team, Name: t.Agent(), Orchestrator: o.Orchestrator}, nil
+	g := identity.Grant{Team: team, Name: t.Agent(), Orchestrator: o.Orchestrator}
+	if o.Socket != nil {
+		g.Socket = o.Socket()
+	}
+	return g, nil
 }
 
 // redactSnippet keeps a token agentmsg revoked out of the entry it shows

@@ -10,6 +10,21 @@ import (
 	"github.com/agentmsg/agentmsg/target"
 )
 
+// serverSocket is the tmux server the command names (-S, -L, the config,
+// $TMUX, else tmux's default), canonical; "" when it names none that
+// resolves (a token then speaks for the daemon's own server).
+func serverSocket(f *Factory) string {
+	env, err := f.Env()
+	if err != nil {
+		return ""
+	}
+	server, err := env.Server()
+	if err != nil {
+		return ""
+	}
+	return server.Socket
+}
+
 // NewCmdMCPToken is agentmsg mcp token: an agent's token for the daemon's
 // MCP endpoint.
 func NewCmdMCPToken(f *Factory) *cobra.Command {
@@ -47,7 +62,7 @@ every token of the agent.`,
 				fmt.Fprintf(f.IO.Out, "revoked %d token(s) of %s/%s\n", n, team, name)
 				return nil
 			}
-			token, err := tokens.Issue(identity.Grant{Team: team, Name: name, Orchestrator: orchestrator})
+			token, err := tokens.Issue(identity.Grant{Team: team, Name: name, Orchestrator: orchestrator, Socket: serverSocket(f)})
 			if err != nil {
 				return err
 			}

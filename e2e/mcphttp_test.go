@@ -224,3 +224,39 @@ func TestRevokedTokenEndsItsMCPSessions(t *testing.T) {
 		t.Errorf("a killed agent's token: %d, want 401", got)
 	}
 }
+
+// An agent's token speaks for that agent on the tmux server it was made
+// for: ana spawned on a second server is not the ana of the daemon's own
+// server, and reads none of her mail there.
+func TestAnAgentsTokenSpeaksOnItsOwnServer(t *testing.T) {
+	t.Parallel()
+	s, endpoint := tcpServer(t)
+	other := harness.NewTestServer(t)
+	wantCode(t, s.Run("send", "--mailbox-only", "--create", "alpha", "ana", "for the daemon's ana"), 0)
+	res, err := s.Server.ExecEnv(t.Context(), nil, []string{harness.Direct}, "-S", other.Socket, "--json", "spawn", "alpha", "ana", "--", "sleep", "600")
+	if err != nil || res.Code != 0 {
+		t.Fatalf("spawn on the other server: %v %s", err, res)
+	}
+	var spawned struct{ PID int }
+	if err := json.Unmarshal([]byte(res.Stdout), &spawned); err != nil || spawned.PID == 0 {
+		t.Fatalf("%v: %s", err, res)
+	}
+	token := tokenOf(t, spawned.PID)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint,
+		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	out, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "check_messages", Arguments: map[string]any{"peek": true}})
+	if err != nil || out.IsError {
+		t.Fatalf("check_messages: %v %+v", err, out)
+	}
+	b, _ := json.Marshal(out.StructuredContent)
+	if strings.Contains(string(b), "for the daemon's ana") {
+		t.Errorf("the other server's ana read the daemon's ana's mail: %s", b)
+	}
+}

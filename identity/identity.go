@@ -31,8 +31,13 @@ type Grant struct {
 	Orchestrator bool   `json:"orchestrator,omitempty"`
 	// Session is the tmux session agentmsg spawn issued the token for: a
 	// later spawn of that session revokes it (RevokeSession).
-	Session string    `json:"session,omitempty"`
-	Issued  time.Time `json:"issued"`
+	Session string `json:"session,omitempty"`
+	// Socket is the tmux server (its canonical socket) whose agent the
+	// token speaks for: the same name on another server is another agent,
+	// with another inbox. "" (a token of an older agentmsg): the daemon's
+	// own server.
+	Socket string    `json:"socket,omitempty"`
+	Issued time.Time `json:"issued"`
 }
 
 // EnvVar is the environment variable that holds an agent's token where a
@@ -100,13 +105,15 @@ func (t *Tokens) Forget(token string) (g Grant, ok bool, err error) {
 	return g, ok, err
 }
 
-// RevokeSession removes the tokens issued for session, except keep: an
-// earlier spawn's, once a new one of that session holds keep.
-func (t *Tokens) RevokeSession(session, keep string) (int, error) {
+// RevokeSession removes the tokens issued for session on the tmux server
+// at socket, except keep: an earlier spawn's, once a new one of that
+// session holds keep. A token that names no server (an older agentmsg's)
+// is taken as the session's on any.
+func (t *Tokens) RevokeSession(socket, session, keep string) (int, error) {
 	n := 0
 	err := t.remove(func(m map[string]Grant) {
 		for k, g := range m {
-			if g.Session == session && k != key(keep) {
+			if g.Session == session && (g.Socket == socket || g.Socket == "") && k != key(keep) {
 				delete(m, k)
 				n++
 			}

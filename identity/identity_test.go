@@ -69,18 +69,21 @@ func TestForgetOneToken(t *testing.T) {
 	}
 }
 
-// A spawn's token replaces the earlier spawns' tokens of its session, and
-// only theirs.
+// A spawn's token replaces the earlier spawns' tokens of its session on
+// its server, and only theirs (an older token that names no server counts
+// as the session's on any).
 func TestRevokeSession(t *testing.T) {
 	tokens := &Tokens{Path: filepath.Join(t.TempDir(), "mcp-tokens.json")}
-	first, _ := tokens.Issue(Grant{Team: "alpha", Name: "ana", Session: "agent-alpha-ana"})
-	second, _ := tokens.Issue(Grant{Team: "alpha", Name: "ana", Session: "agent-alpha-ana"})
+	first, _ := tokens.Issue(Grant{Team: "alpha", Name: "ana", Session: "agent-alpha-ana", Socket: "/s/a"})
+	second, _ := tokens.Issue(Grant{Team: "alpha", Name: "ana", Session: "agent-alpha-ana", Socket: "/s/a"})
+	older, _ := tokens.Issue(Grant{Team: "alpha", Name: "ana", Session: "agent-alpha-ana"})
 	installed, _ := tokens.Issue(Grant{Team: "alpha", Name: "ana"})
-	instance, _ := tokens.Issue(Grant{Team: "alpha", Name: "ana-2", Session: "agent-alpha-ana-2"})
-	if n, err := tokens.RevokeSession("agent-alpha-ana", second); n != 1 || err != nil {
-		t.Fatalf("revoked %d, %v; want 1", n, err)
+	instance, _ := tokens.Issue(Grant{Team: "alpha", Name: "ana-2", Session: "agent-alpha-ana-2", Socket: "/s/a"})
+	elsewhere, _ := tokens.Issue(Grant{Team: "alpha", Name: "ana", Session: "agent-alpha-ana", Socket: "/s/b"})
+	if n, err := tokens.RevokeSession("/s/a", "agent-alpha-ana", second); n != 2 || err != nil {
+		t.Fatalf("revoked %d, %v; want 2", n, err)
 	}
-	for tok, want := range map[string]bool{first: false, second: true, installed: true, instance: true} {
+	for tok, want := range map[string]bool{first: false, older: false, second: true, installed: true, instance: true, elsewhere: true} {
 		if _, ok := tokens.Lookup(tok); ok != want {
 			t.Errorf("token of %v: works %v, want %v", tok[:8], ok, want)
 		}
@@ -116,7 +119,7 @@ func TestRevokedTokenStopsAtOnce(t *testing.T) {
 // Revoking where no token was ever issued makes no file.
 func TestRevokingMakesNoFile(t *testing.T) {
 	tokens := &Tokens{Path: filepath.Join(t.TempDir(), "mcp-tokens.json")}
-	if n, err := tokens.RevokeSession("agent-alpha-ana", ""); n != 0 || err != nil {
+	if n, err := tokens.RevokeSession("/s/a", "agent-alpha-ana", ""); n != 0 || err != nil {
 		t.Fatalf("RevokeSession = %d, %v", n, err)
 	}
 	if _, err := os.Stat(tokens.Path); err == nil {

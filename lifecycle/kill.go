@@ -123,7 +123,7 @@ func (m *Manager) Kill(ctx context.Context, t target.Target, grace time.Duration
 	}
 	// No agent holds the tokens spawn gave this session any more.
 	if m.Revoked != nil {
-		if _, err := m.Revoked.RevokeSession(t.Session, ""); err != nil {
+		if _, err := m.Revoked.RevokeSession(m.Tmux.Server().Socket, t.Session, ""); err != nil {
 			return res, fmt.Errorf("%s is killed, but revoking its MCP tokens failed (revoke them by hand): %w", t, err)
 		}
 	}

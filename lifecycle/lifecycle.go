@@ -180,7 +180,7 @@ func (m *Manager) Spawn(ctx context.Context, r SpawnRequest) (target.Target, err
 		// The session's earlier spawns are gone (it did not exist), and
 		// so is any use for their tokens. One left valid is no worse
 		// than before this spawn.
-		_, _ = m.Tokens.RevokeSession(t.Session, token)
+		_, _ = m.Tokens.RevokeSession(socket, t.Session, token)
 	}
 	return t, nil
 }
@@ -191,7 +191,7 @@ func (m *Manager) issueToken(t target.Target, env *[]string) (token string, err 
 	if m.Tokens == nil {
 		return "", nil
 	}
-	token, kv, err := IssueMCPToken(m.Tokens, t)
+	token, kv, err := IssueMCPToken(m.Tokens, m.Tmux.Server().Socket, t)
 	if err != nil {
 		return "", fmt.Errorf("making %s's token for the daemon's MCP endpoint: %w", t, err)
 	}

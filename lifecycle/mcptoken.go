@@ -12,9 +12,9 @@ import (
 // that puts it in the session's environment: a settings file that several
 // agents share (mcp install --http without --team and --from) sends the
 // token in AGENTMSG_MCP_TOKEN, so that each agent is itself.
-func IssueMCPToken(tokens *identity.Tokens, t target.Target) (token, env string, err error) {
+func IssueMCPToken(tokens *identity.Tokens, socket string, t target.Target) (token, env string, err error) {
 	team, agent := courier.Inbox(t)
-	token, err = tokens.Issue(identity.Grant{Team: team, Name: agent, Session: t.Session})
+	token, err = tokens.Issue(identity.Grant{Team: team, Name: agent, Session: t.Session, Socket: socket})
 	if err != nil {
 		return "", "", err
 	}

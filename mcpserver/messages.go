@@ -198,7 +198,11 @@ type ReadInput struct {
 }
 
 func (s *server) readMessage(ctx context.Context, in ReadInput) (Message, error) {
-	e, err := s.deps.Read(ctx, message.ID(in.MessageID))
+	read := s.deps.ReadOwn // an agent reads its own mail, and what it sent
+	if s.orchestrator {
+		read = s.deps.Read
+	}
+	e, err := read(ctx, message.ID(in.MessageID))
 	if errors.Is(err, mailbox.ErrNoMessage) {
 		return Message{}, fmt.Errorf("message_id %s: no inbox holds it (it may have been dropped after delivery)", in.MessageID)
 	}

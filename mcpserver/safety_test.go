@@ -43,3 +43,23 @@ func TestWaitFromIsCanonical(t *testing.T) {
 		t.Errorf("wait from \"Bad Name\": %q", got)
 	}
 }
+
+// An agent reads its own mail and what it sent, never another agent's by
+// an id it saw in passing; the lead (orchestrator) reads any.
+func TestReadMessageIsAnAgentsOwn(t *testing.T) {
+	t.Parallel()
+	tm := newTeam(t, "ana", "bob")
+	lead, ana, bob := tm.as("lead", false), tm.as("ana", false), tm.as("bob", false)
+	var toBob SendOutput
+	lead.call("send_message", map[string]any{"to": "bob", "content": "for bob alone"}, &toBob)
+	var got Message
+	bob.call("read_message", map[string]any{"message_id": toBob.MessageID}, &got)
+	lead.call("read_message", map[string]any{"message_id": toBob.MessageID}, &got)
+	if msg := ana.callErr("read_message", map[string]any{"message_id": toBob.MessageID}); !strings.Contains(msg, "no inbox holds it") || strings.Contains(msg, "for bob alone") {
+		t.Errorf("ana read bob's message: %q", msg)
+	}
+	tm.as("boss", true).call("read_message", map[string]any{"message_id": toBob.MessageID}, &got)
+	if got.Content != "for bob alone" {
+		t.Errorf("the orchestrator read %+v", got)
+	}
+}

@@ -113,7 +113,7 @@ func (d *Daemon) mcpHandler(token string, g identity.Grant) (*mcpHandler, error)
 	if h, ok := d.mcps.by[token]; ok {
 		return h, nil
 	}
-	svc, err := d.backend.service(Caller{From: g.Name, Team: g.Team})
+	svc, err := d.backend.service(Caller{From: g.Name, Team: g.Team, Socket: g.Socket})
 	if err != nil {
 		return nil, err
 	}

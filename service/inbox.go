@@ -340,6 +340,36 @@ func (s *Service) Read(ctx context.Context, id message.ID) (mailbox.Envelope, er
 	return mailbox.Envelope{}, fmt.Errorf("%w: %s is in no inbox under %s", mailbox.ErrNoMessage, id, s.Store.Root)
 }
 
+// ReadOwn is Read for an agent that may see only its own mail: the
+// message id in its team's inboxes, when it was sent to the caller (its
+// own inbox) or by the caller. Any other is no message to it, as if it
+// were in no inbox: an agent's MCP token must not read another team's or
+// another agent's mail by an id it saw in passing (ids travel in replies,
+// pointers and pane text).
+func (s *Service) ReadOwn(ctx context.Context, id message.ID) (mailbox.Envelope, error) {
+	if !message.Valid(string(id)) {
+		return mailbox.Envelope{}, &FilterError{"id", string(id), ErrNotMessageID}
+	}
+	if s.Team != "" {
+		inboxes, err := s.Store.Inboxes(s.Team)
+		if err != nil {
+			return mailbox.Envelope{}, err
+		}
+		for _, in := range inboxes {
+			batch, err := s.Store.Read(in.Team, in.Agent)
+			if err != nil {
+				continue
+			}
+			for _, e := range batch.Envelopes {
+				if e.ID == id && (in.Agent == s.Name || e.From == s.Name) {
+					return e, nil
+				}
+			}
+		}
+	}
+	return mailbox.Envelope{}, fmt.Errorf("%w: %s is in no inbox of yours, nor sent by you", mailbox.ErrNoMessage, id)
+}
+
 // LogRequest names the inboxes Log and History look in.
 type LogRequest struct {
 	Team  string // "" for every team; a team named must exist (ErrNoTeam)
