@@ -260,3 +260,55 @@ func TestAnAgentsTokenSpeaksOnItsOwnServer(t *testing.T) {
 		t.Errorf("the other server's ana read the daemon's ana's mail: %s", b)
 	}
 }
+
+// One token keeps a bounded number of MCP sessions: past it, a new one
+// ends the oldest, and its stream with it (a client that opened sessions
+// and never closed them held the daemon's memory and connections).
+func TestATokensSessionsAreBounded(t *testing.T) {
+	t.Parallel()
+	s, endpoint := tcpServer(t)
+	res := s.Run("mcp", "token", "alpha", "ana")
+	wantCode(t, res, 0)
+	auth := "Bearer " + strings.TrimSpace(res.Stdout)
+	open := func() string {
+		req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", auth)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.Header.Get("Mcp-Session-Id")
+	}
+	first := open()
+	req, _ := http.NewRequest(http.MethodGet, endpoint, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", auth)
+	req.Header.Set("Mcp-Session-Id", first)
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil || stream.StatusCode != http.StatusOK {
+		t.Fatalf("the first session's stream: %v %v", err, stream)
+	}
+	defer stream.Body.Close()
+	ended := make(chan struct{})
+	go func() {
+		for {
+			if _, err := stream.Body.Read(make([]byte, 64)); err != nil {
+				close(ended)
+				return
+			}
+		}
+	}()
+	for range 16 {
+		if open() == "" {
+			t.Fatal("no session")
+		}
+	}
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the oldest session's stream was still open after 16 newer sessions of its token")
+	}
+}
