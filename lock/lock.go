@@ -59,12 +59,22 @@ type Dir struct {
 	// person (or a test) removes with the server. A lock taken after that
 	// fails instead of making the directory again.
 	Within string
+	// InShared: Path is the fallback under TMPDIR, a directory every user
+	// shares, used because XDG_RUNTIME_DIR is unset.
+	InShared bool
 }
 
 // Ensure makes the lock directory, or checks it (package safedir).
 func (d Dir) Ensure() error {
 	if d.Within == "" {
-		return safedir.Ensure(d.Base, d.Path)
+		err := safedir.Ensure(d.Base, d.Path)
+		if d.InShared && errors.Is(err, safedir.ErrUnsafe) {
+			// Another user made it first, and only they (or root) can
+			// remove it from a shared TMPDIR: the way out is a directory
+			// of one's own.
+			err = fmt.Errorf("%w (the fallback used when XDG_RUNTIME_DIR is unset: set XDG_RUNTIME_DIR to a private directory of yours, such as /run/user/%d, to use that instead)", err, os.Getuid())
+		}
+		return err
 	}
 	if err := safedir.Check(d.Base, d.Path); err != nil {
 		return err
@@ -88,7 +98,7 @@ func DefaultDir(lookupEnv func(string) (string, bool)) Dir {
 	// A shared directory: anyone may have made agentmsg-<uid> first, so
 	// it is checked before use (see Base).
 	tmp := os.TempDir()
-	return Dir{Path: filepath.Join(tmp, fmt.Sprintf("agentmsg-%d", os.Getuid()), "locks"), Base: tmp}
+	return Dir{Path: filepath.Join(tmp, fmt.Sprintf("agentmsg-%d", os.Getuid()), "locks"), Base: tmp, InShared: true}
 }
 
 // ForServer is where the pane locks of the tmux server at socket live:

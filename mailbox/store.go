@@ -88,7 +88,7 @@ func Default(lookupEnv func(string) (string, bool)) *Store {
 // checked again as they are made or written to.
 func (s *Store) Check() error {
 	if s.Base != "" {
-		return safedir.Check(s.Base, s.Root)
+		return s.sharedHint(safedir.Check(s.Base, s.Root))
 	}
 	if err := safedir.CheckFollow(s.Root); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -101,12 +101,22 @@ func (s *Store) Check() error {
 // not this user's and private: the daemon's socket and lock live there.
 func (s *Store) EnsureRoot() error {
 	if s.Base != "" {
-		return safedir.Ensure(s.Base, s.Root)
+		return s.sharedHint(safedir.Ensure(s.Base, s.Root))
 	}
 	if err := os.MkdirAll(s.Root, 0o700); err != nil {
 		return err
 	}
 	return safedir.CheckFollow(s.Root)
+}
+
+// sharedHint adds to err, a refusal of the fallback root under TMPDIR, the
+// way out: another user made it first, and only they (or root) can remove
+// it from a shared TMPDIR.
+func (s *Store) sharedHint(err error) error {
+	if s.Base == "" || !errors.Is(err, safedir.ErrUnsafe) {
+		return err
+	}
+	return fmt.Errorf("%w (the fallback used when AGENTMSG_HOME, XDG_STATE_HOME and HOME are all unset: set one of them to a private directory of yours to use that instead)", err)
 }
 
 // mkdir makes dir (a directory under Root) and checks every directory
