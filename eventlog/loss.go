@@ -44,7 +44,7 @@ func (l Loss) add(m Loss) Loss {
 // event is the events.lost event of l, at id.
 func (l Loss) event(id int64, now time.Time) Event {
 	return Event{ID: id, Time: now, Type: TypeLost, Lost: l.Count, Since: l.Since, Reason: lossReason(l.Err),
-		Detail: fmt.Sprintf("%d events from %s to %s could not be written (%s): the mailbox has what they said",
+		Detail: fmt.Sprintf("%d events from %s to %s could not be written (%s): every message's state is in its inbox",
 			l.Count, l.Since.Format(time.RFC3339), l.Last.Format(time.RFC3339), l.Err)}
 }
 
@@ -134,7 +134,7 @@ func (l *Log) warnLost(now time.Time, untold Loss, err error) {
 	if l.Warn == nil || (!l.warned.IsZero() && now.Sub(l.warned) < warnEvery) {
 		return
 	}
-	msg := "the event log could not be written: its readers miss these changes until it can (the mailbox has them)"
+	msg := "the event log could not be written: its readers miss these changes until it can (every message's state is in its inbox)"
 	if !l.warned.IsZero() {
 		msg = "the event log still cannot be written"
 	}
