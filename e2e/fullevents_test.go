@@ -57,6 +57,10 @@ func TestAFullEventLogLosesNoVerdict(t *testing.T) {
 	unfill := fillEventLog(t, events)
 	ana.SetState("ready")
 	res := <-done
+	// While the disk is full, doctor counts what was lost.
+	if doc := s.Run("doctor", "alpha", "ana"); !regexp.MustCompile(`(?m)^events +[0-9]+ could not be written`).MatchString(doc.Stdout) {
+		t.Errorf("doctor says nothing of the events lost:\n%s", doc)
+	}
 	unfill()
 	t.Logf("send --wait-delivered: exit %d after %s", res.Code, res.Elapsed.Round(time.Millisecond))
 	var rep struct {
