@@ -249,7 +249,8 @@ func (e Env) Lifecycle(store *mailbox.Store, d *dispatch.Dispatcher) (*lifecycle
 		}
 	}
 	cr := e.Courier(store, d)
-	m := &lifecycle.Manager{Tmux: sessions, Dispatch: d, Courier: cr, Store: store, Now: time.Now}
+	m := &lifecycle.Manager{Tmux: sessions, Dispatch: d, Courier: cr, Store: store, Now: time.Now,
+		Revoked: &identity.Tokens{Path: identity.DefaultPath(store.Root)}}
 	if e.Config.Serve.TCP != "" {
 		// Agent CLIs reach the daemon's MCP endpoint there: each agent
 		// spawned gets its own token, for an entry agents share.

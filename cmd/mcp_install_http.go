@@ -82,8 +82,8 @@ func mcpInstallHTTPRun(o *MCPInstallOptions) error {
 	return rerr
 }
 
-// printSecret says that the file holds a token now, and whether others
-// can read it.
+// printSecret says that the file holds a token now, and that only its
+// owner can read it (the install makes it 0600, whatever it was).
 func (o *MCPInstallOptions) printSecret(rep integration.Report, agent identity.Grant) {
 	path := rep.Path
 	if rep.Target != "" {
@@ -94,6 +94,8 @@ func (o *MCPInstallOptions) printSecret(rep integration.Report, agent identity.G
 		rep.Path, agent.Team, agent.Name, agent.Name, agent.Team, agent.Name)
 	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
 		fmt.Fprintf(o.IO.Out, "its mode %o lets others read it: chmod 600 %s\n", fi.Mode().Perm(), path)
+	} else if err == nil {
+		fmt.Fprintf(o.IO.Out, "its mode is %o: only you can read it\n", fi.Mode().Perm())
 	}
 }
 

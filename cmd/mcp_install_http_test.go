@@ -139,8 +139,8 @@ func TestMCPInstallHTTPToken(t *testing.T) {
 	}
 }
 
-// A file others can read keeps its mode (agentmsg never changes a
-// person's file's mode), and the output says to chmod it.
+// A file others could read is its owner's alone once it holds a token
+// (0600; agentmsg keeps a file's mode otherwise), and the output says so.
 func TestMCPInstallHTTPSaysWhoCanRead(t *testing.T) {
 	env := httpEnv(t, serveTCP)
 	path := filepath.Join(env["HOME"], ".gemini", "settings.json")
@@ -154,7 +154,7 @@ func TestMCPInstallHTTPSaysWhoCanRead(t *testing.T) {
 	if code := Run(t.Context(), f, []string{"--team", "alpha", "--from", "ana", "mcp", "install", "gemini", "--http"}); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o644 || !strings.Contains(out.String(), "its mode 644 lets others read it: chmod 600 "+path) {
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 || !strings.Contains(out.String(), "its mode is 600: only you can read it") {
 		t.Errorf("mode %o; output:\n%s", fi.Mode().Perm(), out)
 	}
 	data, _ := os.ReadFile(path)

@@ -566,7 +566,11 @@ func (r *run) lock(ctx context.Context) (unlock func(), err error) {
 	} else {
 		unlock, err = r.d.Locks.Pane(lctx, r.d.Socket, r.pane)
 	}
-	if err != nil && ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+	if err != nil && ctx.Err() == nil {
+		// Nothing is typed without the lock: whatever kept it from us (its
+		// holder past the ready timeout, or a lock directory that is not
+		// ours and private), the message is as untouched as one whose
+		// agent was busy, and is kept for a later try, never failed.
 		r.res.LastSeen = Locked
 		return nil, &NotReadyError{State: Locked, Detail: err.Error(), Waited: r.d.Clock.Now().Sub(r.start)}
 	}

@@ -466,6 +466,30 @@ func (l slowLocks) Pane(ctx context.Context, socket, pane string) (func(), error
 	}
 }
 
+// refusedLocks is a lock directory agentmsg refuses (another user's).
+type refusedLocks struct{}
+
+func (refusedLocks) Pane(context.Context, string, string) (func(), error) {
+	return nil, errors.New("lock directory: unsafe directory: refusing to use /tmp/agentmsg-0/locks: it is owned by uid 65534")
+}
+
+// A lock that cannot be taken for any other reason (a lock directory that
+// is not ours) leaves the message as untouched as a busy agent does: not
+// ready, kept for a later try, never failed (a message failed for it was
+// lost until a person retried it).
+func TestALockThatCannotBeTakenIsNotReady(t *testing.T) {
+	a, c := newFakeAgent()
+	d := &Deliverer{Term: a, Locks: refusedLocks{}, Clock: c, Opts: DefaultOptions()}
+	res := d.Deliver(context.Background(), "%1", testID, "hello")
+	var nr *NotReadyError
+	if res.Verdict != NotReady || !errors.As(res.Err, &nr) || nr.State != Locked || !strings.Contains(res.Err.Error(), "uid 65534") {
+		t.Fatalf("verdict %s, err %v; want not ready (locked), saying why", res.Verdict, res.Err)
+	}
+	if a.pastes != 0 || a.calls != 0 {
+		t.Errorf("%d tmux calls, %d pastes without the lock", a.calls, a.pastes)
+	}
+}
+
 // Waiting for the pane's lock counts against the ready timeout: a sender
 // that cannot get its turn in time is not ready (and says who holds the
 // pane), and one that gets it late waits only what is left.

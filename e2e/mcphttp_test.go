@@ -119,22 +119,108 @@ func TestSpawnedAgentHasItsMCPToken(t *testing.T) {
 	if err := json.Unmarshal([]byte(res.Stdout), &spawned); err != nil || spawned.PID == 0 {
 		t.Fatalf("%v: %s", err, res)
 	}
-	environ, err := os.ReadFile("/proc/" + strconv.Itoa(spawned.PID) + "/environ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var token string
-	for _, kv := range strings.Split(string(environ), "\x00") {
-		if v, ok := strings.CutPrefix(kv, "AGENTMSG_MCP_TOKEN="); ok {
-			token = v
-		}
-	}
-	if token == "" {
-		t.Fatalf("ana's environment has no AGENTMSG_MCP_TOKEN: %q", environ)
-	}
+	token := tokenOf(t, spawned.PID)
 	sendOverHTTP(t, endpoint, "Bearer "+token, "from the spawned")
 	got := bob.WaitReceived(1, 20*time.Second)
 	if len(got) != 1 || !strings.HasPrefix(got[0], "MSG_ANA_") || !strings.HasSuffix(got[0], ": from the spawned") {
 		t.Fatalf("bob received %q, want one message from ana", got)
+	}
+}
+
+// tokenOf is the MCP token in process pid's environment.
+func tokenOf(t *testing.T, pid int) string {
+	t.Helper()
+	environ, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range strings.Split(string(environ), "\x00") {
+		if v, ok := strings.CutPrefix(kv, "AGENTMSG_MCP_TOKEN="); ok {
+			return v
+		}
+	}
+	t.Fatalf("pid %d's environment has no AGENTMSG_MCP_TOKEN: %q", pid, environ)
+	return ""
+}
+
+// A revoked token stops working at once: its next request is refused, and
+// the stream an MCP client holds open with it (the standalone GET) ends
+// within the daemon's look for revoked tokens (a second), not at its
+// restart (issue 29, finding 8). Killing a spawned agent revokes its
+// token.
+func TestRevokedTokenEndsItsMCPSessions(t *testing.T) {
+	t.Parallel()
+	s, endpoint := tcpServer(t)
+	res := s.Run("mcp", "token", "alpha", "ana")
+	wantCode(t, res, 0)
+	auth := "Bearer " + strings.TrimSpace(res.Stdout)
+	post := func(body, session string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", auth)
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	init := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "")
+	init.Body.Close()
+	session := init.Header.Get("Mcp-Session-Id")
+	if init.StatusCode != http.StatusOK || session == "" {
+		t.Fatalf("initialize: %d, session %q", init.StatusCode, session)
+	}
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, session).Body.Close()
+	req, _ := http.NewRequest(http.MethodGet, endpoint, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", auth)
+	req.Header.Set("Mcp-Session-Id", session)
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil || stream.StatusCode != http.StatusOK {
+		t.Fatalf("the standalone stream: %v %v", err, stream)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := stream.Body.Read(make([]byte, 1))
+		for err == nil {
+			_, err = stream.Body.Read(make([]byte, 1))
+		}
+		ended <- err
+	}()
+	select {
+	case err := <-ended:
+		t.Fatalf("the stream ended before the revocation: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	wantCode(t, s.Run("mcp", "token", "--revoke", "alpha", "ana"), 0)
+	revoked := time.Now()
+	if got := statusOver(t, endpoint, auth); got != http.StatusUnauthorized {
+		t.Errorf("a request with the revoked token: %d, want 401", got)
+	}
+	select {
+	case <-ended:
+		t.Logf("the stream ended %s after the revocation", time.Since(revoked).Round(time.Millisecond))
+	case <-time.After(5 * time.Second):
+		t.Error("the stream opened with a revoked token was still open 5 s later")
+	}
+	stream.Body.Close()
+
+	res = s.Run("--json", "spawn", "alpha", "bea", "--", "sleep", "600")
+	wantCode(t, res, 0)
+	var spawned struct{ PID int }
+	if err := json.Unmarshal([]byte(res.Stdout), &spawned); err != nil || spawned.PID == 0 {
+		t.Fatalf("%v: %s", err, res)
+	}
+	bea := "Bearer " + tokenOf(t, spawned.PID)
+	if got := statusOver(t, endpoint, bea); got != http.StatusOK {
+		t.Fatalf("bea's token before the kill: %d", got)
+	}
+	wantCode(t, s.Run("kill", "alpha", "bea"), 0)
+	if got := statusOver(t, endpoint, bea); got != http.StatusUnauthorized {
+		t.Errorf("a killed agent's token: %d, want 401", got)
 	}
 }

@@ -8,6 +8,7 @@
 package identity
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -44,8 +45,7 @@ type Tokens struct {
 	Path string
 
 	mu    sync.Mutex
-	mtime time.Time
-	size  int64
+	raw   []byte // the file's bytes byKey was parsed from
 	byKey map[string]Grant
 }
 
@@ -75,7 +75,7 @@ func (t *Tokens) Issue(g Grant) (string, error) {
 // Revoke removes every token of team/name.
 func (t *Tokens) Revoke(team, name string) (int, error) {
 	n := 0
-	err := t.update(func(m map[string]Grant) {
+	err := t.remove(func(m map[string]Grant) {
 		for k, g := range m {
 			if g.Team == team && g.Name == name {
 				delete(m, k)
@@ -92,7 +92,7 @@ func (t *Tokens) Forget(token string) (g Grant, ok bool, err error) {
 	if token == "" {
 		return Grant{}, false, nil
 	}
-	err = t.update(func(m map[string]Grant) {
+	err = t.remove(func(m map[string]Grant) {
 		if g, ok = m[key(token)]; ok {
 			delete(m, key(token))
 		}
@@ -104,7 +104,7 @@ func (t *Tokens) Forget(token string) (g Grant, ok bool, err error) {
 // earlier spawn's, once a new one of that session holds keep.
 func (t *Tokens) RevokeSession(session, keep string) (int, error) {
 	n := 0
-	err := t.update(func(m map[string]Grant) {
+	err := t.remove(func(m map[string]Grant) {
 		for k, g := range m {
 			if g.Session == session && k != key(keep) {
 				delete(m, k)
@@ -129,24 +129,29 @@ func (t *Tokens) Lookup(token string) (Grant, bool) {
 	return g, ok
 }
 
-// reload reads the file again when it changed. t.mu is held.
+// reload reads the file and parses it again when its bytes changed. It
+// reads it whole each time: no cheaper sign of a change holds (a rewrite
+// within one tick of the file system's clock keeps the time, a token
+// revoked while another was issued keeps the size, and the new file may
+// get the old one's inode), and a revoked token must stop working at once.
+// The file is small (about 200 bytes a token). t.mu is held.
 func (t *Tokens) reload() error {
-	fi, err := os.Stat(t.Path)
+	b, err := os.ReadFile(t.Path)
 	if errors.Is(err, fs.ErrNotExist) {
-		t.byKey = map[string]Grant{}
+		t.byKey, t.raw = map[string]Grant{}, nil
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if t.byKey != nil && fi.ModTime().Equal(t.mtime) && fi.Size() == t.size {
+	if t.byKey != nil && bytes.Equal(b, t.raw) {
 		return nil
 	}
-	m, err := read(t.Path)
+	m, err := parse(t.Path, b)
 	if err != nil {
 		return err
 	}
-	t.byKey, t.mtime, t.size = m, fi.ModTime(), fi.Size()
+	t.byKey, t.raw = m, b
 	return nil
 }
 
@@ -158,11 +163,24 @@ func read(path string) (map[string]Grant, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parse(path, b)
+}
+
+func parse(path string, b []byte) (map[string]Grant, error) {
 	m := map[string]Grant{}
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil
+}
+
+// remove is update for a change that only takes tokens away: with no file
+// there is nothing to take, and none is made.
+func (t *Tokens) remove(fn func(map[string]Grant)) error {
+	if _, err := os.Stat(t.Path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return t.update(fn)
 }
 
 // update changes the file under an flock, atomically (a temp file renamed

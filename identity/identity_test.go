@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestIssueLookupRevoke(t *testing.T) {
@@ -83,5 +84,42 @@ func TestRevokeSession(t *testing.T) {
 		if _, ok := tokens.Lookup(tok); ok != want {
 			t.Errorf("token of %v: works %v, want %v", tok[:8], ok, want)
 		}
+	}
+}
+
+// A token revoked while another of the same size was issued stops working
+// at once, even when the file's time did not move (the rewrite is a new
+// file: its identity changed).
+func TestRevokedTokenStopsAtOnce(t *testing.T) {
+	tokens := &Tokens{Path: filepath.Join(t.TempDir(), "mcp-tokens.json")}
+	issued := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	ana, err := tokens.Issue(Grant{Team: "alpha", Name: "ana", Issued: issued})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tokens.Lookup(ana); !ok {
+		t.Fatal("a new token is not known")
+	}
+	fi, _ := os.Stat(tokens.Path)
+	if _, err := tokens.Revoke("alpha", "ana"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tokens.Issue(Grant{Team: "alpha", Name: "bob", Issued: issued}); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(tokens.Path, fi.ModTime(), fi.ModTime()) // the same time, and the same size
+	if _, ok := tokens.Lookup(ana); ok {
+		t.Error("a revoked token still works")
+	}
+}
+
+// Revoking where no token was ever issued makes no file.
+func TestRevokingMakesNoFile(t *testing.T) {
+	tokens := &Tokens{Path: filepath.Join(t.TempDir(), "mcp-tokens.json")}
+	if n, err := tokens.RevokeSession("agent-alpha-ana", ""); n != 0 || err != nil {
+		t.Fatalf("RevokeSession = %d, %v", n, err)
+	}
+	if _, err := os.Stat(tokens.Path); err == nil {
+		t.Error("revoking made the token file")
 	}
 }

@@ -157,12 +157,11 @@ func (r *Report) diff(old, merged []byte) {
 }
 
 // backupFile copies data, path's content, to a new file beside it named by
-// now, with path's mode; it never replaces an earlier backup.
+// now, readable by its owner alone (0600) whatever path's mode: a
+// settings file may hold a token (mcp install --http), and a backup is
+// for its owner to restore; it never replaces an earlier backup.
 func backupFile(path string, data []byte, now time.Time) (string, error) {
-	mode := os.FileMode(0o600)
-	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm()
-	}
+	const mode = os.FileMode(0o600)
 	base := path + ".bak-" + now.Format("20060102-150405")
 	for i := 1; ; i++ {
 		name := base

@@ -80,6 +80,11 @@ func TestInstallWritesThroughLinks(t *testing.T) {
 			if b, _ := os.ReadFile(rep.Backup); string(b) != userSettings {
 				t.Errorf("backup %s holds %q", rep.Backup, b)
 			}
+			// A backup is its owner's alone, whatever the file's mode: a
+			// settings file may hold a token.
+			if got := fileMode(t, rep.Backup); got != 0o600 {
+				t.Errorf("backup mode %v, want 0600 (the file's is %v)", got, mode)
+			}
 			noTemps(t, dir)
 		})
 	}

@@ -6,14 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/agentmsg/agentmsg/internal/safedir"
 )
 
 // MCPServer is the entry that makes a CLI start agentmsg's MCP server.
@@ -58,6 +63,35 @@ type MCPReport struct {
 	Replaced []string `json:"-"`
 }
 
+// ErrNotYours is a file, or the directory it is in, that another user
+// owns or may write to: no secret is written there.
+var ErrNotYours = errors.New("not yours alone")
+
+// checkSecretHome refuses to put a token in path when the file it leads
+// to (through links), or its directory, is another user's or open to
+// other users' writes: they could read the token, or swap the file for
+// one they can read.
+func checkSecretHome(path string) error {
+	target, err := followLinks(path)
+	if err != nil {
+		return err
+	}
+	if err := safedir.CheckFollow(filepath.Dir(target)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s would hold a token, in a directory that %w; nothing was written", ErrNotYours, path, err)
+	}
+	fi, err := os.Lstat(target)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%w: %s would hold a token, but %s belongs to uid %d; nothing was written", ErrNotYours, path, target, st.Uid)
+	}
+	return nil
+}
+
 // InstallMCP sets agentmsg's entry in the CLI's MCP settings (an earlier
 // agentmsg entry is replaced), leaving everything else as it was. A new
 // file that will hold a token is made readable by its owner only.
@@ -77,6 +111,11 @@ func InstallMCP(r MCPInstall) (MCPReport, error) {
 	fresh := fs.FileMode(newMode)
 	if r.HTTP != nil && r.HTTP.Token != "" {
 		fresh = secretMode
+		if !r.Print {
+			if err := checkSecretHome(path); err != nil {
+				return MCPReport{}, err
+			}
+		}
 	}
 	// The tokens of every version of the file merged into: once the write
 	// stands, agentmsg's entry replaced each of them.

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -70,6 +71,8 @@ func TestInstallMCPHTTP(t *testing.T) {
 				}
 				return rep
 			}
+			// A file that holds a token becomes its owner's alone (0600),
+			// whatever it was, and stays so.
 			check := func(want map[string]any) {
 				t.Helper()
 				data, _ := os.ReadFile(path)
@@ -79,8 +82,8 @@ func TestInstallMCPHTTP(t *testing.T) {
 				if got := installedEntry(t, tc.cli, data); !reflect.DeepEqual(got, want) {
 					t.Errorf("entry %#v\nwant %#v\n%s", got, want, data)
 				}
-				if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o640 {
-					t.Errorf("mode %o, want the file's own 0640", fi.Mode().Perm())
+				if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+					t.Errorf("mode %o, want 0600 (it was 0640, and held a token)", fi.Mode().Perm())
 				}
 			}
 
@@ -136,4 +139,40 @@ func installedEntry(t *testing.T, cli string, data []byte) map[string]any {
 		t.Fatalf("%v\n%s", err, data)
 	}
 	return doc.Servers["agentmsg"]
+}
+
+// A token is never written where another user could read it or swap the
+// file: through a link into a directory others may write to, or into a
+// file that is another user's. Nothing is written then.
+func TestInstallMCPHTTPRefusesAHomeOthersControl(t *testing.T) {
+	url := "http://127.0.0.1:7676/mcp"
+	install := func(dir string) error {
+		_, err := InstallMCP(MCPInstall{CLI: "claude", Dir: dir, Home: dir, Now: time.Now(),
+			HTTP: &MCPHTTP{URL: url, Token: "amt_secret", TokenEnv: "AGENTMSG_MCP_TOKEN"}})
+		return err
+	}
+	open := t.TempDir()
+	os.Chmod(open, 0o777)
+	theirs := filepath.Join(open, "m.json")
+	os.WriteFile(theirs, []byte("{}\n"), 0o666)
+	proj := t.TempDir()
+	os.Symlink(theirs, filepath.Join(proj, ".mcp.json"))
+	if err := install(proj); !errors.Is(err, ErrNotYours) {
+		t.Errorf("through a link into a directory others may write to: %v", err)
+	}
+	if b, _ := os.ReadFile(theirs); strings.Contains(string(b), "amt_secret") {
+		t.Error("the token was written there")
+	}
+	if os.Geteuid() == 0 {
+		proj := t.TempDir()
+		path := filepath.Join(proj, ".mcp.json")
+		os.WriteFile(path, []byte("{}\n"), 0o644)
+		os.Chown(path, 65534, 65534)
+		if err := install(proj); !errors.Is(err, ErrNotYours) || !strings.Contains(err.Error(), "uid 65534") {
+			t.Errorf("another user's file: %v", err)
+		}
+	}
+	if err := install(t.TempDir()); err != nil {
+		t.Errorf("a directory of one's own: %v", err)
+	}
 }

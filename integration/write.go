@@ -39,9 +39,12 @@ const (
 )
 
 // writeMode is the mode a write over s keeps: s's own, fresh when there
-// was no file.
+// was no file; but a file that will hold a secret (fresh secretMode) is
+// its owner's alone whatever it was: a token in a file others may read
+// (a project's .mcp.json, 0644 under a home others may enter) lets them
+// act as its agent, with the lead's tools for an orchestrator's.
 func (s snapshot) writeMode(fresh fs.FileMode) fs.FileMode {
-	if s.exists {
+	if s.exists && fresh != secretMode {
 		return s.mode
 	}
 	return fresh

@@ -124,6 +124,12 @@ func (m *Manager) Kill(ctx context.Context, t target.Target, grace time.Duration
 	if err := m.Store.Unregister(team, agent); err != nil {
 		return res, fmt.Errorf("%s is killed, but removing its registry entry failed: %w", t, err)
 	}
+	// No agent holds the tokens spawn gave this session any more.
+	if m.Revoked != nil {
+		if _, err := m.Revoked.RevokeSession(t.Session, ""); err != nil {
+			return res, fmt.Errorf("%s is killed, but revoking its MCP tokens failed (revoke them by hand): %w", t, err)
+		}
+	}
 	return res, nil
 }
 

@@ -72,6 +72,10 @@ type Manager struct {
 	// for the daemon's MCP endpoint (IssueMCPToken): app sets it when the
 	// daemon listens on TCP ([serve] tcp), where agent CLIs reach it.
 	Tokens *identity.Tokens
+	// Revoked, when set, is the token file Kill takes a killed session's
+	// tokens from, whether or not Spawn issues them now (a token issued
+	// while [serve] tcp was set outlives a change of the config).
+	Revoked *identity.Tokens
 }
 
 func (m *Manager) now() time.Time {
@@ -246,7 +250,7 @@ type ShutdownResult struct {
 // accept=true|false ID). No answer in time is no error: Answered is
 // false. A cancelled ctx is an error.
 func (m *Manager) Shutdown(ctx context.Context, from string, t target.Target, reason string, wait time.Duration) (ShutdownResult, error) {
-	team, _ := courier.Inbox(t)
+	team, agent := courier.Inbox(t)
 	if _, err := m.Store.Box(team, from); err != nil {
 		return ShutdownResult{}, fmt.Errorf("sender %q: %w", from, err)
 	}
@@ -276,8 +280,10 @@ func (m *Manager) Shutdown(ctx context.Context, from string, t target.Target, re
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	// Only the agent asked may answer: another agent of the team could
+	// otherwise accept its shutdown for it.
 	got, err := m.Store.Wait(wctx, team, from, func(e mailbox.Envelope) bool {
-		return e.Type == mailbox.TypeShutdownResponse && e.ReplyTo == msg.ID
+		return e.Type == mailbox.TypeShutdownResponse && e.ReplyTo == msg.ID && e.From == agent
 	}, mailbox.Position{})
 	switch {
 	case err == nil:

@@ -359,8 +359,8 @@ func TestShutdownAcceptedDeferredAndUnanswered(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// answer replies as the agent once the request is in its inbox.
-	answer := func(accept, text string) <-chan error {
+	// answerAs replies as from once the request is in fay's inbox.
+	answerAs := func(from, accept, text string) <-chan error {
 		done := make(chan error, 1)
 		go func() {
 			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -377,12 +377,13 @@ func TestShutdownAcceptedDeferredAndUnanswered(t *testing.T) {
 				return
 			}
 			box, _ := f.Store.Box("delta", "lead")
-			id, _ := message.NewID("FAY", nil)
-			done <- box.Append(mailbox.Envelope{ID: id, From: "fay", To: "lead", Type: mailbox.TypeShutdownResponse,
+			id, _ := message.NewID(strings.ToUpper(from), nil)
+			done <- box.Append(mailbox.Envelope{ID: id, From: from, To: "lead", Type: mailbox.TypeShutdownResponse,
 				ReplyTo: req.ID, Content: text, Metadata: map[string]string{"accept": accept}})
 		}()
 		return done
 	}
+	answer := func(accept, text string) <-chan error { return answerAs("fay", accept, text) }
 	typed := func(id message.ID, reason string) {
 		t.Helper()
 		want := string(id) + ": [shutdown-request] " + reason
@@ -420,6 +421,17 @@ func TestShutdownAcceptedDeferredAndUnanswered(t *testing.T) {
 	}
 	typed(res.RequestID, "the sprint is over")
 
+	// Only fay may answer fay's request: another agent's answer to it
+	// is not hers.
+	done = answerAs("gil", "true", "I accept for fay")
+	res, err = f.Shutdown(ctx, "lead", tg, "for fay only", 500*time.Millisecond)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil || res.Answered {
+		t.Errorf("answered by another agent: %+v, %v", res, err)
+	}
+
 	res, err = f.Shutdown(ctx, "lead", tg, "last call", 50*time.Millisecond)
 	if err != nil || res.Answered || !res.Sent.OK() {
 		t.Errorf("unanswered: %+v, %v", res, err)
@@ -428,8 +440,8 @@ func TestShutdownAcceptedDeferredAndUnanswered(t *testing.T) {
 	if res, err = f.Shutdown(ctx, "lead", tg, "", 0); err != nil || res.Answered || res.RequestID == "" {
 		t.Errorf("no wait: %+v, %v", res, err)
 	}
-	if n := len(f.tmux.Received(tg.Session)); n != 4 {
-		t.Errorf("the agent got %d prompts, want 4", n)
+	if n := len(f.tmux.Received(tg.Session)); n != 5 {
+		t.Errorf("the agent got %d prompts, want 5", n)
 	}
 	// A missing agent: not found, nothing recorded.
 	missing, _ := target.New("delta", "nobody")

@@ -96,6 +96,19 @@ func (s *Store) Check() error {
 	return nil
 }
 
+// EnsureRoot makes Root when it is missing (with Base, every directory
+// from there down, each 0700) and refuses it, as Check does, when it is
+// not this user's and private: the daemon's socket and lock live there.
+func (s *Store) EnsureRoot() error {
+	if s.Base != "" {
+		return safedir.Ensure(s.Base, s.Root)
+	}
+	if err := os.MkdirAll(s.Root, 0o700); err != nil {
+		return err
+	}
+	return safedir.CheckFollow(s.Root)
+}
+
 // mkdir makes dir (a directory under Root) and checks every directory
 // from Root (from Base, when set) down to it. A place's directory gets its
 // description as it is first made. Once it has done all that for dir,

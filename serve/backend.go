@@ -3,6 +3,7 @@ package serve
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/agentmsg/agentmsg/app"
@@ -107,6 +108,15 @@ type Caller struct {
 	SocketName string `json:"socket_name,omitempty"`
 }
 
+// fromEnvironment reports whether key's setting came from the daemon's
+// own environment (AGENTMSG_FROM, AGENTMSG_TEAM): that is the identity of
+// the pane the daemon was started in (an agent's, when a command of its
+// started it), which is no caller's. A caller that names none is the
+// config file's, else "app".
+func fromEnvironment(cfg *config.Loaded, key string) bool {
+	return strings.HasPrefix(string(cfg.Source(key)), "env ")
+}
+
 // errCaller is a caller the daemon cannot serve as asked.
 var errCaller = errors.New("invalid caller")
 
@@ -174,7 +184,7 @@ func (b *backend) service(c Caller) (*service.Service, error) {
 		return nil, fmt.Errorf("%w: %w", errCaller, err)
 	}
 	name := c.From
-	if name == "" {
+	if name == "" && !fromEnvironment(env.Config, "from") {
 		name = env.Config.Settings.From
 	}
 	if name == "" {
@@ -188,7 +198,7 @@ func (b *backend) service(c Caller) (*service.Service, error) {
 		return nil, fmt.Errorf("%w: from: %w", errCaller, err)
 	}
 	team := c.Team
-	if team == "" {
+	if team == "" && !fromEnvironment(env.Config, "team") {
 		team = env.Config.Settings.Team
 	}
 	if team != "" {

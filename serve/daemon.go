@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -26,6 +27,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -33,6 +35,8 @@ import (
 	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/eventlog"
 	"github.com/agentmsg/agentmsg/identity"
+	"github.com/agentmsg/agentmsg/internal/safedir"
+	"github.com/agentmsg/agentmsg/internal/safesock"
 	"github.com/agentmsg/agentmsg/mailbox"
 )
 
@@ -90,8 +94,9 @@ type Daemon struct {
 // flight end (up to a few seconds), detaches its control clients cleanly
 // and returns.
 func Run(ctx context.Context, env app.Env, opts Options) error {
-	root := mailbox.DefaultRoot(env.LookupEnv)
-	if err := os.MkdirAll(root, 0o700); err != nil {
+	store := mailbox.Default(env.LookupEnv)
+	root := store.Root
+	if err := store.EnsureRoot(); err != nil {
 		return err
 	}
 	release, err := holdLock(root, opts.socket(root))
@@ -108,7 +113,7 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 	defer cancel()
 	d := &Daemon{opts: opts, env: env, backend: newBackend(env, opts.Version, !opts.Direct),
 		log: env.Events(root), ctx: ctx, pid: os.Getpid(), passes: map[string]bool{},
-		mcps: mcpHandlers{tokens: &identity.Tokens{Path: identity.DefaultPath(root)}, by: map[string]http.Handler{}}}
+		mcps: mcpHandlers{tokens: &identity.Tokens{Path: identity.DefaultPath(root)}, by: map[string]*mcpHandler{}}}
 	defer d.backend.close()
 	// Its own server first: the one its configuration names.
 	if server, err := d.backend.env.Server(); err == nil {
@@ -127,11 +132,16 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 	d.hub = newHub(d.log)
 	go d.hub.follow(ctx)
 	go d.watchAgents(ctx)
+	go d.mcps.dropRevoked(ctx)
 
 	mux := http.NewServeMux()
 	d.routes(mux)
-	srv := &http.Server{Handler: d.authorize(mux), ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+	// Timeouts: a connection that says nothing, or idles after its
+	// answer, is closed (see gate.go for what else bounds TCP). No write
+	// or whole-read timeout: a send may rightly wait minutes for its
+	// agent, and the event stream and a command's output flow for hours.
+	srv := &http.Server{Handler: d.authorize(mux), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
+		BaseContext: func(net.Listener) context.Context { return ctx }, ConnContext: withConn}
 	var listeners []net.Listener
 	defer func() {
 		for _, l := range listeners {
@@ -139,7 +149,7 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 		}
 	}()
 	sock := opts.socket(root)
-	ul, err := listenUnix(sock)
+	ul, err := safesock.Listen(sock)
 	if err != nil {
 		return err
 	}
@@ -232,58 +242,6 @@ func Running(root string) (pid int, socket string, ok bool) {
 	return h.PID, h.Socket, true
 }
 
-// listenUnix listens on a socket only this user can reach: in a directory
-// that is ours, mode 0600, and each connection's peer checked (peerCheck).
-// The lock is ours, so a socket file left there is a dead daemon's.
-func listenUnix(path string) (net.Listener, error) {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	old := unix.Umask(0o177)
-	l, err := net.Listen("unix", path)
-	unix.Umask(old)
-	if err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
-		return nil, err
-	}
-	return peerCheck{l.(*net.UnixListener)}, nil
-}
-
-// peerCheck accepts only connections from this user's processes
-// (SO_PEERCRED), whatever the socket file's mode says.
-type peerCheck struct{ *net.UnixListener }
-
-func (p peerCheck) Accept() (net.Conn, error) {
-	for {
-		c, err := p.UnixListener.AcceptUnix()
-		if err != nil {
-			return nil, err
-		}
-		if samePeer(c) {
-			return c, nil
-		}
-		c.Close()
-	}
-}
-
-func samePeer(c *net.UnixConn) bool {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return false
-	}
-	var cred *unix.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil || credErr != nil {
-		return false
-	}
-	return int(cred.Uid) == os.Getuid()
-}
-
 // listenTCP listens on opts.TCP, loopback only unless AllowRemote, and
 // reads (or makes) the token every request there must carry.
 func (d *Daemon) listenTCP() (net.Listener, error) {
@@ -305,39 +263,74 @@ func (d *Daemon) listenTCP() (net.Listener, error) {
 	if !loopback && d.env.Log != nil {
 		d.env.Log.Warn("LISTENING BEYOND THIS MACHINE: anyone who reaches " + d.opts.TCP + " with the token can type into your agents")
 	}
-	return net.Listen("tcp", d.opts.TCP)
+	l, err := net.Listen("tcp", d.opts.TCP)
+	if err != nil {
+		return nil, err
+	}
+	return newTCPGate(l), nil
 }
 
-// readToken reads the bearer token from path, a file only its owner may
-// read; it makes one (32 random bytes, hex) when there is none.
+// How long a connection may take to send a request's headers, and stay
+// open with nothing to do after an answer.
+const (
+	readHeaderTimeout = 5 * time.Second
+	idleTimeout       = time.Minute
+)
+
+// readToken reads the bearer token from path, a file that is this user's
+// and only this user may read, in a directory no one else may write to
+// (where another user could have put a file of theirs, whose token they
+// know, or a link to one they can read); it makes one (32 random bytes,
+// hex) when there is none, never through a link.
 func readToken(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	if err := safedir.CheckFollow(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("token file %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		buf := make([]byte, 32)
-		if _, err := rand.Read(buf); err != nil {
-			return nil, err
-		}
-		tok := []byte(hex.EncodeToString(buf))
-		if err := os.WriteFile(path, append(tok, '\n'), 0o600); err != nil {
-			return nil, err
-		}
-		return tok, nil
+		return makeToken(path)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("token file %s: %w (a symbolic link is refused)", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return nil, fmt.Errorf("token file %s belongs to uid %d, not to you: another user may know its token; remove it", path, st.Uid)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("token file %s is readable by others (mode %o): chmod 600 it", path, fi.Mode().Perm())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return nil, err
 	}
 	tok := []byte(strings.TrimSpace(string(b)))
 	if len(tok) < 16 {
 		return nil, fmt.Errorf("token file %s holds no token of at least 16 characters", path)
 	}
 	return tok, nil
+}
+
+// makeToken writes a new token to path, which must not exist yet.
+func makeToken(path string) ([]byte, error) {
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return nil, err
+	}
+	tok := []byte(hex.EncodeToString(buf))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("token file %s: %w", path, err)
+	}
+	if _, err := f.Write(append(tok, '\n')); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return tok, f.Close()
 }
 
 // authorize lets a Unix-socket request through (its peer was checked on
@@ -348,13 +341,21 @@ func (d *Daemon) authorize(next http.Handler) http.Handler {
 		if _, tcp := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); tcp && !isMCP(r) {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || len(d.token) == 0 || subtle.ConstantTimeCompare([]byte(got), d.token) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="agentmsg"`)
-				fail(w, http.StatusUnauthorized, errors.New("a request over TCP needs the token of --token-file: Authorization: Bearer TOKEN"))
+				unauthorized(w, "a request over TCP needs the token of --token-file: Authorization: Bearer TOKEN")
 				return
 			}
+			tokenShown(r.Context())
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// unauthorized answers 401 and closes the connection: one that could not
+// show a token is not kept open for another try.
+func unauthorized(w http.ResponseWriter, why string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="agentmsg"`)
+	w.Header().Set("Connection", "close")
+	fail(w, http.StatusUnauthorized, errors.New(why))
 }
 
 // isMCP reports whether r is for the MCP endpoint.

@@ -1,10 +1,12 @@
 package serve
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -26,8 +28,22 @@ type MCPServer func(svc *service.Service, orchestrator bool) *mcp.Server
 type mcpHandlers struct {
 	mu     sync.Mutex
 	tokens *identity.Tokens
-	by     map[string]http.Handler // by token
+	by     map[string]*mcpHandler // by token
 }
+
+// mcpHandler is one token's MCP server, with what ends its requests and
+// streams the moment the token is revoked.
+type mcpHandler struct {
+	http.Handler
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// revokedEvery is how often the daemon looks for revoked tokens among
+// those with a handler: a stream opened with one (an MCP client's GET,
+// or a long tool call) ends within that time of the revocation; any new
+// request with it is refused at once.
+const revokedEvery = time.Second
 
 func (d *Daemon) mcp(w http.ResponseWriter, r *http.Request) {
 	if d.opts.MCP == nil {
@@ -37,20 +53,61 @@ func (d *Daemon) mcp(w http.ResponseWriter, r *http.Request) {
 	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	grant, ok := d.mcps.tokens.Lookup(token)
 	if !ok {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="agentmsg"`)
-		fail(w, http.StatusUnauthorized, errors.New("MCP needs an agent's token: Authorization: Bearer TOKEN (agentmsg mcp token TEAM NAME)"))
+		d.mcps.drop(token)
+		unauthorized(w, "MCP needs an agent's token: Authorization: Bearer TOKEN (agentmsg mcp token TEAM NAME)")
 		return
 	}
+	tokenShown(r.Context())
 	h, err := d.mcpHandler(token, grant)
 	if err != nil {
 		fail(w, 0, err)
 		return
 	}
-	h.ServeHTTP(w, r)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(h.ctx, cancel) // revoked: this request ends too
+	defer stop()
+	h.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// drop ends token's handler, and every request and stream it serves.
+func (m *mcpHandlers) drop(token string) {
+	m.mu.Lock()
+	h, ok := m.by[token]
+	delete(m.by, token)
+	m.mu.Unlock()
+	if ok {
+		h.cancel()
+	}
+}
+
+// dropRevoked drops the handlers whose tokens are revoked, every
+// revokedEvery, until ctx ends.
+func (m *mcpHandlers) dropRevoked(ctx context.Context) {
+	tick := time.NewTicker(revokedEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		m.mu.Lock()
+		var gone []string
+		for token := range m.by {
+			if _, ok := m.tokens.Lookup(token); !ok {
+				gone = append(gone, token)
+			}
+		}
+		m.mu.Unlock()
+		for _, token := range gone {
+			m.drop(token)
+		}
+	}
 }
 
 // mcpHandler is token's handler, made on its first request.
-func (d *Daemon) mcpHandler(token string, g identity.Grant) (http.Handler, error) {
+func (d *Daemon) mcpHandler(token string, g identity.Grant) (*mcpHandler, error) {
 	d.mcps.mu.Lock()
 	defer d.mcps.mu.Unlock()
 	if h, ok := d.mcps.by[token]; ok {
@@ -61,7 +118,8 @@ func (d *Daemon) mcpHandler(token string, g identity.Grant) (http.Handler, error
 		return nil, err
 	}
 	srv := d.opts.MCP(svc, g.Orchestrator)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ctx, cancel := context.WithCancel(d.ctx)
+	h := &mcpHandler{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil), ctx: ctx, cancel: cancel}
 	d.mcps.by[token] = h
 	return h, nil
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Server names one tmux server by the path of its socket, canonical (see
@@ -57,12 +59,57 @@ func ResolveServer(socketPath, socketName string, lookupEnv func(string) (string
 		if strings.ContainsRune(socketName, '/') {
 			return Server{}, fmt.Errorf("socket name %q must not contain '/': use -S PATH for a path", socketName)
 		}
-		return canonical(filepath.Join(socketDir(lookupEnv), socketName)), nil
+		return inSocketDir(lookupEnv, socketName)
 	}
 	if c := CallerFrom(lookupEnv); c.Socket != "" {
 		return Server{Socket: c.Socket}, nil
 	}
-	return canonical(filepath.Join(socketDir(lookupEnv), "default")), nil
+	return inSocketDir(lookupEnv, "default")
+}
+
+// ErrUnsafeSocketDir is a tmux socket directory another user controls.
+var ErrUnsafeSocketDir = errors.New("unsafe tmux socket directory")
+
+// inSocketDir is the server named name in tmux's socket directory, made
+// (0700) when missing and checked as tmux makes and checks it. agentmsg
+// names every server by its path (-S), and with -S tmux does neither: a
+// directory another user made first under a shared TMUX_TMPDIR (or /tmp)
+// would hold their server, which would get every message typed and every
+// spawned agent's environment, and answer as the agents. Made now, it is
+// ours for as long as the caller keeps the path (a daemon, for days): in
+// a directory with the sticky bit (/tmp), no one else can move it away.
+func inSocketDir(lookupEnv func(string) (string, bool), name string) (Server, error) {
+	dir := socketDir(lookupEnv)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return Server{}, fmt.Errorf("tmux's socket directory: %w", err)
+	}
+	if err := checkSocketDir(dir); err != nil {
+		return Server{}, err
+	}
+	return canonical(filepath.Join(dir, name)), nil
+}
+
+// checkSocketDir applies tmux's own rule to its socket directory: this
+// user's, a directory, and nothing for other users (tmux refuses it with
+// "directory ... has unsafe permissions").
+func checkSocketDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	var why string
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		why = "is not a directory"
+	case st != nil && int(st.Uid) != os.Geteuid():
+		why = fmt.Sprintf("is owned by uid %d, not by you (uid %d)", st.Uid, os.Geteuid())
+	case fi.Mode().Perm()&0o007 != 0:
+		why = fmt.Sprintf("is open to other users (mode %04o)", fi.Mode().Perm())
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w: %s %s, so its server may be another user's; tmux itself refuses it: remove it, or give -S PATH to a server of yours", ErrUnsafeSocketDir, dir, why)
 }
 
 // canonical is the server at an absolute socket path, spelled canonically.

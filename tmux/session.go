@@ -3,6 +3,10 @@ package tmux
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +37,11 @@ var ErrDuplicateSession = errors.New("a session of that name exists")
 // when it has two or more words, so no shell re-reads it. It starts the
 // server when none runs on the socket. It returns the pane's id and first
 // process.
+//
+// The new-session command reaches tmux as a file it sources (sourced),
+// never as a tmux process's arguments: /proc/PID/cmdline is readable by
+// every local user, and env holds secrets (the agent's MCP token, whatever
+// a user passes with spawn --env).
 func (c *Exec) NewSession(ctx context.Context, session, dir string, env, argv []string) (pane string, pid int, err error) {
 	args := []string{"new-session", "-d", "-P", "-F", "#{pane_id}" + sep + "#{pane_pid}",
 		"-s", session, "-x", "200", "-y", "50"}
@@ -43,7 +52,13 @@ func (c *Exec) NewSession(ctx context.Context, session, dir string, env, argv []
 		args = append(args, "-e", kv)
 	}
 	args = append(append(args, "--"), argv...)
-	out, err := c.doCommands(ctx, true, nil, [][]string{args}) // argv may hold a ";"
+	// tmux makes its own socket directory (0700) when it starts a server
+	// on its default path, but not for -S, which every agentmsg call uses:
+	// on a machine where no server has run yet, the first spawn made none.
+	if err := os.Mkdir(filepath.Dir(c.server.Socket), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", 0, fmt.Errorf("making tmux's socket directory: %w", err)
+	}
+	out, err := c.sourced(ctx, args)
 	if err != nil {
 		var te *Error
 		if errors.As(err, &te) && strings.Contains(te.Stderr, "duplicate session") {
@@ -54,6 +69,41 @@ func (c *Exec) NewSession(ctx context.Context, session, dir string, env, argv []
 	id, p, _ := strings.Cut(strings.TrimSpace(string(out)), sep)
 	pid, _ = strconv.Atoi(p)
 	return id, pid, nil
+}
+
+// sourced runs cmd, a command that changes the server, in a tmux process
+// of its own that reads it from a file it sources: an in-memory file
+// written whole before the process starts (as a paste's text), quoted
+// byte for byte (controlArg), so nothing of cmd is on the process's
+// command line. start-server first, since source-file alone starts none.
+// It runs alone, not in a batched command list: a command that fails
+// inside a sourced file does not end the list, so its list's markers
+// could not tell that it failed; alone, the exit code and stderr do.
+func (c *Exec) sourced(ctx context.Context, cmd []string) ([]byte, error) {
+	line := controlLine([][]string{cmd}, nil) + "\n"
+	onStdin := c.payloadsOnStdin()
+	args := []string{"-S", c.server.Socket, "start-server", ";", "source-file", listArg(payloadArg(0), onStdin)}
+	start := time.Now()
+	c.procs.Add(1)
+	res := runProc(ctx, c.bin, args, []string{line}, onStdin, c.timeout, true)
+	var err error
+	switch {
+	case res.err == errAbandoned:
+		msg := abandonedMessage(c.timeout, true)
+		err = &Error{Command: cmd[0], Socket: c.server.Socket, Stderr: msg, ExitCode: -1, Kind: classify(msg)}
+	case res.err != nil:
+		err = &Error{Command: cmd[0], Socket: c.server.Socket, Stderr: res.err.Error(), ExitCode: -1}
+	case res.exitCode != 0 || res.stderr != "":
+		stderr := strings.TrimSpace(res.stderr)
+		if stderr == "" {
+			stderr = "exit status " + strconv.Itoa(res.exitCode)
+		}
+		err = &Error{Command: cmd[0], Socket: c.server.Socket, Stderr: stderr, ExitCode: res.exitCode, Kind: classify(stderr)}
+	}
+	if c.Trace != nil {
+		c.Trace(cmd[0], time.Since(start), err)
+	}
+	return res.stdout, err
 }
 
 // KillSession ends the session named exactly session; one already gone

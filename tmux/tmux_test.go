@@ -1,6 +1,7 @@
 package tmux
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -175,6 +176,7 @@ func TestResolveServer(t *testing.T) {
 		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 	}
 	uid := os.Getuid()
+	tmp := t.TempDir()
 	tests := []struct {
 		path, name string
 		env        map[string]string
@@ -182,9 +184,11 @@ func TestResolveServer(t *testing.T) {
 		wantErr    bool
 	}{
 		{path: "/tmp/x/s", want: "/tmp/x/s"},
-		{name: "work", env: map[string]string{"TMUX_TMPDIR": "/nonexistent-dir"}, want: filepath.Join("/nonexistent-dir", fmt.Sprintf("tmux-%d", uid), "work")},
+		{name: "work", env: map[string]string{"TMUX_TMPDIR": tmp}, want: filepath.Join(tmp, fmt.Sprintf("tmux-%d", uid), "work")},
+		// tmux itself fails where it cannot make its socket directory.
+		{name: "work", env: map[string]string{"TMUX_TMPDIR": "/nonexistent-dir"}, wantErr: true},
 		{env: map[string]string{"TMUX": "/tmp/caller/sock,123,0"}, want: "/tmp/caller/sock"},
-		{env: map[string]string{"TMUX_TMPDIR": "/nonexistent-dir"}, want: filepath.Join("/nonexistent-dir", fmt.Sprintf("tmux-%d", uid), "default")},
+		{env: map[string]string{"TMUX_TMPDIR": tmp}, want: filepath.Join(tmp, fmt.Sprintf("tmux-%d", uid), "default")},
 		{path: "/a", name: "b", wantErr: true},
 		{name: "a/b", wantErr: true},
 	}
@@ -193,6 +197,46 @@ func TestResolveServer(t *testing.T) {
 		if (err != nil) != tt.wantErr || (err == nil && got.Socket != tt.want) {
 			t.Errorf("ResolveServer(%q, %q, %v) = %q, %v; want %q", tt.path, tt.name, tt.env, got.Socket, err, tt.want)
 		}
+	}
+}
+
+// tmux's socket directory is checked as tmux checks it before agentmsg
+// names a server in it by path (-S, with which tmux checks nothing): one
+// that other users may enter, or that is theirs, holds a server that may
+// be theirs (issue 29).
+func TestResolveServerRefusesASocketDirOthersControl(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		why   string
+	}{
+		{"open to others", func(t *testing.T, dir string) { os.Mkdir(dir, 0o700); os.Chmod(dir, 0o777) }, "open to other users (mode 0777)"},
+		{"a file", func(t *testing.T, dir string) { os.WriteFile(dir, nil, 0o600) }, "is not a directory"},
+		{"a symbolic link", func(t *testing.T, dir string) { os.Symlink(t.TempDir(), dir) }, "is not a directory"},
+		{"another user's", func(t *testing.T, dir string) {
+			if os.Geteuid() != 0 {
+				t.Skip("only root can make a directory that belongs to another user")
+			}
+			os.Mkdir(dir, 0o700)
+			os.Chown(dir, 65534, 65534)
+		}, "owned by uid 65534"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			tc.setup(t, filepath.Join(base, fmt.Sprintf("tmux-%d", os.Getuid())))
+			lookup := func(k string) (string, bool) {
+				if k == "TMUX_TMPDIR" {
+					return base, true
+				}
+				return "", false
+			}
+			for _, name := range []string{"", "work"} {
+				_, err := ResolveServer("", name, lookup)
+				if !errors.Is(err, ErrUnsafeSocketDir) || !strings.Contains(err.Error(), tc.why) {
+					t.Errorf("-L %q: %v, want ErrUnsafeSocketDir saying %q", name, err, tc.why)
+				}
+			}
+		})
 	}
 }
 
@@ -622,6 +666,62 @@ func TestLookForegroundSeesALauncherHandOver(t *testing.T) {
 			})
 			if _, _, err := c.LookForeground(ctx, "%999", false); !errors.Is(err, ErrPaneNotFound) {
 				t.Errorf("LookForeground of a missing pane: %v, want ErrPaneNotFound", err)
+			}
+		})
+	}
+}
+
+// A new session's environment and command never ride on a tmux process's
+// command line, which every local user can read in /proc/PID/cmdline: the
+// agent's MCP token goes there (issue 29). They arrive byte for byte, also
+// on a socket where no server runs yet.
+func TestNewSessionKeepsEnvOffCommandLines(t *testing.T) {
+	secret := `amt_s3cret 'quoted' "double" $HOME ~ #{pane_id} a;b \ end`
+	for _, fresh := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fresh server %v", fresh), func(t *testing.T) {
+			e, _ := testServer(t)
+			server := e.Server()
+			if fresh {
+				dir, err := os.MkdirTemp("", "amt")
+				if err != nil {
+					t.Fatal(err)
+				}
+				server.Socket = filepath.Join(dir, "s")
+				t.Cleanup(func() {
+					_ = exec.Command(e.Bin(), "-S", server.Socket, "kill-server").Run()
+					os.RemoveAll(dir)
+				})
+			}
+			dir := t.TempDir()
+			argvLog := filepath.Join(dir, "argv")
+			wrapper := filepath.Join(dir, "tmux")
+			script := "#!/bin/sh\nprintf '%s\\n' \"$*\" >>" + argvLog + "\nexec " + e.Bin() + " \"$@\"\n"
+			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			w, err := NewExec(server, wrapper)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := filepath.Join(dir, "got")
+			ctx := context.Background()
+			_, _, err = w.NewSession(ctx, "agent-alpha-bea", dir, []string{"SECRET=" + secret},
+				[]string{"sh", "-c", `printf %s "$SECRET" >` + got + `.tmp && mv ` + got + `.tmp ` + got + `; sleep 300`, "secret-arg-" + secret})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b []byte
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if b, err = os.ReadFile(got); err == nil {
+					break
+				}
+			}
+			if string(b) != secret {
+				t.Errorf("the agent's SECRET = %q, want %q", b, secret)
+			}
+			argv, _ := os.ReadFile(argvLog)
+			if bytes.Contains(argv, []byte("s3cret")) {
+				t.Errorf("the secret was on a tmux command line:\n%s", argv)
 			}
 		})
 	}
