@@ -76,15 +76,23 @@ func (e Env) Mailbox() (*mailbox.Store, error) {
 		return nil, err
 	}
 	s.Place = mailbox.Place{Host: HostName(), Socket: server.Socket}
-	s.Events = Events(s.Root)
+	s.Events = e.Events(s.Root)
 	if err := s.MigrateLegacy(); err != nil {
 		return nil, fmt.Errorf("moving the mailbox to its per-server layout: %w", err)
 	}
 	return s, nil
 }
 
-// Events is the event log of the mailbox at root.
-func Events(root string) *eventlog.Log { return &eventlog.Log{Dir: filepath.Join(root, "events")} }
+// Events is the event log of the mailbox at root. Events it cannot write
+// are told in the log once it can (eventlog.TypeLost) and warned of in
+// the caller's log: on a command's stderr, in the daemon's log.
+func (e Env) Events(root string) *eventlog.Log {
+	l := &eventlog.Log{Dir: filepath.Join(root, "events")}
+	if e.Log != nil {
+		l.Warn = e.Log.Warn
+	}
+	return l
+}
 
 // HostName names this machine in a mailbox place.
 func HostName() string {

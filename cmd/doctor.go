@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/eventlog"
 	"github.com/agentmsg/agentmsg/profile"
 	"github.com/agentmsg/agentmsg/target"
 )
@@ -80,6 +81,7 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 	}
 	tm := whichTmux(ctx, f, in.Server.Version)
 	would := wouldSay(in.Would, t.Session)
+	lost := eventsLost(f)
 	if f.JSON {
 		probeMS := make([]float64, len(in.Probe))
 		for i, p := range in.Probe {
@@ -97,6 +99,9 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 		}
 		if suggested, ok := profile.SuggestPrompt(in.Screen); ok && promptAdvice(in) != nil {
 			doc["suggested_prompt"] = suggested
+		}
+		if lost.Count > 0 {
+			doc["events_lost"], doc["events_lost_since"] = lost.Count, lost.Since
 		}
 		var panes []map[string]any
 		for _, p := range in.Panes {
@@ -120,6 +125,10 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 	fmt.Fprintf(w, "server    %s (tmux %s, pid %d)\n", show(in.Server.Socket), show(in.Server.Version), in.Server.PID)
 	printTmux(w, tm)
 	printHazards(w, tm.Hazards)
+	if lost.Count > 0 {
+		fmt.Fprintf(w, "events    %d could not be written since %s (%s): event clients learn of it once the log can be written; every message's state is in its inbox\n",
+			lost.Count, lost.Since.Local().Format(time.DateTime), show(lost.Err))
+	}
 	if in.Found {
 		fmt.Fprintf(w, "session   %s: found (exact match)\n", t.Session)
 	} else {
@@ -180,6 +189,20 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 		return exitError{ExitNotFound}
 	}
 	return nil
+}
+
+// eventsLost is what the mailbox's event log could not write and has not
+// told yet (a full disk); zero when nothing is lost or it cannot be read.
+func eventsLost(f *Factory) eventlog.Loss {
+	if f.Mailbox == nil {
+		return eventlog.Loss{}
+	}
+	store, err := f.Mailbox()
+	if err != nil || store.Events == nil {
+		return eventlog.Loss{}
+	}
+	lost, _ := store.Events.Lost()
+	return lost
 }
 
 // wouldSay words what a send would do, for doctor.

@@ -35,7 +35,10 @@ recorded, typed, submitted, deferred (with why), read, claimed or answered, and
 each agent appearing, busy, ready, in a dialog, gone (the daemon records
 those). Each event has an id that only grows: --since ID goes on after it, so a
 script that remembers the last id it saw misses nothing and sees nothing
-twice. It is the stream the daemon serves at GET /v1/events.`,
+twice. Events that could not be written (a full disk) are told, once the log
+can be written again, by an events.lost event: how many, since when; every
+message's state is in its inbox. It is the stream the daemon serves at
+GET /v1/events.`,
 		Example: `  agentmsg events                       # from the oldest kept, then as they come
   agentmsg events --since now           # only what comes next
   agentmsg --json events --since 4711   # JSON lines, after event 4711`,
@@ -92,6 +95,10 @@ func describeEvent(e eventlog.Event) string {
 		who = e.Team + "/" + e.Agent
 	}
 	s := fmt.Sprintf("%d  %s  %-18s %s", e.ID, e.Time.Local().Format(time.TimeOnly), e.Type, show(who))
+	if e.Type == eventlog.TypeLost {
+		return s + fmt.Sprintf("%d events since %s could not be written (%s): every message's state is in its inbox",
+			e.Lost, e.Since.Local().Format(time.TimeOnly), show(e.Reason))
+	}
 	if e.Message != "" {
 		s += " " + e.Message
 	}

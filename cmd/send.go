@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/eventlog"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 )
@@ -154,14 +155,19 @@ func waitDelivered(ctx context.Context, opts *SendOptions, svc *service.Service,
 		return err
 	}
 	doc := struct {
-		ID       string `json:"id"`
-		Team     string `json:"team"`
-		Agent    string `json:"agent"`
-		Verdict  string `json:"verdict"`
-		Reason   string `json:"reason,omitempty"`
-		Event    int64  `json:"event"`
+		ID      string `json:"id"`
+		Team    string `json:"team"`
+		Agent   string `json:"agent"`
+		Verdict string `json:"verdict"`
+		Reason  string `json:"reason,omitempty"`
+		// Event is the id of the event that told it; none when the
+		// event could not be written and the inbox told it.
+		Event    *int64 `json:"event,omitempty"`
 		ExitCode int    `json:"exit_code"`
-	}{ID: string(res.ID), Team: res.Target.Team, Agent: res.Target.Agent(), Verdict: strings.TrimPrefix(e.Type, "message."), Reason: e.Reason, Event: e.ID}
+	}{ID: string(res.ID), Team: res.Target.Team, Agent: res.Target.Agent(), Verdict: strings.TrimPrefix(e.Type, "message."), Reason: e.Reason}
+	if e.ID >= 0 {
+		doc.Event = &e.ID
+	}
 	switch doc.Verdict {
 	case "submitted", "queued", "skipped":
 		doc.ExitCode = ExitOK
@@ -173,9 +179,18 @@ func waitDelivered(ctx context.Context, opts *SendOptions, svc *service.Service,
 	if opts.JSON() {
 		writeJSON(&Factory{IO: opts.IO}, doc)
 	} else {
-		fmt.Fprintf(opts.IO.Out, "%s to %s as %s, later (event %d)\n", doc.Verdict, res.Target, res.ID, e.ID)
+		fmt.Fprintf(opts.IO.Out, "%s to %s as %s, later (%s)\n", doc.Verdict, res.Target, res.ID, toldBy(e))
 	}
 	return exitError{doc.ExitCode}
+}
+
+// toldBy says where a later verdict was read: its event, or the inbox
+// when the event log could not be written.
+func toldBy(e eventlog.Event) string {
+	if e.ID < 0 {
+		return "read in its inbox: the event log could not be written"
+	}
+	return fmt.Sprintf("event %d", e.ID)
 }
 
 // messageText is the message from the arguments or from stdin.

@@ -60,6 +60,13 @@ type leaveCapturer interface {
 // at work, calling it (+1), and when it is away from it (-1).
 type gatherer interface{ Gather(delta int) }
 
+// foregroundLooker is a Terminal whose look at a pane can also say the
+// pane's foreground command, in the same round trip
+// (tmux.Exec.LookForeground).
+type foregroundLooker interface {
+	LookForeground(ctx context.Context, pane string, leave bool) (screen []string, command string, err error)
+}
+
 // Locker gives exclusive use of one pane.
 type Locker interface {
 	Pane(ctx context.Context, socket, pane string) (unlock func(), err error)
@@ -143,6 +150,18 @@ type Options struct {
 	// Pace, when set, is shared by every delivery of the process: while
 	// many wait for their agents, each looks less often (see Pace).
 	Pace *Pace
+	// Foreground is the pane's foreground command that Reader was chosen
+	// for. Reprofile, when set, says whether another foreground command
+	// (with the screen shown with it) calls for another profile: a
+	// delivery waiting for its agent then takes its looks with the pane's
+	// foreground command (in the same tmux call, on a Terminal that can),
+	// and when that changes to one that does, it ends before typing
+	// anything with a *ForegroundChangedError, for its caller to deliver
+	// again with the new profile. An agent behind a launcher (a wrapper
+	// script, npx, pyenv's shim) reads as a shell until the launcher
+	// hands it the pane, and a shell's reader never reads ready.
+	Foreground string
+	Reprofile  func(command string, screen []string) bool
 }
 
 // Action is what a delivery does on a screen it reads before typing.
@@ -347,6 +366,22 @@ func (e *NotReadyError) Unwrap() []error {
 	return []error{ErrNotReady}
 }
 
+// ForegroundChangedError: while the delivery waited for its agent, the
+// pane's foreground program changed to one that another profile reads
+// (Options.Reprofile), and nothing was typed. To a caller that does not
+// deliver again with that profile it is what it was: not ready.
+type ForegroundChangedError struct {
+	From, To string
+	Screen   []string // the look that showed To
+	Waited   time.Duration
+}
+
+func (e *ForegroundChangedError) Error() string {
+	return fmt.Sprintf("the pane's program changed from %s to %s after %s (nothing was typed)", e.From, e.To, e.Waited.Round(time.Millisecond))
+}
+
+func (e *ForegroundChangedError) Unwrap() error { return ErrNotReady }
+
 // Deliverer runs deliveries.
 type Deliverer struct {
 	Term   Terminal
@@ -425,7 +460,12 @@ type run struct {
 	mayBeInBox bool
 	// leavePace: this delivery waits for its agent, counted in the Pace.
 	leavePace func()
-	res       Result
+	// watch: looks say the pane's foreground command too (Reprofile);
+	// foreground is what the last such look said ("": none has), and
+	// known the command the reader is for.
+	watch             bool
+	foreground, known string
+	res               Result
 }
 
 func (r *run) deliver(ctx context.Context) error {
@@ -437,6 +477,8 @@ func (r *run) deliver(ctx context.Context) error {
 	defer r.doneWaiting()
 	r.gather(1)
 	defer r.gather(-1)
+	_, canLook := r.d.Term.(foregroundLooker)
+	r.watch, r.known = canLook && r.d.Opts.Reprofile != nil, r.d.Opts.Foreground
 
 	_, canLeave := r.d.Term.(leaveCapturer)
 	if r.d.Opts.Screen != nil && r.res.Phases.Lock < lockAtOnce {
@@ -466,6 +508,7 @@ func (r *run) deliver(ctx context.Context) error {
 		done := r.phase(&r.res.Phases.Ready)
 		err := r.waitReady(ctx)
 		r.doneWaiting()
+		r.watch = false // once typing, the program is the one that took it
 		done()
 		switch {
 		case errors.Is(err, errOursInBox):
@@ -621,8 +664,11 @@ func (r *run) waitReady(ctx context.Context) error {
 	var steadyAt time.Time
 	for {
 		lookedAt := r.d.Clock.Now() // about when tmux takes the look
-		rd, _, err := r.read(ctx)
+		rd, lines, err := r.read(ctx)
 		if err != nil {
+			return err
+		}
+		if err := r.foregroundChanged(lines); err != nil {
 			return err
 		}
 		switch act := r.d.Opts.Decide(rd); act {
@@ -668,6 +714,23 @@ func (r *run) waitReady(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// foregroundChanged ends the wait when the last look found another
+// program in the pane's foreground, which another profile reads
+// (Options.Reprofile): the reader chosen for the first would go on
+// reading the new one's screen as the first's (a shell's: never ready).
+func (r *run) foregroundChanged(screen []string) error {
+	now := r.foreground
+	if !r.watch || now == "" || now == r.known {
+		return nil
+	}
+	was := r.known
+	r.known = now
+	if !r.d.Opts.Reprofile(now, screen) {
+		return nil
+	}
+	return &ForegroundChangedError{From: was, To: now, Screen: screen, Waited: r.d.Clock.Now().Sub(r.start)}
 }
 
 // steadyGap is the least time between the starts of the two looks that
@@ -1102,7 +1165,9 @@ func (r *run) capture(ctx context.Context, leave bool) error {
 	at := r.d.Clock.Now()
 	var lines []string
 	var err error
-	if lc, ok := r.d.Term.(leaveCapturer); ok && leave {
+	if fl, ok := r.d.Term.(foregroundLooker); ok && r.watch {
+		lines, r.foreground, err = fl.LookForeground(ctx, r.pane, leave)
+	} else if lc, ok := r.d.Term.(leaveCapturer); ok && leave {
 		lines, err = lc.LeaveModeCapture(ctx, r.pane)
 	} else {
 		lines, err = r.d.Term.Capture(ctx, r.pane, 0)

@@ -880,3 +880,59 @@ func TestPasteIntoAnExitedAgentTypesNothing(t *testing.T) {
 		t.Errorf("typings %d, presses %d, submitted %q", res.Typings, res.Presses, a.submitted)
 	}
 }
+
+// launcherAgent is the fake agent behind a launcher (sh) that hands the
+// pane to it at handAt, on a terminal whose looks say the foreground
+// command (tmux.Exec.LookForeground).
+type launcherAgent struct {
+	*fakeAgent
+	handAt time.Duration
+}
+
+func (a launcherAgent) LookForeground(ctx context.Context, pane string, leave bool) ([]string, string, error) {
+	if leave {
+		if err := a.LeaveMode(ctx, pane); err != nil {
+			return nil, "", err
+		}
+	}
+	lines, err := a.Capture(ctx, pane, 0)
+	if a.elapsed() < a.handAt {
+		return lines, "sh", err
+	}
+	return lines, "claude", err
+}
+
+// A delivery read as the shell its pane showed at first (a launcher's)
+// ends, with nothing typed, once its looks see another program take the
+// pane that calls for another profile, for its caller to go on with that
+// one; a program that calls for the same profile changes nothing.
+func TestAProgramThatTakesThePaneEndsTheWait(t *testing.T) {
+	never := readerFunc(func([]string) Reading {
+		return Reading{State: Unknown, BoxRow: -1, Detail: "a shell is in the foreground"}
+	})
+	for _, other := range []bool{true, false} {
+		a, c := newFakeAgent()
+		term := launcherAgent{fakeAgent: a, handAt: 700 * time.Millisecond}
+		opts := DefaultOptions()
+		opts.ReadyTimeout, opts.Reader, opts.Foreground = 3*time.Second, never, "sh"
+		var asked []string
+		opts.Reprofile = func(command string, _ []string) bool {
+			asked = append(asked, command)
+			return other
+		}
+		d := &Deliverer{Term: term, Locks: &noLocks{}, Clock: c, Socket: "/tmp/s", Opts: opts}
+		res := d.Deliver(context.Background(), "%1", testID, "hello")
+		var changed *ForegroundChangedError
+		switch {
+		case a.pastes != 0 || res.Typings != 0:
+			t.Fatalf("other profile %v: typed while the launcher had the pane: %+v", other, res)
+		case len(asked) != 1 || asked[0] != "claude":
+			t.Errorf("other profile %v: Reprofile asked of %q; want once, of claude", other, asked)
+		case other && (!errors.As(res.Err, &changed) || changed.From != "sh" || changed.To != "claude" || res.Verdict != NotReady ||
+			changed.Waited < term.handAt || changed.Waited > term.handAt+time.Second):
+			t.Errorf("the wait ended with %s: %v (%+v); want the change from sh to claude after about %s", res.Verdict, res.Err, changed, term.handAt)
+		case !other && (errors.As(res.Err, &changed) || !errors.Is(res.Err, ErrNotReady)):
+			t.Errorf("a program read by the same profile ended the wait: %v", res.Err)
+		}
+	}
+}

@@ -120,22 +120,29 @@ func (d *Dispatcher) ProfileNamed(name string) (AgentProfile, error) {
 // wrapper script's pane shows a shell as its command, and a REPL's an
 // interpreter: what spawn was told is worth more than either.
 func (d *Dispatcher) profile(call Call, t target.Target, pane tmux.Pane, screen []string) (AgentProfile, string, bool) {
+	r := d.pick(call, t, pane, screen)
+	return r.profile, r.why, r.ok
+}
+
+// pick is profile's choice as a readAs: detected, when it was read off
+// the pane (its program and screen), not named by the call or by spawn.
+func (d *Dispatcher) pick(call Call, t target.Target, pane tmux.Pane, screen []string) readAs {
 	if call.Agent != nil {
-		return *call.Agent, call.AgentWhy, true
+		return readAs{profile: *call.Agent, why: call.AgentWhy, ok: true}
 	}
 	reg, ok := d.registered(t, pane)
 	kind := ok && reg.Kind != ""
 	if kind && reg.Profile != nil {
-		return *reg.Profile, fmt.Sprintf("registered as %s when spawned", reg.Kind), true
+		return readAs{profile: *reg.Profile, why: fmt.Sprintf("registered as %s when spawned", reg.Kind), ok: true}
 	}
 	if d.Profile == nil {
-		return AgentProfile{}, "", false
+		return readAs{}
 	}
 	p, why := d.Profile(pane, screen)
 	if kind {
 		why += fmt.Sprintf(" (spawned as %q, which no profile is now)", reg.Kind)
 	}
-	return p, why, true
+	return readAs{profile: p, why: why, ok: true, detected: true}
 }
 
 // Wait is a delivery waiting for its agent, and how the agent's screen
@@ -241,6 +248,9 @@ type readAs struct {
 	profile AgentProfile
 	why     string
 	ok      bool
+	// detected: read off the pane's program and screen (pick), so a
+	// program that takes the pane's place calls for another look.
+	detected bool
 }
 
 // Again is r for the next message to the same pane, right after out, a
@@ -501,8 +511,38 @@ func (d *Dispatcher) find(ctx context.Context, team string, call Call) ([]found,
 }
 
 // deliver types msg into pane; screen is the pane's screen when already
-// read (nil: read it here, for the profile).
+// read (nil: read it here, for the profile). A profile detected from the
+// pane's program is looked for again when another program takes the
+// pane while the delivery waits for its agent, for what is left of the
+// wait: an agent behind a launcher (pyenv's bash shim, npx, a wrapper
+// script) read as a shell for the whole ready timeout, 30 s, and was
+// deferred though it was up after 2 s.
 func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pane, screen []string, read *readAs, msg Message, call Call) Outcome {
+	start := d.Clock.Now()
+	total := d.ReadyTimeout(call)
+	var before delivery.Phases
+	for {
+		out := d.deliverAs(ctx, t, pane, screen, read, msg, call)
+		out.Phases.Lock += before.Lock
+		out.Phases.Ready += before.Ready
+		var changed *delivery.ForegroundChangedError
+		if !errors.As(out.Err, &changed) {
+			return out
+		}
+		left := total - d.since(start)
+		if left <= 0 {
+			out.Err = &delivery.NotReadyError{State: out.State, Detail: changed.Error(), Waited: d.since(start)}
+			return out
+		}
+		before = out.Phases
+		pane.Command, screen, read = changed.To, changed.Screen, nil
+		call.ReadyTimeout = left
+	}
+}
+
+// deliverAs is one delivery of msg into pane, read as read says (nil:
+// the profile is picked here).
+func (d *Dispatcher) deliverAs(ctx context.Context, t target.Target, pane tmux.Pane, screen []string, read *readAs, msg Message, call Call) Outcome {
 	// Every look, paste and press names this pane in full and checks the
 	// server is the one it was found on.
 	term := d.Tmux.Pinned(pane)
@@ -533,14 +573,17 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 	}
 	bracketed := false // what a program no profile describes is assumed to do
 	if read == nil || call.Agent != nil {
-		p, why, ok := d.profile(call, t, pane, screen)
-		read = &readAs{profile: p, why: why, ok: ok}
+		picked := d.pick(call, t, pane, screen)
+		read = &picked
 	}
 	out.read = read
 	p, why, ok := read.profile, read.why, read.ok
 	if ok {
 		out.Profile, out.ProfileWhy = p.Name, why
 		opts = d.options(opts, p, call)
+		if read.detected {
+			opts.Foreground, opts.Reprofile = pane.Command, d.reprofile(call, t, pane, p)
+		}
 		bracketed = p.BracketedPaste
 		if msg.Stored && tooLong(text, p) {
 			text, out.Pointer = Pointer(msg.ID, text), true
@@ -588,6 +631,16 @@ func (d *Dispatcher) deliver(ctx context.Context, t target.Target, pane tmux.Pan
 	out.Verdict, out.State, out.Presses, out.Typings, out.Err = res.Verdict, res.LastSeen, res.Presses, res.Typings, res.Err
 	out.Phases, out.Reached = res.Phases, res.Reached
 	return out
+}
+
+// reprofile says whether pane, read as p, calls for another profile now
+// that its foreground command is another (delivery.Options.Reprofile).
+func (d *Dispatcher) reprofile(call Call, t target.Target, pane tmux.Pane, p AgentProfile) func(string, []string) bool {
+	return func(command string, screen []string) bool {
+		pane.Command = command
+		q := d.pick(call, t, pane, screen)
+		return q.ok && q.profile.Name != p.Name
+	}
 }
 
 // options are base, a delivery's options, for an agent of profile p in

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/profile"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )
@@ -331,4 +333,56 @@ func TestAgainOnlyForAnAgentsOwnReader(t *testing.T) {
 			t.Errorf("Again after %s into %s read as %+v: %v, want %v", c.out.Verdict, c.out.Pane, c.out.read, got, c.want)
 		}
 	}
+}
+
+// An agent behind a launcher (pyenv's bash shim, npx, a wrapper script)
+// reads as a shell until the launcher hands it the pane: a delivery that
+// waits sees its foreground command change in its looks and reads it with
+// its own profile from then on. Before, the shell's profile, picked at the
+// first look, read it for the whole ready timeout, and the message was
+// deferred (not_ready) though the agent was up a moment later. Nothing is
+// typed into the launcher meanwhile.
+func TestAnAgentBehindALauncherIsReadAsItselfOnceItStarts(t *testing.T) {
+	s := faketmux.New("agent-alpha-ana")
+	s.SetLauncher("agent-alpha-ana", "bash")
+	d := newDispatcher(s)
+	d.Opts.ReadyTimeout = 10 * time.Second
+	d.Profile = func(p tmux.Pane, _ []string) (AgentProfile, string) {
+		if p.Command == "bash" {
+			return AgentProfile{Name: "shell", Reader: profile.Shell{}}, "foreground command bash: a shell"
+		}
+		return AgentProfile{Name: "agent"}, "foreground command " + p.Command
+	}
+	var waits []string
+	var mu sync.Mutex
+	call := Call{OnWait: func(w Wait) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(waits) == 0 || waits[len(waits)-1] != w.Profile {
+			waits = append(waits, w.Profile)
+		}
+		if w.Profile == "shell" {
+			s.SetLauncher("agent-alpha-ana", "") // it execs the agent
+		}
+	}}
+	ana := mustTarget(t, "alpha", "ana")
+	msg, _ := d.NewMessage("LEAD", "hi")
+	r, err := d.Resolve(context.Background(), ana, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := d.Deliver(context.Background(), r, msg, call)
+	if out.Verdict != delivery.Submitted || out.Profile != "agent" {
+		t.Fatalf("a send to an agent behind a launcher: %s as %s (%v) after %s; want submitted, read as the agent", out.Verdict, out.Profile, out.Err, out.Elapsed)
+	}
+	if got := s.Received("agent-alpha-ana"); len(got) != 1 || got[0] != string(msg.ID)+": hi" {
+		t.Errorf("ana received %q", got)
+	}
+	if got := s.TypedAhead("agent-alpha-ana"); len(got) != 0 {
+		t.Errorf("typed into the launcher: %q", got)
+	}
+	if mu.Lock(); len(waits) == 0 || waits[0] != "shell" {
+		t.Errorf("waited as %q; want first as the shell", waits)
+	}
+	mu.Unlock()
 }

@@ -124,8 +124,20 @@ func mountTmpfs(t *testing.T, opts string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.Remove(dir) }) // after the unmount (cleanups run last first)
+	mountTmpfsOn(t, dir, opts)
+	return dir
+}
+
+// mountTmpfsOn mounts a tmpfs with opts on dir, an empty directory, and
+// unmounts it when the test ends: register what must end before that
+// (a daemon that may hold a file there open) after calling it.
+func mountTmpfsOn(t *testing.T, dir, opts string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs for a full disk needs root")
+	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, opts+",mode=0700"); err != nil {
-		os.Remove(dir)
 		t.Fatalf("mounting a tmpfs on %s: %v", dir, err)
 	}
 	t.Cleanup(func() {
@@ -133,9 +145,7 @@ func mountTmpfs(t *testing.T, opts string) string {
 			t.Errorf("unmounting %s: %v (detaching it)", dir, err)
 			_ = unix.Unmount(dir, unix.MNT_DETACH)
 		}
-		os.Remove(dir)
 	})
-	return dir
 }
 
 // fillDisk fills the file system of dir with a file until it has no page

@@ -17,6 +17,13 @@
 // and the next one starts at base+size. The oldest files are removed
 // beyond Keep; a client that asks for an id they held is told so
 // (ErrExpired) and starts again from the oldest kept.
+//
+// An event that cannot be written (a full disk) is not dropped without a
+// word: the log counts it in its lock file, in a region written while
+// there was room (so that counting needs no new block), and the next
+// append that succeeds, from whichever process, writes an events.lost
+// event first, saying how many were lost and since when. An id is a byte
+// offset, so the ids alone would show no gap.
 package eventlog
 
 import (
@@ -47,7 +54,7 @@ type Event struct {
 	// Type is "message.<state>" (recorded, typing, pasted, pressed,
 	// submitted, queued, deferred, typed, unknown, failed, skipped, read,
 	// claimed, replied) or "agent.<state>" (appeared, ready, busy, dialog,
-	// draft, unknown, exited, gone).
+	// draft, unknown, exited, gone), or TypeLost.
 	Type string `json:"type"`
 	// Place is the tmux server (canonical socket) the agent lives on.
 	Place   string `json:"place,omitempty"`
@@ -62,7 +69,15 @@ type Event struct {
 	// State is the message's delivery state, or the agent's screen state.
 	State string `json:"state,omitempty"`
 	Pane  string `json:"pane,omitempty"`
+	// Lost is, in an events.lost event, how many events could not be
+	// written since Since (when the first of them could not).
+	Lost  int64     `json:"lost,omitempty"`
+	Since time.Time `json:"since,omitzero"`
 }
+
+// TypeLost is the type of the event that stands where events that could
+// not be written would have been.
+const TypeLost = "events.lost"
 
 // Defaults bound the log: about 64 MiB of the newest events.
 const (
@@ -77,6 +92,20 @@ type Log struct {
 	MaxSize int64 // a file past this many bytes is rotated; 0: DefaultMaxSize
 	Keep    int   // files kept; 0: DefaultKeep
 	Now     func() time.Time
+	// Warn, when set, hears of events that could not be written
+	// (charmbracelet/log's Logger.Warn fits): at the first failure, at
+	// most every warnEvery while they go on, and when the log is written
+	// again.
+	Warn func(msg any, keyvals ...any)
+
+	// loss is what this process could not write and could not count in
+	// the lock file either; warned is when Warn last heard of a failure
+	// (zero: the last append went through). Only the one writing uses
+	// them (see Append).
+	loss   Loss
+	warned time.Time
+	// appendFile writes a batch (tests fail it); nil: f.Write.
+	appendFile func(f *os.File, b []byte) (int, error)
 
 	mu      sync.Mutex
 	turn    *sync.Cond // on mu: a write ended
@@ -171,13 +200,30 @@ func (l *Log) Append(events ...Event) ([]Event, error) {
 	return c.out, c.err
 }
 
-// write appends events in one write under the log's lock.
+// write appends events in one write under the log's lock, after an
+// events.lost event when some before them could not be written, and
+// counts them as lost when they cannot be written either.
 func (l *Log) write(events []Event) ([]Event, error) {
 	lf, err := l.lock()
 	if err != nil {
+		l.lose(nil, Loss{}, len(events), err)
 		return nil, err
 	}
 	defer lf.Close()
+	counted := readLedger(lf)
+	untold := counted.add(l.loss)
+	out, err := l.writeLocked(events, untold)
+	if err != nil {
+		l.lose(lf, counted, len(events), err)
+		return nil, err
+	}
+	l.told(lf, counted, untold)
+	return out, nil
+}
+
+// writeLocked is write's work under the lock: events, after the event of
+// lost when there is one.
+func (l *Log) writeLocked(events []Event, lost Loss) ([]Event, error) {
 	base, f, err := l.newest()
 	if err != nil {
 		return nil, err
@@ -211,6 +257,14 @@ func (l *Log) write(events []Event) ([]Event, error) {
 	var buf bytes.Buffer
 	out := make([]Event, len(events))
 	now := l.now()
+	if lost.Count > 0 {
+		line, err := json.Marshal(lost.event(base+size, now))
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
 	for i, e := range events {
 		e.ID = base + size + int64(buf.Len())
 		if e.Time.IsZero() {
@@ -224,13 +278,20 @@ func (l *Log) write(events []Event) ([]Event, error) {
 		buf.WriteByte('\n')
 		out[i] = e
 	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
+	if _, err := l.writeFile(f, buf.Bytes()); err != nil {
 		// A line cut short would be skipped by readers but shift the
 		// ids after it: take it back.
 		_ = f.Truncate(size)
 		return nil, fmt.Errorf("appending to the event log: %w", err)
 	}
 	return out, nil
+}
+
+func (l *Log) writeFile(f *os.File, b []byte) (int, error) {
+	if l.appendFile != nil {
+		return l.appendFile(f, b)
+	}
+	return f.Write(b)
 }
 
 // lock takes the log's lock, making its directory when there is none.

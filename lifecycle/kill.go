@@ -44,9 +44,12 @@ func (m *Manager) Kill(ctx context.Context, t target.Target, grace time.Duration
 	panes, err := m.Tmux.SessionPanes(ctx, t.Session)
 	if errors.Is(err, tmux.ErrSessionNotFound) || errors.Is(err, tmux.ErrNoServer) {
 		if _, rerr := m.Store.RegisteredAgent(team, agent); rerr == nil {
-			_ = m.Store.Unregister(team, agent)
-			return res, fmt.Errorf("%w: no session named exactly %q on %s (it was registered; the entry is removed now)",
-				dispatch.ErrTargetNotFound, t.Session, m.Tmux.Server().Socket)
+			removed := "the entry is removed now"
+			if uerr := m.Store.Unregister(team, agent); uerr != nil {
+				removed = fmt.Sprintf("removing the entry failed: %v", uerr) // never said removed when it is not
+			}
+			return res, fmt.Errorf("%w: no session named exactly %q on %s (it was registered; %s)",
+				dispatch.ErrTargetNotFound, t.Session, m.Tmux.Server().Socket, removed)
 		}
 		return res, fmt.Errorf("%w: no session named exactly %q on %s", dispatch.ErrTargetNotFound, t.Session, m.Tmux.Server().Socket)
 	}

@@ -9,7 +9,11 @@ import (
 // whoever follows the log (agentmsg events, the daemon's event stream, the
 // terminal UI) learns of it, whichever process made it. Events are derived
 // from what the store already holds: one that cannot be written costs the
-// followers a late look, never a message, so it fails nothing.
+// followers a late look, never a message, so it fails nothing here. It is
+// not silent either: the log counts it, warns of it (eventlog.Log.Warn)
+// and tells its readers with an events.lost event once it can write, and
+// whoever waits for a message's fate reads it from the inbox as well
+// (service.WaitDelivered).
 
 // emit appends events to the store's event log, if it has one.
 func (s *Store) emit(events ...eventlog.Event) {

@@ -343,3 +343,54 @@ func (s *Store) updatesSince(team, agent string, from Position, only message.ID)
 	}
 	return got, end, true, nil
 }
+
+// deliveriesOf is every delivery record of message id in the inbox at
+// path after from (the end of an earlier call; the zero Position: all),
+// oldest first: the record it was appended with, then each update, and
+// where the next call starts. An inbox compacted or replaced since from
+// is read whole again; compaction folds a message's updates into its
+// envelope, so only the latest is left of those.
+func deliveriesOf(path string, id message.ID, from Position) ([]Delivery, Position, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, Position{}, nil
+	}
+	if err != nil {
+		return nil, from, fmt.Errorf("opening inbox: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, from, fmt.Errorf("opening inbox: %w", err)
+	}
+	gen, err := readGen(f, fi.Size())
+	if err != nil {
+		return nil, from, err
+	}
+	start := int64(0)
+	if from.Gen == gen && from.Offset > 0 && from.Offset <= fi.Size() {
+		start = from.Offset
+	}
+	data, err := readAt(f, start, fi.Size())
+	if err != nil {
+		return nil, from, err
+	}
+	end := Position{Gen: gen, Offset: start}
+	marker := []byte(`"` + string(id) + `"`)
+	var out []Delivery
+	for off, line := range completeLines(data) {
+		end.Offset = start + int64(off+len(line)+1)
+		if !bytes.Contains(line, marker) { // decode only what names it
+			continue
+		}
+		r, err := decodeLine(line)
+		switch {
+		case err != nil || r.Gen != "":
+		case r.Update == id:
+			out = append(out, *r.Delivery)
+		case r.Update == "" && r.ID == id && r.Delivery != nil:
+			out = append(out, *r.Delivery)
+		}
+	}
+	return out, end, nil
+}

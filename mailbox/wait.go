@@ -3,6 +3,8 @@ package mailbox
 import (
 	"context"
 	"fmt"
+
+	"github.com/agentmsg/agentmsg/message"
 )
 
 // Wait blocks until a message matching match is in agent's inbox after
@@ -55,6 +57,39 @@ func (s *Store) wait(ctx context.Context, team, agent string, match func(Envelop
 		select {
 		case <-ctx.Done():
 			return Envelope{}, fmt.Errorf("waiting for a message to %s: %w", agent, ctx.Err())
+		case <-changed:
+		}
+	}
+}
+
+// WaitDelivery blocks until one of message id's delivery records in
+// agent's inbox, taken oldest first, satisfies done, and returns it; or
+// until ctx ends. The inbox is read again when it changes (the watch Wait
+// uses), and then only what was appended since: it is the record a
+// waiter can trust when the event log could not be written.
+func (s *Store) WaitDelivery(ctx context.Context, team, agent string, id message.ID, done func(Delivery) bool) (Delivery, error) {
+	b, err := s.Box(team, agent)
+	if err != nil {
+		return Delivery{}, err
+	}
+	w, release := s.watchInbox(b.path())
+	defer release()
+	var from Position
+	for {
+		changed := w.next()
+		ds, end, err := deliveriesOf(b.path(), id, from)
+		if err != nil {
+			return Delivery{}, err
+		}
+		from = end
+		for _, d := range ds {
+			if done(d) {
+				return d, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return Delivery{}, fmt.Errorf("waiting for the delivery of %s to %s: %w", id, agent, ctx.Err())
 		case <-changed:
 		}
 	}

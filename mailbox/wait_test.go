@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentmsg/agentmsg/message"
 )
 
 func TestWaitWakesOnAppend(t *testing.T) {
@@ -250,5 +252,51 @@ func TestWaitSettledHoldsAMessageBeingTyped(t *testing.T) {
 	}
 	if e, err := s.WaitSettled(ctx, team, "ana", func(e Envelope) bool { return e.ID == waiting.ID }, Position{}); err != nil || e.ID != waiting.ID {
 		t.Fatalf("WaitSettled = %s, %v; want %s at once", e.ID, err, waiting.ID)
+	}
+}
+
+// WaitDelivery offers every delivery record of the message, oldest first,
+// whether it came before the wait or after: a state that was passed
+// through between two looks (submitted, then read) is not missed, and
+// the records of other messages never answer.
+func TestWaitDeliveryTakesEveryRecordInOrder(t *testing.T) {
+	s := newStore(t)
+	b := box(t, s, "ana")
+	envs := appendN(t, b, 2)
+	id, other := envs[0].ID, envs[1].ID
+	final := func(d Delivery) bool { return d.State == StateSubmitted || d.State == StateFailed }
+	set := func(id message.ID, st DeliveryState) {
+		t.Helper()
+		if err := b.SetDelivery(id, Delivery{State: st}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set(id, StateDeferred)
+	done := make(chan Delivery, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d, err := s.WaitDelivery(ctx, team, "ana", id, final)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- d
+	}()
+	set(other, StateFailed)
+	set(id, StateTyping)
+	set(id, StateSubmitted)
+	set(id, StateRead)
+	if d := <-done; d.State != StateSubmitted {
+		t.Fatalf("WaitDelivery = %+v, want submitted", d)
+	}
+	// Already recorded: at once, from a whole read.
+	d, err := s.WaitDelivery(context.Background(), team, "ana", id, final)
+	if err != nil || d.State != StateSubmitted {
+		t.Fatalf("WaitDelivery of a message already submitted = %+v, %v", d, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := s.WaitDelivery(ctx, team, "ana", id, func(d Delivery) bool { return d.State == StateHandled }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitDelivery for a state never recorded: %v", err)
 	}
 }

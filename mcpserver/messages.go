@@ -159,8 +159,6 @@ func (s *server) waitDelivered(ctx context.Context, out SendOutput, r service.Se
 		}
 	case ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded):
 		out.Note += fmt.Sprintf("; still not delivered after %s", wait)
-	case errors.Is(err, service.ErrNoEvents):
-		out.Note += "; its delivery cannot be waited for: this mailbox keeps no event log"
 	default:
 		return out, err
 	}

@@ -112,7 +112,7 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	d := &Daemon{opts: opts, env: env, backend: newBackend(env, opts.Version, !opts.Direct),
-		log: app.Events(root), ctx: ctx, pid: os.Getpid(), passes: map[string]bool{},
+		log: env.Events(root), ctx: ctx, pid: os.Getpid(), passes: map[string]bool{},
 		mcps: mcpHandlers{tokens: &identity.Tokens{Path: identity.DefaultPath(root)}, by: map[string]*mcpHandler{}}}
 	defer d.backend.close()
 	// Its own server first: the one its configuration names.

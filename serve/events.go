@@ -158,6 +158,9 @@ func (d *Daemon) stream(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
+	// The headers go now: a client of a quiet log had none, and its
+	// request did not return, until the first event or keepalive (15 s).
+	flusher.Flush()
 	for {
 		evs, next, err := d.log.Since(after, 512)
 		if errors.Is(err, eventlog.ErrExpired) {

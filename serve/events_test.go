@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -41,5 +43,26 @@ func TestHubWakesForAStreamAndPassesOnWhatComes(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stream got nothing: the idle follower was not woken")
+	}
+}
+
+// A stream's answer comes at once, also from a log with nothing new: a
+// client's request returned only with the first event or keepalive, 15 s
+// later on a quiet log.
+func TestAStreamAnswersAtOnce(t *testing.T) {
+	log := &eventlog.Log{Dir: t.TempDir()}
+	d := &Daemon{log: log, hub: newHub(log)}
+	srv := httptest.NewServer(http.HandlerFunc(d.stream))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"?since=now", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET /v1/events of a quiet log: %v", err)
+	}
+	resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+		t.Fatalf("GET /v1/events: %d %q", resp.StatusCode, ct)
 	}
 }

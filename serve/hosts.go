@@ -172,7 +172,9 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 	// After the outbox has it: a record of a message that never went out
 	// would be a lie (one that went out unrecorded is recorded by the
 	// other host's first report).
-	_ = h.link.RecordSent(ctx, hosts.Sent{ID: string(id), Host: req.Host, Team: team, Agent: agent, State: hosts.StateOutbox, At: time.Now().UTC()})
+	if err := h.link.RecordSent(ctx, hosts.Sent{ID: string(id), Host: req.Host, Team: team, Agent: agent, State: hosts.StateOutbox, At: time.Now().UTC()}); err != nil {
+		h.d.logf("recording that %s went to host %s: %v (GET /v1/messages/%s knows of it once that host reports)", id, req.Host, err, id)
+	}
 	if !h.link.Moving(req.Host) {
 		return h.pending(t, id, req.Host, !req.Queue), nil // no verdict can come now
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmsg/agentmsg/eventlog"
 	"github.com/agentmsg/agentmsg/wire"
 )
 
@@ -102,6 +103,28 @@ func TestOpenAPIDescribesTheDeliveryDocuments(t *testing.T) {
 		if !slices.Equal(described, written) {
 			t.Errorf("%s describes %v; wire writes %v", name, described, written)
 		}
+	}
+}
+
+// The event the stream sends is described field for field, and each
+// type of event that is not a message's or an agent's is named.
+func TestOpenAPIDescribesTheEvent(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]schema `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openapiDoc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	ev := doc.Components.Schemas["Event"]
+	described := slices.Sorted(maps.Keys(ev.fields(doc.Components.Schemas)))
+	written := slices.Sorted(slices.Values(jsonFields(reflect.TypeOf(eventlog.Event{}))))
+	if !slices.Equal(described, written) {
+		t.Errorf("Event describes %v; the log writes %v", described, written)
+	}
+	if !strings.Contains(string(ev.Properties["type"]), eventlog.TypeLost) {
+		t.Errorf("Event's types do not name %s: %s", eventlog.TypeLost, ev.Properties["type"])
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/eventlog"
+	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 )
 
@@ -67,22 +68,93 @@ func (s *Service) LastEvent() (int64, error) {
 var finalStates = map[string]bool{"message.submitted": true, "message.queued": true, "message.typed": true,
 	"message.unknown": true, "message.failed": true, "message.skipped": true}
 
+// finalRecord reports whether an inbox's delivery record ends the
+// message's typing, as finalStates does for its event.
+func finalRecord(d mailbox.Delivery) bool { return finalStates["message."+string(d.State)] }
+
+// eventGrace is how long a verdict read from the inbox waits for its
+// event, which its writer appends right after the record: the event
+// gives the caller its id, and a verdict goes without one only when its
+// event was lost.
+const eventGrace = 2 * followEvery
+
 // WaitDelivered waits, from the event after, until message id's delivery
 // to team/agent ends (submitted, queued, typed, unknown, failed or
 // skipped: not deferred, which is a wait) and returns that event; ctx
 // bounds the wait.
+//
+// The inbox is the record, and the event only says what it holds: an
+// event that could not be written (a full disk) must not leave the
+// waiter saying "not delivered" about a message the agent has. So the
+// inbox is watched too, and a verdict it holds whose event does not come
+// within eventGrace is returned as an event of its own, with ID -1. A
+// message delivered on another host has no record here: its events
+// alone tell it.
 func (s *Service) WaitDelivered(ctx context.Context, after int64, id message.ID, team, agent string) (eventlog.Event, error) {
-	var got eventlog.Event
-	errFound := errors.New("found")
-	err := s.Events(ctx, after, true, func(e eventlog.Event) error {
-		if e.Message == string(id) && e.Team == team && e.Agent == agent && finalStates[e.Type] {
-			got = e
-			return errFound
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	recorded := make(chan mailbox.Delivery, 1)
+	go func() {
+		if d, err := s.Store.WaitDelivery(ctx, team, agent, id, finalRecord); err == nil {
+			recorded <- d
 		}
-		return nil
-	})
-	if errors.Is(err, errFound) {
-		return got, nil
+	}()
+	log := s.Store.Events
+	t := time.NewTicker(followEvery)
+	defer t.Stop()
+	var fromInbox *mailbox.Delivery
+	var grace <-chan time.Time
+	for {
+		if e, ok := s.deliveredEvent(log, &after, id, team, agent); ok {
+			return e, nil
+		}
+		select {
+		case <-ctx.Done():
+			return eventlog.Event{}, ctx.Err()
+		case <-t.C:
+		case d := <-recorded:
+			fromInbox = &d
+			grace = time.After(eventGrace)
+		case <-grace:
+			if e, ok := s.deliveredEvent(log, &after, id, team, agent); ok {
+				return e, nil
+			}
+			return recordEvent(*fromInbox, id, team, agent), nil
+		}
 	}
-	return got, err
+}
+
+// deliveredEvent reads the events after *after (moving it on) for the one
+// that ends message id's delivery. A log that cannot be read is passed
+// over: the inbox answers.
+func (s *Service) deliveredEvent(log *eventlog.Log, after *int64, id message.ID, team, agent string) (eventlog.Event, bool) {
+	if log == nil {
+		return eventlog.Event{}, false
+	}
+	for {
+		evs, next, err := log.Since(*after, 512)
+		if errors.Is(err, eventlog.ErrExpired) {
+			*after = -1
+			continue
+		}
+		if err != nil {
+			return eventlog.Event{}, false
+		}
+		for _, e := range evs {
+			if e.Message == string(id) && e.Team == team && e.Agent == agent && finalStates[e.Type] {
+				return e, true
+			}
+		}
+		*after = next
+		if len(evs) == 0 {
+			return eventlog.Event{}, false
+		}
+	}
+}
+
+// recordEvent is the event an inbox's record d of message id would have
+// been, without an id: it was never written.
+func recordEvent(d mailbox.Delivery, id message.ID, team, agent string) eventlog.Event {
+	return eventlog.Event{ID: -1, Time: d.Updated, Type: "message." + string(d.State), Team: team, Agent: agent,
+		Message: string(id), State: string(d.State), Reason: d.Reason, Detail: d.LastVerdict}
 }

@@ -76,8 +76,12 @@ func (s *Service) AssignTask(ctx context.Context, req AssignRequest) (AssignResu
 	out.SendResult, err = s.Send(ctx, SendRequest{To: req.To, Draft: dr, InboxIfAbsent: true, Delivery: Delivery{Queue: true}})
 	if err != nil || !out.OK() {
 		// The task was not kept anywhere: the messages wait on their own.
+		// One that cannot be put back (a full disk) stays marked read and
+		// is never typed: said with the task's outcome, not dropped.
 		for _, e := range carried {
-			_ = box.SetDelivery(e.ID, *e.Delivery)
+			if perr := box.SetDelivery(e.ID, *e.Delivery); perr != nil {
+				out.Err = errors.Join(out.Err, fmt.Errorf("%s stays marked read though the task did not carry it (putting it back to wait failed): %w", e.ID, perr))
+			}
 		}
 		return out, err
 	}

@@ -3,13 +3,22 @@ package service
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/internal/faketmux"
+	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/tmux"
 )
 
 // A task carries the agent's unread messages that never reached its pane;
@@ -49,5 +58,67 @@ func TestAssignTaskEmpty(t *testing.T) {
 	s := testService(t, faketmux.New("agent-alpha-ana"))
 	if _, err := s.AssignTask(context.Background(), AssignRequest{To: to(t, "ana"), Task: "  "}); !errors.Is(err, ErrEmptyTask) {
 		t.Fatalf("err = %v, want ErrEmptyTask", err)
+	}
+}
+
+// breakingTmux is a fake server that runs brk at the first capture once
+// armed: the moment a delivery first looks at the pane.
+type breakingTmux struct {
+	*fakeServer
+	armed bool
+	once  sync.Once
+	brk   func()
+}
+
+func (b *breakingTmux) Pinned(tmux.Pane) tmux.Client { return b }
+
+func (b *breakingTmux) Capture(ctx context.Context, id string, history int) ([]string, error) {
+	if b.armed {
+		b.once.Do(b.brk)
+	}
+	return b.fakeServer.Capture(ctx, id, history)
+}
+
+// fakeServer is faketmux.Server under a name that does not hide its
+// Server method when embedded.
+type fakeServer = faketmux.Server
+
+// A task that is not delivered puts back the messages it was to carry; one
+// that cannot be put back (its inbox cannot be written: a full disk)
+// stays marked read and is never typed, and the task's outcome says so.
+// Before, that failure was dropped without a word.
+func TestAssignTaskSaysWhatItCouldNotPutBack(t *testing.T) {
+	srv := &breakingTmux{fakeServer: faketmux.New("agent-alpha-ana")}
+	s := testService(t, nil)
+	locks := lock.Dir{Path: t.TempDir()}
+	s.Dispatcher = func() (*dispatch.Dispatcher, error) {
+		opts := delivery.DefaultOptions()
+		opts.Settle, opts.Poll, opts.ReadyTimeout = time.Millisecond, time.Millisecond, 50*time.Millisecond
+		return &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: faketmux.Clock{}, Opts: opts}, nil
+	}
+	s.Courier = func(d *dispatch.Dispatcher) (*courier.Courier, error) {
+		return &courier.Courier{Store: s.Store, Dispatch: d, Locks: locks}, nil
+	}
+	ctx := context.Background()
+	srv.SetDialog("agent-alpha-ana", true)
+	waiting, err := s.Send(ctx, SendRequest{To: to(t, "ana"), Draft: Draft{Text: "the API changed"}, Delivery: Delivery{Queue: true}})
+	if err != nil || waiting.Verdict != courier.Deferred {
+		t.Fatalf("setup: %+v, %v", waiting, err)
+	}
+	// The task is recorded by then; from then on the inbox cannot be
+	// written (a directory where its file was).
+	inbox := filepath.Join(s.Store.TeamDir("alpha"), "mailbox", "ana.jsonl")
+	srv.brk = func() {
+		if err := os.Rename(inbox, inbox+".kept"); err != nil {
+			t.Error(err)
+		}
+		if err := os.Mkdir(inbox, 0o700); err != nil {
+			t.Error(err)
+		}
+	}
+	srv.armed = true
+	res, err := s.AssignTask(ctx, AssignRequest{To: to(t, "ana"), Task: "update the client"})
+	if res.OK() || res.Err == nil || !strings.Contains(res.Err.Error(), string(waiting.ID)+" stays marked read") {
+		t.Fatalf("AssignTask whose put-back failed = %+v, %v; want its outcome to name %s", res, err, waiting.ID)
 	}
 }

@@ -503,6 +503,26 @@ func (c *Exec) LeaveModeCapture(ctx context.Context, pane string) ([]string, err
 	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"), nil
 }
 
+// LookForeground captures the pane's visible screen and says its
+// foreground command (pane_current_command), in one round trip, leaving
+// any mode first when leave is set: a delivery that waits for its agent
+// sees a launcher (a wrapper script, npx, pyenv's shim) hand the pane to
+// the agent in the looks it takes anyway, at no tmux process more.
+func (c *Exec) LookForeground(ctx context.Context, pane string, leave bool) ([]string, string, error) {
+	pane = c.target(pane)
+	// The command first: the screen after it is every line that is left.
+	args := []string{"display-message", "-p", "-t", pane, "#{pane_current_command}", ";", "capture-pane", "-p", "-J", "-t", pane}
+	if leave {
+		args = append([]string{"copy-mode", "-q", "-t", pane, ";"}, args...)
+	}
+	out, err := c.run(ctx, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	command, screen, _ := strings.Cut(string(out), "\n")
+	return strings.Split(strings.TrimSuffix(screen, "\n"), "\n"), command, nil
+}
+
 func (c *Exec) LeaveMode(ctx context.Context, pane string) error {
 	_, err := c.run(ctx, "copy-mode", "-q", "-t", c.target(pane))
 	return err

@@ -626,6 +626,51 @@ func TestPasteNeverGoesIntoADeadPane(t *testing.T) {
 	waitFor(t, func() bool { return strings.Contains(raw("capture-pane", "-p", "-t", live[0].ID), "into the living") })
 }
 
+// A look with the foreground command says what runs in the pane now, in
+// the same round trip as its screen: a launcher (sh waiting for a file)
+// that execs the program reads as sh, then as the program.
+func TestLookForegroundSeesALauncherHandOver(t *testing.T) {
+	for _, cc := range clients {
+		t.Run(cc.name, func(t *testing.T) {
+			e, raw := testServer(t)
+			c := cc.make(t, e).(*Exec)
+			ctx := context.Background()
+			gate := filepath.Join(t.TempDir(), "go")
+			raw("new-session", "-d", "-s", "launch", "-x", "120", "-y", "30",
+				"sh", "-c", `echo launching; while [ ! -e "$0" ]; do sleep 0.01; done; exec cat`, gate)
+			var p Pane
+			waitFor(t, func() bool {
+				var err error
+				p, err = sessionPane(ctx, c, "launch")
+				return err == nil && p.Command == "sh"
+			})
+			raw("copy-mode", "-t", p.ID)
+			screen, command, err := c.LookForeground(ctx, p.ID, true)
+			launching := func(l string) bool { return strings.TrimSpace(l) == "launching" } // 3.2a keeps trailing blanks
+			if err != nil || command != "sh" || !slices.ContainsFunc(screen, launching) {
+				t.Fatalf("LookForeground of the launcher = %q, %q, %v", screen, command, err)
+			}
+			if p2, _ := sessionPane(ctx, c, "launch"); p2.InMode {
+				t.Error("LookForeground with leave left the pane in copy mode")
+			}
+			plain, err := c.Capture(ctx, p.ID, 0)
+			if err != nil || !slices.Equal(plain, screen) {
+				t.Errorf("the look's screen %q, a capture's %q (%v)", screen, plain, err)
+			}
+			if err := os.WriteFile(gate, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, func() bool {
+				_, command, err = c.LookForeground(ctx, p.ID, false)
+				return err == nil && command == "cat"
+			})
+			if _, _, err := c.LookForeground(ctx, "%999", false); !errors.Is(err, ErrPaneNotFound) {
+				t.Errorf("LookForeground of a missing pane: %v, want ErrPaneNotFound", err)
+			}
+		})
+	}
+}
+
 // A new session's environment and command never ride on a tmux process's
 // command line, which every local user can read in /proc/PID/cmdline: the
 // agent's MCP token goes there (issue 29). They arrive byte for byte, also

@@ -148,6 +148,17 @@ func (d *Direct) follow(ctx context.Context, out chan<- Update) {
 		if len(ours) == 0 && err == nil {
 			continue
 		}
+		if hasLoss(ours) {
+			// Events were lost (a full disk): the inboxes they named
+			// are not known, so read them all, as after a rotation.
+			if !send(ctx, out, Update{At: time.Now(), Events: ours}) {
+				return
+			}
+			if lastFull, ok = d.readAll(ctx, out); !ok {
+				return
+			}
+			continue
+		}
 		u := Update{At: time.Now(), Events: ours, Err: err}
 		var rerr error
 		u.Inboxes, rerr = d.readNamed(ctx, ours)
@@ -156,6 +167,16 @@ func (d *Direct) follow(ctx context.Context, out chan<- Update) {
 			return
 		}
 	}
+}
+
+// hasLoss reports whether evs tell of events that could not be written.
+func hasLoss(evs []eventlog.Event) bool {
+	for _, e := range evs {
+		if e.Type == eventlog.TypeLost {
+			return true
+		}
+	}
+	return false
 }
 
 // ours are the events of the watched place.

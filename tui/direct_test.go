@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,6 +92,46 @@ func TestDirectFollowsTheEventLog(t *testing.T) {
 	}
 	if got, want := r.Logs(), []string{"/", "alpha/eve"}; !slices.Equal(got, want) {
 		t.Errorf("inboxes read: %q, want every one, then eve's (not old's, from before the start)", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Events that could not be written named inboxes no one knows: an
+// events.lost has every inbox read again, at once, not at the next
+// minute's full read.
+func TestDirectReadsEverythingAfterALoss(t *testing.T) {
+	log := &eventlog.Log{Dir: t.TempDir()}
+	r := &fakeReader{}
+	d := &Direct{Service: r, Events: log, Place: "/tmp/am/sock", Follow: 5 * time.Millisecond, Reread: time.Hour, Look: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := make(chan Update)
+	done := make(chan error)
+	go func() { done <- d.Run(ctx, out) }()
+	for u := next(t, out); !u.Full; u = next(t, out) {
+	}
+	if _, err := log.Append(eventlog.Event{Type: eventlog.TypeLost, Lost: 3}); err != nil {
+		t.Fatal(err)
+	}
+	u := next(t, out)
+	for u.Screens != nil {
+		u = next(t, out)
+	}
+	if len(u.Events) != 1 || u.Events[0].Type != eventlog.TypeLost {
+		t.Fatalf("after the loss: %+v; want its event", u)
+	}
+	for u = next(t, out); u.Screens != nil; u = next(t, out) {
+	}
+	if !u.Full {
+		t.Errorf("after the loss's event: %+v; want every inbox read", u)
+	}
+	if got := r.Logs(); !slices.Equal(got, []string{"/", "/"}) {
+		t.Errorf("inboxes read: %q, want all of them twice", got)
+	}
+	if line := eventLine(eventlog.Event{Type: eventlog.TypeLost, Lost: 3, Reason: "no_space"}); !strings.Contains(line, "3 events could not be written") {
+		t.Errorf("top --plain says of the loss: %q", line)
 	}
 	cancel()
 	if err := <-done; err != nil {

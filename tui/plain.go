@@ -189,6 +189,9 @@ func stateWords(state string) string {
 // eventLine is a sentence for a message event a person cares about; the
 // steps inside one delivery (typing, pasted, pressed) are left out.
 func eventLine(e eventlog.Event) string {
+	if e.Type == eventlog.TypeLost {
+		return fmt.Sprintf("%d events could not be written (%s); every inbox was read again", e.Lost, one(e.Reason))
+	}
 	kind, ok := strings.CutPrefix(e.Type, "message.")
 	if !ok {
 		return ""

@@ -32,8 +32,9 @@ type AgentOption func(*agentStart)
 
 type agentStart struct {
 	args   []string
-	shell  bool     // run under a shell, not as the pane's own process
-	env    []string // VAR=value for the pane, besides the server's environment
+	shell  bool          // run under a shell, not as the pane's own process
+	behind time.Duration // run by a launcher that waits this long first
+	env    []string      // VAR=value for the pane, besides the server's environment
 	launch Launcher
 	exe    string // the stand-in by another name (a link to it), "" for its own
 }
@@ -65,6 +66,13 @@ func NoCue() AgentOption {
 // Stoppable runs the stand-in under a shell, so that Stop can freeze it:
 // tmux sends SIGCONT at once to a pane's own process that stops.
 func Stoppable() AgentOption { return func(st *agentStart) { st.shell = true } }
+
+// BehindLauncher starts the stand-in the way pyenv's bash shim, npx or a
+// wrapper script start an agent CLI: sh -c 'sleep WAIT; exec standin …'.
+// Until then the pane's foreground command is sh, and its screen blank.
+func BehindLauncher(wait time.Duration) AgentOption {
+	return func(st *agentStart) { st.behind = wait }
+}
 
 // Env sets VAR=value pairs in the pane's environment (new-session -e).
 func Env(kv ...string) AgentOption {
@@ -163,9 +171,12 @@ func (s *Server) StartAgent(session string, opts ...AgentOption) (*Agent, error)
 		exe = st.exe
 	}
 	command := []string{exe}
-	if st.shell {
+	switch {
+	case st.shell:
 		a.shell = true
 		command = []string{"/bin/sh", "-c", `"$0" "$@"; exit $?`, exe}
+	case st.behind > 0:
+		command = []string{"/bin/sh", "-c", fmt.Sprintf(`sleep %.3f; exec "$0" "$@"`, st.behind.Seconds()), exe}
 	}
 	command = append(command, st.args...)
 	if st.launch == nil {

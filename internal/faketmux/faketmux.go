@@ -33,6 +33,21 @@ type pane struct {
 	draft       string
 	submitted   []string
 	activity    time.Time // last output: creation, or the last submitted text
+	// launcher is the program in the pane's foreground before its agent
+	// ("": the agent has it): it shows nothing, and what is typed or
+	// pressed meanwhile lands in typedAhead, never in the agent's box.
+	launcher   string
+	typedAhead []string
+}
+
+// agentCommand is the foreground command of every agent of the fake.
+const agentCommand = "agent"
+
+func (p *pane) command() string {
+	if p.launcher != "" {
+		return p.launcher
+	}
+	return agentCommand
 }
 
 // Start is what NewSession was asked to run.
@@ -133,6 +148,23 @@ func (s *Server) SetDialog(session string, on bool) {
 	s.sessions[session].dialog = on
 }
 
+// SetLauncher puts command (a shell running a wrapper script, say) in the
+// foreground of session's pane, in front of its agent; "" hands the pane
+// to the agent.
+func (s *Server) SetLauncher(session, command string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sessions[session].launcher = command
+}
+
+// TypedAhead is what was pasted or pressed into session's pane while its
+// launcher had it: lost to the agent, or run by the shell.
+func (s *Server) TypedAhead(session string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.sessions[session].typedAhead...)
+}
+
 // Received is what session's agent got, in order.
 func (s *Server) Received(session string) []string {
 	s.mu.Lock()
@@ -142,7 +174,7 @@ func (s *Server) Received(session string) []string {
 
 func (p *pane) info() tmux.Pane {
 	// One window per session, as "@" plus the pane's number.
-	return tmux.Pane{ID: p.id, Session: p.session, Window: "@" + p.id[1:], Command: "agent", Dead: p.dead, Active: true,
+	return tmux.Pane{ID: p.id, Session: p.session, Window: "@" + p.id[1:], Command: p.command(), Dead: p.dead, Active: true,
 		BracketedPaste: tmux.PasteOn} // its agent is drawn as Claude Code, which turns it on
 }
 
@@ -193,22 +225,45 @@ func (s *Server) Capture(_ context.Context, id string, _ int) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
+	return p.screen(), nil
+}
+
+// LookForeground is Capture and the pane's foreground command, as
+// tmux.Exec's.
+func (s *Server) LookForeground(_ context.Context, id string, _ bool) ([]string, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.pane(id)
+	if err != nil {
+		return nil, "", err
+	}
+	return p.screen(), p.command(), nil
+}
+
+func (p *pane) screen() []string {
+	if p.launcher != "" {
+		return []string{""} // a launcher that shows nothing
+	}
 	var lines []string
 	for _, t := range p.submitted {
 		lines = append(lines, "> "+t)
 	}
 	if p.dialog {
-		return append(lines, " Do you want to proceed?", " ❯ 1. Yes", "   2. No", ""), nil
+		return append(lines, " Do you want to proceed?", " ❯ 1. Yes", "   2. No", "")
 	}
 	rule := strings.Repeat("─", 40)
-	return append(lines, "", rule, "❯\u00a0"+p.draft, rule, "  ? for shortcuts"), nil
+	return append(lines, "", rule, "❯\u00a0"+p.draft, rule, "  ? for shortcuts")
 }
 
 func (s *Server) Paste(_ context.Context, id, text string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, err := s.pane(id)
-	if err == nil && !p.dialog {
+	switch {
+	case err != nil:
+	case p.launcher != "":
+		p.typedAhead = append(p.typedAhead, text)
+	case !p.dialog:
 		p.draft += text
 	}
 	return err
@@ -218,6 +273,10 @@ func (s *Server) SendBytes(_ context.Context, id string, _ ...byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, err := s.pane(id)
+	if err == nil && p.launcher != "" {
+		p.typedAhead = append(p.typedAhead, "\r")
+		return nil
+	}
 	if err == nil && !p.dialog && p.draft != "" {
 		p.submitted = append(p.submitted, p.draft)
 		p.draft = ""
