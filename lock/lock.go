@@ -443,24 +443,6 @@ func heldBy(f *os.File, what string, cause error) *HeldError {
 	return e
 }
 
-// ProcessState is the state letter of pid in /proc (R, S, T for stopped,
-// ...), 0 when there is no such process, '?' when it cannot be told.
-func ProcessState(pid int) byte {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if errors.Is(err, os.ErrNotExist) {
-		if _, err := os.Stat("/proc/self/stat"); err == nil {
-			return 0 // /proc works, and pid is not in it
-		}
-		return '?'
-	}
-	// "pid (comm) S ...": comm may hold spaces and parentheses.
-	i := strings.LastIndexByte(string(b), ')')
-	if err != nil || i < 0 || i+2 >= len(b) {
-		return '?'
-	}
-	return b[i+2]
-}
-
 // same reports whether f is the file now at path.
 func same(f *os.File, path string) bool {
 	held, err1 := f.Stat()
