@@ -47,15 +47,15 @@ var ErrInvalidEnvelope = errors.New("invalid envelope")
 func (b *Box) Append(env Envelope) error { return b.appendEnvelope(env, synced) }
 
 // AppendBatched stores env as Append does, but leaves making it durable to
-// the caller's Store.Sync: a broadcast writes a hundred inboxes and then
+// the caller's Store.Sync, which it tells what it wrote: a broadcast writes a hundred inboxes and then
 // syncs them all at once, where a hundred fsyncs took a quarter of a second
 // (the file system's journal commits them one after another).
 func (b *Box) AppendBatched(env Envelope) error { return b.appendEnvelope(env, batched) }
 
 // Sync makes what AppendBatched wrote to this inbox durable: its file, and
 // the file's directory entry (the first record made it). For a batch
-// that touched a few inboxes; Store.Sync is one call for many (it syncs
-// the whole file system, which a busy machine makes slow).
+// that touched a few inboxes; Store.Sync is one call for many (on Linux
+// it syncs the whole file system, which a busy machine makes slow).
 func (b *Box) Sync() error {
 	f, err := os.Open(b.path())
 	if err != nil {
@@ -171,6 +171,16 @@ func (b *Box) appendRecord(v any, d durability) error {
 // writeLine appends line to an inbox whose lines end at end, and makes it
 // as durable as d says.
 func (b *Box) writeLine(f *os.File, end int64, line []byte, d durability) error {
+	if d == batched {
+		// For the caller's Store.Sync: the file and, when this makes
+		// it, its directory's new entry (also when the write fails and
+		// takeBack removes it again).
+		dir := ""
+		if end == 0 {
+			dir = b.dir
+		}
+		b.s.unsynced.note(b.path(), dir)
+	}
 	if _, err := f.Write(line); err != nil {
 		return err
 	}

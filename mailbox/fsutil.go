@@ -96,7 +96,7 @@ func flock(f *os.File, how int) error {
 type lockWait struct {
 	f       *os.File
 	dir     string
-	dev     *string // how /proc/locks names the lock's file system, once found
+	dev     *string // how the kernel's lock table names the lock's file system, once found
 	unknown int     // checks at which it could not be found
 	// stuck: the holders the last check found unable to let go. A holder
 	// is given up on only when two checks in a row find it so: a Go
@@ -105,8 +105,9 @@ type lockWait struct {
 	stuck []int
 }
 
-// lockDevice finds how /proc/locks names a directory's file system (a
-// variable for tests).
+// lockDevice finds how the kernel's lock table (/proc/locks) names a
+// directory's file system; never found where there is none (Darwin). A
+// variable for tests.
 var lockDevice = lock.LockDevice
 
 // holderStuck reports whether the lock's holder cannot let it go, and
@@ -126,7 +127,7 @@ func (w *lockWait) holderStuck() (string, bool) {
 	if w.dev == nil {
 		// No holder can be told: as before any could, a waiter gives up
 		// when two checks could not tell.
-		return "a process that cannot be told (/proc/locks shows no locks on this file system)", w.unknown >= 2
+		return lock.HoldersUnknown, w.unknown >= 2
 	}
 	pids, err := lock.FlockHolders(w.f, *w.dev)
 	if err != nil || len(pids) == 0 {
@@ -207,21 +208,6 @@ func writeTemp(dir, pattern string, data []byte) (string, error) {
 		return "", err
 	}
 	return f.Name(), nil
-}
-
-// Sync makes everything written to the store durable, AppendBatched's
-// lines and their new files and directories included: one syncfs(2) of the
-// file system that holds the store, one journal commit for them all.
-func (s *Store) Sync() error {
-	d, err := os.Open(s.Root)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := unix.Syncfs(int(d.Fd())); err != nil {
-		return fmt.Errorf("syncing the mailbox (%s): %w", s.Root, err)
-	}
-	return nil
 }
 
 func syncDir(dir string) error {

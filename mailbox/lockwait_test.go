@@ -1,4 +1,9 @@
+//go:build linux && !agentmsg_portable
+
 package mailbox
+
+// Naming a lock's holder needs the kernel's lock table (/proc/locks): Linux
+// only; lockwait_other_test.go holds what a waiter does without it.
 
 import (
 	"errors"

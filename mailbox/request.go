@@ -130,6 +130,9 @@ func (s *Store) Post(team string, r Request) error {
 	}
 	if err := s.createExclusive(dir, path, data); err != nil {
 		if errors.Is(err, os.ErrExist) {
+			if twin := storedID(path); twin != "" && twin != r.ID {
+				return fmt.Errorf("posting request %s: %w: request %s differs from it only by case, and this file system (macOS's, by default) does not tell the two apart; choose another id", r.ID, ErrRequestExists, twin)
+			}
 			return fmt.Errorf("posting request %s: %w", r.ID, ErrRequestExists)
 		}
 		return fmt.Errorf("posting request %s: %w", r.ID, err)
@@ -148,7 +151,7 @@ func (s *Store) Claim(team, id, claimant string) (Request, error) {
 	if err := checkName("agent", claimant); err != nil {
 		return Request{}, err
 	}
-	r, err := readRequest(path)
+	r, err := readRequest(path, id)
 	if err != nil {
 		return Request{}, err
 	}
@@ -194,10 +197,14 @@ func (s *Store) createExclusive(dir, path string, data []byte) error {
 	return syncDir(dir)
 }
 
-func readRequest(path string) (Request, error) {
+// readRequest reads request id from path. A file system that folds case
+// (macOS's, by default) opens another request's file for an id that
+// differs from its id only by case: that is no such request, and its
+// claim file is not this one's either.
+func readRequest(path, id string) (Request, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return Request{}, fmt.Errorf("%w: %s", ErrNoRequest, strings.TrimSuffix(filepath.Base(path), ".json"))
+		return Request{}, fmt.Errorf("%w: %s", ErrNoRequest, id)
 	}
 	if err != nil {
 		return Request{}, err
@@ -206,11 +213,28 @@ func readRequest(path string) (Request, error) {
 	if err := json.Unmarshal(data, &rf); err != nil {
 		return Request{}, fmt.Errorf("reading request %s: %w", filepath.Base(path), err)
 	}
+	if rf.ID != "" && rf.ID != id {
+		return Request{}, fmt.Errorf("%w: %s (request %s differs from it only by case, and this file system does not tell the two apart)", ErrNoRequest, id, rf.ID)
+	}
 	r := Request{ID: rf.ID, From: rf.From, Description: rf.Description, Posted: rf.Posted}
 	if !rf.Expires.IsZero() {
 		r.Timeout = rf.Expires.Sub(rf.Posted)
 	}
 	return r, nil
+}
+
+// storedID is the id recorded in the request file at path ("" when it
+// cannot be read).
+func storedID(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var rf requestFile
+	if json.Unmarshal(data, &rf) != nil {
+		return ""
+	}
+	return rf.ID
 }
 
 func readClaim(path string) (claimFile, error) {
@@ -270,7 +294,7 @@ func (s *Store) RequestStatus(team, id string) (RequestInfo, error) {
 }
 
 func requestInfo(dir, id string, now time.Time) (RequestInfo, error) {
-	r, err := readRequest(filepath.Join(dir, id+".json"))
+	r, err := readRequest(filepath.Join(dir, id+".json"), id)
 	if err != nil {
 		return RequestInfo{}, err
 	}

@@ -58,6 +58,9 @@ type Store struct {
 	// made are the directories mkdir has made and checked in full, shared
 	// by every copy of the Store New made (nil: each mkdir checks in full).
 	made *sync.Map
+	// unsynced is what AppendBatched wrote since the last Sync, shared
+	// by every copy of the Store New made.
+	unsynced *unsynced
 }
 
 func (s *Store) lockWait() time.Duration {
@@ -69,7 +72,7 @@ func (s *Store) lockWait() time.Duration {
 
 // New returns a Store rooted at root.
 func New(root string) *Store {
-	return &Store{Root: root, watches: &watchSet{by: map[string]*inboxWatch{}}, made: &sync.Map{}}
+	return &Store{Root: root, watches: &watchSet{by: map[string]*inboxWatch{}}, made: &sync.Map{}, unsynced: &unsynced{}}
 }
 
 // Default is the store at DefaultRoot.
@@ -150,8 +153,9 @@ func (s *Store) mkdir(dir string) error {
 }
 
 // DefaultRoot is $AGENTMSG_HOME, else $XDG_STATE_HOME/agentmsg, else
-// $HOME/.local/state/agentmsg. The mailbox is state (it must survive a
-// reboot), so it does not live under $XDG_RUNTIME_DIR like the locks.
+// $HOME/.local/state/agentmsg, else lastResortRoot. The mailbox is state
+// (it must survive a reboot), so it does not live under $XDG_RUNTIME_DIR
+// like the locks.
 func DefaultRoot(lookupEnv func(string) (string, bool)) string {
 	if v, ok := lookupEnv("AGENTMSG_HOME"); ok && v != "" {
 		return v
@@ -162,7 +166,7 @@ func DefaultRoot(lookupEnv func(string) (string, bool)) string {
 	if v, ok := lookupEnv("HOME"); ok && v != "" {
 		return filepath.Join(v, ".local", "state", "agentmsg")
 	}
-	return tmpRoot()
+	return lastResortRoot()
 }
 
 // tmpRoot is the root of last resort, in a directory every user shares.
