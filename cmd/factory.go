@@ -13,6 +13,7 @@ import (
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/internal/buildinfo"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/tmux"
@@ -132,7 +133,7 @@ func (f *Factory) Service(ctx context.Context) (*service.Service, error) {
 			Courier:    f.courier,
 			Store:      store,
 			Lifecycle:  onceLifecycle(f),
-			Version:    version,
+			Version:    buildinfo.Get().Version,
 			Hosts:      f.Hosts,
 		}
 	})

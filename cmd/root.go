@@ -19,12 +19,10 @@ import (
 	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/internal/buildinfo"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
 )
-
-// version is set at build time with -ldflags "-X github.com/agentmsg/agentmsg/cmd.version=...".
-var version = "dev"
 
 // FrontEnds are the other front ends the CLI starts: main hands them in,
 // since no front end imports another.
@@ -141,7 +139,7 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
   agentmsg broadcast alpha "stand-up in 5 minutes"
   agentmsg broadcast --all "wrap up: the build is green"
   agentmsg -S /tmp/demo/sock --json send alpha ana "hi"`,
-		Version:       version,
+		Version:       buildinfo.Get().String(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(c *cobra.Command, args []string) error {

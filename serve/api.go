@@ -532,7 +532,14 @@ func (d *Daemon) inbox(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Daemon) versionInfo(w http.ResponseWriter, r *http.Request) {
-	respond(w, wire.ExitOK, map[string]any{"version": d.backend.version, "pid": d.pid, "exit_code": wire.ExitOK})
+	answer := map[string]any{"version": d.backend.version, "pid": d.pid, "exit_code": wire.ExitOK}
+	if d.opts.Commit != "" {
+		answer["commit"] = d.opts.Commit
+	}
+	if d.opts.Date != "" {
+		answer["date"] = d.opts.Date
+	}
+	respond(w, wire.ExitOK, answer)
 }
 
 // requestContext is the context of an operation a client asked for: it

@@ -51,8 +51,9 @@ type Options struct {
 	AllowRemote bool
 	// Direct: no control client; every tmux command is a process.
 	Direct bool
-	// Version is agentmsg's, reported to clients.
-	Version string
+	// Version is agentmsg's, reported to clients (GET /v1/version), with
+	// the commit and the date it was built from, when known.
+	Version, Commit, Date string
 	// RunCLI runs a client's command line in the daemon (main hands in the
 	// CLI's runner: no front end imports another).
 	RunCLI app.Runner
