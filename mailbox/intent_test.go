@@ -304,3 +304,147 @@ func TestHelperFanout(t *testing.T) {
 		fmt.Println(id)
 	}
 }
+
+// A request posted and told in a process SIGKILLed at random moments:
+// after Complete, each request posted is in every inbox once, and no inbox
+// tells of a request that was never posted.
+func TestPostTellingKilledCompletes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	s := newStore(t)
+	agents := []string{"a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7"}
+	ctx := testCtx(t)
+	partial := 0
+	for round := range 20 {
+		h := startHelper(t, ctx, "poster", "MB_ROOT="+s.Root, "MB_FROM=p"+strconv.Itoa(round), "MB_AGENTS="+strings.Join(agents, ","))
+		sc := bufio.NewScanner(h.out)
+		sc.Scan() // started
+		// A post is five fsyncs: killed within its first few.
+		time.Sleep(time.Duration(rand.IntN(100_000)) * time.Microsecond)
+		_ = h.cmd.Process.Signal(syscall.SIGKILL) // our own child, by its pid
+		for sc.Scan() {
+		}
+		_ = h.cmd.Wait()
+		if told := requestsTold(t, s, agents); len(told) > 0 {
+			for _, n := range told {
+				if n != len(agents) {
+					partial++
+				}
+			}
+		}
+		if _, err := s.Complete(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs, err := s.Requests(team)
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := requestsTold(t, s, agents)
+	for _, r := range reqs {
+		if told[r.ID] != len(agents) {
+			t.Errorf("%s posted, told in %d of %d inboxes", r.ID, told[r.ID], len(agents))
+		}
+		delete(told, r.ID)
+	}
+	for id, n := range told {
+		t.Errorf("%s never posted, yet told in %d inboxes", id, n)
+	}
+	t.Logf("%d requests posted; %d were told in some inboxes only when a kill came, then completed", len(reqs), partial)
+}
+
+// requestsTold counts, by request id, the inboxes holding its message.
+func requestsTold(t *testing.T, s *Store, agents []string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, a := range agents {
+		for _, e := range mustRead(t, s, a).Envelopes {
+			out[e.RequestID]++
+		}
+	}
+	return out
+}
+
+// TestHelperPoster is the process TestPostTellingKilledCompletes kills: it
+// prints "started", then posts requests, each told to every agent.
+func TestHelperPoster(t *testing.T) {
+	if os.Getenv(helperEnv) != "poster" {
+		t.Skip("helper process")
+	}
+	s := New(os.Getenv("MB_ROOT"))
+	from := os.Getenv("MB_FROM")
+	sender, _ := message.Sender(from)
+	agents := strings.Split(os.Getenv("MB_AGENTS"), ",")
+	fmt.Println("started")
+	for i := 0; ; i++ {
+		id, err := message.NewID(sender, nil)
+		if err != nil {
+			os.Exit(2)
+		}
+		r := Request{ID: fmt.Sprintf("REQ_%s_%d", strings.ToLower(from), i), From: from, Description: "d"}
+		env := Envelope{ID: id, From: from, To: Broadcast, Type: TypeRequest, RequestID: r.ID, Content: "d",
+			Delivery: &Delivery{State: StatePending}}
+		if err := s.PostTelling(team, r, env, agents); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
+}
+
+// The reminder of an expired request: its nudger's mark and the reminder
+// in every inbox are one step. A nudger that died after its mark is
+// completed; one that lost to another nudger records nothing.
+func TestNudgeIsOneStep(t *testing.T) {
+	s := newStore(t)
+	past := time.Now().Add(-time.Hour)
+	if err := s.Post(team, Request{ID: "REQ_1", From: "lead", Description: "x", Posted: past, Timeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range crew {
+		appendN(t, box(t, s, a), 1) // the team's inboxes
+	}
+	notices := 0
+	notice := func(r RequestInfo) (Envelope, error) {
+		notices++
+		env := newEnv(t, "lead", Broadcast, "reminder "+strconv.Itoa(notices))
+		env.RequestID, env.Delivery = r.ID, &Delivery{State: StatePending}
+		return env, nil
+	}
+	// A nudger that loses: its intent is made, another marks first, and it
+	// dies before it drops its intent.
+	loser, _ := notice(RequestInfo{Request: Request{ID: "REQ_1"}})
+	dir, _, _, _ := s.requestPaths(team, "REQ_1")
+	rel, _ := s.commitFile(s.nudgedPath(dir, "REQ_1"))
+	in := intentFor(t, loser, crew...)
+	in.Commit = &Commit{File: rel, Holds: string(loser.ID)}
+	held, err := s.Intend(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := s.NudgeExpired(team, notice)
+	if err != nil || len(done) != 1 {
+		t.Fatalf("NudgeExpired = %v, %v", done, err)
+	}
+	held.Leave()
+	if again, err := s.NudgeExpired(team, notice); err != nil || len(again) != 0 {
+		t.Fatalf("a second NudgeExpired = %v, %v", again, err)
+	}
+	if _, err := s.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range crew {
+		n := 0
+		for _, e := range mustRead(t, s, a).Envelopes {
+			if e.RequestID == "REQ_1" {
+				n++
+				if e.ID == loser.ID {
+					t.Errorf("%s holds the losing nudger's reminder", a)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s holds %d reminders, want 1", a, n)
+		}
+	}
+}

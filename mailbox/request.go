@@ -137,6 +137,29 @@ func (s *Store) Post(team string, r Request) error {
 	return nil
 }
 
+// PostTelling posts r in team and records env, the message that tells of
+// it, in the inbox of each of agents, in one step (see Intent): a writer
+// that dies before r is posted leaves neither, one that dies after leaves
+// an intent that Complete finishes. An error that is a *BroadcastError
+// names the inboxes not told yet (Complete records them later): r is
+// posted. Any other error: r is not.
+func (s *Store) PostTelling(team string, r Request, env Envelope, agents []string) error {
+	_, path, _, err := s.requestPaths(team, r.ID)
+	if err != nil {
+		return err
+	}
+	file, err := s.commitFile(path)
+	if err != nil {
+		return err
+	}
+	return s.appendAll(team, agents, env, &committed{Commit: Commit{File: file}, take: func() (bool, error) {
+		if err := s.Post(team, r); err != nil {
+			return false, err
+		}
+		return true, nil
+	}})
+}
+
 // Claim gives request id to claimant if nobody has it yet. Across any
 // number of processes exactly one claim succeeds; every other gets a
 // *ClaimedError naming the winner.

@@ -71,15 +71,11 @@ func (s *Service) Request(ctx context.Context, req PostRequest) (Posted, error) 
 	}
 	r := mailbox.Request{ID: reqID, From: s.Name, Description: desc, Timeout: min(req.Timeout, mailbox.MaxRequestTimeout),
 		Posted: s.clockUTC()}
-	if err := s.Store.Post(team, r); err != nil {
-		return Posted{}, err
-	}
-	out := Posted{Team: team, Request: r, Notified: []string{}}
 	id, err := message.NewID(s.Sender, nil)
 	if err != nil {
-		return out, err
+		return Posted{}, err
 	}
-	out.MessageID = id
+	out := Posted{Team: team, Request: r, Notified: []string{}, MessageID: id}
 	// Pending: the agents see it in their inbox, and deliver types it
 	// (with its REQ_ id) into their panes while it is still open.
 	env := mailbox.Envelope{ID: id, From: s.Name, To: mailbox.Broadcast, Type: mailbox.TypeRequest, Content: desc,
@@ -89,13 +85,17 @@ func (s *Service) Request(ctx context.Context, req PostRequest) (Posted, error) 
 		env.Metadata = map[string]string{"expires": out.Expires.Format(time.RFC3339)}
 	}
 	others := slices.DeleteFunc(s.teamNames(ctx, team), func(a string) bool { return a == s.Name })
-	if err := s.Store.AppendMany(team, others, env); err != nil {
-		var be *mailbox.BroadcastError
-		if !errors.As(err, &be) {
-			return out, fmt.Errorf("request %s is posted, but telling the team failed: %w", reqID, err)
-		}
+	// Posted and told in one step: a request is never posted with only
+	// part of its team told (a process killed between two inboxes).
+	err = s.Store.PostTelling(team, r, env, others)
+	var be *mailbox.BroadcastError
+	switch {
+	case errors.As(err, &be):
+		// Posted; the inboxes not told now are told by the next deliver.
 		out.Notified, out.Failed = append(out.Notified, be.Delivered...), be.Failed
 		return out, nil
+	case err != nil:
+		return Posted{}, err
 	}
 	out.Notified = append(out.Notified, others...)
 	return out, nil
