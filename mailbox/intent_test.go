@@ -448,3 +448,97 @@ func TestNudgeIsOneStep(t *testing.T) {
 		}
 	}
 }
+
+// Claims, each telling its requester, in a process SIGKILLed at random
+// moments: after Complete, every request claimed has told its requester
+// once, and no requester is told of a claim that was never made.
+func TestClaimTellingKilledCompletes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	s := newStore(t)
+	ctx := testCtx(t)
+	untold := 0 // claims a kill left with their requester not told yet
+	for round := range 20 {
+		h := startHelper(t, ctx, "claimteller", "MB_ROOT="+s.Root, "MB_FROM=c"+strconv.Itoa(round))
+		sc := bufio.NewScanner(h.out)
+		sc.Scan() // started
+		// A post and a claim are about ten fsyncs: killed within them.
+		time.Sleep(time.Duration(rand.IntN(100_000)) * time.Microsecond)
+		_ = h.cmd.Process.Signal(syscall.SIGKILL) // our own child, by its pid
+		for sc.Scan() {
+		}
+		_ = h.cmd.Wait()
+		untold += len(claimedUntold(t, s))
+		if _, err := s.Complete(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs, err := s.Requests(team)
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := map[string]int{}
+	for _, e := range mustRead(t, s, "lead").Envelopes {
+		told[e.RequestID]++
+	}
+	claimed := 0
+	for _, r := range reqs {
+		want := 0
+		if r.State == RequestClaimed {
+			want = 1
+			claimed++
+		}
+		if told[r.ID] != want {
+			t.Errorf("%s (%s): the requester was told %d times, want %d", r.ID, r.State, told[r.ID], want)
+		}
+	}
+	t.Logf("%d requests posted, %d claimed; %d claims caught before their requester was told, then told", len(reqs), claimed, untold)
+}
+
+// claimedUntold are the claimed requests whose requester (lead) holds no
+// claim message.
+func claimedUntold(t *testing.T, s *Store) []string {
+	t.Helper()
+	reqs, _ := s.Requests(team)
+	told := map[string]bool{}
+	for _, e := range mustRead(t, s, "lead").Envelopes {
+		told[e.RequestID] = true
+	}
+	var out []string
+	for _, r := range reqs {
+		if r.State == RequestClaimed && !told[r.ID] {
+			out = append(out, r.ID)
+		}
+	}
+	return out
+}
+
+// TestHelperClaimTeller is the process TestClaimTellingKilledCompletes
+// kills: it prints "started", then posts requests from lead and claims
+// each, telling lead.
+func TestHelperClaimTeller(t *testing.T) {
+	if os.Getenv(helperEnv) != "claimteller" {
+		t.Skip("helper process")
+	}
+	s := New(os.Getenv("MB_ROOT"))
+	from := os.Getenv("MB_FROM")
+	sender, _ := message.Sender(from)
+	fmt.Println("started")
+	for i := 0; ; i++ {
+		r := Request{ID: fmt.Sprintf("REQ_%s_%d", from, i), From: "lead", Description: "d"}
+		if err := s.Post(team, r); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		_, err := s.ClaimTelling(team, r.ID, from, func(r Request) (Envelope, error) {
+			id, err := message.NewID(sender, nil)
+			return Envelope{ID: id, From: from, To: r.From, Type: TypeClaim, RequestID: r.ID, Content: "claimed",
+				Delivery: &Delivery{State: StatePending}}, err
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
+}

@@ -88,7 +88,7 @@ func startHelper(t *testing.T, ctx context.Context, kind string, env ...string) 
 	t.Helper()
 	run := map[string]string{"writer": "TestHelperWriter", "claimer": "TestHelperClaimer", "limited": "TestHelperLimitedAppend",
 		"holder": "TestHelperHolder", "fanout": "TestHelperFanout",
-		"poster": "TestHelperPoster"}[kind]
+		"poster": "TestHelperPoster", "claimteller": "TestHelperClaimTeller"}[kind]
 	h := &helper{cmd: exec.CommandContext(ctx, os.Args[0], "-test.run=^"+run+"$", "-test.count=1")}
 	h.cmd.Env = append(os.Environ(), append([]string{helperEnv + "=" + kind}, env...)...)
 	h.cmd.Stderr = &h.err

@@ -149,7 +149,13 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, err
 		return ClaimResult{}, err
 	}
 	id := strings.TrimSpace(req.RequestID)
-	r, err := s.Store.Claim(team, id, s.Name)
+	// Claimed and the requester told in one step: a claimant killed
+	// between the two never leaves the requester untold for good.
+	r, err := s.Store.ClaimTelling(team, id, s.Name, s.claimMessage)
+	var untold *mailbox.BroadcastError
+	if errors.As(err, &untold) {
+		err = nil // the claim stands; the next deliver records the message
+	}
 	out := ClaimResult{Team: team, Request: r}
 	if out.Request.ID == "" {
 		out.Request.ID = id
@@ -166,25 +172,21 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, err
 		return out, err
 	}
 	out.Claimed, out.ClaimedBy, out.ClaimedAt = true, s.Name, s.clockUTC()
-	if r.From != s.Name {
-		out.TellErr = s.tellClaimed(team, r)
+	if untold != nil {
+		out.TellErr = untold
 	}
 	return out, nil
 }
 
-// tellClaimed puts a claim message into the requester's inbox.
-func (s *Service) tellClaimed(team string, r mailbox.Request) error {
-	b, err := s.Store.Box(team, r.From)
-	if err != nil {
-		return err
-	}
+// claimMessage is the claim message for r's requester.
+func (s *Service) claimMessage(r mailbox.Request) (mailbox.Envelope, error) {
 	id, err := message.NewID(s.Sender, nil)
 	if err != nil {
-		return err
+		return mailbox.Envelope{}, err
 	}
-	return b.Append(mailbox.Envelope{ID: id, From: s.Name, To: r.From, Type: mailbox.TypeClaim, RequestID: r.ID,
+	return mailbox.Envelope{ID: id, From: s.Name, To: r.From, Type: mailbox.TypeClaim, RequestID: r.ID,
 		Content:  fmt.Sprintf("%s claimed by %s: %s", r.ID, s.Name, r.Description),
-		Delivery: &mailbox.Delivery{State: mailbox.StatePending}})
+		Delivery: &mailbox.Delivery{State: mailbox.StatePending}}, nil
 }
 
 // ListRequests asks for a team's requests ("" the caller's own; a team
