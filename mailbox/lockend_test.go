@@ -162,3 +162,31 @@ func TestAWriterStartsOverOnALockFileRemoved(t *testing.T) {
 		t.Errorf("the inbox made again holds %v, want the waiting writer's message", got)
 	}
 }
+
+// A Wait on an inbox whose mailbox is removed ends with ErrMailboxGone,
+// whether the inbox was there (its file goes) or not (nothing changes but
+// the mailbox): a missing inbox used to read as an empty one, and a wait
+// with no timeout (wait --timeout 0, inbox --follow) waited for ever.
+func TestAWaitEndsWhenItsMailboxGoes(t *testing.T) {
+	for _, agent := range []string{"ana", "bob"} {
+		s := newStore(t)
+		appendN(t, box(t, s, "ana"), 1) // bob has no inbox
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Wait(context.Background(), team, agent, func(Envelope) bool { return false }, Position{})
+			done <- err
+		}()
+		time.Sleep(50 * time.Millisecond) // waiting, most likely (either way it must end)
+		if err := os.RemoveAll(s.Root); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrMailboxGone) {
+				t.Errorf("%s: Wait: %v, want ErrMailboxGone", agent, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: Wait still waits with its mailbox gone", agent)
+		}
+	}
+}
