@@ -169,7 +169,7 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 		env.Delivery = &mailbox.Delivery{State: mailbox.StateInbox, Updated: c.now()}
 		res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Recorded}, State: mailbox.StateInbox}
 		if err := box.Append(env); err != nil {
-			res.Verdict, res.Err = delivery.Failed, fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
+			res.Verdict, res.Err = delivery.Failed, fmt.Errorf("the message was neither recorded in %s/%s's inbox nor typed: %w", team, agent, err)
 		}
 		return res
 	}
@@ -197,7 +197,7 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 			env.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: why, Reason: ReasonBehindOlder}
 			res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred, Reason: ReasonBehindOlder, Older: older}
 			if err := box.Append(env); err != nil {
-				res.Verdict, res.Err = delivery.Failed, fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
+				res.Verdict, res.Err = delivery.Failed, fmt.Errorf("the message was neither recorded in %s/%s's inbox nor typed: %w", team, agent, err)
 			}
 			return res
 		}
@@ -232,7 +232,7 @@ func (c *Courier) sendNow(ctx context.Context, t target.Target, env mailbox.Enve
 	// leaves a message the next deliver resumes rather than retypes.
 	env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Updated: c.now()}
 	if err := box.Append(env); err != nil {
-		err = fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
+		err = fmt.Errorf("the message was neither recorded in %s/%s's inbox nor typed: %w", team, agent, err)
 		return Result{Outcome: c.Dispatch.Unsent(pane, env.ID, err)}
 	}
 	rec := c.typingRecord(func(target.Target) *mailbox.Box { return box }, env.ID, 1, "")

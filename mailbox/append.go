@@ -138,7 +138,7 @@ func (b *Box) appendRecord(v any, d durability) error {
 	if err := b.s.mkdir(b.dir); err != nil {
 		return err
 	}
-	unlock, err := lockFile(b.lockPath(), b.s.lockWait())
+	unlock, err := b.s.lock(b.lockPath())
 	if err != nil {
 		return err
 	}

@@ -382,3 +382,14 @@ func (s *Store) holds(team, agent string, id message.ID) (bool, error) {
 func (s *Store) commitFile(path string) (string, error) {
 	return filepath.Rel(s.home(), path)
 }
+
+// flock is flock(2) on f, again when a signal interrupts it. Intents take
+// their locks without waiting (LOCK_NB), so no wait here needs a bound.
+func flock(f *os.File, how int) error {
+	for {
+		err := unix.Flock(int(f.Fd()), how)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
