@@ -157,7 +157,10 @@ func writeHistory(w io.Writer, c service.HistoryCopy) {
 	fmt.Fprintf(w, "  %s\n", indentRest(cell(e.Content, 200), "  "))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	first := "recorded (mailbox only)"
-	if e.Delivery != nil {
+	switch {
+	case c.Unrecorded:
+		first = "not recorded here yet: its sender is at it, or stopped part way (the next deliver records it)"
+	case e.Delivery != nil:
 		first = "recorded, " + show(string(e.Delivery.State))
 	}
 	fmt.Fprintf(tw, "  %s\t%s\n", e.Timestamp.Local().Format("2006-01-02 15:04:05.000"), first)

@@ -315,3 +315,31 @@ func TestATokensSessionsAreBounded(t *testing.T) {
 		t.Fatal("the oldest session's stream was still open after 16 newer sessions of its token")
 	}
 }
+
+// An agent whose session ends by itself (its program exits, a person
+// kills the session) leaves no token that works: the daemon, which sees it
+// gone within a second or two, revokes the tokens spawn gave it.
+func TestAGoneAgentsTokenStopsWorking(t *testing.T) {
+	t.Parallel()
+	s, endpoint := tcpServer(t)
+	res := s.Run("--json", "spawn", "alpha", "ana", "--", "sleep", "600")
+	wantCode(t, res, 0)
+	var spawned struct{ PID int }
+	if err := json.Unmarshal([]byte(res.Stdout), &spawned); err != nil || spawned.PID == 0 {
+		t.Fatalf("%v: %s", err, res)
+	}
+	auth := "Bearer " + tokenOf(t, spawned.PID)
+	if got := statusOver(t, endpoint, auth); got != http.StatusOK {
+		t.Fatalf("ana's token while she runs: %d", got)
+	}
+	time.Sleep(1500 * time.Millisecond) // the daemon has seen her (it looks each second)
+	s.Tmux("kill-session", "-t", "=agent-alpha-ana")
+	killed := time.Now()
+	for statusOver(t, endpoint, auth) != http.StatusUnauthorized {
+		if time.Since(killed) > 10*time.Second {
+			t.Fatal("a gone agent's token still worked 10 s after its session ended")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("revoked %s after the session ended", time.Since(killed).Round(time.Millisecond))
+}

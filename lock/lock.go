@@ -126,9 +126,10 @@ func ForServer(socket string, fallback Dir) Dir {
 // per inbox, one typist per message): in the mailbox root, which every
 // process that reads and writes those inboxes shares by definition. base is
 // the directory root was made under when it is a shared fallback (see
-// mailbox.Store.Base), else "".
+// mailbox.Store.Base), else "". The root is made by the mailbox (Store.Open),
+// never here: one removed under a running command stays removed.
 func ForMailbox(root, base, owner string) Dir {
-	return Dir{Path: filepath.Join(root, "locks"), Base: base, Owner: owner}
+	return Dir{Path: filepath.Join(root, "locks"), Base: base, Owner: owner, Within: root}
 }
 
 // Holder is who holds a lock, as its lock file says.

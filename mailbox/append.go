@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -136,7 +138,7 @@ func (b *Box) appendRecord(v any, d durability) error {
 	if err := b.s.mkdir(b.dir); err != nil {
 		return err
 	}
-	unlock, err := lockFile(b.lockPath(), b.s.lockWait())
+	unlock, err := b.s.lock(b.lockPath())
 	if err != nil {
 		return err
 	}
@@ -272,30 +274,70 @@ func (e *BroadcastError) Error() string {
 		len(e.Delivered), len(e.Delivered)+len(e.Failed), strings.Join(parts, "; "))
 }
 
-// AppendMany stores env in the inbox of each agent of team, taking one
-// inbox lock at a time (never two at once, so two broadcasts cannot
-// deadlock). Every agent is tried; if some fail the error is a
-// *BroadcastError naming them.
+// AppendMany stores env in the inbox of each agent of team in one step
+// (see Intent): a writer that dies part way leaves an intent that Complete
+// finishes, never some inboxes with the message and the others without.
+// Every agent is tried; if some fail the error is a *BroadcastError naming
+// them, and Complete records their copies later.
 func (s *Store) AppendMany(team string, agents []string, env Envelope) error {
-	if env.Timestamp.IsZero() {
-		env.Timestamp = s.now() // one time for all copies
-	}
-	be := &BroadcastError{Failed: map[string]error{}}
-	for _, a := range agents {
-		b, err := s.Box(team, a)
-		if err == nil {
-			err = b.Append(env)
-		}
+	// A name that can have no inbox is no copy to come: it fails alone.
+	bad := map[string]error{}
+	ok := slices.DeleteFunc(slices.Clone(agents), func(a string) bool {
+		_, err := s.Box(team, a)
 		if err != nil {
-			be.Failed[a] = err
-			continue
+			bad[a] = err
 		}
-		be.Delivered = append(be.Delivered, a)
+		return err != nil
+	})
+	err := s.appendAll(team, ok, env, nil)
+	if len(bad) == 0 {
+		return err
 	}
-	if len(be.Failed) > 0 {
-		return be
+	be := &BroadcastError{Delivered: ok, Failed: bad}
+	if err != nil && !errors.As(err, &be) {
+		return err
 	}
-	return nil
+	maps.Copy(be.Failed, bad)
+	return be
+}
+
+// appendAll is AppendMany for an operation that takes place once commit's
+// file says so (nil: at once; see Commit). The caller makes that file
+// between the intent and the copies: take, when not nil, is called then,
+// and reports whether the operation took place.
+func (s *Store) appendAll(team string, agents []string, env Envelope, c *committed) error {
+	if len(agents) == 0 {
+		if c != nil {
+			_, err := c.take()
+			return err
+		}
+		return nil
+	}
+	in := Intent{Env: env, To: make([]Inbox, len(agents))}
+	for i, a := range agents {
+		in.To[i] = Inbox{Team: team, Agent: a}
+	}
+	if c != nil {
+		in.Commit = &c.Commit
+	}
+	held, err := s.Intend(in)
+	if err != nil {
+		return err
+	}
+	if c != nil {
+		took, err := c.take()
+		if err != nil || !took {
+			// Nothing of it took place: no copy is for anyone.
+			return errors.Join(err, held.Done())
+		}
+	}
+	return held.Record()
+}
+
+// committed is an operation's Commit and the step that makes its file.
+type committed struct {
+	Commit
+	take func() (bool, error)
 }
 
 // newHeader is the first line of a new inbox file.

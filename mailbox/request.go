@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/eventlog"
+	"github.com/agentmsg/agentmsg/message"
 )
 
 // Request is an open request that any agent of a team may claim, and
@@ -46,6 +47,9 @@ type requestFile struct {
 type claimFile struct {
 	By string    `json:"by"`
 	At time.Time `json:"at"`
+	// Told is the message that tells the requester of this claim
+	// (ClaimTelling): its intent takes place only with this claim.
+	Told message.ID `json:"told,omitempty"`
 }
 
 // RequestState is where a request stands.
@@ -140,10 +144,44 @@ func (s *Store) Post(team string, r Request) error {
 	return nil
 }
 
+// PostTelling posts r in team and records env, the message that tells of
+// it, in the inbox of each of agents, in one step (see Intent): a writer
+// that dies before r is posted leaves neither, one that dies after leaves
+// an intent that Complete finishes. An error that is a *BroadcastError
+// names the inboxes not told yet (Complete records them later): r is
+// posted. Any other error: r is not.
+func (s *Store) PostTelling(team string, r Request, env Envelope, agents []string) error {
+	_, path, _, err := s.requestPaths(team, r.ID)
+	if err != nil {
+		return err
+	}
+	file, err := s.commitFile(path)
+	if err != nil {
+		return err
+	}
+	return s.appendAll(team, agents, env, &committed{Commit: Commit{File: file}, take: func() (bool, error) {
+		if err := s.Post(team, r); err != nil {
+			return false, err
+		}
+		return true, nil
+	}})
+}
+
 // Claim gives request id to claimant if nobody has it yet. Across any
 // number of processes exactly one claim succeeds; every other gets a
 // *ClaimedError naming the winner.
 func (s *Store) Claim(team, id, claimant string) (Request, error) {
+	return s.ClaimTelling(team, id, claimant, nil)
+}
+
+// ClaimTelling is Claim, with the requester told in the same step (see
+// Intent): tell(r) is the message for its inbox. A claimant killed between
+// the two neither leaves the request claimed and its requester never told,
+// nor tells of a claim it did not win. An error that is a *BroadcastError
+// is a claim that stands and a message not recorded yet (Complete records
+// it). A claimant that is the requester is not told; nor is anyone when
+// tell is nil.
+func (s *Store) ClaimTelling(team, id, claimant string, tell func(Request) (Envelope, error)) (Request, error) {
 	dir, path, claimPath, err := s.requestPaths(team, id)
 	if err != nil {
 		return Request{}, err
@@ -159,23 +197,49 @@ func (s *Store) Claim(team, id, claimant string) (Request, error) {
 	if r.Timeout > 0 && !now.Before(r.Posted.Add(r.Timeout)) {
 		return r, fmt.Errorf("claiming request %s: %w at %s", id, ErrExpired, r.Posted.Add(r.Timeout).Format(time.RFC3339))
 	}
-	data, err := json.Marshal(claimFile{By: claimant, At: now})
+	c := claimFile{By: claimant, At: now}
+	var env Envelope
+	if tell != nil && r.From != claimant {
+		if env, err = tell(r); err != nil {
+			return r, err
+		}
+		c.Told = env.ID
+	}
+	data, err := json.Marshal(c)
 	if err != nil {
 		return r, err
 	}
-	err = s.createExclusive(dir, claimPath, data)
-	if errors.Is(err, os.ErrExist) {
-		c, rerr := readClaim(claimPath)
-		if rerr != nil {
-			return r, rerr
+	var lost error
+	take := func() (bool, error) {
+		err := s.createExclusive(dir, claimPath, data)
+		if errors.Is(err, os.ErrExist) {
+			won, rerr := readClaim(claimPath)
+			if rerr != nil {
+				return false, rerr
+			}
+			lost = &ClaimedError{RequestID: id, By: won.By, At: won.At}
+			return false, nil
 		}
-		return r, &ClaimedError{RequestID: id, By: c.By, At: c.At}
+		if err != nil {
+			return false, fmt.Errorf("claiming request %s: %w", id, err)
+		}
+		return true, nil
 	}
-	if err != nil {
-		return r, fmt.Errorf("claiming request %s: %w", id, err)
+	if c.Told == "" {
+		_, err = take()
+	} else {
+		file, ferr := s.commitFile(claimPath)
+		if ferr != nil {
+			return r, ferr
+		}
+		err = s.appendAll(team, []string{r.From}, env, &committed{Commit: Commit{File: file, Holds: string(data)}, take: take})
+	}
+	var be *BroadcastError
+	if lost != nil || err != nil && !errors.As(err, &be) {
+		return r, errors.Join(lost, err)
 	}
 	s.emit(eventlog.Event{Type: "message.claimed", Team: team, Agent: claimant, Message: id, From: r.From})
-	return r, nil
+	return r, err
 }
 
 // createExclusive makes path with data unless it exists. The data goes to

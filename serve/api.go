@@ -81,7 +81,8 @@ type draft struct {
 	// ID, when given, is the message's id as the app chose it
 	// (MSG_<FROM>_<8 hex>): a client that loses its connection reads the
 	// message's fate at GET /v1/messages/{id}, and a retry with the same
-	// id is refused (409) instead of sending it twice.
+	// id is refused (409) instead of sending it twice; a broadcast's retry
+	// of the same message finishes it instead (courier.BroadcastOnce).
 	ID   string            `json:"id,omitempty"`
 	Text string            `json:"text"`
 	Type string            `json:"type,omitempty"`

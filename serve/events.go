@@ -292,6 +292,13 @@ func (d *Daemon) watchAgents(ctx context.Context) {
 			for session := range prev {
 				if _, still := now[session]; !still {
 					evs = append(evs, eventlog.Event{Type: "agent.gone", Place: socket, Detail: session})
+					// Its process is gone, and so is any use of the token
+					// spawn gave it (its handlers go within a second).
+					if d.mcps.tokens != nil {
+						if _, err := d.mcps.tokens.RevokeSession(socket, session, ""); err != nil {
+							d.logf("revoking the MCP tokens of %s, which is gone: %v", session, err)
+						}
+					}
 				}
 			}
 			last[socket] = now

@@ -641,10 +641,12 @@ func TestLookForegroundSeesALauncherHandOver(t *testing.T) {
 			raw("new-session", "-d", "-s", "launch", "-x", "120", "-y", "30",
 				"sh", "-c", `echo launching; while [ ! -e "$0" ]; do sleep 0.01; done; exec cat`, gate)
 			var p Pane
+			// sh runs, and has drawn its line (under load the command
+			// read sh before the echo reached the screen).
 			waitFor(t, func() bool {
 				var err error
 				p, err = sessionPane(ctx, c, "launch")
-				return err == nil && p.Command == "sh"
+				return err == nil && p.Command == "sh" && strings.Contains(raw("capture-pane", "-p", "-t", p.ID), "launching")
 			})
 			raw("copy-mode", "-t", p.ID)
 			screen, command, err := c.LookForeground(ctx, p.ID, true)
