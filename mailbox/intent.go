@@ -28,6 +28,10 @@ import (
 // copy. Without it, a daemon SIGKILLed while it recorded a broadcast to 12
 // agents left the message in 9 inboxes for good (issue 29).
 //
+// A task and the messages it carries take the same step the other way
+// round (see Carry): the intent names the messages with the records they
+// had, and Complete gives those back unless the task is in its inbox.
+//
 // The writer holds an flock on the intent file itself from before it is
 // seen under its name until it is removed, so that Complete never records
 // copies that a live writer is about to record: Complete takes the same
@@ -44,14 +48,20 @@ type Intent struct {
 	// took place; without its file (or with another content), the writer
 	// died before it did, and no copy is recorded.
 	Commit *Commit `json:"commit,omitempty"`
+	// Carried are messages of the one inbox in To that the operation
+	// marked as carried by its message (Commit.Recorded): when it did not
+	// take place, each gets its record back (see Carry).
+	Carried []Carried `json:"carried,omitempty"`
 }
 
-// Commit is a file that an operation makes, after its intent, to take
-// place: a request's file, the mark that one nudger tells a team of an
-// expired request.
+// Commit is what an operation makes, after its intent, to take place: a
+// file (a request's, the mark that one nudger tells a team of an expired
+// request), or its message in its one inbox (Recorded: a task, which its
+// writer records and types itself; no copy is ever recorded late).
 type Commit struct {
-	File  string `json:"file"`            // relative to the place's directory
-	Holds string `json:"holds,omitempty"` // when set, the file's whole content
+	File     string `json:"file,omitempty"`     // relative to the place's directory
+	Holds    string `json:"holds,omitempty"`    // when set, the file's whole content
+	Recorded bool   `json:"recorded,omitempty"` // the message in its inbox, not a file
 }
 
 // ErrBadIntent: an intent that cannot be recorded as given.
@@ -79,6 +89,10 @@ type Intended struct {
 func (s *Store) Intend(in Intent) (*Intended, error) {
 	if !message.Valid(string(in.Env.ID)) || len(in.To) == 0 {
 		return nil, fmt.Errorf("%w: message %q for %d inboxes", ErrBadIntent, in.Env.ID, len(in.To))
+	}
+	recorded := in.Commit != nil && in.Commit.Recorded
+	if (recorded || len(in.Carried) > 0) && (!recorded || len(in.To) != 1) {
+		return nil, fmt.Errorf("%w: message %q carries %d messages, in %d inboxes", ErrBadIntent, in.Env.ID, len(in.Carried), len(in.To))
 	}
 	for _, to := range in.To {
 		if _, err := s.Box(to.Team, to.Agent); err != nil {
@@ -282,11 +296,16 @@ func (s *Store) completeOne(ctx context.Context, id message.ID, wait bool) (Inte
 	if err := json.Unmarshal(data, &in); err != nil {
 		return Intent{}, false, fmt.Errorf("reading the intent of %s: %w", id, err)
 	}
-	took, err := s.tookPlace(in.Commit)
+	took, err := s.tookPlace(in)
 	if err != nil {
 		return Intent{}, false, fmt.Errorf("the intent of %s: %w", id, err)
 	}
-	if took {
+	switch {
+	case !took:
+		if err := s.putBack(in); err != nil {
+			return Intent{}, false, fmt.Errorf("putting back what %s was to carry: %w", id, err)
+		}
+	case in.Commit == nil || !in.Commit.Recorded:
 		if err := s.recordMissing(in); err != nil {
 			return Intent{}, false, fmt.Errorf("completing %s: %w", id, err)
 		}
@@ -323,10 +342,17 @@ func sameFile(f *os.File, path string) bool {
 	return err == nil && os.SameFile(a, b)
 }
 
-// tookPlace reports whether c's operation took place (no Commit: yes).
-func (s *Store) tookPlace(c *Commit) (bool, error) {
+// tookPlace reports whether in's operation took place (no Commit: yes).
+func (s *Store) tookPlace(in Intent) (bool, error) {
+	c := in.Commit
 	if c == nil {
 		return true, nil
+	}
+	if c.Recorded {
+		if len(in.To) != 1 {
+			return false, fmt.Errorf("%w: message %s recorded in %d inboxes", ErrBadIntent, in.Env.ID, len(in.To))
+		}
+		return s.holds(in.To[0].Team, in.To[0].Agent, in.Env.ID)
 	}
 	if c.File == "" || filepath.IsAbs(c.File) || strings.HasPrefix(filepath.Clean(c.File), "..") {
 		return false, fmt.Errorf("%w: commit file %q", ErrBadIntent, c.File)
