@@ -108,6 +108,44 @@ func (b *Box) SetDelivery(id message.ID, d Delivery) error {
 	return nil
 }
 
+// setDeliveryIf records d for message id, as SetDelivery does, only while
+// its latest record is still was: the look and the write are one step
+// under the inbox lock, so no other record comes between them. ok says
+// whether it recorded d (not when the message is not in the inbox).
+func (b *Box) setDeliveryIf(id message.ID, was, d Delivery) (ok bool, err error) {
+	if d.Updated.IsZero() {
+		d.Updated = b.s.now()
+	}
+	d.Updated = d.Updated.UTC()
+	line, err := json.Marshal(updateRecord{Update: id, Delivery: &d})
+	if err != nil {
+		return false, err
+	}
+	if err := b.s.mkdir(b.dir); err != nil {
+		return false, err
+	}
+	unlock, err := b.s.lock(b.lockPath())
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	recs, _, err := deliveriesOf(b.path(), id, Position{})
+	if err != nil || len(recs) == 0 || !sameDelivery(recs[len(recs)-1], was) {
+		return false, err
+	}
+	if err := b.appendLocked(append(line, '\n'), cached); err != nil {
+		return false, fmt.Errorf("recording delivery of %s to %s: %w", id, b.Agent, err)
+	}
+	b.s.emit(b.delivered(id, d))
+	return true, nil
+}
+
+// sameDelivery reports whether a and b are one record.
+func sameDelivery(a, b Delivery) bool {
+	return a.State == b.State && a.Attempts == b.Attempts && a.LastVerdict == b.LastVerdict &&
+		a.Reason == b.Reason && a.Reached == b.Reached && a.Updated.Equal(b.Updated)
+}
+
 // durability says when an appended line is on disk.
 type durability int
 
@@ -143,7 +181,12 @@ func (b *Box) appendRecord(v any, d durability) error {
 		return err
 	}
 	defer unlock()
+	return b.appendLocked(line, d)
+}
 
+// appendLocked is appendRecord of a marshalled line once the caller holds
+// the inbox lock.
+func (b *Box) appendLocked(line []byte, d durability) error {
 	// Open by path only once locked: compaction may have renamed a new
 	// file into place while we waited.
 	f, err := plainfile.Open(b.path(), os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o600)

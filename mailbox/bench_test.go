@@ -149,3 +149,43 @@ func BenchmarkFanout12(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCarry2 is a task assign's record of a task carrying two
+// waiting messages: their marks and the task (what it was before), and
+// the same in one step (Carry's intent first, Done after).
+func BenchmarkCarry2(b *testing.B) {
+	for _, intent := range []bool{false, true} {
+		b.Run(map[bool]string{false: "marks+task", true: "intent+marks+task"}[intent], func(b *testing.B) {
+			s := newStore(b)
+			bx := box(b, s, "ana")
+			for b.Loop() {
+				b.StopTimer()
+				waiting := appendN(b, bx, 2)
+				for i := range waiting {
+					waiting[i].Delivery = &Delivery{State: StateDeferred}
+				}
+				task := newEnv(b, "lead", "ana", "the task")
+				b.StartTimer()
+				var c *Carrying
+				if intent {
+					var err error
+					if c, err = s.Carry(team, "ana", task.ID, waiting, "read: inside a task"); err != nil {
+						b.Fatal(err)
+					}
+				} else {
+					for _, e := range waiting {
+						if err := bx.SetDelivery(e.ID, Delivery{State: StateRead, LastVerdict: "read: inside a task"}); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				if err := bx.Append(task); err != nil {
+					b.Fatal(err)
+				}
+				if err := c.Done(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

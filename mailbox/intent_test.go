@@ -542,3 +542,49 @@ func TestHelperClaimTeller(t *testing.T) {
 		}
 	}
 }
+
+// A writer killed while it wrote its intent's temp file (before the
+// intent was made) leaves it: Complete removes it once no writer holds
+// it, right away when it holds an intent, after deadTempAge when empty
+// (its writer may be between making and locking it). One a writer holds
+// stays.
+func TestCompleteRemovesDeadIntentTemps(t *testing.T) {
+	s := newStore(t)
+	dir := s.intentDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dead := filepath.Join(dir, ".MSG_LEAD_00000001.json.tmp1")
+	if err := os.WriteFile(dead, []byte(`{"envelope":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, ".MSG_LEAD_00000002.json.tmp2")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	oldEmpty := filepath.Join(dir, ".MSG_LEAD_00000003.json.tmp3")
+	if err := os.WriteFile(oldEmpty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * deadTempAge)
+	if err := os.Chtimes(oldEmpty, old, old); err != nil {
+		t.Fatal(err)
+	}
+	held, err := writeLocked(dir, ".MSG_LEAD_00000004.json.tmp*", []byte(`{"envelope":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	other := filepath.Join(dir, "notes.txt") // not ours
+	if err := os.WriteFile(other, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]bool{dead: false, empty: true, oldEmpty: false, held.Name(): true, other: true} {
+		if _, err := os.Stat(path); (err == nil) != want {
+			t.Errorf("%s: there %v, want %v", filepath.Base(path), err == nil, want)
+		}
+	}
+}

@@ -70,6 +70,9 @@ type SendRequest struct {
 	// one. Another host's agent gets the message through the daemon's
 	// link (Service.Hosts).
 	Host string
+	// fresh: Draft.ID was made just now (AssignTask), so no inbox holds
+	// it, and the inbox is not read to make sure.
+	fresh bool
 }
 
 // SendResult is what a message to one agent became.
@@ -117,7 +120,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	if err != nil {
 		return out, err
 	}
-	if env.ID != "" {
+	if env.ID != "" && !req.fresh {
 		team, agent := courier.Inbox(t)
 		if s.Store.Holds(team, agent, env.ID) {
 			return out, fmt.Errorf("%w: %s in %s's inbox", ErrDuplicateID, env.ID, t)

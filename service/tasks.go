@@ -36,6 +36,11 @@ type AssignResult struct {
 // would otherwise miss), then the task; those messages are read
 // afterwards, and not typed on their own. A task that is not delivered
 // (a result that is not OK) leaves them waiting as before.
+//
+// The task and the messages it carries are one step (mailbox.Carry): a
+// crash at any moment leaves the task recorded with them read, or them as
+// they were, waiting to be typed on their own once the next deliver has
+// put them back; never read and in no task.
 func (s *Service) AssignTask(ctx context.Context, req AssignRequest) (AssignResult, error) {
 	out := AssignResult{SendResult: SendResult{From: s.Name}}
 	task := strings.TrimSpace(req.Task)
@@ -43,6 +48,10 @@ func (s *Service) AssignTask(ctx context.Context, req AssignRequest) (AssignResu
 		return out, fmt.Errorf("%w: say what %s is to do", ErrEmptyTask, req.To.Agent())
 	}
 	team, agent := courier.Inbox(req.To)
+	// A task assign killed before its task was recorded left what it was
+	// to carry marked read: given back first, this task carries it. (What
+	// cannot be finished now is a deliver's to report, and to finish.)
+	_, _ = s.Store.Complete()
 	unread, err := s.Store.Unread(team, agent, agent)
 	if err != nil {
 		return out, fmt.Errorf("reading %s's unread messages: %w", req.To, err)
@@ -58,37 +67,46 @@ func (s *Service) AssignTask(ctx context.Context, req AssignRequest) (AssignResu
 	// The injected ones travel inside the task: marked read before it is
 	// sent, so that the send (which types older waiting messages first)
 	// and deliver do not type them on their own as well. Put back if the
-	// task is refused.
-	var carried []mailbox.Envelope
+	// task is refused; and, should this process die before the task is
+	// recorded, by the next deliver.
+	var waiting []mailbox.Envelope
 	for _, e := range notSeen {
 		if e.Delivery != nil && e.Delivery.State.Outstanding() {
-			rec := mailbox.Delivery{State: mailbox.StateRead, Attempts: e.Delivery.Attempts, LastVerdict: "read: inside a task"}
-			if err := box.SetDelivery(e.ID, rec); err != nil {
-				return out, fmt.Errorf("recording that the task carries %s: %w", e.ID, err)
-			}
-			carried = append(carried, e)
+			waiting = append(waiting, e)
 		}
 	}
-	dr := Draft{Text: withContext(notSeen, task), Type: string(mailbox.TypeTask)}
+	id, err := message.NewID(s.Sender, nil)
+	if err != nil {
+		return out, err
+	}
+	carrying, err := s.Store.Carry(team, agent, id, waiting, "read: inside a task")
+	if err != nil {
+		return out, err
+	}
+	dr := Draft{Text: withContext(notSeen, task), Type: string(mailbox.TypeTask), ID: id}
 	if req.TaskID != "" {
 		dr.Meta = map[string]string{"task_id": req.TaskID}
 	}
-	out.SendResult, err = s.Send(ctx, SendRequest{To: req.To, Draft: dr, InboxIfAbsent: true, Delivery: Delivery{Queue: true}})
+	out.SendResult, err = s.Send(ctx, SendRequest{To: req.To, Draft: dr, InboxIfAbsent: true, Delivery: Delivery{Queue: true}, fresh: true})
 	if err != nil || !out.OK() {
 		// The task was not kept anywhere: the messages wait on their own.
-		// One that cannot be put back (a full disk) stays marked read and
-		// is never typed: said with the task's outcome, not dropped.
-		for _, e := range carried {
-			if perr := box.SetDelivery(e.ID, *e.Delivery); perr != nil {
-				out.Err = errors.Join(out.Err, fmt.Errorf("%s stays marked read though the task did not carry it (putting it back to wait failed): %w", e.ID, perr))
-			}
+		// Those that cannot be put back (a full disk) stay marked read
+		// until a deliver can: said with the task's outcome, not dropped.
+		if perr := carrying.PutBack(); perr != nil {
+			out.Err = errors.Join(out.Err, fmt.Errorf("putting back what the task was to carry failed; the next deliver puts it back unless the task is in the inbox: %w", perr))
 		}
 		return out, err
 	}
-	// The agent has these now, in the task or typed earlier: they are read.
+	// Recorded: it carries them. An intent left behind names a task in
+	// the inbox, and the next Complete only removes it.
+	_ = carrying.Done()
+	// The agent has these now, in the task or typed earlier: they are
+	// read. One on its way to the pane is not, until it gets there.
 	shown := map[message.ID]bool{}
 	for _, e := range unread.Envelopes {
-		shown[e.ID] = true
+		if !onItsWay(e) {
+			shown[e.ID] = true
+		}
 	}
 	for _, e := range notSeen {
 		out.Injected = append(out.Injected, e.ID)
@@ -102,14 +120,17 @@ func (s *Service) AssignTask(ctx context.Context, req AssignRequest) (AssignResu
 }
 
 // notSeen are the unread messages an agent has not seen: messages already
-// typed into its pane (submitted, queued) reached it; of the others, no
+// typed into its pane (submitted, queued) reached it, and those marked
+// read rode in an earlier task (whose writer died before it moved the
+// cursor past them: listed again, they would reach the agent twice); one
+// on its way there is a deliverer's (see onItsWay). Of the others, no
 // request that is claimed or expired goes in front of a task: as deliver
 // does, that is recorded as skipped, not typed.
 func (s *Service) notSeen(team string, box *mailbox.Box, unread []mailbox.Envelope) ([]mailbox.Envelope, error) {
 	var out []mailbox.Envelope
 	for _, e := range unread {
 		d := e.Delivery
-		if d != nil && (d.State == mailbox.StateSubmitted || d.State == mailbox.StateQueued) {
+		if (d != nil && d.State.Seen()) || onItsWay(e) {
 			continue
 		}
 		if why := s.Store.Withdrawn(team, e); why != "" {
@@ -124,6 +145,15 @@ func (s *Service) notSeen(team string, box *mailbox.Box, unread []mailbox.Envelo
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// onItsWay reports whether e is being typed into its agent's pane, or may
+// be there already: a typist at work (typing), or one that died and left
+// it to a deliverer, which looks for it on the screen before it types it
+// again (typing, typed). In a task as well, it could reach the agent twice
+// (a task assign killed while it typed its task left it so).
+func onItsWay(e mailbox.Envelope) bool {
+	return e.Delivery != nil && (e.Delivery.State == mailbox.StateTyping || e.Delivery.State == mailbox.StateTyped)
 }
 
 // withContext is a task's text: the agent's unread messages first (the

@@ -122,3 +122,56 @@ func TestAssignTaskSaysWhatItCouldNotPutBack(t *testing.T) {
 		t.Fatalf("AssignTask whose put-back failed = %+v, %v; want its outcome to name %s", res, err, waiting.ID)
 	}
 }
+
+// A task carries only what waits to be typed. A message on its way into
+// the pane (its typist at work, or one that died and left it to a
+// deliverer, which looks for it before it types it again: typing, typed)
+// may be there already, and one read inside an earlier task (whose writer
+// died before it moved the cursor past it) reached the agent with that
+// task: in this one too, either would reach the agent twice. Neither goes
+// in, none is marked read by it, and ana's cursor stops before the first
+// message still on its way.
+func TestAssignTaskCarriesOnlyWhatWaits(t *testing.T) {
+	s := testService(t, faketmux.New("agent-alpha-ana"))
+	box, err := s.Store.Box("alpha", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(content string, d mailbox.Delivery) message.ID {
+		id, err := message.NewID("BOB", nil)
+		if err == nil {
+			err = box.Append(mailbox.Envelope{ID: id, From: "bob", To: "ana", Type: mailbox.TypeText, Content: content, Delivery: &d})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	typing := record("half typed", mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Reached: "pressed"})
+	typed := record("in the box", mailbox.Delivery{State: mailbox.StateTyped, Attempts: 1})
+	read := record("in an earlier task", mailbox.Delivery{State: mailbox.StateRead, LastVerdict: "read: inside a task"})
+	waiting := record("waits", mailbox.Delivery{State: mailbox.StateDeferred, Attempts: 1})
+
+	res, err := s.AssignTask(context.Background(), AssignRequest{To: to(t, "ana"), Task: "ship it"})
+	if err != nil || !res.OK() || !slices.Equal(res.Injected, []message.ID{waiting}) {
+		t.Fatalf("AssignTask = %+v, %v; want %s alone injected", res, err, waiting)
+	}
+	b, err := s.Store.Read("alpha", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := map[message.ID]mailbox.DeliveryState{}
+	for _, e := range b.Envelopes {
+		state[e.ID] = e.Delivery.State
+		if e.ID == res.ID && e.Content != "You have 1 unread message:\n["+string(waiting)+"] from bob (text): waits\n\nYour task:\nship it" {
+			t.Errorf("the task as stored: %q", e.Content)
+		}
+	}
+	if state[waiting] != mailbox.StateRead || state[read] != mailbox.StateRead || state[typing] == mailbox.StateRead || state[typed] == mailbox.StateRead {
+		t.Errorf("states after the task: %v", state)
+	}
+	unread, err := s.Store.Unread("alpha", "ana", "ana")
+	if err != nil || len(unread.Envelopes) == 0 || unread.Envelopes[0].ID != typing {
+		t.Errorf("ana's unread after the task: %+v, %v; want it to start at %s", unread.Envelopes, err, typing)
+	}
+}

@@ -63,6 +63,11 @@ func benches(sends, senders, each int, claude, daemon bool) []bench {
 		{"broadcast-20", func() (row, error) { return benchBroadcast(20, 5) }},
 		{"broadcast-100", func() (row, error) { return benchBroadcast(100, 5) }},
 		{"concurrent", func() (row, error) { return benchConcurrent(senders, each) }},
+		// A task assign with nothing to carry, and one carrying two
+		// messages that wait: what the durable step that carries them (a
+		// mailbox intent, mailbox.Carry) costs shows in the second.
+		{"task-assign", func() (row, error) { return benchTask(sends, 0) }},
+		{"task-assign-carrying", func() (row, error) { return benchTask(sends, 2) }},
 	}
 	if claude {
 		bs = append(bs, bench{"claude", func() (row, error) { return benchClaude(10) }})
@@ -327,6 +332,56 @@ func benchConcurrent(senders, each int) (row, error) {
 		what:   fmt.Sprintf("%d senders x %d messages to one agent", senders, each),
 		result: fmt.Sprintf("%.0f msgs/s, %d of %d merged or lost", float64(total)/elapsed.Seconds(), merged, total),
 		target: ">= 60 msgs/s, 0 merged",
+	}, nil
+}
+
+// benchTask times n task assigns to a ready agent, each carrying carry
+// messages recorded for it just before (waiting to be typed, as a
+// deferred send leaves them).
+func benchTask(n, carry int) (row, error) {
+	var times []time.Duration
+	err := withServer(1, func(s *harness.Server, agents []*harness.Agent) error {
+		box, err := s.Mailbox().Box("bench", "a000")
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			for j := range carry {
+				id, err := message.NewID("BOB", nil)
+				if err != nil {
+					return err
+				}
+				if err := box.Append(mailbox.Envelope{ID: id, From: "bob", To: "a000", Type: mailbox.TypeText,
+					Content: fmt.Sprintf("note %d.%d", i, j), Delivery: &mailbox.Delivery{State: mailbox.StateDeferred}}); err != nil {
+					return err
+				}
+			}
+			res, err := s.Run("--json", "--team", "bench", "--from", "lead", "task", "assign", "bench", "a000", fmt.Sprintf("task %d", i))
+			if err != nil {
+				return err
+			}
+			var rep struct {
+				harness.SendReport
+				Injected []string `json:"injected"`
+			}
+			if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &rep) != nil || len(rep.Injected) != carry {
+				return fmt.Errorf("task %d: %s", i, res)
+			}
+			times = append(times, res.Elapsed)
+		}
+		got, err := agents[0].WaitReceived(n, 10*time.Second)
+		if err != nil || len(got) != n {
+			return fmt.Errorf("agent received %d of %d: %v", len(got), n, err)
+		}
+		return nil
+	}, harness.Style("plain"))
+	if err != nil {
+		return row{}, err
+	}
+	return row{
+		what:   fmt.Sprintf("task assign to a ready agent, carrying %d messages, process start to verdict (n=%d)", carry, n),
+		result: fmt.Sprintf("median %s, p95 %s", ms(harness.Percentile(times, 50)), ms(harness.Percentile(times, 95))),
+		target: "-",
 	}, nil
 }
 
