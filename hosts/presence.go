@@ -127,15 +127,24 @@ func (l *Link) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
-	kv, err := keyValue(ctx, l.bjs, jetstream.KeyValueConfig{
-		Bucket: presenceBucket, History: 1, Storage: jetstream.FileStorage, Replicas: max(l.opts.Replicas, 1),
-	})
+	kv, err := l.presence(ctx)
 	if err == nil {
 		l.mu.Lock()
 		l.kv = kv
 		l.mu.Unlock()
 	}
 	return kv, err
+}
+
+// presence opens the presence bucket on the bus, made where it is missing
+// and this host's user may make it (else the operator does), and checked
+// otherwise: one that lets a packet roll it up (remove every other host's
+// entry) is not used.
+func (l *Link) presence(ctx context.Context) (jetstream.KeyValue, error) {
+	if _, _, err := ensure(ctx, l.bjs, presenceStream(l.opts.Replicas), false); err != nil {
+		return nil, fmt.Errorf("the presence bucket: %w", err)
+	}
+	return l.bjs.KeyValue(ctx, presenceBucket)
 }
 
 // keyValue opens the bucket cfg names, making it when missing (and taking

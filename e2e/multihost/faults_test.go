@@ -28,7 +28,6 @@ import (
 
 	"github.com/agentmsg/agentmsg/e2e/harness"
 	"github.com/agentmsg/agentmsg/e2e/netlab"
-	"github.com/agentmsg/agentmsg/hosts"
 )
 
 func TestMain(m *testing.M) {
@@ -202,30 +201,13 @@ func TestHostsSurviveFaults(t *testing.T) {
 
 	lab := netlab.New(t, 3)
 	// h1 and h2 reach the cluster directly; h3 only through an SSH tunnel
-	// that h1's daemon keeps (agentmsg hosts add h3 --ssh, below).
+	// that h1's daemon keeps (agentmsg hosts add h3 --ssh, below). h1 is
+	// the operator's machine too: its config names the operator's key.
 	sshd := lab.StartSSHD(lab.Hosts[2])
-	keys := t.TempDir()
-	users := map[string]string{}
-	seeds := map[string]string{}
-	for _, name := range []string{"h1", "h2"} {
-		seedBytes, public, err := hosts.NewUser()
-		if err != nil {
-			t.Fatal(err)
-		}
-		seeds[name] = filepath.Join(keys, name+".nk")
-		if err := os.WriteFile(seeds[name], seedBytes, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		users[name] = hosts.UserConfig(name, public)
-	}
-	authOf := func() netlab.NATSOptions {
-		return netlab.NATSOptions{Auth: "authorization {\n users = [\n" + strings.Join(slices.Sorted(maps.Values(users)), "\n") + " ]\n}\n"}
-	}
-	cluster := lab.StartNATS(authOf())
-	var urls []string
-	for i := range lab.Hosts {
-		urls = append(urls, cluster.ClientURL(i))
-	}
+	b := newBus(t, lab)
+	b.add("h1")
+	b.add("h2")
+	cluster := b.cluster
 
 	hs := make([]*host, len(lab.Hosts))
 	for i, nh := range lab.Hosts {
@@ -235,26 +217,29 @@ func TestHostsSurviveFaults(t *testing.T) {
 		}
 		if i < 2 {
 			appendConfig(t, h.srv, fmt.Sprintf("\n[hosts]\nname = %q\nnats = %q\nnkey_file = %q\nca_file = %q\nreplicas = 3\n",
-				h.name, strings.Join(urls, ","), seeds[h.name], cluster.CAFile()))
+				h.name, strings.Join(b.urls, ","), b.seeds[h.name], cluster.CAFile()))
+		}
+		if i == 0 {
+			appendConfig(t, h.srv, b.operatorTable())
 		}
 		hs[i] = h
 	}
-	// h3 joins as a person would: hosts add on h1 makes its key, installs
-	// it, the CA and h3's [hosts] on the box over ssh, and adds the tunnel
-	// to h1's config; the operator adds the user it printed to the bus.
+	// h3 joins as a person would: hosts add on h1 makes its stream (as the
+	// operator) and its key, installs the key, the CA and h3's [hosts] on
+	// the box over ssh, and adds the tunnel to h1's config; the operator
+	// adds the user it printed to the bus.
 	res := hs[0].srv.Run("--json", "hosts", "add", "h3", "--ssh", sshd.Alias, "--ssh-config", sshd.Config,
 		"--port", "14222", "--remote-config-dir", filepath.Dir(hs[2].srv.ConfigPath()))
 	added, err := harness.Decode[struct {
-		User string `json:"nats_user"`
-		Box  string `json:"box_settings"`
+		User        string   `json:"nats_user"`
+		Box         string   `json:"box_settings"`
+		Provisioned []string `json:"provisioned"`
 	}](res.Stdout)
-	if res.Code != 0 || err != nil || !strings.Contains(added.Box, `nats = "tls://127.0.0.1:14222"`) {
+	if res.Code != 0 || err != nil || !strings.Contains(added.Box, `nats = "tls://127.0.0.1:14222"`) || !slices.Contains(added.Provisioned, "made AGENTMSG_h3") {
 		t.Fatalf("hosts add h3 --ssh: %v\n%s", err, res)
 	}
-	users["h3"] = added.User
-	if err := cluster.Reload(authOf()); err != nil {
-		t.Fatal(err)
-	}
+	b.users["h3"] = added.User
+	b.reload()
 	for i, h := range hs {
 		for k := 1; k <= 3; k++ {
 			busy := time.Duration(rng.IntN(4)*100) * time.Millisecond
@@ -523,7 +508,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // waitAllHostsUp waits until every host lists every host up with its
-// agents agents.
+// agents agents (any number but none, when agents < 0).
 func waitAllHostsUp(t *testing.T, hs []*host, agents int) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
@@ -540,7 +525,7 @@ func waitAllHostsUp(t *testing.T, hs []*host, agents int) {
 			_ = json.Unmarshal([]byte(res.Stdout), &doc)
 			up := 0
 			for _, x := range doc.Hosts {
-				if x.Up && len(x.Agents) == agents {
+				if x.Up && (len(x.Agents) == agents || agents < 0 && len(x.Agents) > 0) {
 					up++
 				}
 			}
