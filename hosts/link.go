@@ -92,6 +92,12 @@ type Link struct {
 	kv jetstream.KeyValue
 	// busClock relates the bus's clock to this host's (presence ages).
 	busClock busClock
+	// beats are the heartbeats heard; listening, whether this host's
+	// subscription to them is made.
+	beats     beats
+	listening bool
+	// others are the agents other hosts' entries listed when last read.
+	others map[string][]string
 }
 
 // AnnounceEvery is how often a host puts its presence on the bus.
@@ -199,11 +205,15 @@ func (l *Link) dialBus() (*nats.Conn, error) {
 		Name: "agentmsg-" + o.Name, Inbox: inboxPrefix(o.Name),
 		Extra: []nats.Option{
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				l.beats.stop()
 				if err != nil {
 					o.Logf("hosts: link to the bus down: %v", err)
 				}
 			}),
-			nats.ReconnectHandler(func(*nats.Conn) { l.ring() }),
+			nats.ReconnectHandler(func(*nats.Conn) {
+				l.beats.restart()
+				l.ring()
+			}),
 			// What the bus refuses without an answer (a subscription its
 			// permissions deny, a slow consumer) is said, not lost.
 			nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {

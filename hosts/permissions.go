@@ -9,9 +9,10 @@ import (
 
 // Permissions are what host name's NATS user may do on the bus, and no
 // more: publish its own packets (subjects that end in its name, so that
-// the subject proves the sender), read and clear its own stream, put its
-// own presence entry and read everyone's, hear what is published to it
-// (the doorbell) and receive answers on its own inbox prefix.
+// the subject proves the sender) and heartbeats, read and clear its own
+// stream, put its own presence entry and read everyone's, hear what is
+// published to it (the doorbell) and everyone's heartbeats, and receive
+// answers on its own inbox prefix.
 //
 // It may not make or change any stream, consumer or bucket: a stream's
 // configuration is enough to read others' mail (sources, mirror: the
@@ -24,6 +25,7 @@ func Permissions(name string) (publish, subscribe []string) {
 	stream, kv := streamName(name), "KV_"+presenceBucket
 	publish = []string{
 		subject("*", "*", name),
+		beatSubject(name),
 		"$JS.API.STREAM.INFO." + stream,
 		"$JS.API.STREAM.MSG.GET." + stream,
 		"$JS.API.STREAM.PURGE." + stream,
@@ -32,7 +34,7 @@ func Permissions(name string) (publish, subscribe []string) {
 		"$KV." + presenceBucket + "." + name,
 		"$JS.API.DIRECT.GET." + kv + ".>",
 	}
-	subscribe = []string{inboxPrefix(name) + ".>", subject("*", name, "*")}
+	subscribe = []string{inboxPrefix(name) + ".>", subject("*", name, "*"), beatSubject("*")}
 	return publish, subscribe
 }
 

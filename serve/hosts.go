@@ -48,6 +48,9 @@ type hostLink struct {
 	// asked: the last answer of the bus about each host's presence
 	// (see ask), shared by the sends that wait for that host.
 	asked map[string]presenceAnswer
+	// nudged: when each team was last given a pass for a message from
+	// another host that waited (see nudge).
+	nudged map[string]time.Time
 }
 
 // presenceAnswer is what the bus said of a host's presence (when it last
@@ -87,7 +90,7 @@ func (d *Daemon) openHosts(ctx context.Context, root string) (*hostLink, error) 
 	if name == "" {
 		name = hosts.DefaultName()
 	}
-	h := &hostLink{d: d, origins: map[originKey]*origin{}, poke: make(chan struct{}, 1), read: map[[2]string]mailbox.Position{}, gone: map[string]presenceAnswer{}, asked: map[string]presenceAnswer{}}
+	h := &hostLink{d: d, origins: map[originKey]*origin{}, poke: make(chan struct{}, 1), read: map[[2]string]mailbox.Position{}, gone: map[string]presenceAnswer{}, asked: map[string]presenceAnswer{}, nudged: map[string]time.Time{}}
 	url := cfg.NATS
 	link, err := hosts.Open(ctx, hosts.Options{
 		Name: name, Dir: filepath.Join(root, "nats"), URL: url,
@@ -116,6 +119,15 @@ func (h *hostLink) Name() string { return h.link.Name() }
 // List is every host on the bus (service.Hosts).
 func (h *hostLink) List(ctx context.Context) ([]hosts.HostInfo, error) {
 	return h.link.Hosts(ctx)
+}
+
+// Sent is what this host keeps of the copies of message id it sent to
+// other hosts, or of every message (service.Hosts).
+func (h *hostLink) Sent(ctx context.Context, id message.ID) ([]hosts.Sent, error) {
+	if id == "" {
+		return h.link.AllSent(ctx)
+	}
+	return h.link.LookupSent(ctx, string(id))
 }
 
 // agents are this host's agents on its own server, for its presence.
@@ -420,6 +432,11 @@ func verdictOf(t target.Target, id message.ID, host string, ev *hosts.RemoteEven
 		r.Verdict, r.Err = delivery.VerdictUnknown, fmt.Errorf("on host %s: %s", host, detail)
 	default:
 		r.Verdict, r.Err = delivery.Failed, fmt.Errorf("on host %s: %s", host, detail)
+		if ev.Reason == courier.ReasonUnknown {
+			// Recorded failed there, and it may have reached the agent:
+			// a send there says unknown, never failed.
+			r.Verdict = delivery.VerdictUnknown
+		}
 		if notReady(ev.Reason) {
 			// Never typed, as a send here would have said: exit 4.
 			r.Verdict, r.Err = delivery.NotReady, fmt.Errorf("%w: on host %s: %s", delivery.ErrNotReady, host, detail)
@@ -485,7 +502,7 @@ func (h *hostLink) Message(ctx context.Context, p hosts.Packet) error {
 	h.mu.Lock()
 	if k := (originKey{id, team, agent}); h.origins[k] == nil {
 		h.origins[k] = &origin{host: p.From, team: team, agent: agent,
-			latest: mailbox.Delivery{State: mailbox.DeliveryState(got.State), LastVerdict: "from host " + p.From}}
+			latest: mailbox.Delivery{State: mailbox.DeliveryState(got.State), LastVerdict: "from host " + p.From, Updated: time.Now()}}
 	}
 	h.mu.Unlock()
 	if got.State == string(mailbox.StatePending) && svc.Dispatcher != nil {
@@ -620,6 +637,7 @@ func (h *hostLink) reportOnce(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	defer h.nudge(svc)
 	for k := range inboxes {
 		states, err := h.states(svc.Store, k)
 		if err != nil {
@@ -644,6 +662,74 @@ func (h *hostLink) reportOnce(ctx context.Context) {
 			h.tell(ctx, id, o, o.latest) // when it changed since its host heard
 		}
 	}
+}
+
+// nudge runs a pass over a team one of whose agents is ready (at the
+// watcher's last look) while a message from another host waits for it
+// (pending, deferred, or left typing) and has not changed for nudgeAfter:
+// a pass that could not reach tmux (a server that stopped answering for a
+// while) ends with its message untouched, and an agent ready before and
+// after never becomes ready for the watcher, so nothing else would type
+// it (issue 30, finding 3: untyped 30 s after tmux answered again). A
+// team is nudged at most every nudgeAfter; a pass already under way for
+// it takes the nudge as a request for one more (deliverSoon).
+func (h *hostLink) nudge(svc *service.Service) {
+	if svc.Dispatcher == nil {
+		return
+	}
+	d, err := svc.Dispatcher()
+	if err != nil || d.Tmux == nil {
+		return
+	}
+	socket, now := d.Tmux.Server().Socket, time.Now()
+	teams := map[string]bool{}
+	h.mu.Lock()
+	for _, o := range h.origins {
+		st := o.latest.State
+		if st != mailbox.StatePending && st != mailbox.StateDeferred && st != mailbox.StateTyping || now.Sub(o.latest.Updated) < nudgeAfter {
+			continue
+		}
+		if t, ok := courier.InboxOwner(o.team, o.agent); ok && h.d.looked.get(socket, t.Session) == "ready" {
+			teams[t.Team] = true
+		}
+	}
+	for team := range teams {
+		if now.Sub(h.nudged[team]) < nudgeAfter {
+			delete(teams, team)
+			continue
+		}
+		h.nudged[team] = now
+	}
+	h.mu.Unlock()
+	for team := range teams {
+		h.d.deliverSoon(socket, team, courier.Listing{})
+	}
+}
+
+// nudgeAfter is how long a message from another host waits for a ready
+// agent before a pass is run for it, and how often a team is nudged.
+const nudgeAfter = 2 * time.Second
+
+// agentStates are the agents' states at the watcher's last look at each
+// server: socket -> session -> state.
+type agentStates struct {
+	mu sync.Mutex
+	m  map[string]map[string]string
+}
+
+func (a *agentStates) set(socket string, states map[string]string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = map[string]map[string]string{}
+	}
+	a.m[socket] = states
+}
+
+func (a *agentStates) get(socket, session string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.m[socket][session]
 }
 
 // states are the delivery states written to inbox k since the report

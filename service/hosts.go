@@ -29,6 +29,9 @@ type Hosts interface {
 	Send(ctx context.Context, req RemoteRequest) (courier.Result, error)
 	// List is every host on the bus, this one first.
 	List(ctx context.Context) ([]hosts.HostInfo, error)
+	// Sent is what this host keeps of the copies of message id it sent
+	// to other hosts ("": of every message), oldest first.
+	Sent(ctx context.Context, id message.ID) ([]hosts.Sent, error)
 }
 
 // ErrNoLink: a message to another host, and no daemon to carry it.
@@ -428,4 +431,38 @@ func (s *Service) MessageState(team, agent string, id message.ID) (d mailbox.Del
 		}
 	}
 	return d, false, nil
+}
+
+// remoteLog is what this host sent to agents on other hosts (id: that
+// message only; else those req names), as log entries: each copy, with
+// its host and the state that host last reported. None without a link.
+func (s *Service) remoteLog(ctx context.Context, req LogRequest, id message.ID) ([]LogEntry, []HistoryCopy, error) {
+	if s.Hosts == nil {
+		return nil, nil, nil
+	}
+	sent, err := s.Hosts.Sent(ctx, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("what this host sent to other hosts: %w", err)
+	}
+	var entries []LogEntry
+	var copies []HistoryCopy
+	for _, c := range sent {
+		if req.Team != "" && c.Team != req.Team || req.Agent != "" && c.Agent != req.Agent {
+			continue
+		}
+		env := mailbox.Envelope{ID: message.ID(c.ID), From: c.From, To: c.Agent, Type: mailbox.Type(c.Type), Content: c.Text,
+			Timestamp: c.SentAt, Delivery: &mailbox.Delivery{State: mailbox.DeliveryState(c.State), Reason: c.Reason, LastVerdict: c.Detail, Updated: c.At}}
+		if env.Timestamp.IsZero() {
+			env.Timestamp = c.At // kept before it said when it was sent
+		}
+		entries = append(entries, LogEntry{Team: c.Team, Inbox: c.Agent, Host: c.Host, Envelope: env})
+		ds := []mailbox.Delivery{}
+		for _, r := range c.Reports {
+			ds = append(ds, mailbox.Delivery{State: mailbox.DeliveryState(r.State), Reason: r.Reason, LastVerdict: r.Detail, Updated: r.At})
+		}
+		first := env
+		first.Delivery = &mailbox.Delivery{State: hosts.StateOutbox, Updated: env.Timestamp}
+		copies = append(copies, HistoryCopy{Team: c.Team, Inbox: c.Agent, Host: c.Host, Message: first, Delivery: ds})
+	}
+	return entries, copies, nil
 }
