@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nkeys"
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/config"
@@ -116,7 +117,9 @@ right one whose configuration differs from agentmsg's: a stream a host made
 itself before hosts could not (agentmsg before issue 30), or one changed by
 hand. A stream that copies another in, republishes, takes other subjects or
 lets a packet roll it up is put right, and said so. hosts add does this for a
-new host; run provision for the hosts that joined before, after an upgrade.`,
+new host; run provision for the hosts that joined before, after an upgrade:
+for each host whose key hosts add left in the hosts directory it also prints
+the host's entry for the NATS servers as its permissions are now.`,
 		Example: `  agentmsg hosts provision build-1 laptop devbox`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -128,15 +131,30 @@ new host; run provision for the hosts that joined before, after an upgrade.`,
 			if err != nil {
 				return err
 			}
+			// Each host's entry as its permissions are today, from the key
+			// hosts add left here: after an upgrade, its entry changes.
+			users := map[string]string{}
+			for _, name := range args {
+				if public, err := publicKeyOf(filepath.Join(hostsDir(f), name+".nk")); err == nil {
+					users[name] = hosts.UserConfig(name, public)
+				}
+			}
 			if f.JSON {
 				writeJSON(f, struct {
-					Done     []string `json:"done"`
-					ExitCode int      `json:"exit_code"`
-				}{Done: done})
+					Done     []string          `json:"done"`
+					Users    map[string]string `json:"nats_users,omitempty"`
+					ExitCode int               `json:"exit_code"`
+				}{Done: done, Users: users})
 				return nil
 			}
 			for _, d := range done {
 				fmt.Fprintln(f.IO.Out, d)
+			}
+			if len(users) > 0 {
+				fmt.Fprintf(f.IO.Out, "\nThe hosts' entries for authorization { users = [ ... ] } of every NATS server, as their permissions are now (replace the old ones and reload):\n\n")
+				for _, name := range args {
+					fmt.Fprint(f.IO.Out, users[name])
+				}
 			}
 			return nil
 		},
@@ -516,4 +534,17 @@ func ago(d time.Duration) string {
 		return "now"
 	}
 	return d.Truncate(time.Second).String() + " ago"
+}
+
+// publicKeyOf is the public key of the user seed in file.
+func publicKeyOf(file string) (string, error) {
+	seed, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	kp, err := nkeys.FromSeed(bytes.TrimSpace(seed))
+	if err != nil {
+		return "", err
+	}
+	return kp.PublicKey()
 }

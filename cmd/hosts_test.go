@@ -123,6 +123,10 @@ func TestHostsAddMakesTheStreamAsTheOperator(t *testing.T) {
 	if code := Run(context.Background(), f, []string{"hosts", "provision", "build-1"}); code != ExitOK || !strings.Contains(out.String(), "put AGENTMSG_build-1 right (it had republish") {
 		t.Fatalf("provision: exit %d: %s%s", code, out, errOut)
 	}
+	// It prints the host's entry with today's permissions, from its key.
+	if !strings.Contains(out.String(), `"agentmsg.hb.build-1"`) || strings.Contains(out.String(), "STREAM.CREATE.AGENTMSG_build-1") {
+		t.Errorf("provision prints no entry, or an old one:\n%s", out)
+	}
 }
 
 func mustNkey(t *testing.T, file string) nats.Option {

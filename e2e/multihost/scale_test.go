@@ -163,17 +163,18 @@ func waitListed(t *testing.T, h *host, n int) {
 	}
 }
 
-const scaleHeader = "hosts | servers' RSS (MB, each) | streams | consumers | idle traffic in+out (msgs/s, KB/s, all servers) | h1 daemon RSS (MB) | hosts (s) | broadcast --all-hosts to every simulated host (s, 3 runs)"
+const scaleHeader = "hosts | servers' RSS (MB, each) | servers' CPU idle (% of a core, each) | streams | consumers | idle traffic in+out (msgs/s, KB/s, all servers) | h1 daemon RSS (MB) | hosts (s) | broadcast --all-hosts to every simulated host (s, 3 runs) | this process's RSS (MB: the simulated hosts)"
 
 // measureScale measures the cluster and h1 with n simulated hosts.
 func measureScale(t *testing.T, b *bus, h1 *host, n int, sims []*simHost) string {
 	t.Helper()
 	type varz struct {
-		Mem  int64 `json:"mem"`
-		In   int64 `json:"in_msgs"`
-		Out  int64 `json:"out_msgs"`
-		InB  int64 `json:"in_bytes"`
-		OutB int64 `json:"out_bytes"`
+		Mem  int64   `json:"mem"`
+		CPU  float64 `json:"cpu"`
+		In   int64   `json:"in_msgs"`
+		Out  int64   `json:"out_msgs"`
+		InB  int64   `json:"in_bytes"`
+		OutB int64   `json:"out_bytes"`
 	}
 	sample := func() (vs []varz) {
 		for i := range b.lab.Hosts {
@@ -191,8 +192,9 @@ func measureScale(t *testing.T, b *bus, h1 *host, n int, sims []*simHost) string
 	time.Sleep(window)
 	after := sample()
 	var msgs, bytes int64
-	var rss []string
+	var rss, cpu []string
 	for i := range after {
+		cpu = append(cpu, fmt.Sprintf("%.0f", after[i].CPU))
 		msgs += after[i].In - before[i].In + after[i].Out - before[i].Out
 		bytes += after[i].InB - before[i].InB + after[i].OutB - before[i].OutB
 		rss = append(rss, fmt.Sprintf("%.0f", float64(after[i].Mem)/(1<<20)))
@@ -227,13 +229,14 @@ func measureScale(t *testing.T, b *bus, h1 *host, n int, sims []*simHost) string
 			casts = append(casts, fmt.Sprintf("%.2f", took.Seconds()))
 		}
 	}
-	return fmt.Sprintf("%d | %s | %d | %d | %.0f, %.1f | %.0f | %.2f | %s", n, strings.Join(rss, ", "), jsz.Streams, jsz.Consumers,
-		float64(msgs)/window.Seconds(), float64(bytes)/window.Seconds()/1024, float64(daemonRSS(h1))/(1<<20), listing.Seconds(), strings.Join(casts, ", "))
+	return fmt.Sprintf("%d | %s | %s | %d | %d | %.0f, %.1f | %.0f | %.2f | %s | %.0f", n, strings.Join(rss, ", "), strings.Join(cpu, ", "), jsz.Streams, jsz.Consumers,
+		float64(msgs)/window.Seconds(), float64(bytes)/window.Seconds()/1024, float64(rssOf(h1.daemon.Pid))/(1<<20), listing.Seconds(), strings.Join(casts, ", "),
+		float64(rssOf(os.Getpid()))/(1<<20))
 }
 
-// daemonRSS is the resident memory of h's daemon, in bytes.
-func daemonRSS(h *host) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", h.daemon.Pid))
+// rssOf is the resident memory of process pid, in bytes.
+func rssOf(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
