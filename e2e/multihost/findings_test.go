@@ -280,8 +280,16 @@ func TestRemoteMessagesReachTheirEnd(t *testing.T) {
 			t.Fatalf("no meta leader: %q %v", meta, err)
 		}
 		measure("its node leads the meta group", byName[meta])
-		if h := byName[bucketLeader()]; h != nil {
-			measure("its node leads the presence bucket", h)
+		// The bucket's leader, once the cluster has one again.
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+			if h := byName[bucketLeader()]; h != nil {
+				measure("its node leads the presence bucket", h)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the presence bucket has no leader 20 s after the cut ended: %s", bucketLeader())
+				break
+			}
 		}
 	})
 }
