@@ -59,6 +59,8 @@ var internal = map[string]string{
 	"CheckTeam":     "the check every operation that names a team makes",
 	"ExpiredNotice": "the reminder Deliver and Requests --nudge post for an expired request",
 	"LastEvent":     "where send --wait-delivered and events start reading the event log",
+	"ReadOwn":       "read_message as an agent (not an orchestrator): Read scoped to its own mail",
+	"ServerGone":    "how deliver --watch learns that its tmux server has gone, and ends",
 	// The daemon's side of a message from another host (serve/hosts.go).
 	"NewReceiver":  "records what another host's daemon sent to one of this host's agents",
 	"MessageState": "how far such a message got, told back to its sending host",

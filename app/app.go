@@ -49,6 +49,10 @@ type Env struct {
 	// daemon's, shared by every caller and fast through its control
 	// client); nil: a new client of ordinary tmux processes.
 	Tmux func(server tmux.Server, bin string) (*tmux.Exec, error)
+	// Life is the life of the command (or daemon) the parts work for:
+	// when it ends (a signal, the command's time bound), their waits for
+	// the mailbox's locks end too (mailbox.Store.Life). nil never ends.
+	Life context.Context
 }
 
 // Server is the tmux server the caller talks to: -S/-L (socket,
@@ -68,7 +72,8 @@ func (e Env) Server() (tmux.Server, error) {
 // layout before places moves to the places it belongs to on first use.
 func (e Env) Mailbox() (*mailbox.Store, error) {
 	s := mailbox.Default(e.LookupEnv)
-	if err := s.Check(); err != nil {
+	s.Life = e.Life
+	if err := s.Open(); err != nil {
 		return nil, err
 	}
 	server, err := e.Server()
@@ -83,11 +88,12 @@ func (e Env) Mailbox() (*mailbox.Store, error) {
 	return s, nil
 }
 
-// Events is the event log of the mailbox at root. Events it cannot write
-// are told in the log once it can (eventlog.TypeLost) and warned of in
-// the caller's log: on a command's stderr, in the daemon's log.
+// Events is the event log of the mailbox at root, never made again once
+// root has gone. Events it cannot write are told in the log once it can
+// (eventlog.TypeLost) and warned of in the caller's log: on a command's
+// stderr, in the daemon's log. Its lock waits end with the caller's life.
 func (e Env) Events(root string) *eventlog.Log {
-	l := &eventlog.Log{Dir: filepath.Join(root, "events")}
+	l := &eventlog.Log{Dir: filepath.Join(root, "events"), Within: root, Life: e.Life}
 	if e.Log != nil {
 		l.Warn = e.Log.Warn
 	}

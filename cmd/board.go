@@ -75,6 +75,10 @@ func boardRun(ctx context.Context, opts *BoardOptions) error {
 		if err != nil && (!opts.Watch || (teamErr && last == nil)) {
 			return teamError(err)
 		}
+		// A board whose mailbox was removed stays empty: a watch ends.
+		if gone := svc.Store.Gone(); gone != nil && opts.Watch {
+			return gone
+		}
 		if b.ReadErr != nil && !opts.Watch {
 			fmt.Fprintf(opts.IO.ErrOut, "agentmsg: %v\n", b.ReadErr) // and show the rest
 		}

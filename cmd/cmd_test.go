@@ -201,11 +201,11 @@ func TestHelpListsExitCodes(t *testing.T) {
 
 func TestMessageFromStdin(t *testing.T) {
 	io := &IOStreams{In: strings.NewReader("line 1\nline 2\n")}
-	if got, err := messageText(io, "", true); err != nil || got != "line 1\nline 2\n" {
+	if got, err := messageText(context.Background(), io, "", true); err != nil || got != "line 1\nline 2\n" {
 		t.Errorf("messageText = %q, %v", got, err)
 	}
 	io.InTTY = true
-	if _, err := messageText(io, "", true); exitCode(err) != ExitUsage {
+	if _, err := messageText(context.Background(), io, "", true); exitCode(err) != ExitUsage {
 		t.Errorf("no message on a terminal: %v, want a usage error", err)
 	}
 }

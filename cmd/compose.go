@@ -37,7 +37,7 @@ func (cm *composer) draft(text string) (service.Draft, error) {
 // prepare is the start of every run that composes a message: the text
 // (from the arguments, or stdin), the draft, and the service to send it.
 func (cm *composer) prepare(ctx context.Context, io *IOStreams, message string, fromStdin bool) (service.Draft, *service.Service, error) {
-	text, err := messageText(io, message, fromStdin)
+	text, err := messageText(ctx, io, message, fromStdin)
 	if err != nil {
 		return service.Draft{}, nil, err
 	}

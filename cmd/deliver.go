@@ -109,6 +109,7 @@ func deliverRun(ctx context.Context, opts *DeliverOptions) error {
 		req.TakeTurns, req.Limit = true, TurnEndLimit
 	}
 	var all []courier.Typing
+	serverLook := time.Now()
 	for {
 		res, err := svc.Deliver(ctx, req)
 		var ahead *courier.PassAheadError
@@ -141,12 +142,36 @@ func deliverRun(ctx context.Context, opts *DeliverOptions) error {
 		if !opts.Watch {
 			return finishDeliver(opts, all, nil)
 		}
+		// A watch over a mailbox or a tmux server that has gone would
+		// find nothing for ever: it ends, saying which.
+		if err := watchedGone(ctx, svc, &serverLook); err != nil {
+			return finishDeliver(opts, all, err)
+		}
 		select {
 		case <-ctx.Done():
 			return finishDeliver(opts, all, nil)
 		case <-time.After(opts.Every):
 		}
 	}
+}
+
+// serverLookEvery is how often deliver --watch asks whether its tmux
+// server still runs: a tmux process each time (2 ms), where a pass with
+// nothing to deliver runs none.
+const serverLookEvery = 5 * time.Second
+
+// watchedGone says why a watch must end: the mailbox was removed, or the
+// tmux server it delivers to no longer runs (asked every serverLookEvery,
+// last being when it last was).
+func watchedGone(ctx context.Context, svc *service.Service, last *time.Time) error {
+	if err := svc.Store.Gone(); err != nil {
+		return err
+	}
+	if time.Since(*last) < serverLookEvery {
+		return nil
+	}
+	*last = time.Now()
+	return svc.ServerGone(ctx)
 }
 
 // finishDeliver reports a deliver: with --json one document, which

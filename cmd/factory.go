@@ -13,6 +13,7 @@ import (
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/internal/buildinfo"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/tmux"
@@ -76,6 +77,23 @@ type Factory struct {
 	// Hosts is the daemon's link to other hosts, when the daemon runs
 	// this command (nil otherwise: a message to another host is refused).
 	Hosts service.Hosts
+	// Exit, when set, ends the process: a command that outstays its life
+	// (a signal, its bound) by stopGrace is ended with it. Main sets it;
+	// a run inside the daemon has none.
+	Exit func(code int)
+
+	// life is the running command's (see startLife).
+	life *life
+}
+
+// Life is the running command's context: it ends at a signal or at the
+// command's time bound, and every wait of the parts built for it ends
+// with it. nil before the command line is parsed.
+func (f *Factory) Life() context.Context {
+	if f.life == nil {
+		return nil
+	}
+	return f.life.ctx
 }
 
 // Env is what this process's parts are built from (package app, the one
@@ -85,7 +103,7 @@ func (f *Factory) Env() (app.Env, error) {
 	if err != nil {
 		return app.Env{}, err
 	}
-	return app.Env{LookupEnv: f.LookupEnv, Config: cfg, Command: f.Command, Log: f.Log, Tmux: f.Tmux}, nil
+	return app.Env{LookupEnv: f.LookupEnv, Config: cfg, Command: f.Command, Log: f.Log, Tmux: f.Tmux, Life: f.Life()}, nil
 }
 
 // newDispatcher builds a dispatcher for the configured server.
@@ -132,7 +150,7 @@ func (f *Factory) Service(ctx context.Context) (*service.Service, error) {
 			Courier:    f.courier,
 			Store:      store,
 			Lifecycle:  onceLifecycle(f),
-			Version:    version,
+			Version:    buildinfo.Get().Version,
 			Hosts:      f.Hosts,
 		}
 	})

@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -161,12 +163,16 @@ func newCmdHook(f *Factory, runF func(context.Context, *HookOptions) error) *cob
 
 // hookRun records the prompt's receipt. A hook must never stand in the
 // agent's way: errors are reported on stderr and the exit is 0.
-func hookRun(_ context.Context, opts *HookOptions) error {
+func hookRun(ctx context.Context, opts *HookOptions) error {
 	// The pane the hook runs in is the agent's: its receipt proves the
 	// copy typed there, no other.
 	c := tmux.CallerFrom(opts.LookupEnv)
 	at := receipt.Recipient{Pane: c.Pane, ServerPID: c.ServerPID, Socket: c.Socket}
-	if err := integration.RecordPrompt(opts.IO.In, opts.Receipts, at); err != nil {
+	in, err := readAll(ctx, io.LimitReader(opts.IO.In, 64<<20))
+	if err == nil {
+		err = integration.RecordPrompt(bytes.NewReader(in), opts.Receipts, at)
+	}
+	if err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "agentmsg hook: %s\n", showErr(err))
 	}
 	if opts.ReplyJSON {

@@ -28,7 +28,7 @@ func NewCmdKill(f *Factory, runF func(context.Context, *KillOptions) error) *cob
 		Short: "Stop an agent now: SIGTERM, SIGKILL after a grace, then its session goes",
 		Long: `Kill ends the agent in session agent-TEAM-NAME and every process it started.
 
-Before any signal it collects, from /proc, the pane's first process, all its
+Before any signal it collects, from the process table, the pane's first process, all its
 descendants, every process still in the pane's session (a daemon that
 double-forked away from the tree) and the members of their process groups.
 It sends SIGTERM to those process groups and processes, waits up to --grace,

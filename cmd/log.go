@@ -159,7 +159,10 @@ func writeHistory(w io.Writer, c service.HistoryCopy) {
 	fmt.Fprintf(w, "  %s\n", indentRest(cell(e.Content, 200), "  "))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	first := "recorded (mailbox only)"
-	if e.Delivery != nil {
+	switch {
+	case c.Unrecorded:
+		first = "not recorded here yet: its sender is at it, or stopped part way (the next deliver records it)"
+	case e.Delivery != nil:
 		first = "recorded, " + show(string(e.Delivery.State))
 	}
 	if c.Host != "" {

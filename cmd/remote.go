@@ -277,8 +277,10 @@ type ServeOptions struct {
 	TCP         string
 	TokenFile   string
 	AllowRemote bool
-	Direct      bool // no control client
-	Version     string
+	Direct      bool   // no control client
+	Version     string // buildinfo's: which agentmsg this is
+	Commit      string
+	Date        string
 	Ready       func(socket string)
 }
 

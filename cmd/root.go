@@ -8,10 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
+	"time"
 
 	"github.com/charmbracelet/log"
 	"github.com/spf13/cobra"
@@ -19,12 +18,10 @@ import (
 	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/internal/buildinfo"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
 )
-
-// version is set at build time with -ldflags "-X github.com/agentmsg/agentmsg/cmd.version=...".
-var version = "dev"
 
 // FrontEnds are the other front ends the CLI starts: main hands them in,
 // since no front end imports another.
@@ -38,16 +35,40 @@ type FrontEnds struct {
 // code. A command that a running daemon can serve is forwarded to it
 // (unless --direct or AGENTMSG_DIRECT=1): the same command, run there.
 func Main(fe FrontEnds) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(context.Background())
 	defer stop()
 	io := SystemIO()
 	args := os.Args[1:]
-	if code, ok := forward(ctx, io, os.LookupEnv, os.Environ(), args); ok {
+	if code, ok := forwardBounded(ctx, io, args); ok {
 		return code
 	}
 	f := NewFactory(io, os.LookupEnv)
 	f.ServeMCP, f.Serve, f.Top = fe.MCP, fe.Serve, fe.Top
+	f.Exit = os.Exit
 	return Run(ctx, f, args)
+}
+
+// forwardBounded is forward, ended by the backstop stopGrace after a
+// signal if the daemon has not answered by then (the daemon ends the
+// command it runs as this process would have, and says so).
+func forwardBounded(ctx context.Context, io *IOStreams, args []string) (int, bool) {
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		select {
+		case <-done:
+		case <-time.After(stopGrace + 5*time.Second):
+			fmt.Fprintf(io.ErrOut, "agentmsg: the daemon did not end the command within %s of %v; exiting now: what became of a message: agentmsg --direct log --id ID\n",
+				stopGrace+5*time.Second, context.Cause(ctx))
+			os.Exit(ExitError)
+		}
+	}()
+	return forward(ctx, io, os.LookupEnv, os.Environ(), args)
 }
 
 // RunIn runs a command line in this process for another (the daemon, for
@@ -67,6 +88,7 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 	root.SetArgs(args)
 	helpRefused := strictHelp(root)
 	err := root.ExecuteContext(ctx)
+	f.life.end()
 	if err == nil {
 		err = helpRefused()
 	}
@@ -141,7 +163,7 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
   agentmsg broadcast alpha "stand-up in 5 minutes"
   agentmsg broadcast --all "wrap up: the build is green"
   agentmsg -S /tmp/demo/sock --json send alpha ana "hi"`,
-		Version:       version,
+		Version:       buildinfo.Get().String(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(c *cobra.Command, args []string) error {
@@ -149,6 +171,13 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 			if g.verbose {
 				f.Log.SetLevel(log.DebugLevel)
 			}
+			// A bad configuration is each command's to report; its bound
+			// is then the defaults'.
+			settings := config.Defaults()
+			if cfg, err := f.Config(); err == nil {
+				settings = cfg.Settings
+			}
+			f.life = startLife(c, settings, f.IO.ErrOut, f.Exit)
 			return nil
 		},
 	}

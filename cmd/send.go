@@ -194,16 +194,38 @@ func toldBy(e eventlog.Event) string {
 }
 
 // messageText is the message from the arguments or from stdin.
-func messageText(io_ *IOStreams, fromArgs string, fromStdin bool) (string, error) {
+func messageText(ctx context.Context, io_ *IOStreams, fromArgs string, fromStdin bool) (string, error) {
 	if !fromStdin {
 		return fromArgs, nil
 	}
 	if io_.InTTY {
 		return "", usagef("no message: give it after the agent's name, or pipe it on stdin")
 	}
-	b, err := io.ReadAll(io_.In)
+	b, err := readAll(ctx, io_.In)
 	if err != nil {
 		return "", fmt.Errorf("reading the message from stdin: %w", err)
 	}
 	return string(b), nil
+}
+
+// readAll reads r to its end, or until ctx ends: a pipe whose writer
+// never closes it (or a stopped one) would keep a read waiting, and the
+// command with it, whatever signal it got. The read left behind ends with
+// the process.
+func readAll(ctx context.Context, r io.Reader) ([]byte, error) {
+	type read struct {
+		b   []byte
+		err error
+	}
+	got := make(chan read, 1)
+	go func() {
+		b, err := io.ReadAll(r)
+		got <- read{b, err}
+	}()
+	select {
+	case r := <-got:
+		return r.b, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("interrupted (%w) before it ended; nothing was sent", context.Cause(ctx))
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/config"
+	"github.com/agentmsg/agentmsg/internal/buildinfo"
 )
 
 // ServeCmdOptions are agentmsg serve's inputs.
@@ -46,7 +47,8 @@ CLI --http).`,
   agentmsg serve --tcp 127.0.0.1:7676 --token-file ~/.config/agentmsg/token`,
 		Args: argsBetween(0, 0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
-			opts.Version = version
+			b := buildinfo.Get()
+			opts.Version, opts.Commit, opts.Date = b.Version, b.Commit, b.Date
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}

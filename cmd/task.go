@@ -80,7 +80,7 @@ The task comes from the arguments, or from stdin when none is given or it is
 }
 
 func taskAssignRun(ctx context.Context, opts *TaskAssignOptions) error {
-	task, err := messageText(opts.IO, opts.Task, opts.FromStdin)
+	task, err := messageText(ctx, opts.IO, opts.Task, opts.FromStdin)
 	if err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ func waitRun(ctx context.Context, opts *WaitOptions) error {
 	res, err := svc.Wait(ctx, service.WaitRequest{Filter: opts.Filter.filter(), Timeout: opts.Timeout})
 	switch {
 	case errors.Is(err, service.ErrInterrupted):
-		return fmt.Errorf("interrupted while waiting for %s", what)
+		return fmt.Errorf("interrupted (%v) while waiting for %s", context.Cause(ctx), what)
 	case err != nil:
 		return mailboxErr(err)
 	case res.TimedOut:

@@ -106,7 +106,7 @@ done, 7 when --timeout ran out first, 1 when a step failed.
 }
 
 func workflowRun(ctx context.Context, opts *WorkflowRunOptions) error {
-	steps, err := readWorkflow(opts.IO, opts.File)
+	steps, err := readWorkflow(ctx, opts.IO, opts.File)
 	if err != nil {
 		return err
 	}
@@ -137,14 +137,14 @@ func workflowRun(ctx context.Context, opts *WorkflowRunOptions) error {
 }
 
 // readWorkflow reads the steps from file ("-": stdin).
-func readWorkflow(ios *IOStreams, file string) ([]service.WorkflowStep, error) {
+func readWorkflow(ctx context.Context, ios *IOStreams, file string) ([]service.WorkflowStep, error) {
 	var data []byte
 	var err error
 	if file == "-" {
 		if ios.InTTY {
 			return nil, usagef("no workflow: give its FILE, or pipe it on stdin")
 		}
-		data, err = io.ReadAll(ios.In)
+		data, err = readAll(ctx, ios.In)
 	} else {
 		data, err = os.ReadFile(file)
 	}

@@ -169,7 +169,7 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 		env.Delivery = &mailbox.Delivery{State: mailbox.StateInbox, Updated: c.now()}
 		res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Recorded}, State: mailbox.StateInbox}
 		if err := box.Append(env); err != nil {
-			res.Verdict, res.Err = delivery.Failed, fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
+			res.Verdict, res.Err = delivery.Failed, fmt.Errorf("the message was neither recorded in %s/%s's inbox nor typed: %w", team, agent, err)
 		}
 		return res
 	}
@@ -197,7 +197,7 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 			env.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: why, Reason: ReasonBehindOlder}
 			res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred, Reason: ReasonBehindOlder, Older: older}
 			if err := box.Append(env); err != nil {
-				res.Verdict, res.Err = delivery.Failed, fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
+				res.Verdict, res.Err = delivery.Failed, fmt.Errorf("the message was neither recorded in %s/%s's inbox nor typed: %w", team, agent, err)
 			}
 			return res
 		}
@@ -232,7 +232,7 @@ func (c *Courier) sendNow(ctx context.Context, t target.Target, env mailbox.Enve
 	// leaves a message the next deliver resumes rather than retypes.
 	env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Updated: c.now()}
 	if err := box.Append(env); err != nil {
-		err = fmt.Errorf("recording the message in %s/%s's inbox: %w", team, agent, err)
+		err = fmt.Errorf("the message was neither recorded in %s/%s's inbox nor typed: %w", team, agent, err)
 		return Result{Outcome: c.Dispatch.Unsent(pane, env.ID, err)}
 	}
 	rec := c.typingRecord(func(target.Target) *mailbox.Box { return box }, env.ID, 1, "")
@@ -322,7 +322,7 @@ func (c *Courier) olderFirst(ctx context.Context, team, agent string, call dispa
 	if !c.waiting(team, agent) {
 		return false, nil, nil
 	}
-	typed, err = c.deliverInbox(ctx, team, agent, false, dispatch.Call{ReadyTimeout: call.ReadyTimeout}, nil)
+	typed, err = c.deliverInbox(ctx, team, agent, false, dispatch.Call{ReadyTimeout: call.ReadyTimeout}, nil, "")
 	if typed == nil {
 		typed = []Typing{}
 	}
@@ -373,11 +373,29 @@ func (c *Courier) waiting(team, agent string) bool {
 // and types it into each, in parallel: it finds their panes, records the
 // message for each, types it into those that may have it now, and records
 // each outcome.
+//
+// Its copies are recorded in one step (mailbox.Intent): a sender that dies
+// while it records them leaves an intent, and the next deliver records
+// the copies that inboxes lack, so a crash leaves the message in every
+// inbox or in none, never in some for good.
 func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelope, mode Mode) ([]Result, error) {
 	env.To = mailbox.Broadcast
 	if mode.MailboxOnly {
 		return c.recordBroadcast(ctx, team, env)
 	}
+	// One typing lock for every copy recorded as typing, held until the
+	// last outcome is recorded.
+	unlock, err := c.holdTyping(ctx, env.ID)
+	if err != nil {
+		return nil, fmt.Errorf("recording the broadcast: %w", err)
+	}
+	defer unlock()
+	return c.broadcastNow(ctx, team, env, mode)
+}
+
+// broadcastNow is Broadcast once its caller holds the message's typing
+// lock.
+func (c *Courier) broadcastNow(ctx context.Context, team string, env mailbox.Envelope, mode Mode) ([]Result, error) {
 	all, err := c.Dispatch.ResolveTeam(ctx, team, mode.Call)
 	if err != nil {
 		return nil, err
@@ -393,14 +411,19 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		}
 		panes = append(panes, r)
 	}
-	env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Updated: c.now()}
-	// One typing lock for every copy recorded as typing, held until the
-	// last outcome is recorded.
-	unlock, err := c.holdTyping(ctx, env.ID)
+	if env.Timestamp.IsZero() {
+		env.Timestamp = c.now() // one time for every copy, a late one too
+	}
+	targets := make([]target.Target, len(panes))
+	for i, p := range panes {
+		targets[i] = p.Target
+	}
+	// A copy recorded late is pending: the next deliver types it.
+	intent, err := c.intend(env, targets, mailbox.StatePending)
 	if err != nil {
 		return nil, fmt.Errorf("recording the broadcast: %w", err)
 	}
-	defer unlock()
+	env.Delivery = &mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Updated: c.now()}
 	// Each inbox is recorded on its own, all at once: a hundred fsyncs one
 	// after another took longer than typing into a hundred panes.
 	recs := make([]recorded, len(panes))
@@ -434,8 +457,10 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 		}
 	}
 	if err := errors.Join(append(errs, syncErr)...); err != nil {
-		return nil, fmt.Errorf("recording the broadcast: %w", err)
+		intent.Leave()
+		return nil, fmt.Errorf("recording the broadcast: %w (it is kept: the next deliver records it in the inboxes that lack it, and types it)", err)
 	}
+	intent.Done()
 	rec := c.typingRecord(func(t target.Target) *mailbox.Box { return boxes[t.Session] }, env.ID, 1, "")
 	msg := dispatch.Message{ID: env.ID, Text: c.typed(env), Stored: true, OnStep: rec.step}
 	outs := c.Dispatch.DeliverEach(ctx, now, msg, rec.call(mode.Call))
@@ -449,6 +474,41 @@ func (c *Courier) Broadcast(ctx context.Context, team string, env mailbox.Envelo
 	out = append(out, refused...)
 	slices.SortFunc(out, func(a, b Result) int { return strings.Compare(a.Target.Session, b.Target.Session) })
 	return out, nil
+}
+
+// intend records the intent of a broadcast of env to targets (see
+// mailbox.Intent); a copy recorded late gets state late. With no target,
+// there is none (a nil one).
+func (c *Courier) intend(env mailbox.Envelope, targets []target.Target, late mailbox.DeliveryState) (intent, error) {
+	if len(targets) == 0 {
+		return intent{}, nil
+	}
+	in := mailbox.Intent{Env: env, To: make([]mailbox.Inbox, len(targets))}
+	in.Env.Delivery = &mailbox.Delivery{State: late, Updated: c.now()}
+	for i, t := range targets {
+		team, agent := Inbox(t)
+		in.To[i] = mailbox.Inbox{Team: team, Agent: agent}
+	}
+	held, err := c.Store.Intend(in)
+	return intent{held}, err
+}
+
+// intent is a broadcast's mailbox intent, or none.
+type intent struct{ held *mailbox.Intended }
+
+// Done: every copy is recorded and durable. An intent that could not be
+// removed names no copy an inbox lacks, and the next Complete removes it.
+func (i intent) Done() {
+	if i.held != nil {
+		_ = i.held.Done()
+	}
+}
+
+// Leave: some copies could not be recorded; the next Complete records them.
+func (i intent) Leave() {
+	if i.held != nil {
+		i.held.Leave()
+	}
 }
 
 // recordConcurrency bounds the inboxes a broadcast records at once.
@@ -506,6 +566,13 @@ func (c *Courier) recordBroadcast(ctx context.Context, team string, env mailbox.
 		return nil, fmt.Errorf("%w: no agent sessions to record for", dispatch.ErrNoTargets)
 	}
 	env.Delivery = &mailbox.Delivery{State: mailbox.StateInbox, Updated: c.now()}
+	if env.Timestamp.IsZero() {
+		env.Timestamp = c.now() // one time for every copy, a late one too
+	}
+	intent, err := c.intend(env, targets, mailbox.StateInbox)
+	if err != nil {
+		return nil, fmt.Errorf("recording the broadcast: %w", err)
+	}
 	var errs []error
 	for _, t := range targets {
 		tm, agent := Inbox(t)
@@ -519,8 +586,10 @@ func (c *Courier) recordBroadcast(ctx context.Context, team string, env mailbox.
 	}
 	errs = append(errs, c.Store.Sync())
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("recording the broadcast: %w", err)
+		intent.Leave()
+		return nil, fmt.Errorf("recording the broadcast: %w (it is kept: the next deliver records it in the inboxes that lack it)", err)
 	}
+	intent.Done()
 	out := make([]Result, len(targets))
 	for i, t := range targets {
 		out[i] = Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Recorded}, State: mailbox.StateInbox}

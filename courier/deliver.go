@@ -15,6 +15,7 @@ import (
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
 )
 
@@ -107,9 +108,13 @@ func (l *sessionList) has(ctx context.Context, session string) (on, sure bool, e
 // were on the server a moment ago (known): the pass starts from that
 // instead of a listing of its own, a tmux call less.
 func (c *Courier) DeliverListed(ctx context.Context, team string, call dispatch.Call, known Listing) ([]Typing, error) {
+	// A message for several inboxes whose writer died part way (a
+	// broadcast's sender SIGKILLed) is first recorded in the inboxes that
+	// lack it, so that this pass types it there too.
+	_, incomplete := c.Store.Complete()
 	all, err := c.Store.Inboxes(team)
 	if err != nil || len(all) == 0 {
-		return nil, err
+		return nil, errors.Join(err, incomplete)
 	}
 	// One look at the server for every inbox, when one is needed: a tmux
 	// call each would queue behind hundreds of others before its agent's
@@ -129,7 +134,7 @@ func (c *Courier) DeliverListed(ctx context.Context, team string, call dispatch.
 		if err := ctx.Err(); err != nil {
 			return inboxPass{err: err} // never started
 		}
-		done, err := c.deliverInbox(ctx, in.Team, in.Agent, true, call, listed)
+		done, err := c.deliverInbox(ctx, in.Team, in.Agent, true, call, listed, "")
 		return inboxPass{done: done, err: err}
 	})
 	var (
@@ -155,7 +160,7 @@ func (c *Courier) DeliverListed(ctx context.Context, team string, call dispatch.
 	if err := ctx.Err(); err != nil {
 		errs = append(errs, err)
 	}
-	return out, errors.Join(errs...)
+	return out, errors.Join(append(errs, incomplete)...)
 }
 
 // deliverConcurrency bounds the inboxes one pass works on at once. Each
@@ -175,8 +180,10 @@ type inboxPass struct {
 // typing, also those marked typing (a deliverer's after a crash); a send
 // leaves them to the sender that is typing them now. call is how each is
 // typed. listed, when not nil, tells the sessions on the server a moment
-// ago (see onServer).
-func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing bool, call dispatch.Call, listed *sessionList) ([]Typing, error) {
+// ago (see onServer). until, when set, is the last message to type: the
+// newer ones are left (a retry of one broadcast types its copy and what
+// waits before it, as its send would have).
+func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing bool, call dispatch.Call, listed *sessionList, until message.ID) ([]Typing, error) {
 	t, ok := InboxOwner(team, agent)
 	if !ok {
 		return nil, nil // not an agent's name: read, not typed
@@ -195,6 +202,7 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 			return nil, err
 		}
 	}
+	batch.Envelopes = upTo(batch.Envelopes, until)
 	var pending []mailbox.Envelope
 	take := func(d *mailbox.Delivery) bool {
 		return d != nil && d.State.Outstanding() && (typing || d.State != mailbox.StateTyping)
@@ -222,6 +230,7 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 	if batch, err = c.Store.Read(team, agent); err != nil {
 		return nil, err
 	}
+	batch.Envelopes = upTo(batch.Envelopes, until)
 	if typing && slices.ContainsFunc(batch.Envelopes, func(e mailbox.Envelope) bool {
 		return e.Delivery != nil && e.Delivery.State == mailbox.StateTyping
 	}) {
@@ -292,6 +301,20 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 		}
 	}
 	return out, nil
+}
+
+// upTo is envs up to and including message until, or all of them when
+// until is ""; none when until is not there.
+func upTo(envs []mailbox.Envelope, until message.ID) []mailbox.Envelope {
+	if until == "" {
+		return envs
+	}
+	for i, e := range envs {
+		if e.ID == until {
+			return envs[:i+1]
+		}
+	}
+	return nil
 }
 
 // asked is how a pass types env: as the pass's call says, or, for one

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,4 +104,20 @@ func countLines(t *testing.T, path string) int {
 		n++
 	}
 	return n
+}
+
+// findFile finds the file called name under dir.
+func findFile(t *testing.T, dir, name string) string {
+	t.Helper()
+	var found []string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == name {
+			found = append(found, p)
+		}
+		return nil
+	})
+	if len(found) != 1 {
+		t.Fatalf("%d files called %s under %s, want 1: %v", len(found), name, dir, found)
+	}
+	return found[0]
 }

@@ -224,11 +224,15 @@ func TestRequestIsTypedAndExpiredOneNudged(t *testing.T) {
 	s := harness.NewTestServer(t)
 	ana := s.StartAgent("agent-alpha-ana")
 	bob := s.StartAgent("agent-alpha-bob")
-	res := s.Run("--json", "--team", "alpha", "request", "--timeout", "1s", "alpha", "fix the flaky test")
+	// Long enough for the first deliver to type it on a loaded machine (a
+	// second was not, under four test runs at once: the agents got only
+	// the reminder); the test then waits for the expiry the request names.
+	res := s.Run("--json", "--team", "alpha", "request", "--timeout", "5s", "alpha", "fix the flaky test")
 	wantCode(t, res, 0)
 	var req struct {
-		RequestID string   `json:"request_id"`
-		Notified  []string `json:"notified"`
+		RequestID string    `json:"request_id"`
+		Notified  []string  `json:"notified"`
+		Expires   time.Time `json:"expires"`
 	}
 	if err := json.Unmarshal([]byte(res.Stdout), &req); err != nil || len(req.Notified) != 2 {
 		t.Fatalf("request: %v, %+v\n%s", err, req, res)
@@ -240,7 +244,7 @@ func TestRequestIsTypedAndExpiredOneNudged(t *testing.T) {
 			t.Errorf("%s received %q, want the request", a.Session, got)
 		}
 	}
-	time.Sleep(1100 * time.Millisecond)
+	time.Sleep(time.Until(req.Expires) + 100*time.Millisecond)
 	wantCode(t, s.Run("deliver"), 0)
 	wantCode(t, s.Run("deliver"), 0) // a second pass nudges nothing more
 	for _, a := range []*harness.TestAgent{ana, bob} {

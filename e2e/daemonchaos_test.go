@@ -176,6 +176,16 @@ func TestDaemonKilledAtRandom(t *testing.T) {
 	}
 	counts := map[string]int{}
 	for _, m := range all {
+		// A broadcast is in every inbox it was for, or in none (issue 29).
+		held := 0
+		for _, name := range m.to {
+			if kept[m.text+"\x00"+name] != "" {
+				held++
+			}
+		}
+		if held != 0 && held != len(m.to) {
+			t.Errorf("%q: in %d of the %d inboxes it was for", m.text, held, len(m.to))
+		}
 		for name := range agents {
 			n := arrived[name][m.text]
 			meant := strings.Contains(strings.Join(m.to, " "), name)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e
 
 import (
@@ -5,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -212,22 +213,6 @@ func firstRecordLen(t *testing.T, inbox, id string) int {
 	}
 	t.Fatalf("%s is not in %s", id, inbox)
 	return 0
-}
-
-// findFile finds the file called name under dir.
-func findFile(t *testing.T, dir, name string) string {
-	t.Helper()
-	var found []string
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Name() == name {
-			found = append(found, p)
-		}
-		return nil
-	})
-	if len(found) != 1 {
-		t.Fatalf("%d files called %s under %s, want 1: %v", len(found), name, dir, found)
-	}
-	return found[0]
 }
 
 func readAll(t *testing.T, path string) []byte {

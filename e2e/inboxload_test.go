@@ -26,6 +26,9 @@ func TestFifteenHundredSendersToOneInbox(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1,500 agentmsg processes at once (about 10 s on 2 cores)")
 	}
+	if !namesLockHolders {
+		t.Skip("no lock holder can be named here, so a sender gives up after two checks (20 s) behind running holders too: docs/platforms.md")
+	}
 	const senders = 1500
 	s := harness.NewTestServer(t)
 	wantCode(t, s.Run("send", "--mailbox-only", "--create", "alpha", "ana", "the first"), 0)

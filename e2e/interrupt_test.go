@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/e2e/harness"
+	"github.com/agentmsg/agentmsg/internal/procs"
 	"github.com/agentmsg/agentmsg/mailbox"
 )
 
@@ -282,10 +283,6 @@ func TestMCPStoppedMidSendStrandsNothing(t *testing.T) {
 // exited reports whether pid has ended (a zombie not yet waited for, or
 // gone).
 func exited(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z'
+	p, err := procs.Get(pid)
+	return err != nil || p.Ended()
 }

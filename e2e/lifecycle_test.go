@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/e2e/harness"
+	"github.com/agentmsg/agentmsg/internal/procs"
 )
 
 // agentsDoc is agents --json.
@@ -256,45 +256,27 @@ func TestLifecycleHeartbeatTimeoutMarksDead(t *testing.T) {
 	wantCode(t, s.Run("kill", "beta", "cy"), 0)
 }
 
-// childrenOf lists the direct children of pid, from /proc.
+// childrenOf lists the direct children of pid (package procs: /proc on
+// Linux, sysctl on macOS).
 func childrenOf(t *testing.T, pid int) []int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc")
+	all, err := procs.All()
 	if err != nil {
-		t.Skip("needs /proc")
+		t.Fatalf("the process table: %v", err)
 	}
 	var out []int
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, _, ok := procStat(p); ok && ppid == pid {
-			out = append(out, p)
+	for _, p := range all {
+		if p.PPID == pid {
+			out = append(out, p.PID)
 		}
 	}
 	return out
 }
 
-// procStat reads a process's parent and state.
-func procStat(pid int) (ppid int, state string, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, "", false
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 2 {
-		return 0, "", false
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	return ppid, f[0], true
-}
-
 // running reports whether pid is a live process (a zombie has ended).
 func running(pid int) bool {
-	_, state, ok := procStat(pid)
-	return ok && state != "Z" && state != "X"
+	p, err := procs.Get(pid)
+	return err == nil && !p.Ended()
 }
 
 func containsInt(list []int, x int) bool {

@@ -135,9 +135,12 @@ func TestStoppedLockHolderBlocksNoOne(t *testing.T) {
 // A server whose socket sits in a directory others can write to keeps its
 // pane locks in the runtime directory: without XDG_RUNTIME_DIR,
 // $TMPDIR/agentmsg-<uid>. One that another user made first, open to
-// everyone, is refused with a clear error: nothing is typed, and nothing is
-// created in it. A server whose socket's directory is private (tmux's own
-// /tmp/tmux-<uid>) keeps them beside the socket and never goes there.
+// everyone, is refused, saying why and how to get out: nothing is typed,
+// nothing is created in it, and the message is kept (deferred, never
+// failed: a pass that failed an older message for it lost it until a
+// person retried it). A server whose socket's directory is private (tmux's
+// own /tmp/tmux-<uid>) keeps them beside the socket and never goes there,
+// and the kept message is typed first.
 func TestLockDirOthersMadeIsRefused(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
@@ -159,8 +162,9 @@ func TestLockDirOthersMadeIsRefused(t *testing.T) {
 	env := []string{"XDG_RUNTIME_DIR=", "TMPDIR=" + tmp}
 	b := startAgentmsg(t, s, nil, env, "send", "alpha", "ana", "through a lock dir someone else made")
 	res := b.finish(t)
-	if res.Code == 0 || !strings.Contains(res.Stderr, "refusing to use "+shared) || !strings.Contains(res.Stderr, "writable by other users") {
-		t.Errorf("want a refusal naming %s, got %s", shared, res)
+	if res.Code != 0 || !strings.Contains(res.Stdout, "deferred") || !strings.Contains(res.Stdout, "refusing to use "+shared) ||
+		!strings.Contains(res.Stdout, "writable by other users") || !strings.Contains(res.Stdout, "set XDG_RUNTIME_DIR") {
+		t.Errorf("want the message kept, saying it refused %s and how to get out, got %s", shared, res)
 	}
 	if left, _ := os.ReadDir(shared); len(left) != 0 {
 		t.Errorf("agentmsg made %d entries in a directory it refused", len(left))
@@ -175,8 +179,8 @@ func TestLockDirOthersMadeIsRefused(t *testing.T) {
 	if res := b.finish(t); res.Code != 0 {
 		t.Fatalf("with a private socket directory: %s", res)
 	}
-	if got := ana.Received(); len(got) != 1 || !strings.HasSuffix(got[0], ": beside the socket") {
-		t.Errorf("received %q", got)
+	if got := ana.Received(); len(got) != 2 || !strings.HasSuffix(got[0], ": through a lock dir someone else made") || !strings.HasSuffix(got[1], ": beside the socket") {
+		t.Errorf("received %q, want the kept message, then the new one, once each", got)
 	}
 	if left, _ := os.ReadDir(shared); len(left) != 0 {
 		t.Errorf("agentmsg made %d entries in the runtime directory it does not need", len(left))

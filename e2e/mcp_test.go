@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentmsg/agentmsg/e2e/harness"
+	"github.com/agentmsg/agentmsg/internal/procs"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/mcpserver"
 	"github.com/agentmsg/agentmsg/message"
@@ -431,13 +431,8 @@ func findStored(t *testing.T, store *mailbox.Store, agent, id string) mailbox.En
 
 // alive reports whether pid is a process that is not a zombie.
 func alive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name in parentheses: "pid (comm) S ...".
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+	p, err := procs.Get(pid)
+	return err == nil && !p.Ended()
 }
 
 // A client that writes its requests and closes stdin gets every answer;

@@ -310,6 +310,9 @@ func cpuTime(t *testing.T, pid int) time.Duration {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
+		if _, serr := os.Stat("/proc/self/stat"); serr != nil {
+			t.Skip("another process's CPU time is read from /proc (Linux only)")
+		}
 		t.Fatal(err)
 	}
 	// The fields after the command's closing parenthesis: utime and

@@ -29,6 +29,7 @@ package eventlog
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,6 +46,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentmsg/agentmsg/internal/plainfile"
+	"github.com/agentmsg/agentmsg/lock"
 )
 
 // Event is one change. Which fields are set depends on Type.
@@ -85,10 +87,26 @@ const (
 	DefaultKeep    = 4
 )
 
+// An append waits for the log's lock at most DefaultMaxLockWait, and
+// LockGrace once its Life has ended. A writer holds the lock for one
+// write (no fsync); the bound is for a holder that stopped (Ctrl-Z) or a
+// machine too loaded to write, which used to keep every writer waiting
+// as long (a send, a deliver, the daemon), signals or not. An event says
+// what the mailbox already says: one given up on is lost to the log's
+// readers only.
+const (
+	DefaultMaxLockWait = 5 * time.Second
+	LockGrace          = time.Second
+)
+
 // Log is an event log in Dir. Use it through a pointer: its appends wait
 // for each other (see Append).
 type Log struct {
-	Dir     string
+	Dir string
+	// Within, when set, is the directory Dir is in (the mailbox's root):
+	// Dir is made only while it exists, so a log whose mailbox was removed
+	// under a running process fails instead of making that again.
+	Within  string
 	MaxSize int64 // a file past this many bytes is rotated; 0: DefaultMaxSize
 	Keep    int   // files kept; 0: DefaultKeep
 	Now     func() time.Time
@@ -106,6 +124,13 @@ type Log struct {
 	warned time.Time
 	// appendFile writes a batch (tests fail it); nil: f.Write.
 	appendFile func(f *os.File, b []byte) (int, error)
+	// Life is the life of the process's command (or daemon): once it
+	// ends, an append waiting for the log's lock gives up (LockGrace
+	// later). nil never ends.
+	Life context.Context
+	// MaxLockWait bounds an append's wait for the lock; 0 is
+	// DefaultMaxLockWait.
+	MaxLockWait time.Duration
 
 	mu      sync.Mutex
 	turn    *sync.Cond // on mu: a write ended
@@ -294,12 +319,13 @@ func (l *Log) writeFile(f *os.File, b []byte) (int, error) {
 	return f.Write(b)
 }
 
-// lock takes the log's lock, making its directory when there is none.
+// lock takes the log's lock, making its directory when there is none
+// (see Within), waiting as MaxLockWait and Life say.
 func (l *Log) lock() (*os.File, error) {
 	path := filepath.Join(l.Dir, "events.lock")
 	lf, err := plainfile.Open(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+		if err := l.mkdir(); err != nil {
 			return nil, err
 		}
 		lf, err = plainfile.Open(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
@@ -307,11 +333,30 @@ func (l *Log) lock() (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX); err != nil {
-		lf.Close()
+	most := l.MaxLockWait
+	if most <= 0 {
+		most = DefaultMaxLockWait
+	}
+	w := lock.Wait{Life: l.Life, Grace: LockGrace, Most: most, Path: path, Look: 2 * time.Second}
+	if err := w.Flock(lf, unix.LOCK_EX); err != nil {
 		return nil, fmt.Errorf("locking the event log: %w", err)
 	}
 	return lf, nil
+}
+
+// mkdir makes Dir: in Within only while that exists.
+func (l *Log) mkdir() error {
+	if l.Within == "" {
+		return os.MkdirAll(l.Dir, 0o700)
+	}
+	if _, err := os.Lstat(l.Within); err != nil {
+		return fmt.Errorf("the event log's directory %s: %w", l.Within, err)
+	}
+	// Mkdir, not MkdirAll: Within gone since the look above stays gone.
+	if err := os.Mkdir(l.Dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
 }
 
 // newest opens the newest file, to append to it, and returns its base.

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentmsg/agentmsg/lock"
 )
 
 // Grant is who a token speaks for.
@@ -48,11 +50,19 @@ const EnvVar = "AGENTMSG_MCP_TOKEN"
 // Tokens is the token file at Path.
 type Tokens struct {
 	Path string
+	// MaxLockWait bounds a change's wait for the file's lock (held for
+	// one rewrite of a small file); 0 is DefaultMaxLockWait.
+	MaxLockWait time.Duration
 
 	mu    sync.Mutex
 	raw   []byte // the file's bytes byKey was parsed from
 	byKey map[string]Grant
 }
+
+// DefaultMaxLockWait bounds a change's wait for the token file's lock: a
+// holder stopped (Ctrl-Z) while it rewrote the file used to keep every
+// spawn and token command waiting for as long, signals or not.
+const DefaultMaxLockWait = 10 * time.Second
 
 // DefaultPath is the token file of the mailbox at root.
 func DefaultPath(root string) string { return filepath.Join(root, "mcp-tokens.json") }
@@ -201,10 +211,14 @@ func (t *Tokens) update(fn func(map[string]Grant)) error {
 	if err != nil {
 		return err
 	}
-	defer lf.Close()
-	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX); err != nil {
-		return err
+	most := t.MaxLockWait
+	if most <= 0 {
+		most = DefaultMaxLockWait
 	}
+	if err := (lock.Wait{Most: most, Path: t.Path + ".lock", Look: time.Second}).Flock(lf, unix.LOCK_EX); err != nil {
+		return fmt.Errorf("locking %s: %w", filepath.Base(t.Path), err)
+	}
+	defer lf.Close()
 	m, err := read(t.Path)
 	if err != nil {
 		return err

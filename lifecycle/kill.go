@@ -25,15 +25,15 @@ type KillResult struct {
 // pollEvery is how often Kill looks whether the processes are gone.
 const pollEvery = 20 * time.Millisecond
 
-// Kill ends t and every process it started. It collects, from /proc and
-// before any signal, the pane's first process, all its descendants, every
-// process still in its session (a double-forked child that left the tree)
-// and the members of their process groups; sends SIGTERM to each of their
-// process groups and to each of them; after grace (0: DefaultGrace) sends
-// SIGKILL to whatever is left, and to anything the pane started
-// meanwhile; then removes the session and the registry entry. It fails
-// with ErrSurvived, naming them, when a collected process is still there
-// at the end. Killing the agent you run in is refused (dispatch.ErrSelf).
+// Kill ends t and every process it started. It collects, from the process
+// table (package procs) and before any signal, the pane's first process,
+// all its descendants, every process still in its session (a double-forked
+// child that left the tree) and the members of their process groups;
+// sends SIGTERM to each of their process groups and to each of them;
+// after grace (0: DefaultGrace) sends SIGKILL to whatever is left, and to
+// anything the pane started meanwhile; then removes the session and the
+// registry entry. It fails with ErrSurvived, naming them, when a collected
+// process is still there at the end. Killing the agent you run in is refused (dispatch.ErrSelf).
 func (m *Manager) Kill(ctx context.Context, t target.Target, grace time.Duration) (KillResult, error) {
 	if grace <= 0 {
 		grace = DefaultGrace
@@ -138,14 +138,14 @@ func (m *Manager) Kill(ctx context.Context, t target.Target, grace time.Duration
 func signal(procs []proc, sig syscall.Signal) {
 	groups := map[int]bool{}
 	for _, p := range procs {
-		if p.PGID > 1 && !groups[p.PGID] && containsPID(procs, p.PGID) && !p.gone(readProc(p.PID)) {
+		if p.PGID > 1 && !groups[p.PGID] && containsPID(procs, p.PGID) && !goneNow(p) {
 			groups[p.PGID] = true
 			_ = syscall.Kill(-p.PGID, sig)
 		}
 	}
 	for _, p := range procs {
 		// Only the very process collected: a reused pid is left alone.
-		if !p.gone(readProc(p.PID)) {
+		if !goneNow(p) {
 			_ = syscall.Kill(p.PID, sig)
 		}
 	}

@@ -4,7 +4,7 @@ package lifecycle
 // registry, refusing an existing session, the shutdown protocol, Status
 // joining the registry with the server's sessions, and Reap. No process
 // runs behind a fake pane (its pid is 0), so what needs one (Kill's
-// signals and /proc, the environment reaching a process) is tested on a
+// signals and the process table, the environment reaching a process) is tested on a
 // real server in lifecycle_test.go.
 
 import (

@@ -3,89 +3,45 @@ package lifecycle
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
+
+	"github.com/agentmsg/agentmsg/internal/procs"
 )
 
-// proc is one process as /proc/PID/stat shows it.
-type proc struct {
-	PID, PPID, PGID, SID int
-	State                byte   // R, S, D, Z, X, ...
-	Start                uint64 // start time in clock ticks since boot: tells a reused pid apart
+// proc is one process as the kernel tells it (package procs: /proc on
+// Linux, sysctl on Darwin).
+type proc = procs.Proc
+
+// gone reports whether p has ended: no longer there, replaced by another
+// with its pid, or a zombie waiting to be reaped.
+func gone(p, now proc, ok bool) bool {
+	return !ok || now.Start != p.Start || now.Ended()
 }
 
-// gone reports whether the process has ended: no longer there, replaced
-// by another with its pid, or a zombie waiting to be reaped.
-func (p proc) gone(now proc, ok bool) bool {
-	return !ok || now.Start != p.Start || now.State == 'Z' || now.State == 'X'
+// goneNow reports whether p has ended by now.
+func goneNow(p proc) bool {
+	now, ok := readProc(p.PID)
+	return gone(p, now, ok)
 }
-
-// procRoot is where the process table is read; a test may point it
-// elsewhere.
-var procRoot = "/proc"
 
 // readProc reads one process; ok is false when it does not exist.
 func readProc(pid int) (proc, bool) {
-	data, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return proc{}, false
-	}
-	p, err := parseStat(string(data))
+	p, err := procs.Get(pid)
 	return p, err == nil
-}
-
-// parseStat parses a /proc/PID/stat line. The command name is in
-// parentheses and may hold spaces and parentheses itself, so the fields
-// are counted from the last ')'.
-func parseStat(s string) (proc, error) {
-	open := strings.IndexByte(s, '(')
-	end := strings.LastIndexByte(s, ')')
-	if open < 0 || end < open {
-		return proc{}, fmt.Errorf("bad stat line %q", s)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(s[:open]))
-	if err != nil {
-		return proc{}, fmt.Errorf("bad pid in stat line %q", s)
-	}
-	f := strings.Fields(s[end+1:])
-	// f[0] state, f[1] ppid, f[2] pgrp, f[3] session, ..., f[19] starttime.
-	if len(f) < 20 || len(f[0]) != 1 {
-		return proc{}, fmt.Errorf("short stat line for pid %d", pid)
-	}
-	p := proc{PID: pid, State: f[0][0]}
-	nums := []*int{&p.PPID, &p.PGID, &p.SID}
-	for i, dst := range nums {
-		if *dst, err = strconv.Atoi(f[1+i]); err != nil {
-			return proc{}, fmt.Errorf("bad stat line for pid %d: %w", pid, err)
-		}
-	}
-	if p.Start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
-		return proc{}, fmt.Errorf("bad start time for pid %d: %w", pid, err)
-	}
-	return p, nil
 }
 
 // scanProcs reads the whole process table.
 func scanProcs() (map[int]proc, error) {
-	ents, err := os.ReadDir(procRoot)
+	all, err := procs.All()
 	if err != nil {
 		return nil, fmt.Errorf("reading the process table: %w", err)
 	}
-	out := make(map[int]proc, len(ents))
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if p, ok := readProc(pid); ok {
-			out[pid] = p
-		}
+	out := make(map[int]proc, len(all))
+	for _, p := range all {
+		out[p.PID] = p
 	}
 	if len(out) == 0 {
-		return nil, errors.New("reading the process table: no processes under " + procRoot)
+		return nil, errors.New("reading the process table: it lists no process")
 	}
 	return out, nil
 }
@@ -133,7 +89,7 @@ func family(all map[int]proc, root int) []proc {
 	}
 	var out []proc
 	for pid := range in {
-		if p := all[pid]; p.State != 'Z' && p.State != 'X' {
+		if p := all[pid]; !p.Ended() {
 			out = append(out, p)
 		}
 	}
@@ -145,8 +101,7 @@ func family(all map[int]proc, root int) []proc {
 func alive(procs []proc) []proc {
 	var out []proc
 	for _, p := range procs {
-		now, ok := readProc(p.PID)
-		if !p.gone(now, ok) {
+		if !goneNow(p) {
 			out = append(out, p)
 		}
 	}
@@ -156,7 +111,7 @@ func alive(procs []proc) []proc {
 // pidAlive reports whether pid runs (a zombie does not).
 func pidAlive(pid int) bool {
 	p, ok := readProc(pid)
-	return ok && p.State != 'Z' && p.State != 'X'
+	return ok && !p.Ended()
 }
 
 func pids(procs []proc) []int {

@@ -5,36 +5,6 @@ import (
 	"testing"
 )
 
-func TestParseStat(t *testing.T) {
-	tests := []struct {
-		line string
-		want proc
-		bad  bool
-	}{
-		{line: "42 (sleep) S 7 42 40 0 -1 4194560 105 0 0 0 0 0 0 0 20 0 1 0 123456 0 0",
-			want: proc{PID: 42, PPID: 7, PGID: 42, SID: 40, State: 'S', Start: 123456}},
-		// A command name may hold spaces and parentheses.
-		{line: "9 (a (b) c) R 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77 0 0",
-			want: proc{PID: 9, PPID: 1, PGID: 9, SID: 9, State: 'R', Start: 77}},
-		{line: "5 (z) Z 1 5 5 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 8 0 0",
-			want: proc{PID: 5, PPID: 1, PGID: 5, SID: 5, State: 'Z', Start: 8}},
-		{line: "5 (short) S 1 5", bad: true},
-		{line: "garbage", bad: true},
-	}
-	for _, tt := range tests {
-		got, err := parseStat(tt.line)
-		if tt.bad {
-			if err == nil {
-				t.Errorf("parseStat(%q) = %+v, want an error", tt.line, got)
-			}
-			continue
-		}
-		if err != nil || got != tt.want {
-			t.Errorf("parseStat(%q) = %+v, %v; want %+v", tt.line, got, err, tt.want)
-		}
-	}
-}
-
 func TestFamily(t *testing.T) {
 	// 100 is the pane's first process (a session leader, as tmux makes it).
 	all := map[int]proc{}

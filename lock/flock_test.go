@@ -1,3 +1,5 @@
+//go:build linux && !agentmsg_portable
+
 package lock
 
 import (

@@ -126,9 +126,10 @@ func ForServer(socket string, fallback Dir) Dir {
 // per inbox, one typist per message): in the mailbox root, which every
 // process that reads and writes those inboxes shares by definition. base is
 // the directory root was made under when it is a shared fallback (see
-// mailbox.Store.Base), else "".
+// mailbox.Store.Base), else "". The root is made by the mailbox (Store.Open),
+// never here: one removed under a running command stays removed.
 func ForMailbox(root, base, owner string) Dir {
-	return Dir{Path: filepath.Join(root, "locks"), Base: base, Owner: owner}
+	return Dir{Path: filepath.Join(root, "locks"), Base: base, Owner: owner, Within: root}
 }
 
 // Holder is who holds a lock, as its lock file says.
@@ -441,24 +442,6 @@ func heldBy(f *os.File, what string, cause error) *HeldError {
 		e.Stopped = true
 	}
 	return e
-}
-
-// ProcessState is the state letter of pid in /proc (R, S, T for stopped,
-// ...), 0 when there is no such process, '?' when it cannot be told.
-func ProcessState(pid int) byte {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if errors.Is(err, os.ErrNotExist) {
-		if _, err := os.Stat("/proc/self/stat"); err == nil {
-			return 0 // /proc works, and pid is not in it
-		}
-		return '?'
-	}
-	// "pid (comm) S ...": comm may hold spaces and parentheses.
-	i := strings.LastIndexByte(string(b), ')')
-	if err != nil || i < 0 || i+2 >= len(b) {
-		return '?'
-	}
-	return b[i+2]
 }
 
 // same reports whether f is the file now at path.

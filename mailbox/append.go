@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -47,15 +49,15 @@ var ErrInvalidEnvelope = errors.New("invalid envelope")
 func (b *Box) Append(env Envelope) error { return b.appendEnvelope(env, synced) }
 
 // AppendBatched stores env as Append does, but leaves making it durable to
-// the caller's Store.Sync: a broadcast writes a hundred inboxes and then
+// the caller's Store.Sync, which it tells what it wrote: a broadcast writes a hundred inboxes and then
 // syncs them all at once, where a hundred fsyncs took a quarter of a second
 // (the file system's journal commits them one after another).
 func (b *Box) AppendBatched(env Envelope) error { return b.appendEnvelope(env, batched) }
 
 // Sync makes what AppendBatched wrote to this inbox durable: its file, and
 // the file's directory entry (the first record made it). For a batch
-// that touched a few inboxes; Store.Sync is one call for many (it syncs
-// the whole file system, which a busy machine makes slow).
+// that touched a few inboxes; Store.Sync is one call for many (on Linux
+// it syncs the whole file system, which a busy machine makes slow).
 func (b *Box) Sync() error {
 	f, err := os.Open(b.path())
 	if err != nil {
@@ -136,7 +138,7 @@ func (b *Box) appendRecord(v any, d durability) error {
 	if err := b.s.mkdir(b.dir); err != nil {
 		return err
 	}
-	unlock, err := lockFile(b.lockPath(), b.s.lockWait())
+	unlock, err := b.s.lock(b.lockPath())
 	if err != nil {
 		return err
 	}
@@ -171,6 +173,16 @@ func (b *Box) appendRecord(v any, d durability) error {
 // writeLine appends line to an inbox whose lines end at end, and makes it
 // as durable as d says.
 func (b *Box) writeLine(f *os.File, end int64, line []byte, d durability) error {
+	if d == batched {
+		// For the caller's Store.Sync: the file and, when this makes
+		// it, its directory's new entry (also when the write fails and
+		// takeBack removes it again).
+		dir := ""
+		if end == 0 {
+			dir = b.dir
+		}
+		b.s.unsynced.note(b.path(), dir)
+	}
 	if _, err := f.Write(line); err != nil {
 		return err
 	}
@@ -262,30 +274,70 @@ func (e *BroadcastError) Error() string {
 		len(e.Delivered), len(e.Delivered)+len(e.Failed), strings.Join(parts, "; "))
 }
 
-// AppendMany stores env in the inbox of each agent of team, taking one
-// inbox lock at a time (never two at once, so two broadcasts cannot
-// deadlock). Every agent is tried; if some fail the error is a
-// *BroadcastError naming them.
+// AppendMany stores env in the inbox of each agent of team in one step
+// (see Intent): a writer that dies part way leaves an intent that Complete
+// finishes, never some inboxes with the message and the others without.
+// Every agent is tried; if some fail the error is a *BroadcastError naming
+// them, and Complete records their copies later.
 func (s *Store) AppendMany(team string, agents []string, env Envelope) error {
-	if env.Timestamp.IsZero() {
-		env.Timestamp = s.now() // one time for all copies
-	}
-	be := &BroadcastError{Failed: map[string]error{}}
-	for _, a := range agents {
-		b, err := s.Box(team, a)
-		if err == nil {
-			err = b.Append(env)
-		}
+	// A name that can have no inbox is no copy to come: it fails alone.
+	bad := map[string]error{}
+	ok := slices.DeleteFunc(slices.Clone(agents), func(a string) bool {
+		_, err := s.Box(team, a)
 		if err != nil {
-			be.Failed[a] = err
-			continue
+			bad[a] = err
 		}
-		be.Delivered = append(be.Delivered, a)
+		return err != nil
+	})
+	err := s.appendAll(team, ok, env, nil)
+	if len(bad) == 0 {
+		return err
 	}
-	if len(be.Failed) > 0 {
-		return be
+	be := &BroadcastError{Delivered: ok, Failed: bad}
+	if err != nil && !errors.As(err, &be) {
+		return err
 	}
-	return nil
+	maps.Copy(be.Failed, bad)
+	return be
+}
+
+// appendAll is AppendMany for an operation that takes place once commit's
+// file says so (nil: at once; see Commit). The caller makes that file
+// between the intent and the copies: take, when not nil, is called then,
+// and reports whether the operation took place.
+func (s *Store) appendAll(team string, agents []string, env Envelope, c *committed) error {
+	if len(agents) == 0 {
+		if c != nil {
+			_, err := c.take()
+			return err
+		}
+		return nil
+	}
+	in := Intent{Env: env, To: make([]Inbox, len(agents))}
+	for i, a := range agents {
+		in.To[i] = Inbox{Team: team, Agent: a}
+	}
+	if c != nil {
+		in.Commit = &c.Commit
+	}
+	held, err := s.Intend(in)
+	if err != nil {
+		return err
+	}
+	if c != nil {
+		took, err := c.take()
+		if err != nil || !took {
+			// Nothing of it took place: no copy is for anyone.
+			return errors.Join(err, held.Done())
+		}
+	}
+	return held.Record()
+}
+
+// committed is an operation's Commit and the step that makes its file.
+type committed struct {
+	Commit
+	take func() (bool, error)
 }
 
 // newHeader is the first line of a new inbox file.

@@ -110,3 +110,42 @@ func BenchmarkWaitWake(b *testing.B) {
 	b.ReportMetric(float64(wakes[len(wakes)/2].Microseconds())/1000, "wake-p50-ms")
 	b.ReportMetric(float64(wakes[(len(wakes)*95)/100].Microseconds())/1000, "wake-p95-ms")
 }
+
+// BenchmarkFanout12 is a broadcast's record of 12 copies, as the courier
+// makes it: without an intent (AppendBatched each, one Sync), and with
+// one (Intend first, Done after), the step that makes it all or nothing.
+func BenchmarkFanout12(b *testing.B) {
+	agents := []string{"a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9", "a10", "a11"}
+	for _, intent := range []bool{false, true} {
+		b.Run(map[bool]string{false: "copies", true: "intent+copies"}[intent], func(b *testing.B) {
+			s := newStore(b)
+			for b.Loop() {
+				env := newEnv(b, "lead", Broadcast, "all hands")
+				var held *Intended
+				if intent {
+					in := Intent{Env: env}
+					for _, a := range agents {
+						in.To = append(in.To, Inbox{Team: team, Agent: a})
+					}
+					var err error
+					if held, err = s.Intend(in); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for _, a := range agents {
+					if err := box(b, s, a).AppendBatched(env); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := s.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				if held != nil {
+					if err := held.Done(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -59,7 +59,7 @@ func (b *Box) compact(r Retention) (CompactResult, error) {
 	if _, err := os.Stat(b.path()); os.IsNotExist(err) {
 		return CompactResult{}, nil
 	}
-	unlock, err := lockFile(b.lockPath(), b.s.lockWait())
+	unlock, err := b.s.lock(b.lockPath())
 	if err != nil {
 		return CompactResult{}, err
 	}

@@ -97,7 +97,7 @@ func (s *Store) MigrateLegacy() error {
 	if err := s.mkdir(s.Root); err != nil {
 		return err
 	}
-	unlock, err := lockFile(filepath.Join(s.Root, ".migrate.lock"), s.lockWait())
+	unlock, err := s.lock(filepath.Join(s.Root, ".migrate.lock"))
 	if err != nil {
 		return err
 	}

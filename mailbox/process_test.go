@@ -87,7 +87,8 @@ type helper struct {
 func startHelper(t *testing.T, ctx context.Context, kind string, env ...string) *helper {
 	t.Helper()
 	run := map[string]string{"writer": "TestHelperWriter", "claimer": "TestHelperClaimer", "limited": "TestHelperLimitedAppend",
-		"holder": "TestHelperHolder"}[kind]
+		"holder": "TestHelperHolder", "fanout": "TestHelperFanout",
+		"poster": "TestHelperPoster", "claimteller": "TestHelperClaimTeller"}[kind]
 	h := &helper{cmd: exec.CommandContext(ctx, os.Args[0], "-test.run=^"+run+"$", "-test.count=1")}
 	h.cmd.Env = append(os.Environ(), append([]string{helperEnv + "=" + kind}, env...)...)
 	h.cmd.Stderr = &h.err

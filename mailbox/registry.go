@@ -58,7 +58,7 @@ func (s *Store) UpdateAgent(team, agent string, fn func(*AgentRecord) error) err
 	if err := s.mkdir(dir); err != nil {
 		return err
 	}
-	unlock, err := lockFile(filepath.Join(dir, ".lock"), s.lockWait())
+	unlock, err := s.lock(filepath.Join(dir, ".lock"))
 	if err != nil {
 		return err
 	}
@@ -143,14 +143,11 @@ func (s *Store) Unregister(team, agent string) error {
 		return err
 	}
 	dir := s.registryDir(team)
-	unlock, err := lockFile(filepath.Join(dir, ".lock"), s.lockWait())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil // nothing registered, and nothing made to say so
 	}
+	unlock, err := s.lock(filepath.Join(dir, ".lock"))
 	if err != nil {
-		if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
-			return nil
-		}
 		return err
 	}
 	defer unlock()

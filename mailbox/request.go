@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/eventlog"
+	"github.com/agentmsg/agentmsg/message"
 )
 
 // Request is an open request that any agent of a team may claim, and
@@ -46,6 +47,9 @@ type requestFile struct {
 type claimFile struct {
 	By string    `json:"by"`
 	At time.Time `json:"at"`
+	// Told is the message that tells the requester of this claim
+	// (ClaimTelling): its intent takes place only with this claim.
+	Told message.ID `json:"told,omitempty"`
 }
 
 // RequestState is where a request stands.
@@ -130,6 +134,9 @@ func (s *Store) Post(team string, r Request) error {
 	}
 	if err := s.createExclusive(dir, path, data); err != nil {
 		if errors.Is(err, os.ErrExist) {
+			if twin := storedID(path); twin != "" && twin != r.ID {
+				return fmt.Errorf("posting request %s: %w: request %s differs from it only by case, and this file system (macOS's, by default) does not tell the two apart; choose another id", r.ID, ErrRequestExists, twin)
+			}
 			return fmt.Errorf("posting request %s: %w", r.ID, ErrRequestExists)
 		}
 		return fmt.Errorf("posting request %s: %w", r.ID, err)
@@ -137,10 +144,44 @@ func (s *Store) Post(team string, r Request) error {
 	return nil
 }
 
+// PostTelling posts r in team and records env, the message that tells of
+// it, in the inbox of each of agents, in one step (see Intent): a writer
+// that dies before r is posted leaves neither, one that dies after leaves
+// an intent that Complete finishes. An error that is a *BroadcastError
+// names the inboxes not told yet (Complete records them later): r is
+// posted. Any other error: r is not.
+func (s *Store) PostTelling(team string, r Request, env Envelope, agents []string) error {
+	_, path, _, err := s.requestPaths(team, r.ID)
+	if err != nil {
+		return err
+	}
+	file, err := s.commitFile(path)
+	if err != nil {
+		return err
+	}
+	return s.appendAll(team, agents, env, &committed{Commit: Commit{File: file}, take: func() (bool, error) {
+		if err := s.Post(team, r); err != nil {
+			return false, err
+		}
+		return true, nil
+	}})
+}
+
 // Claim gives request id to claimant if nobody has it yet. Across any
 // number of processes exactly one claim succeeds; every other gets a
 // *ClaimedError naming the winner.
 func (s *Store) Claim(team, id, claimant string) (Request, error) {
+	return s.ClaimTelling(team, id, claimant, nil)
+}
+
+// ClaimTelling is Claim, with the requester told in the same step (see
+// Intent): tell(r) is the message for its inbox. A claimant killed between
+// the two neither leaves the request claimed and its requester never told,
+// nor tells of a claim it did not win. An error that is a *BroadcastError
+// is a claim that stands and a message not recorded yet (Complete records
+// it). A claimant that is the requester is not told; nor is anyone when
+// tell is nil.
+func (s *Store) ClaimTelling(team, id, claimant string, tell func(Request) (Envelope, error)) (Request, error) {
 	dir, path, claimPath, err := s.requestPaths(team, id)
 	if err != nil {
 		return Request{}, err
@@ -148,7 +189,7 @@ func (s *Store) Claim(team, id, claimant string) (Request, error) {
 	if err := checkName("agent", claimant); err != nil {
 		return Request{}, err
 	}
-	r, err := readRequest(path)
+	r, err := readRequest(path, id)
 	if err != nil {
 		return Request{}, err
 	}
@@ -156,23 +197,49 @@ func (s *Store) Claim(team, id, claimant string) (Request, error) {
 	if r.Timeout > 0 && !now.Before(r.Posted.Add(r.Timeout)) {
 		return r, fmt.Errorf("claiming request %s: %w at %s", id, ErrExpired, r.Posted.Add(r.Timeout).Format(time.RFC3339))
 	}
-	data, err := json.Marshal(claimFile{By: claimant, At: now})
+	c := claimFile{By: claimant, At: now}
+	var env Envelope
+	if tell != nil && r.From != claimant {
+		if env, err = tell(r); err != nil {
+			return r, err
+		}
+		c.Told = env.ID
+	}
+	data, err := json.Marshal(c)
 	if err != nil {
 		return r, err
 	}
-	err = s.createExclusive(dir, claimPath, data)
-	if errors.Is(err, os.ErrExist) {
-		c, rerr := readClaim(claimPath)
-		if rerr != nil {
-			return r, rerr
+	var lost error
+	take := func() (bool, error) {
+		err := s.createExclusive(dir, claimPath, data)
+		if errors.Is(err, os.ErrExist) {
+			won, rerr := readClaim(claimPath)
+			if rerr != nil {
+				return false, rerr
+			}
+			lost = &ClaimedError{RequestID: id, By: won.By, At: won.At}
+			return false, nil
 		}
-		return r, &ClaimedError{RequestID: id, By: c.By, At: c.At}
+		if err != nil {
+			return false, fmt.Errorf("claiming request %s: %w", id, err)
+		}
+		return true, nil
 	}
-	if err != nil {
-		return r, fmt.Errorf("claiming request %s: %w", id, err)
+	if c.Told == "" {
+		_, err = take()
+	} else {
+		file, ferr := s.commitFile(claimPath)
+		if ferr != nil {
+			return r, ferr
+		}
+		err = s.appendAll(team, []string{r.From}, env, &committed{Commit: Commit{File: file, Holds: string(data)}, take: take})
+	}
+	var be *BroadcastError
+	if lost != nil || err != nil && !errors.As(err, &be) {
+		return r, errors.Join(lost, err)
 	}
 	s.emit(eventlog.Event{Type: "message.claimed", Team: team, Agent: claimant, Message: id, From: r.From})
-	return r, nil
+	return r, err
 }
 
 // createExclusive makes path with data unless it exists. The data goes to
@@ -194,10 +261,14 @@ func (s *Store) createExclusive(dir, path string, data []byte) error {
 	return syncDir(dir)
 }
 
-func readRequest(path string) (Request, error) {
+// readRequest reads request id from path. A file system that folds case
+// (macOS's, by default) opens another request's file for an id that
+// differs from its id only by case: that is no such request, and its
+// claim file is not this one's either.
+func readRequest(path, id string) (Request, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return Request{}, fmt.Errorf("%w: %s", ErrNoRequest, strings.TrimSuffix(filepath.Base(path), ".json"))
+		return Request{}, fmt.Errorf("%w: %s", ErrNoRequest, id)
 	}
 	if err != nil {
 		return Request{}, err
@@ -206,11 +277,28 @@ func readRequest(path string) (Request, error) {
 	if err := json.Unmarshal(data, &rf); err != nil {
 		return Request{}, fmt.Errorf("reading request %s: %w", filepath.Base(path), err)
 	}
+	if rf.ID != "" && rf.ID != id {
+		return Request{}, fmt.Errorf("%w: %s (request %s differs from it only by case, and this file system does not tell the two apart)", ErrNoRequest, id, rf.ID)
+	}
 	r := Request{ID: rf.ID, From: rf.From, Description: rf.Description, Posted: rf.Posted}
 	if !rf.Expires.IsZero() {
 		r.Timeout = rf.Expires.Sub(rf.Posted)
 	}
 	return r, nil
+}
+
+// storedID is the id recorded in the request file at path ("" when it
+// cannot be read).
+func storedID(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var rf requestFile
+	if json.Unmarshal(data, &rf) != nil {
+		return ""
+	}
+	return rf.ID
 }
 
 func readClaim(path string) (claimFile, error) {
@@ -270,7 +358,7 @@ func (s *Store) RequestStatus(team, id string) (RequestInfo, error) {
 }
 
 func requestInfo(dir, id string, now time.Time) (RequestInfo, error) {
-	r, err := readRequest(filepath.Join(dir, id+".json"))
+	r, err := readRequest(filepath.Join(dir, id+".json"), id)
 	if err != nil {
 		return RequestInfo{}, err
 	}

@@ -98,7 +98,8 @@ func TestRootMayBeTheUsersSymlink(t *testing.T) {
 // After its first append, a store looks at an inbox's directory alone (the
 // ones above it are this user's and writable by no one else): the
 // directory replaced by a link, or opened to others, is still refused,
-// and a mailbox removed under a running store is made again.
+// and one removed under a running store is made again. The mailbox's root
+// removed is not: see TestARemovedRootIsNotMadeAgain.
 func TestADirectoryCheckedOnceIsStillLookedAt(t *testing.T) {
 	s := New(t.TempDir())
 	b := box(t, s, "ana")
@@ -128,10 +129,10 @@ func TestADirectoryCheckedOnceIsStillLookedAt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.RemoveAll(s.Root); err != nil {
+	if err := os.RemoveAll(filepath.Dir(b.dir)); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Append(newEnv(t, "lead", "ana", "again")); err != nil {
-		t.Fatalf("after the mailbox was removed: %v", err)
+		t.Fatalf("after the team's directory was removed: %v", err)
 	}
 }

@@ -14,6 +14,7 @@
 package mailbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -45,6 +46,13 @@ type Store struct {
 	// whether the holder can let it go (ErrLocked when it cannot); 0
 	// means DefaultLockWait.
 	LockWait time.Duration
+	// MaxLockWait bounds a writer's wait for a lock held by running
+	// processes; 0 means DefaultMaxLockWait.
+	MaxLockWait time.Duration
+	// Life is the life of the command (or daemon) the store works for:
+	// once it ends (a signal, the command's time bound), a write waiting
+	// for a lock gives up within StopGrace and says why. nil never ends.
+	Life context.Context
 	// Place is the tmux server (on its host) whose agents this store
 	// serves: their teams live under <root>/places/<key>. Zero keeps them
 	// in <root>/teams, the layout before places (see MigrateLegacy).
@@ -58,6 +66,12 @@ type Store struct {
 	// made are the directories mkdir has made and checked in full, shared
 	// by every copy of the Store New made (nil: each mkdir checks in full).
 	made *sync.Map
+	// unsynced is what AppendBatched wrote since the last Sync, shared
+	// by every copy of the Store New made.
+	unsynced *unsynced
+	// root is Root as this store first found or made it, shared by every
+	// copy of the Store New made (nil: never checked).
+	root *rootSeen
 }
 
 func (s *Store) lockWait() time.Duration {
@@ -67,9 +81,24 @@ func (s *Store) lockWait() time.Duration {
 	return DefaultLockWait
 }
 
+func (s *Store) maxLockWait() time.Duration {
+	if s.MaxLockWait > 0 {
+		return s.MaxLockWait
+	}
+	return DefaultMaxLockWait
+}
+
+func (s *Store) life() context.Context {
+	if s.Life != nil {
+		return s.Life
+	}
+	return context.Background()
+}
+
 // New returns a Store rooted at root.
 func New(root string) *Store {
-	return &Store{Root: root, watches: &watchSet{by: map[string]*inboxWatch{}}, made: &sync.Map{}}
+	return &Store{Root: root, watches: &watchSet{by: map[string]*inboxWatch{}}, made: &sync.Map{},
+		unsynced: &unsynced{}, root: &rootSeen{}}
 }
 
 // Default is the store at DefaultRoot.
@@ -119,6 +148,79 @@ func (s *Store) sharedHint(err error) error {
 	return fmt.Errorf("%w (the fallback used when AGENTMSG_HOME, XDG_STATE_HOME and HOME are all unset: set one of them to a private directory of yours to use that instead)", err)
 }
 
+// Open checks Root (see Check) and makes it when there is none yet, so
+// that it is there, as this store knows it, for everything this process
+// makes below it: a Root removed from then on is never made again, and
+// what this store does afterwards fails with ErrMailboxGone.
+func (s *Store) Open() error {
+	if err := s.Check(); err != nil {
+		return err
+	}
+	if err := s.mkdir(s.Root); err != nil {
+		return err
+	}
+	return s.rootGone()
+}
+
+// ensure makes dir and the directories between it and Root (Base, for
+// the shared fallback), checking each. Root itself is made only by a
+// store that has not seen it yet (see Open): once seen, a Root that is
+// gone stays gone.
+func (s *Store) ensure(dir string) error {
+	if err := s.rootGone(); err != nil {
+		return err
+	}
+	if s.root != nil && s.root.seen() {
+		return safedir.EnsureIn(s.Root, dir)
+	}
+	base := s.Root
+	if s.Base != "" {
+		base = s.Base
+	}
+	return safedir.Ensure(base, dir)
+}
+
+// rootSeen is a store's Root as it was first found or made.
+type rootSeen struct {
+	mu sync.Mutex
+	fi fs.FileInfo // nil until seen
+}
+
+func (r *rootSeen) seen() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fi != nil
+}
+
+// rootGone says ErrMailboxGone when the Root this store first saw (at
+// Open, or as mkdir made it) is no longer at its path: removed, or
+// replaced by another directory. A Root not seen yet is taken as it is
+// now, or left to be made.
+func (s *Store) rootGone() error {
+	if s.root == nil {
+		return nil
+	}
+	fi, err := os.Stat(s.Root)
+	s.root.mu.Lock()
+	defer s.root.mu.Unlock()
+	if s.root.fi == nil {
+		if err == nil {
+			s.root.fi = fi
+		}
+		return nil
+	}
+	if err != nil || !os.SameFile(s.root.fi, fi) {
+		return fmt.Errorf("%w: %s was removed while this process used it; nothing is made again in its place", ErrMailboxGone, s.Root)
+	}
+	return nil
+}
+
+// Gone says ErrMailboxGone when Root was removed or replaced since this
+// store first saw it: for a command that waits on the mailbox (wait,
+// inbox --follow) and would otherwise read a missing inbox as an empty
+// one for ever.
+func (s *Store) Gone() error { return s.rootGone() }
+
 // mkdir makes dir (a directory under Root) and checks every directory
 // from Root (from Base, when set) down to it. A place's directory gets its
 // description as it is first made. Once it has done all that for dir,
@@ -131,11 +233,13 @@ func (s *Store) mkdir(dir string) error {
 			return nil
 		}
 	}
-	base := s.Root
-	if s.Base != "" {
-		base = s.Base
+	if err := s.ensure(dir); err != nil {
+		if gone := s.rootGone(); gone != nil {
+			return gone
+		}
+		return err
 	}
-	if err := safedir.Ensure(base, dir); err != nil {
+	if err := s.rootGone(); err != nil {
 		return err
 	}
 	if !s.Place.IsZero() && strings.HasPrefix(dir, s.home()+string(filepath.Separator)) {
@@ -150,8 +254,9 @@ func (s *Store) mkdir(dir string) error {
 }
 
 // DefaultRoot is $AGENTMSG_HOME, else $XDG_STATE_HOME/agentmsg, else
-// $HOME/.local/state/agentmsg. The mailbox is state (it must survive a
-// reboot), so it does not live under $XDG_RUNTIME_DIR like the locks.
+// $HOME/.local/state/agentmsg, else lastResortRoot. The mailbox is state
+// (it must survive a reboot), so it does not live under $XDG_RUNTIME_DIR
+// like the locks.
 func DefaultRoot(lookupEnv func(string) (string, bool)) string {
 	if v, ok := lookupEnv("AGENTMSG_HOME"); ok && v != "" {
 		return v
@@ -162,7 +267,7 @@ func DefaultRoot(lookupEnv func(string) (string, bool)) string {
 	if v, ok := lookupEnv("HOME"); ok && v != "" {
 		return filepath.Join(v, ".local", "state", "agentmsg")
 	}
-	return tmpRoot()
+	return lastResortRoot()
 }
 
 // tmpRoot is the root of last resort, in a directory every user shares.

@@ -37,6 +37,11 @@ func (s *Store) wait(ctx context.Context, team, agent string, match func(Envelop
 	pos := after
 	for {
 		changed := w.next()
+		// A mailbox removed under the wait reads as an empty inbox for
+		// ever: say so instead (the watch wakes us when it is gone).
+		if err := s.rootGone(); err != nil {
+			return Envelope{}, err
+		}
 		batch, _, err := readInbox(b.path(), pos)
 		if err != nil {
 			return Envelope{}, err

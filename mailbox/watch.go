@@ -39,7 +39,7 @@ func (s *Store) watchInbox(path string) (w *inboxWatch, release func()) {
 		w = &inboxWatch{changed: make(chan struct{}), stop: make(chan struct{})}
 		// The first look is taken before any user reads: a change between
 		// that read and the poller's start is then a change it sees.
-		go w.poll(path, statFile(path), s.pollInterval())
+		go w.poll(path, statFile(path), s.pollInterval(), s.rootGone)
 		ws.by[path] = w
 	}
 	w.users++
@@ -63,17 +63,26 @@ func (w *inboxWatch) next() <-chan struct{} {
 
 // poll looks at the file every interval and wakes the users when its size
 // or inode changed: a stat is cheap, works on any filesystem, and sees both
-// appends and compaction's rename.
-func (w *inboxWatch) poll(path string, last fileState, every time.Duration) {
+// appends and compaction's rename. Every rootLook it also asks gone
+// whether the mailbox was removed, and wakes the users when it was (an
+// inbox that never was does not change when its mailbox goes).
+func (w *inboxWatch) poll(path string, last fileState, every time.Duration, gone func() error) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	next := time.Now().Add(rootLook)
 	for {
 		select {
 		case <-w.stop:
 			return
 		case <-tick.C:
 		}
-		if st := statFile(path); st != last {
+		st := statFile(path)
+		changed := st != last
+		if now := time.Now(); !changed && now.After(next) {
+			next = now.Add(rootLook)
+			changed = gone() != nil
+		}
+		if changed {
 			last = st
 			w.mu.Lock()
 			close(w.changed)
@@ -82,6 +91,9 @@ func (w *inboxWatch) poll(path string, last fileState, every time.Duration) {
 		}
 	}
 }
+
+// rootLook is how often a watch asks whether the mailbox is still there.
+const rootLook = time.Second
 
 // statFile is what the file at path looks like now; a missing one is the
 // zero state, so its creation is a change.

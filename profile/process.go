@@ -1,11 +1,12 @@
 package profile
 
 import (
-	"os"
+	"errors"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/agentmsg/agentmsg/internal/procs"
 )
 
 // Process-based detection. npm installs Codex, Gemini CLI and Qwen Code as
@@ -17,48 +18,25 @@ import (
 // process group; where npm ran the package's postinstall the shim is
 // replaced by that binary and the command is "droid".
 
-// Procs reads the processes of a pane from a /proc file system.
+// Procs reads the processes of a pane.
 type Procs struct {
-	// Root is the proc file system; "" means /proc.
-	Root string
+	// Table is the process table; nil is the system's (package procs).
+	Table Table
 }
 
-func (p Procs) root() string {
-	if p.Root == "" {
-		return "/proc"
-	}
-	return p.Root
+// Table is a process table: package procs's, or a test's.
+type Table interface {
+	Get(pid int) (procs.Proc, error)
+	All() ([]procs.Proc, error)
+	Children(pid int) ([]int, error)
+	Argv(pid int) ([]string, error)
 }
 
-// stat reads a process's parent, process group and its terminal's
-// foreground process group (fields 4, 5 and 8 of /proc/PID/stat).
-func (p Procs) stat(pid int) (ppid, pgrp, tpgid int, ok bool) {
-	b, err := os.ReadFile(filepath.Join(p.root(), strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, 0, 0, false
+func (p Procs) table() Table {
+	if p.Table == nil {
+		return procs.System{}
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')') // comm may hold spaces and parens
-	if i < 0 {
-		return 0, 0, 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 6 {
-		return 0, 0, 0, false
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	pgrp, _ = strconv.Atoi(f[2])
-	tpgid, _ = strconv.Atoi(f[5])
-	return ppid, pgrp, tpgid, true
-}
-
-// Argv returns a process's arguments (nil when it is gone or a zombie).
-func (p Procs) Argv(pid int) []string {
-	b, err := os.ReadFile(filepath.Join(p.root(), strconv.Itoa(pid), "cmdline"))
-	if err != nil || len(b) == 0 {
-		return nil
-	}
-	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	return p.Table
 }
 
 // Foreground returns the arguments of the processes in the foreground of
@@ -66,16 +44,27 @@ func (p Procs) Argv(pid int) []string {
 // group, found from pid's terminal (tpgid), and those of its members that
 // descend from pid, parents before children. A wrapper that runs the agent
 // without job control (bash -c 'codex; …') keeps it in its own group, so
-// the agent is among them. Nil when nothing can be read (no /proc).
+// the agent is among them. Nil when nothing can be read.
 func (p Procs) Foreground(pid int) [][]string {
 	if pid <= 0 {
 		return nil
 	}
-	_, _, tpgid, ok := p.stat(pid)
-	if !ok {
+	t := p.table()
+	first, err := t.Get(pid)
+	if err != nil {
 		return nil
 	}
-	children, pgrps := p.descendants(pid)
+	children, pgrps := descendants(t, first)
+	return foreground(pid, first.TPGID, children, pgrps, func(pid int) []string {
+		argv, _ := t.Argv(pid)
+		return argv
+	})
+}
+
+// foreground walks the tree under pid, parents before children and
+// siblings by pid, and returns the arguments of each process in the
+// group tpgid (every one when tpgid is 0: no terminal) that has any.
+func foreground(pid, tpgid int, children map[int][]int, pgrps map[int]int, argv func(int) []string) [][]string {
 	var out [][]string
 	queue := []int{pid}
 	for len(queue) > 0 {
@@ -87,54 +76,48 @@ func (p Procs) Foreground(pid int) [][]string {
 		if tpgid > 0 && pgrps[cur] != tpgid {
 			continue
 		}
-		if argv := p.Argv(cur); argv != nil {
-			out = append(out, argv)
+		if a := argv(cur); a != nil {
+			out = append(out, a)
 		}
 	}
 	return out
 }
 
-// descendants maps pid and every process under it to its children, and
-// each to its process group. It walks the kernel's children lists
-// (/proc/PID/task/TID/children, one per thread: a Node process forks from
-// any of them), a few small reads; only where those lists are missing does
-// it read the stat of every process on the machine.
-func (p Procs) descendants(pid int) (children map[int][]int, pgrps map[int]int) {
-	children, pgrps = map[int][]int{}, map[int]int{}
-	if _, err := os.Stat(filepath.Join(p.root(), strconv.Itoa(pid), "task", strconv.Itoa(pid), "children")); err != nil {
-		entries, _ := os.ReadDir(p.root())
-		for _, e := range entries {
-			child, err := strconv.Atoi(e.Name())
-			if err != nil {
+// maxTree bounds the processes a look follows under a pane.
+const maxTree = 4096
+
+// descendants maps first and every process under it to its children, and
+// each to its process group. Where the kernel lists a process's children
+// (Linux), it follows those lists from first, a few small reads; else
+// (Darwin, or a build with the portable fallbacks forced) it reads the
+// whole table once.
+func descendants(t Table, first procs.Proc) (children map[int][]int, pgrps map[int]int) {
+	children, pgrps = map[int][]int{}, map[int]int{first.PID: first.PGID}
+	kids, err := t.Children(first.PID)
+	if errors.Is(err, procs.ErrUnsupported) {
+		all, _ := t.All()
+		for _, q := range all {
+			if q.PID == first.PID {
 				continue
 			}
-			if ppid, pgrp, _, ok := p.stat(child); ok {
-				children[ppid] = append(children[ppid], child)
-				pgrps[child] = pgrp
-			}
+			children[q.PPID] = append(children[q.PPID], q.PID)
+			pgrps[q.PID] = q.PGID
 		}
 		return children, pgrps
 	}
-	queue := []int{pid}
-	for len(queue) > 0 && len(pgrps) < 4096 {
+	children[first.PID] = kids
+	queue := slices.Clone(kids)
+	for len(queue) > 0 && len(pgrps) < maxTree {
 		cur := queue[0]
 		queue = queue[1:]
-		if _, pgrp, _, ok := p.stat(cur); ok {
-			pgrps[cur] = pgrp
+		q, err := t.Get(cur)
+		if err != nil {
+			continue // ended meanwhile
 		}
-		tasks, _ := os.ReadDir(filepath.Join(p.root(), strconv.Itoa(cur), "task"))
-		for _, t := range tasks {
-			b, err := os.ReadFile(filepath.Join(p.root(), strconv.Itoa(cur), "task", t.Name(), "children"))
-			if err != nil {
-				continue
-			}
-			for _, f := range strings.Fields(string(b)) {
-				if child, err := strconv.Atoi(f); err == nil && !slices.Contains(children[cur], child) {
-					children[cur] = append(children[cur], child)
-					queue = append(queue, child)
-				}
-			}
-		}
+		pgrps[cur] = q.PGID
+		kids, _ := t.Children(cur)
+		children[cur] = kids
+		queue = append(queue, kids...)
 	}
 	return children, pgrps
 }

@@ -1,11 +1,10 @@
 package profile
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentmsg/agentmsg/internal/procs"
 )
 
 func TestIdentify(t *testing.T) {
@@ -43,25 +42,53 @@ func TestIdentify(t *testing.T) {
 	}
 }
 
-// fakeProc writes a /proc tree: pid -> (ppid, pgrp, tpgid, argv).
-func fakeProc(t *testing.T, procs map[int]struct {
-	ppid, pgrp, tpgid int
-	argv              []string
-}) Procs {
-	t.Helper()
-	root := t.TempDir()
-	for pid, p := range procs {
-		dir := filepath.Join(root, fmt.Sprint(pid))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		// comm with a space and a paren, as /proc allows.
-		stat := fmt.Sprintf("%d (a (b) c) S %d %d %d 34816 %d 4194560 0 0", pid, p.ppid, p.pgrp, p.pgrp, p.tpgid)
-		_ = os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644)
-		_ = os.WriteFile(filepath.Join(dir, "cmdline"), []byte(strings.Join(p.argv, "\x00")+"\x00"), 0o644)
+// fakeTable is a process table: pid -> (ppid, pgrp, tpgid, argv). With
+// lists, it lists children as Linux's kernel does; without, only All
+// tells them, as on Darwin.
+type fakeTable struct {
+	procs map[int]proc
+	lists bool
+}
+
+func (f fakeTable) Get(pid int) (procs.Proc, error) {
+	p, ok := f.procs[pid]
+	if !ok {
+		return procs.Proc{}, procs.ErrNoProcess
 	}
-	_ = os.MkdirAll(filepath.Join(root, "self"), 0o755)
-	return Procs{Root: root}
+	return procs.Proc{PID: pid, PPID: p.ppid, PGID: p.pgrp, SID: p.pgrp, TPGID: p.tpgid, State: 'S', Comm: "a (b) c"}, nil
+}
+
+func (f fakeTable) All() ([]procs.Proc, error) {
+	var out []procs.Proc
+	for pid := range f.procs {
+		p, _ := f.Get(pid)
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (f fakeTable) Children(pid int) ([]int, error) {
+	if !f.lists {
+		return nil, procs.ErrUnsupported
+	}
+	if _, ok := f.procs[pid]; !ok {
+		return nil, procs.ErrNoProcess
+	}
+	var out []int
+	for c, p := range f.procs {
+		if p.ppid == pid {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func (f fakeTable) Argv(pid int) ([]string, error) {
+	p, ok := f.procs[pid]
+	if !ok {
+		return nil, procs.ErrNoProcess
+	}
+	return p.argv, nil
 }
 
 type proc = struct {
@@ -69,8 +96,17 @@ type proc = struct {
 	argv              []string
 }
 
+// TestForeground reads the same trees with the kernel's lists of
+// children (Linux) and from the whole table (Darwin).
 func TestForeground(t *testing.T) {
 	t.Parallel()
+	for _, lists := range []bool{true, false} {
+		testForeground(t, lists)
+	}
+}
+
+func testForeground(t *testing.T, lists bool) {
+	fakeProc := func(_ *testing.T, m map[int]proc) Procs { return Procs{Table: fakeTable{procs: m, lists: lists}} }
 	codex := []string{"node", "/c/node_modules/.bin/codex", "--no-daemon"}
 	native := []string{"/c/node_modules/@openai/codex-linux-x64/vendor/x/bin/codex", "--no-daemon"}
 	// A wrapper without job control: bash -c runs node in its own group.
@@ -82,7 +118,7 @@ func TestForeground(t *testing.T) {
 	})
 	got := wrapped.Foreground(100)
 	if len(got) != 3 || got[1][1] != codex[1] || got[2][0] != native[0] {
-		t.Fatalf("Foreground = %q", got)
+		t.Fatalf("lists %v: Foreground = %q", lists, got)
 	}
 	if name, argv := IdentifyAll(got); name != "codex" || argv[0] != native[0] {
 		t.Errorf("IdentifyAll = %s %q", name, argv)
@@ -97,7 +133,7 @@ func TestForeground(t *testing.T) {
 	})
 	got = job.Foreground(300)
 	if len(got) != 2 {
-		t.Fatalf("Foreground = %q", got)
+		t.Fatalf("lists %v: Foreground = %q", lists, got)
 	}
 	if name, _ := IdentifyAll(got); name != "gemini" {
 		t.Errorf("IdentifyAll = %s", name)
@@ -107,7 +143,7 @@ func TestForeground(t *testing.T) {
 	if name, _ := IdentifyAll(shell.Foreground(400)); name != "" {
 		t.Errorf("a bare shell identified as %s", name)
 	}
-	if got := (Procs{Root: t.TempDir()}).Foreground(1); got != nil {
+	if got := fakeProc(t, nil).Foreground(1); got != nil {
 		t.Errorf("no such process: %q", got)
 	}
 }

@@ -82,7 +82,8 @@ type draft struct {
 	// ID, when given, is the message's id as the app chose it
 	// (MSG_<FROM>_<8 hex>): a client that loses its connection reads the
 	// message's fate at GET /v1/messages/{id}, and a retry with the same
-	// id is refused (409) instead of sending it twice.
+	// id is refused (409) instead of sending it twice; a broadcast's retry
+	// of the same message finishes it instead (courier.BroadcastOnce).
 	ID   string            `json:"id,omitempty"`
 	Text string            `json:"text"`
 	Type string            `json:"type,omitempty"`
@@ -538,7 +539,14 @@ func (d *Daemon) inbox(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Daemon) versionInfo(w http.ResponseWriter, r *http.Request) {
-	respond(w, wire.ExitOK, map[string]any{"version": d.backend.version, "pid": d.pid, "exit_code": wire.ExitOK})
+	answer := map[string]any{"version": d.backend.version, "pid": d.pid, "exit_code": wire.ExitOK}
+	if d.opts.Commit != "" {
+		answer["commit"] = d.opts.Commit
+	}
+	if d.opts.Date != "" {
+		answer["date"] = d.opts.Date
+	}
+	respond(w, wire.ExitOK, answer)
 }
 
 // requestContext is the context of an operation a client asked for: it

@@ -306,3 +306,45 @@ func TestAPILifecycle(t *testing.T) {
 		t.Error("dd is still registered after reap")
 	}
 }
+
+// A broadcast with the app's own id, asked for again (its answer lost), is
+// answered again for every copy (200), typed once; the same id with
+// another text is 409. A copy its intent names and no inbox holds yet (a
+// sender that died part way) is listed at GET /v1/messages/{id}, never
+// hidden.
+func TestAPIBroadcastRetry(t *testing.T) {
+	a := newTestAPI(t, "a1", "a2")
+	body := `{"team":"t","text":"all hands","from":"app","id":"MSG_APP_0000aaaa","ready_timeout":"1s"}`
+	for try := range 2 {
+		st, doc := a.do(t, "POST", "/v1/broadcast", body)
+		want(t, "broadcast", st, doc, 200, 0)
+		if doc["verdict"] != "delivered" || len(doc["results"].([]any)) != 2 {
+			t.Fatalf("try %d: %v", try, doc)
+		}
+	}
+	for _, s := range []string{"agent-t-a1", "agent-t-a2"} {
+		if got := a.tmux.Received(s); len(got) != 1 {
+			t.Errorf("%s received %q, want it once", s, got)
+		}
+	}
+	st, doc := a.do(t, "POST", "/v1/broadcast", strings.Replace(body, "all hands", "other words", 1))
+	want(t, "another text", st, doc, 409, 1)
+
+	env := mailbox.Envelope{ID: "MSG_APP_0000bbbb", From: "app", To: mailbox.Broadcast, Type: mailbox.TypeText, Content: "late",
+		Delivery: &mailbox.Delivery{State: mailbox.StatePending}}
+	held, err := a.store.Intend(mailbox.Intent{Env: env, To: []mailbox.Inbox{{Team: "t", Agent: "a1"}, {Team: "t", Agent: "a2"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1, _ := a.store.Box("t", "a1")
+	if err := b1.Append(env); err != nil {
+		t.Fatal(err)
+	}
+	held.Leave()
+	st, doc = a.do(t, "GET", "/v1/messages/MSG_APP_0000bbbb", "")
+	want(t, "a broadcast left part way", st, doc, 200, 0)
+	copies := doc["copies"].([]any)
+	if len(copies) != 2 || copies[1].(map[string]any)["inbox"] != "a2" || copies[1].(map[string]any)["unrecorded"] != true {
+		t.Fatalf("copies: %v", copies)
+	}
+}

@@ -51,8 +51,9 @@ type Options struct {
 	AllowRemote bool
 	// Direct: no control client; every tmux command is a process.
 	Direct bool
-	// Version is agentmsg's, reported to clients.
-	Version string
+	// Version is agentmsg's, reported to clients (GET /v1/version), with
+	// the commit and the date it was built from, when known.
+	Version, Commit, Date string
 	// RunCLI runs a client's command line in the daemon (main hands in the
 	// CLI's runner: no front end imports another).
 	RunCLI app.Runner
@@ -173,6 +174,7 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 	select {
 	case <-ctx.Done():
 	case err = <-errs:
+	case err = <-rootGone(ctx, root, rootLook):
 	}
 	shut, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer done()
@@ -182,6 +184,40 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 		err = nil
 	}
 	return err
+}
+
+// rootLook is how often the daemon looks whether its mailbox is still
+// there.
+const rootLook = time.Second
+
+// rootGone says, once, when the mailbox at root was removed or replaced
+// (mailbox.ErrMailboxGone): the daemon's socket and lock went with it, so
+// no client finds it any more, and every record it made would fail. It
+// ends then, saying so, rather than serve nobody; started again, it
+// serves the new one.
+func rootGone(ctx context.Context, root string, every time.Duration) <-chan error {
+	gone := make(chan error, 1)
+	was, err := os.Stat(root)
+	if err != nil {
+		gone <- fmt.Errorf("%w: %s: %w", mailbox.ErrMailboxGone, root, err)
+		return gone
+	}
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if now, err := os.Stat(root); err != nil || !os.SameFile(was, now) {
+				gone <- fmt.Errorf("%w: %s was removed while the daemon served it; the daemon ends (start it again to serve a new one)", mailbox.ErrMailboxGone, root)
+				return
+			}
+		}
+	}()
+	return gone
 }
 
 func (o Options) socket(root string) string {

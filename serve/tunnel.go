@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentmsg/agentmsg/config"
+	"github.com/agentmsg/agentmsg/internal/safesock"
 )
 
 // A box reachable only by SSH joins the bus through a tunnel this host
@@ -53,29 +52,44 @@ func tunnelArgs(dir, bus string, t config.Tunnel) []string {
 		"-o", "BatchMode=yes", // never a password prompt in a daemon
 		"-o", "ExitOnForwardFailure=yes",
 		"-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3",
-		// One connection per box; other ssh runs to it ride along.
-		"-o", "ControlMaster=auto", "-o", "ControlPath=" + filepath.Join(dir, "%C"), "-o", "ControlPersist=no",
-		"-R", fmt.Sprintf("127.0.0.1:%d:%s", t.Port, bus),
 	}
+	args = append(args, controlArgs(dir)...)
+	args = append(args, "-R", fmt.Sprintf("127.0.0.1:%d:%s", t.Port, bus))
 	if t.SSHConfig != "" {
 		args = append(args, "-F", t.SSHConfig)
 	}
 	return append(args, t.SSH)
 }
 
+// controlArgs make one connection per box, which other ssh runs to it
+// ride along, through a control socket in dir named by the connection's
+// hash (%C, 40 hex digits). ssh first binds it under a name 17 bytes
+// longer (".", 16 random letters) and exits when that does not fit a
+// socket path (104 bytes on macOS, 108 on Linux: a long home directory's
+// mailbox root can pass it); then there is no control socket, each ssh
+// run has its own connection, and the tunnel still runs.
+func controlArgs(dir string) []string {
+	path := filepath.Join(dir, strings.Repeat("c", 40))
+	if len(path)+17 >= safesock.MaxPathLen {
+		return []string{"-o", "ControlMaster=no", "-o", "ControlPath=none"}
+	}
+	return []string{"-o", "ControlMaster=auto", "-o", "ControlPath=" + filepath.Join(dir, "%C"), "-o", "ControlPersist=no"}
+}
+
 // keepTunnel runs ssh for t, again after it ends, until ctx ends; ssh
-// ends with the daemon, however the daemon ends.
+// ends with the daemon, however the daemon ends (mortal).
 func (d *Daemon) keepTunnel(ctx context.Context, dir, bus string, t config.Tunnel) {
 	wait := tunnelRetryMin
 	for ctx.Err() == nil {
-		cmd := exec.CommandContext(ctx, "ssh", tunnelArgs(dir, bus, t)...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-		cmd.WaitDelay = 5 * time.Second
+		cmd, done, err := mortal(ctx, "ssh", tunnelArgs(dir, bus, t)...)
 		var out strings.Builder
-		cmd.Stderr = &out
 		started := time.Now()
-		err := cmd.Run()
+		if err == nil {
+			cmd.WaitDelay = 5 * time.Second
+			cmd.Stderr = &out
+			err = cmd.Run()
+			done()
+		}
 		if ctx.Err() != nil {
 			return
 		}

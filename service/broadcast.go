@@ -39,7 +39,11 @@ type BroadcastResult struct {
 // Broadcast records a message in the inbox of every agent of the team and
 // types it into each, in parallel; one target's failure never stops the
 // others. Older messages waiting for an agent go first (courier's one
-// enqueue rule, as for Send).
+// enqueue rule, as for Send). Its copies are recorded in one step, so a
+// crash leaves it in every inbox or none; a broadcast with the writer's
+// own id that is asked for again (the same message to the same team)
+// finishes what the first did not, and answers for every copy
+// (courier.BroadcastOnce).
 func (s *Service) Broadcast(ctx context.Context, req BroadcastRequest) (BroadcastResult, error) {
 	out := BroadcastResult{From: s.Name}
 	if req.Team == "" && !req.All {
@@ -60,17 +64,6 @@ func (s *Service) Broadcast(ctx context.Context, req BroadcastRequest) (Broadcas
 	if err := s.stamp(d, &env); err != nil {
 		return out, err
 	}
-	if req.Draft.ID != "" {
-		inboxes, err := s.Store.Inboxes(req.Team)
-		if err != nil {
-			return out, err
-		}
-		for _, in := range inboxes {
-			if s.Store.Holds(in.Team, in.Agent, env.ID) {
-				return out, fmt.Errorf("%w: %s in %s/%s's inbox", ErrDuplicateID, env.ID, in.Team, in.Agent)
-			}
-		}
-	}
 	out.ID = env.ID
 	c, err := s.carrier(d)
 	if err != nil {
@@ -79,7 +72,17 @@ func (s *Service) Broadcast(ctx context.Context, req BroadcastRequest) (Broadcas
 	if req.AllHosts && s.Hosts == nil {
 		return out, fmt.Errorf("%w: --all-hosts reaches other hosts through agentmsg serve; start it (agentmsg serve)", ErrNoLink)
 	}
-	out.Results, err = c.Broadcast(ctx, req.Team, env, courier.Mode(req.Delivery))
+	if req.Draft.ID != "" {
+		// The writer's own id: a retry (its client never got the answer)
+		// finishes the broadcast it retries, never records it twice.
+		out.Results, err = c.BroadcastOnce(ctx, req.Team, env, courier.Mode(req.Delivery))
+	} else {
+		out.Results, err = c.Broadcast(ctx, req.Team, env, courier.Mode(req.Delivery))
+	}
+	var taken *courier.IDTakenError
+	if errors.As(err, &taken) {
+		return out, fmt.Errorf("%w: %w", ErrDuplicateID, err)
+	}
 	if err != nil && !(req.AllHosts && errors.Is(err, dispatch.ErrNoTargets)) {
 		return out, err
 	}

@@ -48,6 +48,10 @@ func (s *Service) Events(ctx context.Context, after int64, follow bool, fn func(
 		if !follow {
 			return nil
 		}
+		// A log whose mailbox was removed has nothing more to say.
+		if err := s.Store.Gone(); err != nil {
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -444,6 +445,26 @@ func (s *Service) Log(ctx context.Context, req LogRequest) (LogResult, error) {
 	return res, nil
 }
 
+// unrecorded are the copies of id that its intent names (among the
+// inboxes req names) and no inbox holds yet: see HistoryCopy.Unrecorded.
+func (s *Service) unrecorded(req LogRequest, id message.ID, held []HistoryCopy) ([]HistoryCopy, error) {
+	in, open, err := s.Store.Intent(id)
+	if err != nil || !open {
+		return nil, err
+	}
+	var out []HistoryCopy
+	for _, to := range in.To {
+		if req.Team != "" && to.Team != req.Team || req.Agent != "" && to.Agent != req.Agent {
+			continue
+		}
+		if slices.ContainsFunc(held, func(c HistoryCopy) bool { return c.Team == to.Team && c.Inbox == to.Agent }) {
+			continue
+		}
+		out = append(out, HistoryCopy{Team: to.Team, Inbox: to.Agent, Message: in.Env, Delivery: []mailbox.Delivery{}, Unrecorded: true})
+	}
+	return out, nil
+}
+
 // HistoryCopy is one inbox's copy of a message and its delivery records
 // in order, the first being the one it was stored with (compaction keeps
 // only the latest).
@@ -455,6 +476,11 @@ type HistoryCopy struct {
 	Host     string             `json:"host,omitempty"`
 	Message  mailbox.Envelope   `json:"message"`
 	Delivery []mailbox.Delivery `json:"delivery"`
+	// Unrecorded: the message's intent names this inbox, which does not
+	// hold it yet: its sender is recording it now, or died before it did
+	// (the next deliver pass, or a retry with its id, records it, in the
+	// state Message says). A copy is never hidden because it is late.
+	Unrecorded bool `json:"unrecorded,omitempty"`
 }
 
 // History is message id's delivery history in each inbox req names that
@@ -488,6 +514,11 @@ func (s *Service) History(ctx context.Context, req LogRequest, id message.ID) ([
 		}
 		copies = append(copies, HistoryCopy{Team: b.Team, Inbox: b.Agent, Message: env, Delivery: ds})
 	}
+	late, err := s.unrecorded(req, id, copies)
+	if err != nil {
+		return nil, err
+	}
+	copies = append(copies, late...)
 	copies = append(copies, remote...)
 	if len(copies) == 0 {
 		return nil, fmt.Errorf("%w: %s", mailbox.ErrNoMessage, id)

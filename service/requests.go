@@ -71,15 +71,11 @@ func (s *Service) Request(ctx context.Context, req PostRequest) (Posted, error) 
 	}
 	r := mailbox.Request{ID: reqID, From: s.Name, Description: desc, Timeout: min(req.Timeout, mailbox.MaxRequestTimeout),
 		Posted: s.clockUTC()}
-	if err := s.Store.Post(team, r); err != nil {
-		return Posted{}, err
-	}
-	out := Posted{Team: team, Request: r, Notified: []string{}}
 	id, err := message.NewID(s.Sender, nil)
 	if err != nil {
-		return out, err
+		return Posted{}, err
 	}
-	out.MessageID = id
+	out := Posted{Team: team, Request: r, Notified: []string{}, MessageID: id}
 	// Pending: the agents see it in their inbox, and deliver types it
 	// (with its REQ_ id) into their panes while it is still open.
 	env := mailbox.Envelope{ID: id, From: s.Name, To: mailbox.Broadcast, Type: mailbox.TypeRequest, Content: desc,
@@ -89,13 +85,17 @@ func (s *Service) Request(ctx context.Context, req PostRequest) (Posted, error) 
 		env.Metadata = map[string]string{"expires": out.Expires.Format(time.RFC3339)}
 	}
 	others := slices.DeleteFunc(s.teamNames(ctx, team), func(a string) bool { return a == s.Name })
-	if err := s.Store.AppendMany(team, others, env); err != nil {
-		var be *mailbox.BroadcastError
-		if !errors.As(err, &be) {
-			return out, fmt.Errorf("request %s is posted, but telling the team failed: %w", reqID, err)
-		}
+	// Posted and told in one step: a request is never posted with only
+	// part of its team told (a process killed between two inboxes).
+	err = s.Store.PostTelling(team, r, env, others)
+	var be *mailbox.BroadcastError
+	switch {
+	case errors.As(err, &be):
+		// Posted; the inboxes not told now are told by the next deliver.
 		out.Notified, out.Failed = append(out.Notified, be.Delivered...), be.Failed
 		return out, nil
+	case err != nil:
+		return Posted{}, err
 	}
 	out.Notified = append(out.Notified, others...)
 	return out, nil
@@ -149,7 +149,13 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, err
 		return ClaimResult{}, err
 	}
 	id := strings.TrimSpace(req.RequestID)
-	r, err := s.Store.Claim(team, id, s.Name)
+	// Claimed and the requester told in one step: a claimant killed
+	// between the two never leaves the requester untold for good.
+	r, err := s.Store.ClaimTelling(team, id, s.Name, s.claimMessage)
+	var untold *mailbox.BroadcastError
+	if errors.As(err, &untold) {
+		err = nil // the claim stands; the next deliver records the message
+	}
 	out := ClaimResult{Team: team, Request: r}
 	if out.Request.ID == "" {
 		out.Request.ID = id
@@ -166,25 +172,21 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, err
 		return out, err
 	}
 	out.Claimed, out.ClaimedBy, out.ClaimedAt = true, s.Name, s.clockUTC()
-	if r.From != s.Name {
-		out.TellErr = s.tellClaimed(team, r)
+	if untold != nil {
+		out.TellErr = untold
 	}
 	return out, nil
 }
 
-// tellClaimed puts a claim message into the requester's inbox.
-func (s *Service) tellClaimed(team string, r mailbox.Request) error {
-	b, err := s.Store.Box(team, r.From)
-	if err != nil {
-		return err
-	}
+// claimMessage is the claim message for r's requester.
+func (s *Service) claimMessage(r mailbox.Request) (mailbox.Envelope, error) {
 	id, err := message.NewID(s.Sender, nil)
 	if err != nil {
-		return err
+		return mailbox.Envelope{}, err
 	}
-	return b.Append(mailbox.Envelope{ID: id, From: s.Name, To: r.From, Type: mailbox.TypeClaim, RequestID: r.ID,
+	return mailbox.Envelope{ID: id, From: s.Name, To: r.From, Type: mailbox.TypeClaim, RequestID: r.ID,
 		Content:  fmt.Sprintf("%s claimed by %s: %s", r.ID, s.Name, r.Description),
-		Delivery: &mailbox.Delivery{State: mailbox.StatePending}})
+		Delivery: &mailbox.Delivery{State: mailbox.StatePending}}, nil
 }
 
 // ListRequests asks for a team's requests ("" the caller's own; a team

@@ -303,6 +303,17 @@ func (c *core) takeList() []*call {
 	maxBytes, maxFiles := c.listLimits()
 	ctl := c.control.Load()
 	controlled := ctl != nil && ctl.Attached()
+	// A control client that takes no text (the server cannot open our
+	// files: Darwin, serverPath) still takes every list without text, as
+	// long as it takes them; text goes in lists of its own, sized for the
+	// tmux processes that run them.
+	textApart := controlled && !ctl.takesPayloads()
+	textList := false
+	if textApart && len(c.queue) > 0 {
+		if textList = len(c.queue[0].payloads) > 0; !textList {
+			maxBytes = maxControlListBytes
+		}
+	}
 	for len(c.queue) > 0 {
 		cl := c.queue[0]
 		if err := cl.ctx.Err(); err != nil {
@@ -321,7 +332,8 @@ func (c *core) takeList() []*call {
 			n += 64 // its guard, when the list checks the server right before it
 		}
 		alone := cl.alone && controlled
-		if len(list) > 0 && (alone || size+n > maxBytes || len(cl.payloads) > 0 && files+len(cl.payloads) > maxFiles()) {
+		if len(list) > 0 && (alone || size+n > maxBytes || textApart && (len(cl.payloads) > 0) != textList ||
+			len(cl.payloads) > 0 && files+len(cl.payloads) > maxFiles()) {
 			break
 		}
 		list = append(list, cl)
@@ -489,6 +501,9 @@ func (c *core) runProcess(cmds [][]string, payloads []string) result {
 		}
 	}
 	c.procs.Add(1)
+	if len(payloads) > 0 {
+		c.textProcs.Add(1)
+	}
 	return runProc(context.Background(), c.bin, args, payloads, onStdin, c.timeout, true)
 }
 

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -140,6 +142,7 @@ type core struct {
 	arrived    chan struct{}
 	gatherWait time.Duration
 	procs      atomic.Int64 // tmux processes started, for tests and benchmarks
+	textProcs  atomic.Int64 // of those, the ones whose list carried text (payloads)
 	lists      atomic.Int64 // command lists run, for tests and benchmarks
 
 	oldPaste atomic.Int32            // pasteUnknown, pasteNew or pasteOld: see payloadsOnStdin
@@ -154,7 +157,7 @@ type core struct {
 const DefaultCommandTimeout = 5 * time.Second
 
 // NewExec returns a client for server that runs the tmux binary bin: a path,
-// or "" for the first tmux on $PATH.
+// or "" for the first tmux on $PATH (else where a package manager puts it).
 func NewExec(server Server, bin string) (*Exec, error) {
 	path, err := FindBinary(bin)
 	if err != nil {
@@ -165,14 +168,11 @@ func NewExec(server Server, bin string) (*Exec, error) {
 }
 
 // FindBinary resolves the tmux binary to run: bin itself when it is a path
-// (or a name on $PATH), else "tmux" on $PATH.
+// (or a name on $PATH), else the default (defaultBinary).
 func FindBinary(bin string) (string, error) {
 	if bin == "" {
-		path, err := exec.LookPath("tmux")
-		if err != nil {
-			return "", ErrNotInstalled
-		}
-		return path, nil
+		path, _, err := defaultBinary()
+		return path, err
 	}
 	path, err := exec.LookPath(bin)
 	if err != nil {
@@ -607,4 +607,25 @@ func (c *Exec) Info(ctx context.Context) (Info, error) {
 // run runs a command that only reads.
 func (c *Exec) run(ctx context.Context, args ...string) ([]byte, error) {
 	return c.do(ctx, false, nil, args...)
+}
+
+// defaultBinary is the first tmux on $PATH, else one in the directories
+// where the system's package manager installs it (packageDirs: Homebrew's
+// on macOS), which a daemon started by launchd or a desktop app often has
+// no $PATH to; why says which.
+func defaultBinary() (path, why string, err error) {
+	return lookTmux(exec.LookPath, packageDirs)
+}
+
+func lookTmux(lookPath func(string) (string, error), dirs []string) (path, why string, err error) {
+	if path, err := lookPath("tmux"); err == nil {
+		return path, "the first tmux on $PATH", nil
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, "tmux")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, "not on $PATH; the one in " + d, nil
+		}
+	}
+	return "", "", ErrNotInstalled
 }

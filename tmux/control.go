@@ -448,9 +448,13 @@ func (c *Control) waitAttach(cn *controlConn) error {
 // probePayloads checks that the server reads message text from our
 // in-memory files, as /proc/OUR_PID/fd/N (an attached client's files are
 // opened by the server itself): the same text must come back. It would
-// not where the server sees another /proc (another pid namespace); lists
-// that carry text then go through tmux processes.
+// not where the server sees another /proc (another pid namespace), nor
+// where there is none (Darwin: serverPath); lists that carry text then go
+// through tmux processes.
 func (c *Control) probePayloads(cn *controlConn) bool {
+	if !serverOpensOurFiles {
+		return false
+	}
 	text := "agentmsg-probe-" + newNonce()
 	buffer := "agentmsg-probe-" + newNonce()
 	r, ok := c.runOn(cn, [][]string{
@@ -499,6 +503,9 @@ func (c *Control) runOn(cn *controlConn, cmds [][]string, payloads []string, wri
 	}
 }
 
+// errNoServerPath: the server cannot open our files here (serverPath).
+var errNoServerPath = errors.New("the tmux server cannot open this process's files on this system")
+
 // payloadFiles writes each payload whole into an in-memory file, named as
 // the server can open it.
 func payloadFiles(payloads []string) (files []*os.File, paths []string, err error) {
@@ -512,7 +519,12 @@ func payloadFiles(payloads []string) (files []*os.File, paths []string, err erro
 			return nil, nil, err
 		}
 		files = append(files, f)
-		paths = append(paths, "/proc/"+strconv.Itoa(os.Getpid())+"/fd/"+strconv.Itoa(int(f.Fd())))
+		path, ok := serverPath(f)
+		if !ok {
+			closeFiles(files)
+			return nil, nil, errNoServerPath
+		}
+		paths = append(paths, path)
 	}
 	return files, paths, nil
 }

@@ -19,7 +19,8 @@ type controlConn struct {
 	stderr  *os.File
 	drainer *os.File // closing it lets the drainer read what is left
 	// payloads: the server reads our in-memory files at /proc/PID/fd/N
-	// (probed once attached; set before the connection is published).
+	// (probed once attached; set before the connection is published;
+	// never on Darwin, see serverPath).
 	payloads bool
 
 	attached chan error    // the answer to its attach-session (once)

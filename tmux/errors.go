@@ -9,7 +9,7 @@ import (
 // Kinds of failure, classified from tmux's stderr (never from argv, which
 // may hold anything).
 var (
-	ErrNotInstalled    = errors.New("tmux is not installed (Debian/Ubuntu: sudo apt-get install tmux)")
+	ErrNotInstalled    = errors.New("tmux is not installed (macOS: brew install tmux; Debian/Ubuntu: sudo apt-get install tmux)")
 	ErrNoServer        = errors.New("no tmux server is running on that socket")
 	ErrSessionNotFound = errors.New("no such tmux session")
 	ErrPaneNotFound    = errors.New("no such tmux pane")

@@ -7,9 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/agentmsg/agentmsg/internal/procs"
 )
 
 // Server names one tmux server by the path of its socket, canonical (see
@@ -24,19 +27,64 @@ type Server struct {
 // directory's). tmux writes $TMUX with the path as the server was started,
 // a person may type a relative path or go through a symbolic link; each
 // would otherwise key its own pane locks, and two senders would type into
-// one pane at once.
+// one pane at once. Where the file system folds case (macOS), each name is
+// also spelt as the directory stores it: -S /tmp/Demo/s and $TMUX's
+// /private/tmp/demo/s are one server there.
 func CanonicalSocket(path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", fmt.Errorf("socket path %q: %w", path, err)
 	}
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		return real, nil
+		return inStoredCase(real), nil
 	}
 	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-		return filepath.Join(dir, filepath.Base(abs)), nil
+		return filepath.Join(inStoredCase(dir), filepath.Base(abs)), nil
 	}
 	return abs, nil
+}
+
+// inStoredCase is path (absolute, its links resolved) spelt as its
+// directories store each name, where the file system folds case.
+func inStoredCase(path string) string {
+	if !foldsCase {
+		return path
+	}
+	return storedCase(path, func(dir string) ([]string, error) {
+		ents, err := os.ReadDir(dir)
+		names := make([]string, len(ents))
+		for i, e := range ents {
+			names[i] = e.Name()
+		}
+		return names, err
+	}, func(a, b string) bool {
+		fa, err1 := os.Stat(a)
+		fb, err2 := os.Stat(b)
+		return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+	})
+}
+
+// storedCase respells each name of path as list(its directory) has it:
+// the entry that equals it but for case and is the same file (same). A
+// name listed as given, or not found, stays as it is.
+func storedCase(path string, list func(dir string) ([]string, error), same func(a, b string) bool) string {
+	out := string(filepath.Separator)
+	for _, name := range strings.Split(strings.TrimPrefix(path, string(filepath.Separator)), string(filepath.Separator)) {
+		if name == "" {
+			continue
+		}
+		spelt := name
+		if names, err := list(out); err == nil && !slices.Contains(names, name) {
+			for _, n := range names {
+				if strings.EqualFold(n, name) && same(filepath.Join(out, n), filepath.Join(out, name)) {
+					spelt = n
+					break
+				}
+			}
+		}
+		out = filepath.Join(out, spelt)
+	}
+	return out
 }
 
 // ErrBothSocketFlags is returned when -L and -S are both given.
@@ -152,24 +200,25 @@ func (c Caller) In(server Server) bool { return c.Socket != "" && c.Socket == se
 
 // Binary picks the tmux binary that talks to server, and says why: the one
 // configured (config tmux, AGENTMSG_TMUX); else, when the caller runs inside
-// that very server, the binary the server itself runs (/proc/PID/exe): a
+// that very server, the binary the server itself runs (package procs:
+// /proc/PID/exe on Linux, the path it was exec'd by on Darwin): a
 // client of another release may not speak its protocol ("protocol version
 // mismatch"), and an agent's shell often has another tmux first on $PATH than
-// the one its server was started with; else the first tmux on $PATH.
+// the one its server was started with; else the first tmux on $PATH (or,
+// with none there, where a package manager puts it: defaultBinary).
 func Binary(configured string, server Server, lookupEnv func(string) (string, bool)) (path, why string, err error) {
 	if configured != "" {
 		path, err = FindBinary(configured)
 		return path, "configured", err
 	}
 	if c := CallerFrom(lookupEnv); c.In(server) && c.ServerPID > 0 {
-		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", c.ServerPID)); err == nil {
+		if exe, err := procs.Exe(c.ServerPID); err == nil && filepath.IsAbs(exe) {
 			if st, err := os.Stat(exe); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
 				return exe, "the binary of the server you run in", nil
 			}
 		}
 	}
-	path, err = FindBinary("")
-	return path, "the first tmux on $PATH", err
+	return defaultBinary()
 }
 
 // socketDir mirrors tmux: ${TMUX_TMPDIR:-/tmp}/tmux-UID.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentmsg/agentmsg/internal/procs"
 )
 
 // testServer starts a private tmux server on a short socket path and
@@ -400,9 +402,9 @@ func TestBinaryOfTheServerYouRunIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", info.PID))
+	exe, err := procs.Exe(info.PID)
 	if err != nil {
-		t.Skipf("no /proc here: %v", err)
+		t.Fatalf("the server's binary: %v", err)
 	}
 	env := func(m map[string]string) func(string) (string, bool) {
 		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
@@ -639,10 +641,12 @@ func TestLookForegroundSeesALauncherHandOver(t *testing.T) {
 			raw("new-session", "-d", "-s", "launch", "-x", "120", "-y", "30",
 				"sh", "-c", `echo launching; while [ ! -e "$0" ]; do sleep 0.01; done; exec cat`, gate)
 			var p Pane
+			// sh runs, and has drawn its line (under load the command
+			// read sh before the echo reached the screen).
 			waitFor(t, func() bool {
 				var err error
 				p, err = sessionPane(ctx, c, "launch")
-				return err == nil && p.Command == "sh"
+				return err == nil && p.Command == "sh" && strings.Contains(raw("capture-pane", "-p", "-t", p.ID), "launching")
 			})
 			raw("copy-mode", "-t", p.ID)
 			screen, command, err := c.LookForeground(ctx, p.ID, true)

@@ -380,6 +380,10 @@ func historyText(copies []service.HistoryCopy, err error) string {
 	}
 	var b strings.Builder
 	for _, c := range copies {
+		if c.Unrecorded {
+			fmt.Fprintf(&b, "history in %s/%s: not recorded there yet; the next deliver records it\n", c.Team, c.Inbox)
+			continue
+		}
 		fmt.Fprintf(&b, "history in %s/%s: recorded %s", c.Team, c.Inbox, c.Message.Timestamp.Local().Format(time.TimeOnly))
 		for _, d := range c.Delivery {
 			fmt.Fprintf(&b, "; %s %s, attempt %d", d.Updated.Local().Format(time.TimeOnly), d.State, d.Attempts)

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package attack tries agentmsg's local doors as another local user would
 // (issue 29; docs/security.md): uid 65534 (nobody) plants a daemon where a
 // client looks, reads every process's command line during spawn, floods

@@ -135,8 +135,12 @@ func runRound(t *testing.T, seed uint64, on map[string]bool, deadline time.Time)
 		t.Fatalf("seed %d: reading the outcome: %v", seed, err)
 	}
 	vs, notes := r.judge(progs)
-	t.Logf("round seed %d: %d of %d steps, %d messages (verdicts: %s), %d notes, %d violations; setup %s, total %s",
-		seed, ran, len(steps), len(r.msgs), r.verdictCounts(), len(notes), len(vs), setup.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+	through := ""
+	if spec.daemon {
+		through = fmt.Sprintf(" through agentmsg serve (SIGKILLed in %d broadcasts),", r.kills)
+	}
+	t.Logf("round seed %d:%s %d of %d steps, %d messages (verdicts: %s), %d notes, %d violations; setup %s, total %s",
+		seed, through, ran, len(steps), len(r.msgs), r.verdictCounts(), len(notes), len(vs), setup.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 	if len(vs) > 0 || *traceFlag || time.Since(began) > time.Minute {
 		t.Log(r.report(vs, notes))
 	}
@@ -157,6 +161,9 @@ func (r *round) cleanUp(t *testing.T) {
 		delete(r.stopped, i)
 	}
 	r.waitOps(30 * time.Second)
+	if err := r.w.stopDaemon(); err != nil {
+		t.Errorf("seed %d: %v", r.seed, err)
+	}
 	if pids := endAgentmsgs(r.w.bins.Agentmsg, 30*time.Second); len(pids) > 0 {
 		t.Errorf("seed %d: had to kill agentmsg processes %v at the end", r.seed, pids)
 	}
@@ -172,6 +179,9 @@ func (r *round) report(vs []Violation, notes []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "round seed %d (replay: go test ./e2e/chaos -run TestChaos -chaos.seed=%d -chaos.rounds=1 -chaos.kinds=%s -chaos.steps=%d)\n",
 		r.seed, r.seed, kindList(r.on), len(r.steps))
+	if r.w.spec.daemon {
+		b.WriteString("through agentmsg serve (its log: " + r.w.daemonLog() + ")\n")
+	}
 	b.WriteString("agents:\n")
 	for i, a := range r.w.agents {
 		fmt.Fprintf(&b, "  agent#%d %s %s busy-after %s hooks %v spawned %v\n", i, a.label(), a.spec.prog, a.spec.busyAfter, a.spec.hooks, a.spec.spawned)

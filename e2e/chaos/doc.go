@@ -13,7 +13,11 @@
 // a person's drafts, windows and split panes beside an agent left active,
 // window switches, a server restarted at the same socket with its agents
 // started again in another order, a full disk (a tmpfs, as root), and kill
-// -9, SIGINT, SIGTERM and SIGSTOP/SIGCONT of senders and deliver runs.
+// -9, SIGINT, SIGTERM and SIGSTOP/SIGCONT of senders and deliver runs. In
+// half the rounds (fault kind daemon) every command goes through agentmsg
+// serve, which is SIGKILLed in the middle of broadcasts (by the CLI, or by
+// an app through the API with its own id, which asks again once the
+// daemon is back) and started again.
 //
 // The steps are drawn whole before the round starts, so a seed replays the
 // same scenario; only the timing of what runs at once varies (a bug that
@@ -25,7 +29,9 @@
 // agentmsg said: nothing claimed submitted or queued that is not in that
 // agent's record exactly once, nothing anywhere it was not sent, nothing
 // twice, cut short, merged or in pieces, nothing failed that arrived,
-// nothing kept that is gone. A run that crashes, hangs or prints anything
+// nothing kept that is gone, no broadcast in some inboxes and not in
+// another it could not have refused, nothing recorded twice in an inbox,
+// no app's retry refused. A run that crashes, hangs or prints anything
 // but one JSON document breaks a promise too.
 //
 // It runs only when asked: AGENTMSG_E2E_CHAOS=1, or any of its flags.

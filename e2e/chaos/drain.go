@@ -20,6 +20,12 @@ func (r *round) drain() error {
 		delete(r.stopped, i)
 	}
 	r.waitOps(90 * time.Second)
+	// The rest runs on its own, as it would once the daemon is stopped:
+	// deliver records what a broadcast the daemon died in left for it.
+	r.daemonCrashed()
+	if err := r.w.stopDaemon(); err != nil {
+		r.problem("daemon-stop", "agentmsg serve", err.Error())
+	}
 	if r.w.mailbox != "" {
 		if err := r.w.freeDisk(); err != nil {
 			return err
@@ -141,6 +147,7 @@ func (r *round) applyLog(entries []logEntry) {
 				if e.ID == m.ID {
 					c.State, c.Content = e.Delivery.State, e.Content
 					c.LastVerdict, _, _ = strings.Cut(e.Delivery.LastVerdict, ":")
+					c.Records++
 				}
 			}
 		}

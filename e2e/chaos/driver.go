@@ -23,6 +23,8 @@ type round struct {
 	problems []Violation // what the driver saw: crashes, hangs
 	trace    []string
 	start    time.Time
+	lost     []*apiCall // an app's broadcasts whose answer never came, to ask again
+	kills    int        // of the daemon, in broadcasts
 }
 
 func newRound(seed uint64, on map[string]bool, w *world, steps []step) *round {
@@ -72,7 +74,9 @@ func (r *round) do(i int, st step) error {
 			ops = append(ops, r.send(m))
 		}
 	case stepBroadcast:
-		ops = append(ops, r.broadcast(w.servers[st.server], st.team, st.msgs[0]))
+		ops = append(ops, r.broadcast(w.servers[st.server], st.team, st.msgs[0], st.wait))
+	case stepCrash:
+		return r.crash(st)
 	case stepDeliver:
 		ops = append(ops, r.deliver(w.servers[st.server], st.team))
 	case stepPause:

@@ -68,16 +68,11 @@ func (r *round) send(m msgSpec) *op {
 	})
 }
 
-func (r *round) broadcast(srv *server, team string, m msgSpec) *op {
-	msg := r.newMessage(m, fmt.Sprintf("broadcast to %s/%s, %s, %s", srv.name, team, m.shape, strings.Join(m.flags, " ")))
-	copies := map[string]*Copy{}
-	for _, a := range r.w.agents {
-		if a.srv == srv && a.spec.team == team {
-			c := &Copy{To: a.prog}
-			copies[a.spec.name] = c
-			msg.Copies = append(msg.Copies, c)
-		}
-	}
+// broadcast starts one broadcast; its report fills in the id and each
+// copy's verdict. alone: no other step runs until it ends, so no server
+// restarts under it, and each agent with one pane must get it if any does.
+func (r *round) broadcast(srv *server, team string, m msgSpec, alone bool) *op {
+	msg, copies := r.broadcastMessage(srv, team, m, "broadcast", alone)
 	args := append([]string{"-S", socket(srv, m.alias), "--json", "broadcast", team}, m.flags...)
 	return r.launch(fmt.Sprintf("broadcast msg %d to %s/%s", m.n, srv.name, team), m.text, args, func(o *op) {
 		rep, err := harness.Decode[harness.BroadcastReport](o.stdout.String())
@@ -95,6 +90,22 @@ func (r *round) broadcast(srv *server, team string, m msgSpec) *op {
 			c.Verdict, c.Error, c.VerdictAt = res.Verdict, res.Error, time.Now()
 		}
 	})
+}
+
+// broadcastMessage is a broadcast's message to the agents of team on srv,
+// one copy each (by name); with alone, a copy to an agent whose pane a
+// broadcast can tell now is Tellable.
+func (r *round) broadcastMessage(srv *server, team string, m msgSpec, how string, alone bool) (*Message, map[string]*Copy) {
+	msg := r.newMessage(m, fmt.Sprintf("%s to %s/%s, %s, %s", how, srv.name, team, m.shape, strings.Join(m.flags, " ")))
+	copies := map[string]*Copy{}
+	for _, a := range r.w.agents {
+		if a.srv == srv && a.spec.team == team {
+			c := &Copy{To: a.prog, Tellable: alone && tellable(a)}
+			copies[a.spec.name] = c
+			msg.Copies = append(msg.Copies, c)
+		}
+	}
+	return msg, copies
 }
 
 func (r *round) deliver(srv *server, team string) *op {

@@ -22,7 +22,8 @@ import (
 //
 // Every message arrives in its recipient at most once, never anywhere
 // else, never in pieces; one that has not arrived at the end is still in
-// its inbox in a state that says so.
+// its inbox in a state that says so. A broadcast is in every inbox it
+// could not have refused, or in none, and in each once.
 
 // Program is anything running in a pane that records what it read: an
 // agent, or a program beside one (a second window, a split pane, a shell).
@@ -69,6 +70,13 @@ type Copy struct {
 	Content     string // the text as the inbox keeps it (cleaned)
 	// Later verdicts, from deliver runs.
 	Delivers []string
+	// Records: how many times the inbox holds it (once, or not at all).
+	Records int
+	// Tellable: a copy of a broadcast that nothing could refuse (its agent
+	// the one pane of its session, and no server restarted while it ran):
+	// if any inbox holds the message, this one's must (issue 29: a daemon
+	// killed mid-broadcast left it in 9 inboxes of 12 for good).
+	Tellable bool
 }
 
 // Violation is a broken promise.
@@ -99,20 +107,23 @@ func orDash(s string) string {
 
 // The rules, by name.
 const (
-	ruleMisdelivered   = "misdelivered"    // a message, or a line of it, in a program it was not sent to
-	ruleDoubled        = "doubled"         // arrived more than once
-	ruleSplit          = "split"           // arrived in pieces: a line on its own, or a prompt that is not exactly it
-	ruleTruncated      = "truncated"       // arrived cut short (a terminal's line limit)
-	ruleMerged         = "merged"          // arrived inside a prompt with another message or a person's draft
-	ruleClaimedAbsent  = "claimed-absent"  // said submitted or queued (by a sender, deliver or the inbox) and never arrived
-	ruleFailedArrived  = "failed-arrived"  // said failed, not_ready or not_found, and arrived anyway
-	ruleStillPending   = "still-pending"   // arrived, and its inbox still has it to type (it would come twice)
-	ruleFailedRevived  = "failed-revived"  // said failed, and its inbox has it to type again
-	ruleLost           = "lost"            // said deferred (kept), then neither arrived nor kept
-	ruleUnattributed   = "unattributed"    // a prompt no message or person accounts for
-	ruleKeysInDialog   = "keys-in-dialog"  // keys reached an open dialog
-	ruleInterrupted    = "interrupted"     // an agent got a C-c
-	ruleUnrecognisedID = "unknown-message" // a prompt starting with an id no sender used
+	ruleMisdelivered   = "misdelivered"      // a message, or a line of it, in a program it was not sent to
+	ruleDoubled        = "doubled"           // arrived more than once
+	ruleSplit          = "split"             // arrived in pieces: a line on its own, or a prompt that is not exactly it
+	ruleTruncated      = "truncated"         // arrived cut short (a terminal's line limit)
+	ruleMerged         = "merged"            // arrived inside a prompt with another message or a person's draft
+	ruleClaimedAbsent  = "claimed-absent"    // said submitted or queued (by a sender, deliver or the inbox) and never arrived
+	ruleFailedArrived  = "failed-arrived"    // said failed, not_ready or not_found, and arrived anyway
+	ruleStillPending   = "still-pending"     // arrived, and its inbox still has it to type (it would come twice)
+	ruleFailedRevived  = "failed-revived"    // said failed, and its inbox has it to type again
+	ruleLost           = "lost"              // said deferred (kept), then neither arrived nor kept
+	ruleUnattributed   = "unattributed"      // a prompt no message or person accounts for
+	ruleKeysInDialog   = "keys-in-dialog"    // keys reached an open dialog
+	ruleInterrupted    = "interrupted"       // an agent got a C-c
+	ruleUnrecognisedID = "unknown-message"   // a prompt starting with an id no sender used
+	ruleRecordedTwice  = "recorded-twice"    // an inbox holds one message more than once
+	rulePartial        = "broadcast-partial" // a broadcast in some inboxes and not in another it could not have refused
+	ruleRetryRefused   = "retry-refused"     // an app's broadcast asked again with its id, refused
 )
 
 var leadingID = regexp.MustCompile(`^(MSG_[A-Z0-9_]+_[0-9a-f]{8}): `)
@@ -155,8 +166,30 @@ func Check(msgs []*Message, progs []*Program) (vs []Violation, notes []string) {
 			vs = append(vs, v...)
 			notes = append(notes, n...)
 		}
+		vs = append(vs, judgeAllOrNone(m)...)
 	}
 	return vs, notes
+}
+
+// judgeAllOrNone holds a broadcast to being in every inbox it could not
+// refuse, or in none.
+func judgeAllOrNone(m *Message) (vs []Violation) {
+	var held []string
+	for _, c := range m.Copies {
+		if c.State != "" {
+			held = append(held, c.To.Label)
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	for _, c := range m.Copies {
+		if c.Tellable && c.State == "" {
+			vs = append(vs, Violation{Rule: rulePartial, Where: c.To.Label, Msg: m,
+				Detail: fmt.Sprintf("not in this inbox, but in %s; sender said %s", strings.Join(held, ", "), orDash(c.Verdict))})
+		}
+	}
+	return vs
 }
 
 // adoptIDs learns the id of a message whose sender never said it (killed
@@ -316,6 +349,9 @@ func judgeCopy(m *Message, c *Copy, n int, withDraft string) (vs []Violation, no
 		orDash(c.Verdict), orDash(c.State), orDash(c.LastVerdict), c.Delivers)
 	if n > 1 {
 		bad(ruleDoubled, fmt.Sprintf("arrived %d times; %s", n, said))
+	}
+	if c.Records > 1 {
+		bad(ruleRecordedTwice, fmt.Sprintf("%d records of it in the inbox; %s", c.Records, said))
 	}
 	if withDraft != "" && !slices.Contains([]string{"typed", "unknown"}, c.Verdict) && !slices.Contains([]string{"typed", "unknown"}, c.LastVerdict) {
 		bad(ruleMerged, "typed after a person's draft: "+clipText(withDraft)+"; "+said)

@@ -100,6 +100,42 @@ func TestOracleRules(t *testing.T) {
 	}
 }
 
+// A broadcast whose daemon was killed as it recorded it: in some inboxes
+// and not in another that nothing could have refused is broken (issue
+// 29); not in one whose pane could not be told is a refusal; in none is
+// a broadcast never taken; twice in one inbox is broken.
+func TestOracleBroadcastAllOrNone(t *testing.T) {
+	text := "zq5xL0 all hands"
+	progs := []*Program{{Label: "ana", Prompts: []string{id1 + ": " + text}}, {Label: "bob"}, {Label: "cy"}}
+	msg := func(bob, cy Copy) *Message {
+		ana := Copy{To: progs[0], State: "submitted", Content: text, Records: 1, Tellable: true}
+		bob.To, cy.To = progs[1], progs[2]
+		return &Message{N: 5, Text: text, ID: id1, Copies: []*Copy{&ana, &bob, &cy}}
+	}
+	tests := []struct {
+		name    string
+		bob, cy Copy
+		want    []string
+	}{
+		{"in all", Copy{State: "deferred", Content: text, Records: 1, Tellable: true}, Copy{State: "deferred", Content: text, Records: 1, Tellable: true}, nil},
+		{"in some", Copy{State: "deferred", Content: text, Records: 1, Tellable: true}, Copy{Tellable: true}, []string{rulePartial}},
+		{"one refused", Copy{State: "deferred", Content: text, Records: 1, Tellable: true}, Copy{Verdict: "not_found"}, nil},
+		{"twice in one", Copy{State: "deferred", Content: text, Records: 2, Tellable: true}, Copy{State: "deferred", Content: text, Records: 1, Tellable: true}, []string{ruleRecordedTwice}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vs, _ := Check([]*Message{msg(tt.bob, tt.cy)}, progs)
+			if got := rules(vs); !slices.Equal(got, tt.want) {
+				t.Fatalf("rules %v, want %v:\n%v", got, tt.want, vs)
+			}
+		})
+	}
+	none := &Message{N: 6, Text: "zq6xL0 never taken", Copies: []*Copy{{To: progs[1], Tellable: true}, {To: progs[2], Tellable: true}}}
+	if vs, _ := Check([]*Message{none}, progs[1:]); len(vs) != 0 {
+		t.Fatalf("in no inbox: %v", vs)
+	}
+}
+
 // Two senders' texts in one prompt (an unlocked pane): neither arrived
 // whole, and one is inside the other's prompt.
 func TestOracleMergedMessages(t *testing.T) {

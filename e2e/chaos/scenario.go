@@ -27,10 +27,11 @@ const (
 	kindTexts      = "texts"      // multi-line, /exit, !cmd, escapes, NUL, invalid UTF-8, long, tall texts
 	kindConcurrent = "concurrent" // operations overlap; bursts of senders at once
 	kindAlias      = "alias"      // senders name the socket through a symlinked directory
+	kindDaemon     = "daemon"     // in some rounds the senders go through agentmsg serve, SIGKILLed during broadcasts
 )
 
 var allKinds = []string{kindWindows, kindRestart, kindServer2, kindHooks, kindBusy, kindDialog, kindDraft,
-	kindNoBP, kindREPL, kindDisk, kindSignal, kindTexts, kindConcurrent, kindAlias}
+	kindNoBP, kindREPL, kindDisk, kindSignal, kindTexts, kindConcurrent, kindAlias, kindDaemon}
 
 // parseKinds reads -chaos.kinds: "all", a list, or "all,-disk" to leave some out.
 func parseKinds(s string) (map[string]bool, error) {
@@ -107,6 +108,9 @@ func drawWorld(rng *rand.Rand, on map[string]bool) worldSpec {
 			spec.agents = append(spec.agents, standin(1, "ta", name))
 		}
 	}
+	// Half the rounds run as a user with the daemon does: every command
+	// through it, the hooks' too.
+	spec.daemon = on[kindDaemon] && rng.IntN(2) == 0
 	return spec
 }
 
@@ -129,6 +133,7 @@ const (
 	stepSignal    stepKind = "signal" // a send or deliver, signalled after a while
 	stepCont      stepKind = "cont"   // SIGCONT to what a signal step stopped
 	stepPause     stepKind = "pause"
+	stepCrash     stepKind = "crash" // a broadcast through the daemon, the daemon SIGKILLed in it and started again
 )
 
 // step is one step, drawn whole from the seed: what it does never depends
@@ -149,8 +154,9 @@ type step struct {
 	order  []int         // restart: the order agents start again (indexes into the server's agents)
 	leave  int           // fill: bytes left free
 	sig    string        // signal: KILL, INT, TERM, STOP
-	delay  time.Duration // signal: after this; restart: sends in flight this long first; pause
+	delay  time.Duration // signal: after this; restart: sends in flight this long first; pause; crash: the kill after this
 	of     int           // cont: the step whose process to continue
+	api    bool          // crash: through the API with the app's own id, asked again after the restart
 }
 
 // msgSpec is one message of a step.
@@ -211,6 +217,9 @@ func (sc *scenario) draw() step {
 	add(kindRestart, 3, sc.restart)
 	add(kindDisk, 3, sc.disk)
 	add(kindSignal, 6, sc.signal)
+	if sc.spec.daemon {
+		choices = append(choices, weighted{6, sc.crash})
+	}
 	if len(sc.stopped) > 0 {
 		choices = append(choices, weighted{8, sc.cont})
 	}
@@ -285,6 +294,17 @@ func (sc *scenario) burst() step {
 func (sc *scenario) broadcast() step {
 	a := sc.spec.agents[sc.anyAgent()]
 	return step{kind: stepBroadcast, server: a.server, team: a.team, msgs: []msgSpec{sc.message(-1)}, wait: sc.wait()}
+}
+
+// crash is a broadcast the daemon runs when it is SIGKILLed: by the CLI
+// (forwarded to it), or by an app through the API with its own id, which
+// asks again with that id once the daemon is back.
+func (sc *scenario) crash() step {
+	st := sc.broadcast()
+	st.kind, st.wait = stepCrash, true
+	st.delay = time.Duration(sc.pick(800)) * time.Millisecond
+	st.api = sc.pick(2) == 0
+	return st
 }
 
 func (sc *scenario) deliver() step {
@@ -421,6 +441,8 @@ func (st step) String() string {
 		s += fmt.Sprintf(" pane %d", st.pick)
 	case stepBroadcast:
 		s += fmt.Sprintf(" server#%d %s", st.server, st.team)
+	case stepCrash:
+		s += fmt.Sprintf(" server#%d %s, the daemon killed after %s, api=%v", st.server, st.team, st.delay, st.api)
 	case stepDeliver:
 		s += fmt.Sprintf(" server#%d %s", st.server, st.team)
 	case stepRestart:

@@ -23,7 +23,7 @@ func TestSeedReplaysTheScenario(t *testing.T) {
 // Each kind left out leaves its steps out; with none, only sends,
 // broadcasts, deliver runs and pauses remain.
 func TestKindsChooseTheSteps(t *testing.T) {
-	on, err := parseKinds("all,-busy,-dialog,-draft,-windows,-restart,-disk,-signal,-concurrent")
+	on, err := parseKinds("all,-busy,-dialog,-draft,-windows,-restart,-disk,-signal,-concurrent,-daemon")
 	if err != nil {
 		t.Fatal(err)
 	}

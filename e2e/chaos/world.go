@@ -21,6 +21,7 @@ type worldSpec struct {
 	servers     int  // 1, or 2: a second server with some of the same names
 	hooks       bool // stand-ins run agentmsg's own prompt-submit and turn-end hooks
 	disk        bool // the mailbox is on a small tmpfs that a step can fill
+	daemon      bool // agentmsg serve runs, and the senders go through it
 	askerPrompt string
 }
 
@@ -46,6 +47,7 @@ type world struct {
 	servers []*server
 	agents  []*agent
 	decoys  []*decoy
+	daemon  *daemon // while it runs (spec.daemon)
 }
 
 type server struct {
@@ -142,7 +144,13 @@ func newWorld(spec worldSpec) (w *world, err error) {
 		a.prog = &Program{Label: a.label(), QueueUnseen: as.prog == progStandin}
 		w.agents = append(w.agents, a)
 	}
-	return w, w.startAgents(w.agents)
+	if err := w.startAgents(w.agents); err != nil {
+		return w, err
+	}
+	if spec.daemon {
+		return w, w.startDaemon()
+	}
+	return w, nil
 }
 
 func (a *agent) label() string { return a.srv.name + "/" + a.spec.team + "/" + a.spec.name }
@@ -534,7 +542,7 @@ func fileSize(path string) string {
 // Close takes down every server and the mailbox's mount, and removes
 // every file of the world.
 func (w *world) Close() error {
-	var errs []error
+	errs := []error{w.stopDaemon()}
 	for _, s := range w.servers {
 		errs = append(errs, s.Close())
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentmsg/agentmsg/internal/procs"
 )
 
 // StartTimeout is how long StartAgent waits for the stand-in's "started"
@@ -364,32 +366,35 @@ func (a *Agent) Stop() error {
 	if err != nil {
 		return err
 	}
-	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	all, err := procs.All()
 	if err != nil {
 		return err
 	}
-	fields := strings.Fields(string(children))
-	if len(fields) != 1 {
-		return fmt.Errorf("the shell in %s has children %q, want the stand-in alone", a.Session, fields)
+	var children []int
+	for _, p := range all {
+		if p.PPID == pid {
+			children = append(children, p.PID)
+		}
 	}
-	if a.stopped, err = strconv.Atoi(fields[0]); err != nil {
-		return err
+	if len(children) != 1 {
+		return fmt.Errorf("the shell in %s has children %v, want the stand-in alone", a.Session, children)
 	}
+	a.stopped = children[0]
 	if err := syscall.Kill(a.stopped, syscall.SIGSTOP); err != nil {
 		return err
 	}
 	// The signal takes effect asynchronously: wait for state T.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", a.stopped))
+		p, err := procs.Get(a.stopped)
 		if err != nil {
 			return err
 		}
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'T' {
+		if p.State == 'T' {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the stand-in in %s did not stop: %s", a.Session, stat)
+			return fmt.Errorf("the stand-in in %s did not stop: state %c", a.Session, p.State)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

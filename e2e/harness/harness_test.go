@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentmsg/agentmsg/internal/procs"
 )
 
 func TestMain(m *testing.M) {
@@ -38,13 +40,15 @@ func TestRestartAndStartAgain(t *testing.T) {
 	oldPanes := ana.Pane + bob.Pane
 	watchdogs := func() int {
 		n := 0
-		dirs, _ := filepath.Glob("/proc/[0-9]*")
-		for _, d := range dirs {
+		all, err := procs.All()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range all {
 			// The tmux server carries the command line of the client that
 			// started it: only the shell is the watchdog.
-			comm, _ := os.ReadFile(d + "/comm")
-			cmdline, _ := os.ReadFile(d + "/cmdline")
-			if string(comm) == "sh\n" && strings.Contains(string(cmdline), "kill-server; rm -rf '"+s.Dir+"'") {
+			argv, _ := procs.Argv(p.PID)
+			if p.Comm == "sh" && strings.Contains(strings.Join(argv, " "), "kill-server; rm -rf '"+s.Dir+"'") {
 				n++
 			}
 		}

@@ -21,6 +21,7 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*pane // by session name
 	next     int              // the number of the next pane id
+	gone     bool             // KillServer: Info says no server runs
 }
 
 var _ tmux.Sessions = (*Server)(nil)
@@ -190,7 +191,20 @@ func (s *Server) pane(id string) (*pane, error) {
 func (s *Server) Server() tmux.Server { return tmux.Server{Socket: "/fake/sock"} }
 
 func (s *Server) Info(context.Context) (tmux.Info, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gone {
+		return tmux.Info{}, &tmux.Error{Command: "display-message", Stderr: "no server running on /fake/sock", Kind: tmux.ErrNoServer}
+	}
 	return tmux.Info{Version: "3.3a", Socket: "/fake/sock"}, nil
+}
+
+// KillServer makes the server one that has gone, for Info (what asks
+// whether it still runs).
+func (s *Server) KillServer() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gone = true
 }
 
 func (s *Server) ListPanes(context.Context) ([]tmux.Pane, error) {

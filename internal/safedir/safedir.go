@@ -25,11 +25,16 @@ var ErrUnsafe = errors.New("unsafe directory")
 // said to look (TMPDIR, XDG_RUNTIME_DIR, a configured root): it is created
 // if missing but not checked. With base "" or not above dir, dir alone is
 // made (its parents as needed) and checked.
-func Ensure(base, dir string) error { return walk(base, dir, true) }
+func Ensure(base, dir string) error { return walk(base, dir, true, true) }
+
+// EnsureIn is Ensure for a dir below base that never makes base itself:
+// one that is gone (removed under a running process) stays gone, and
+// EnsureIn fails (fs.ErrNotExist).
+func EnsureIn(base, dir string) error { return walk(base, dir, true, false) }
 
 // Check checks the directories Ensure would, as far as they exist, and
 // creates nothing.
-func Check(base, dir string) error { return walk(base, dir, false) }
+func Check(base, dir string) error { return walk(base, dir, false, false) }
 
 // Still checks dir alone, as Ensure checks each directory: for one that
 // Ensure made or checked, with every directory above it, a moment ago.
@@ -44,7 +49,7 @@ func Still(dir string) error {
 	return check(dir, fi)
 }
 
-func walk(base, dir string, create bool) error {
+func walk(base, dir string, create, makeBase bool) error {
 	dir = filepath.Clean(dir)
 	below := []string{dir} // the directories to check, top down
 	if base != "" {
@@ -64,7 +69,11 @@ func walk(base, dir string, create bool) error {
 		if len(below) > 0 {
 			top = filepath.Dir(below[0])
 		}
-		if err := os.MkdirAll(top, 0o700); err != nil {
+		if !makeBase {
+			if _, err := os.Stat(top); err != nil {
+				return err
+			}
+		} else if err := os.MkdirAll(top, 0o700); err != nil {
 			return err
 		}
 	}

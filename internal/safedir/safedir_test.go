@@ -113,3 +113,25 @@ func symlink(t *testing.T, target, link string) {
 		t.Fatal(err)
 	}
 }
+
+// EnsureIn makes what is missing below base, never base itself: a
+// mailbox removed under a running process stays removed.
+func TestEnsureInNeverMakesItsBase(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(base, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "places", "s-1")
+	if err := EnsureIn(base, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(base); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureIn(base, dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("with its base gone: %v, want ErrNotExist", err)
+	}
+	if _, err := os.Lstat(base); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the base was made again: %v", err)
+	}
+}

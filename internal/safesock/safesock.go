@@ -34,6 +34,10 @@ var ErrNotOurs = errors.New("not this user's socket")
 // ErrPathTooLong is a socket path longer than the OS takes (sun_path).
 var ErrPathTooLong = errors.New("socket path too long")
 
+// MaxPathLen is the most bytes a Unix socket's path can have here, its
+// NUL included (sizeof sun_path: 108 on Linux, 104 on Darwin).
+const MaxPathLen = maxPathLen
+
 // checkPath refuses a path the kernel would cut or refuse with a bare
 // "invalid argument".
 func checkPath(path string) error {

@@ -1,3 +1,5 @@
+//go:build linux && !agentmsg_portable
+
 package lock
 
 import (
@@ -8,6 +10,9 @@ import (
 	"strings"
 	"syscall"
 )
+
+// Who holds an flock, on Linux: the kernel's table of locks, /proc/locks.
+// Darwin has no such table (flock_other.go).
 
 // LockDevice is the device /proc/locks names for the flocks taken on files
 // in dir, learnt by taking one on a file made there for the purpose: on
@@ -111,14 +116,4 @@ func inode(f *os.File) (string, error) {
 		return "", fmt.Errorf("no inode for %s", f.Name())
 	}
 	return strconv.FormatUint(st.Ino, 10), nil
-}
-
-// Command is the name of process pid's program ("" when it has none to
-// show, having exited).
-func Command(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }
