@@ -34,7 +34,9 @@ func NewCmdLog(f *Factory, runF func(context.Context, *LogOptions) error) *cobra
 		Use:   "log [TEAM [NAME]]",
 		Short: "List the messages in the mailboxes and how far each got",
 		Long: `Log lists the messages kept in every inbox of every team (of TEAM; only
-NAME's inbox), oldest first: when, id, sender, recipient, type, and the
+NAME's inbox), and those sent from here to agents on other hosts (their
+recipient ends in @HOST, their state is the one that host reported), oldest
+first: when, id, sender, recipient, type, and the
 delivery: its state (pending, typing, typed, submitted, queued, deferred,
 failed, skipped, handled; inbox for a message only put in the mailbox, --mailbox-only; "-" for
 notices such as requests and claims), the attempts and the last verdict. A message to a whole team is listed once per inbox.
@@ -105,8 +107,8 @@ func logRun(ctx context.Context, opts *LogOptions) error {
 	fmt.Fprintln(tw, "TIME\tID\tFROM\tTO\tTYPE\tSTATE\tATTEMPTS\tLAST VERDICT")
 	for _, e := range res.Entries {
 		state, attempts, verdict := deliveryCells(e.Delivery)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\n", e.Timestamp.Local().Format(time.DateTime), show(string(e.ID)), show(e.From),
-			e.Team, e.Inbox, show(string(e.Type)), show(state), attempts, cell(verdict, 50))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Timestamp.Local().Format(time.DateTime), show(string(e.ID)), show(e.From),
+			inboxName(e.Team, e.Inbox, e.Host), show(string(e.Type)), show(state), attempts, cell(verdict, 50))
 	}
 	return tw.Flush()
 }
@@ -153,7 +155,7 @@ func logHistory(ctx context.Context, opts *LogOptions, svc *service.Service, req
 // delivery record, the first being the one it was stored with.
 func writeHistory(w io.Writer, c service.HistoryCopy) {
 	e := c.Message
-	fmt.Fprintf(w, "%s from %s to %s/%s (%s)\n", show(string(e.ID)), show(e.From), c.Team, c.Inbox, msgLabel(e))
+	fmt.Fprintf(w, "%s from %s to %s (%s)\n", show(string(e.ID)), show(e.From), inboxName(c.Team, c.Inbox, c.Host), msgLabel(e))
 	fmt.Fprintf(w, "  %s\n", indentRest(cell(e.Content, 200), "  "))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	first := "recorded (mailbox only)"
@@ -162,6 +164,9 @@ func writeHistory(w io.Writer, c service.HistoryCopy) {
 		first = "not recorded here yet: its sender is at it, or stopped part way (the next deliver records it)"
 	case e.Delivery != nil:
 		first = "recorded, " + show(string(e.Delivery.State))
+	}
+	if c.Host != "" {
+		first = "sent to host " + c.Host + "; what it reported:"
 	}
 	fmt.Fprintf(tw, "  %s\t%s\n", e.Timestamp.Local().Format("2006-01-02 15:04:05.000"), first)
 	for _, d := range c.Delivery {
@@ -172,4 +177,12 @@ func writeHistory(w io.Writer, c service.HistoryCopy) {
 		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
+}
+
+// inboxName is team/inbox, and @host for a copy sent to another host.
+func inboxName(team, inbox, host string) string {
+	if host != "" {
+		return team + "/" + inbox + "@" + host
+	}
+	return team + "/" + inbox
 }

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -339,6 +340,18 @@ type Loaded struct {
 
 // Source says where the value of key came from; "" for an unknown key.
 func (l *Loaded) Source(key string) Source { return l.sources[key] }
+
+// Clone is a copy of l whose settings can be Set without touching l: a
+// struct copy shares the map of sources, and a Set on it wrote into l's
+// while others read l (the daemon crashed so: "concurrent map read and
+// map write", a request naming its tmux server beside the presence
+// announcer). The tables (profiles, panes, alerts) stay shared: Set
+// never writes them.
+func (l *Loaded) Clone() *Loaded {
+	c := *l
+	c.sources = maps.Clone(l.sources)
+	return &c
+}
 
 // Entries lists every key with its value and source, in the order of Keys.
 func (l *Loaded) Entries() []Entry {

@@ -2,10 +2,12 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -536,5 +538,33 @@ webhook = "https://hooks.example.com/T1"
 		if _, _, err := load(t, body, nil, nil); err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrInvalid) {
 			t.Errorf("%q: err %v, want %q", body, err, want)
 		}
+	}
+}
+
+// A clone's settings are set without touching the original, which others
+// read meanwhile (the daemon's config, read by every request while one
+// names its own tmux server): a struct copy shared the map of sources.
+func TestACloneIsSetAlone(t *testing.T) {
+	l, err := Load(envOf(nil), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := l.Source("socket")
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			c := l.Clone()
+			if err := c.Set("socket", fmt.Sprintf("/tmp/s%d", i), Source("request")); err != nil {
+				t.Error(err)
+			}
+			if c.Source("socket") != "request" {
+				t.Errorf("the clone's socket came from %q", c.Source("socket"))
+			}
+		})
+		wg.Go(func() { _ = l.Source("socket") })
+	}
+	wg.Wait()
+	if got := l.Source("socket"); got != before || l.Settings.Socket != "" {
+		t.Fatalf("the original's socket: %q from %q; want it untouched (from %q)", l.Settings.Socket, got, before)
 	}
 }

@@ -27,8 +27,13 @@ type HostsSettings struct {
 	NkeyFile      string `toml:"nkey_file" json:"nkey_file,omitempty"`
 	CAFile        string `toml:"ca_file" json:"ca_file,omitempty"`
 	TLSServerName string `toml:"tls_server_name" json:"tls_server_name,omitempty"`
-	// Replicas of this host's stream on the bus (3 in a 3-node cluster).
+	// Replicas of the hosts' streams on the bus (3 in a 3-node cluster):
+	// what hosts add makes them with (and a link on a bus without users).
 	Replicas int `toml:"replicas" json:"replicas,omitempty"`
+	// AdminNkeyFile holds the operator's NATS user seed (agentmsg hosts
+	// init writes one): hosts add makes the new host's stream with it. Only
+	// on the operator's machine; a daemon never uses it.
+	AdminNkeyFile string `toml:"admin_nkey_file" json:"admin_nkey_file,omitempty"`
 	// Tunnels carry the link of boxes reachable only by SSH ([[hosts.tunnel]]).
 	Tunnels []Tunnel `toml:"tunnel" json:"tunnels,omitempty"`
 }
@@ -47,7 +52,7 @@ type Tunnel struct {
 	SSHConfig string `toml:"ssh_config" json:"ssh_config,omitempty"`
 }
 
-const hostsKeys = "name, nats, nkey_file, ca_file, tls_server_name, replicas, [[hosts.tunnel]] (host, ssh, port, ssh_config)"
+const hostsKeys = "name, nats, nkey_file, ca_file, tls_server_name, replicas, admin_nkey_file, [[hosts.tunnel]] (host, ssh, port, ssh_config)"
 
 func (l *Loaded) loadHosts(md toml.MetaData, prim toml.Primitive, path string) error {
 	var h HostsSettings
@@ -71,7 +76,7 @@ func (l *Loaded) loadHosts(md toml.MetaData, prim toml.Primitive, path string) e
 			return invalidf(`%s: [hosts] nats = %q: want nats://HOST:PORT or tls://HOST:PORT, comma-separated for a cluster`, path, h.NATS)
 		}
 	}
-	for key, f := range map[string]string{"nkey_file": h.NkeyFile, "ca_file": h.CAFile} {
+	for key, f := range map[string]string{"nkey_file": h.NkeyFile, "ca_file": h.CAFile, "admin_nkey_file": h.AdminNkeyFile} {
 		if f != "" && !filepath.IsAbs(f) {
 			return invalidf(`%s: [hosts] %s = %q: want an absolute path`, path, key, f)
 		}

@@ -22,7 +22,15 @@
 //     is sent to it, on subjects agentmsg.<kind>.<to>.<from>. A host's
 //     user may publish only subjects that end in its own name, so the
 //     subject proves the sending host (see Permissions), and it may read
-//     only its own stream.
+//     only its own stream. It may make or change no stream, consumer or
+//     bucket: a stream's configuration alone can copy others' mail in or
+//     publish on others' subjects. The operator's user makes them
+//     (Provision), and a link refuses a stream of its own that is
+//     configured otherwise (unsafe).
+//   - A report (a state change of a message) counts only from the host the
+//     copy was sent to, of a copy recorded as sent (RecordSent before the
+//     packet goes; RecordReport, Watch). A packet's Nats-Msg-Id carries
+//     random bits, so no other host can have it dropped as a copy.
 //   - The reader reads the host's stream by sequence, a batch at a time
 //     (order per sender and recipient is the stream's order), hands it to
 //     the daemon, and purges it from the stream only once the daemon has
@@ -32,5 +40,8 @@
 //     the host's subjects is its doorbell, and tells a state change to the
 //     send waiting for it the moment it is published.
 //   - Presence: each host puts its name, agents and the time into a
-//     key-value bucket every few seconds; `agentmsg hosts` reads it.
+//     key-value bucket every few seconds, and publishes a heartbeat that
+//     every host hears (beats.go): whether a host is up is what this host
+//     heard of it, not a read of the bucket that a cluster electing a
+//     leader answers late; `agentmsg hosts` reads both.
 package hosts

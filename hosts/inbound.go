@@ -56,22 +56,14 @@ func (l *Link) ensureInbound(ctx context.Context) (jetstream.Stream, error) {
 	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
 	name := l.opts.Name
-	// Looked up first, made only when missing: after a fault the bus
-	// answers a lookup well before it takes a change of its metadata.
-	stream, err := l.bjs.Stream(ctx, streamName(name))
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		stream, err = l.bjs.CreateStream(ctx, jetstream.StreamConfig{
-			Name: streamName(name), Subjects: []string{subjectRoot + ".*." + name + ".*"},
-			Storage: jetstream.FileStorage, Retention: jetstream.WorkQueuePolicy,
-			Replicas: max(l.opts.Replicas, 1), Duplicates: busDedupWindow, MaxAge: outboxKeep,
-			// Never read from a replica: one behind the leader would
-			// answer "no such message" for one it has not got yet, and
-			// the purge after it would lose it.
-			AllowDirect: false,
-		})
-	}
+	// Looked up first, made only when missing (on a bus whose users may:
+	// else the operator made it): after a fault the bus answers a lookup
+	// well before it takes a change of its metadata. One configured to
+	// give away this host's mail, or to let a packet act as more than a
+	// packet, is not read.
+	stream, _, err := ensure(ctx, l.bjs, hostStream(name, l.opts.Replicas), false)
 	if err != nil {
-		return nil, fmt.Errorf("this host's stream %s on the bus: %w", streamName(name), err)
+		return nil, fmt.Errorf("this host's stream on the bus: %w", err)
 	}
 	return stream, nil
 }
@@ -230,6 +222,10 @@ func (l *Link) take(ctx context.Context, m *jetstream.RawStreamMsg) bool {
 	case KindMessage:
 		err = l.opts.Handler.Message(ctx, p)
 	case KindEvent:
+		if !l.wasSent(ctx, p.Copy()) {
+			l.opts.Logf("hosts: refused: a report from host %s of %s, which was not sent there", p.From, p.Copy().Key())
+			return true
+		}
 		// The sender hears at once: the report is the other host's truth
 		// whether or not this host has written it down yet.
 		l.tell(p)
@@ -242,12 +238,19 @@ func (l *Link) take(ctx context.Context, m *jetstream.RawStreamMsg) bool {
 	return true
 }
 
-// hear is the doorbell's copy of a packet as it is published: an event
+// hear is the doorbell's copy of a packet as it is published: a report
 // is told to those waiting for it now, before the stream is read (what
 // the handler records still comes from the stream). Its subject proves
-// its sender as the stream's does: only that host may publish on it.
+// its sender as the stream's does: only that host may publish on it; and
+// it counts only of a copy sent to that host.
 func (l *Link) hear(m *nats.Msg) {
-	if p, err := l.check(m.Subject, m.Data); err == nil && p.Kind == KindEvent {
+	p, err := l.check(m.Subject, m.Data)
+	if err != nil || p.Kind != KindEvent {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), busTimeout)
+	defer cancel()
+	if l.wasSent(ctx, p.Copy()) {
 		l.tell(p)
 	}
 }

@@ -79,8 +79,9 @@ type Link struct {
 	sending map[string]*sync.Mutex
 	stuck   map[string]bool // the bus refused the last packet for the host
 
-	mu       sync.Mutex
-	watchers map[string][]chan Packet
+	mu sync.Mutex
+	// watchers hear the reports of a copy (Watch), by Copy.Key.
+	watchers map[string][]*watcher
 	ready    bool // this host's stream and consumer are on the bus
 	lastErr  string
 	// announced: the agents this host last announced (leave keeps them);
@@ -91,6 +92,12 @@ type Link struct {
 	kv jetstream.KeyValue
 	// busClock relates the bus's clock to this host's (presence ages).
 	busClock busClock
+	// beats are the heartbeats heard; listening, whether this host's
+	// subscription to them is made.
+	beats     beats
+	listening bool
+	// others are the agents other hosts' entries listed when last read.
+	others map[string][]string
 }
 
 // AnnounceEvery is how often a host puts its presence on the bus.
@@ -137,7 +144,7 @@ func Open(ctx context.Context, opts Options) (*Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Link{opts: opts, local: local, doorbell: make(chan struct{}, 1), watchers: map[string][]chan Packet{},
+	l := &Link{opts: opts, local: local, doorbell: make(chan struct{}, 1), watchers: map[string][]*watcher{},
 		waiting: map[string]int{}, sending: map[string]*sync.Mutex{}, stuck: map[string]bool{}}
 	fail := func(err error) (*Link, error) {
 		l.closeConns()
@@ -193,9 +200,48 @@ func (l *Link) Start() {
 // link lives: a host starts while its network is down, too.
 func (l *Link) dialBus() (*nats.Conn, error) {
 	o := l.opts
+	return dial(dialOptions{
+		URL: o.URL, NkeyFile: o.NkeyFile, CAFile: o.CAFile, TLSServerName: o.TLSServerName,
+		Name: "agentmsg-" + o.Name, Inbox: inboxPrefix(o.Name),
+		Extra: []nats.Option{
+			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				l.beats.stop()
+				if err != nil {
+					o.Logf("hosts: link to the bus down: %v", err)
+				}
+			}),
+			nats.ReconnectHandler(func(*nats.Conn) {
+				l.beats.restart()
+				l.ring()
+			}),
+			// What the bus refuses without an answer (a subscription its
+			// permissions deny, a slow consumer) is said, not lost.
+			nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+				if sub != nil {
+					err = fmt.Errorf("%w (subscription %s)", err, sub.Subject)
+				}
+				l.setErr(fmt.Errorf("the bus: %w", err))
+			}),
+		},
+	})
+}
+
+// dialOptions say how to reach the bus, and as whom.
+type dialOptions struct {
+	URL, NkeyFile, CAFile, TLSServerName string
+	// Name is the connection's; Inbox the prefix of its answers, the one
+	// its user may subscribe to.
+	Name, Inbox string
+	// Once: fail when the bus cannot be reached now (a command), instead
+	// of trying for as long as the connection lives (a daemon's link).
+	Once  bool
+	Extra []nats.Option
+}
+
+func dial(o dialOptions) (*nats.Conn, error) {
 	opts := []nats.Option{
-		nats.Name("agentmsg-" + o.Name),
-		nats.RetryOnFailedConnect(true),
+		nats.Name(o.Name),
+		nats.RetryOnFailedConnect(!o.Once),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		// A connection that died without a word (a cut cable) is found
@@ -208,26 +254,12 @@ func (l *Link) dialBus() (*nats.Conn, error) {
 		// The servers in the order given: a host's own (or nearest) first,
 		// never a random one across a link that can be cut.
 		nats.DontRandomize(),
-		nats.CustomInboxPrefix(inboxPrefix(o.Name)),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				o.Logf("hosts: link to the bus down: %v", err)
-			}
-		}),
-		nats.ReconnectHandler(func(*nats.Conn) { l.ring() }),
-		// What the bus refuses without an answer (a subscription its
-		// permissions deny, a slow consumer) is said, not lost.
-		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
-			if sub != nil {
-				err = fmt.Errorf("%w (subscription %s)", err, sub.Subject)
-			}
-			l.setErr(fmt.Errorf("the bus: %w", err))
-		}),
+		nats.CustomInboxPrefix(o.Inbox),
 	}
 	if o.NkeyFile != "" {
 		opt, err := nats.NkeyOptionFromSeed(o.NkeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("this host's key %s: %w", o.NkeyFile, err)
+			return nil, fmt.Errorf("the key %s: %w", o.NkeyFile, err)
 		}
 		opts = append(opts, opt)
 	}
@@ -245,7 +277,7 @@ func (l *Link) dialBus() (*nats.Conn, error) {
 		}
 		opts = append(opts, nats.Secure(cfg))
 	}
-	nc, err := nats.Connect(o.URL, opts...)
+	nc, err := nats.Connect(o.URL, append(opts, o.Extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("the bus at %s: %w", o.URL, err)
 	}
@@ -310,8 +342,9 @@ func (l *Link) Send(ctx context.Context, p Packet) error {
 	one := l.sender(p.To)
 	one.Lock()
 	defer one.Unlock()
+	dedup := p.dedupID(nonce())
 	if l.waitingFor(p.To) == 0 && l.Up() {
-		err := l.publish(ctx, p.Kind, p.To, data, p.dedupID())
+		err := l.publish(ctx, p.Kind, p.To, data, dedup)
 		if err == nil {
 			return nil
 		}
@@ -321,7 +354,7 @@ func (l *Link) Send(ctx context.Context, p Packet) error {
 		// drops it.
 	}
 	msg := &nats.Msg{Subject: outboxSubject(p.Kind, p.To), Data: data, Header: nats.Header{}}
-	msg.Header.Set(jetstream.MsgIDHeader, p.dedupID())
+	msg.Header.Set(jetstream.MsgIDHeader, dedup)
 	l.addWaiting(p.To, 1)
 	if _, err := l.ljs.PublishMsg(ctx, msg); err != nil {
 		l.addWaiting(p.To, -1)
@@ -403,37 +436,55 @@ func (l *Link) countWaiting(ctx context.Context) error {
 	return nil
 }
 
-// Watch hears the events that arrive for message id until stop is called.
-func (l *Link) Watch(id string) (events <-chan Packet, stop func()) {
-	ch := make(chan Packet, 16)
+// Watch hears the reports that arrive of copy c (only from c's host, and
+// only once c is recorded as sent: RecordSent) until stop is called. The
+// channel holds the latest report (by Seq): one a newer one replaced is
+// not needed, and none is lost for want of room.
+func (l *Link) Watch(c Copy) (reports <-chan Packet, stop func()) {
+	w := &watcher{ch: make(chan Packet, 1)}
+	key := c.Key()
 	l.mu.Lock()
-	l.watchers[id] = append(l.watchers[id], ch)
+	l.watchers[key] = append(l.watchers[key], w)
 	l.mu.Unlock()
-	return ch, func() {
+	return w.ch, func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		list := l.watchers[id]
-		for i, c := range list {
-			if c == ch {
-				l.watchers[id] = append(list[:i], list[i+1:]...)
+		list := l.watchers[key]
+		for i, x := range list {
+			if x == w {
+				l.watchers[key] = append(list[:i], list[i+1:]...)
 				break
 			}
 		}
-		if len(l.watchers[id]) == 0 {
-			delete(l.watchers, id)
+		if len(l.watchers[key]) == 0 {
+			delete(l.watchers, key)
 		}
 	}
 }
 
-// tell hands an event to those watching its message.
+// watcher is one Watch: its channel, and the newest report it was told
+// (a report comes twice, by the doorbell and from the stream).
+type watcher struct {
+	ch   chan Packet
+	seq  int
+	told bool
+}
+
+// tell hands a report to those watching its copy that were told none as
+// new: in place of the one waiting in the channel, which is older.
 func (l *Link) tell(p Packet) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, ch := range l.watchers[p.ID] {
-		select {
-		case ch <- p:
-		default: // a watcher that does not read loses only its own news
+	for _, w := range l.watchers[p.Copy().Key()] {
+		if w.told && p.Event.Seq <= w.seq {
+			continue
 		}
+		w.seq, w.told = p.Event.Seq, true
+		select {
+		case <-w.ch:
+		default:
+		}
+		w.ch <- p // room for one: only tell sends, under l.mu
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// recorder is a daemon's side that records what arrives, once by id.
+// recorder is a daemon's side that records what arrives, once by sending
+// host and id.
 type recorder struct {
 	mu       sync.Mutex
 	messages []Packet
@@ -27,8 +28,8 @@ func (r *recorder) Message(_ context.Context, p Packet) error {
 	if r.byID == nil {
 		r.byID = map[string]bool{}
 	}
-	if !r.byID[p.ID] {
-		r.byID[p.ID] = true
+	if key := p.From + " " + p.ID; !r.byID[key] {
+		r.byID[key] = true
 		r.messages = append(r.messages, p)
 	}
 	return nil
@@ -131,7 +132,11 @@ func TestMessagesCrossInOrderAndEventsComeBack(t *testing.T) {
 			t.Fatalf("message %d at b is %s, want %s (order)", i, id, want)
 		}
 	}
-	events, stop := a.Watch(message("b", 7).ID)
+	sent := Copy{ID: message("b", 7).ID, Host: "b", Team: "t", Agent: "ana"}
+	if err := a.RecordSent(ctx, Sent{ID: sent.ID, Host: sent.Host, Team: sent.Team, Agent: sent.Agent, State: StateOutbox}); err != nil {
+		t.Fatal(err)
+	}
+	events, stop := a.Watch(sent)
 	defer stop()
 	ev := Packet{Kind: KindEvent, To: "a", ID: message("b", 7).ID, Event: &RemoteEvent{Team: "t", Agent: "ana", State: "submitted", Seq: 1}}
 	if err := b.Send(ctx, ev); err != nil {
@@ -259,6 +264,9 @@ func TestEventsWaitForTheirHost(t *testing.T) {
 	b := openLink(t, "b", bus.ClientURL(), &rb)
 	waitFor(t, "both links up", func() bool { return a.Up() && b.Up() })
 	ctx := context.Background()
+	if err := a.RecordSent(ctx, Sent{ID: message("b", 1).ID, Host: "b", Team: "t", Agent: "ana", State: StateOutbox}); err != nil {
+		t.Fatal(err)
+	}
 	if err := a.Send(ctx, message("b", 1)); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package hosts
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -71,26 +73,58 @@ type RemoteEvent struct {
 	Seq int `json:"seq"`
 }
 
-// dedupID is the packet's Nats-Msg-Id: the message's id, and for an event
-// also its sequence, so a publish retried is recognised by the stream.
-func (p Packet) dedupID() string {
+// dedupID is the packet's Nats-Msg-Id: its sending host, its copy, for an
+// event its sequence, and nonce, drawn once per packet (Send) and kept
+// with it in the outbox, so that a publish retried after a lost answer is
+// recognised by the stream. The stream's de-duplication is shared by
+// every host that publishes to it, and takes the first packet with an id:
+// an id another host could guess would let it publish first and have the
+// real packet dropped as a copy, unseen.
+func (p Packet) dedupID(nonce string) string {
+	c := p.Copy()
 	switch {
 	case p.Kind == KindEvent && p.Event != nil:
-		return fmt.Sprintf("%s.%s.%s.ev%d", p.ID, p.Event.Team, p.Event.Agent, p.Event.Seq)
+		return fmt.Sprintf("%s.ev%d.%s", c.Key(), p.Event.Seq, nonce)
 	case p.Message != nil:
-		// A broadcast's copies share the message's id: one per inbox.
-		return CopyKey(p.ID, p.Message.Team, p.Message.Agent)
+		return c.Key() + ".msg." + nonce
 	}
-	return p.ID
+	return p.ID + "." + nonce
 }
 
-// CopyKey names one copy of message id: the one for team/agent ("" team:
-// a team-less agent).
-func CopyKey(id, team, agent string) string {
+// Copy is one copy of a message: the one for team/agent on host Host. A
+// broadcast's copies share the message's id; so may two hosts' messages,
+// so a copy is named by all four.
+type Copy struct {
+	ID, Host, Team, Agent string
+}
+
+// Copy is the copy p is about: for a message, the copy this host (From)
+// sends to To; for an event, the copy its sender (From) holds.
+func (p Packet) Copy() Copy {
+	switch {
+	case p.Kind == KindEvent && p.Event != nil:
+		return Copy{ID: p.ID, Host: p.From, Team: p.Event.Team, Agent: p.Event.Agent}
+	case p.Message != nil:
+		return Copy{ID: p.ID, Host: p.To, Team: p.Message.Team, Agent: p.Message.Agent}
+	}
+	return Copy{ID: p.ID}
+}
+
+// Key names c in a key-value bucket and a subject: its id, host, team
+// ("-" for a team-less agent) and agent.
+func (c Copy) Key() string {
+	team := c.Team
 	if team == "" {
 		team = "-"
 	}
-	return id + "." + team + "." + agent
+	return c.ID + "." + c.Host + "." + team + "." + c.Agent
+}
+
+// nonce is a packet's part of its Nats-Msg-Id: 64 random bits.
+func nonce() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // check refuses a packet that is not whole.

@@ -14,13 +14,15 @@ import (
 )
 
 // guardedBus is a NATS server whose only users are hosts a, b and c, each
-// with Permissions; it returns the URL and each host's seed file.
+// with Permissions, and the operator, with AdminPermissions, who has made
+// their streams and the presence bucket (Provision); it returns the URL
+// and each user's seed file (the operator's as "operator").
 func guardedBus(t *testing.T) (url string, seeds map[string]string) {
 	t.Helper()
 	dir := t.TempDir()
 	seeds = map[string]string{}
 	var users []*server.NkeyUser
-	for _, name := range []string{"a", "b", "c"} {
+	for _, name := range []string{"a", "b", "c", "operator"} {
 		seed, public, err := NewUser()
 		if err != nil {
 			t.Fatal(err)
@@ -31,6 +33,9 @@ func guardedBus(t *testing.T) (url string, seeds map[string]string) {
 		}
 		seeds[name] = path
 		pub, sub := Permissions(name)
+		if name == "operator" {
+			pub, sub = AdminPermissions()
+		}
 		users = append(users, &server.NkeyUser{Nkey: public, Permissions: &server.Permissions{
 			Publish: &server.SubjectPermission{Allow: pub}, Subscribe: &server.SubjectPermission{Allow: sub}}})
 	}
@@ -44,6 +49,10 @@ func guardedBus(t *testing.T) (url string, seeds map[string]string) {
 		t.Fatal("bus not ready")
 	}
 	t.Cleanup(s.Shutdown)
+	done, err := Provision(context.Background(), Operator{URL: s.ClientURL(), NkeyFile: seeds["operator"]}, []string{"a", "b", "c"}, 1)
+	if err != nil {
+		t.Fatalf("provisioning: %v (%v)", err, done)
+	}
 	return s.ClientURL(), seeds
 }
 
@@ -65,9 +74,13 @@ func TestPermissionsAllowTheLinkAndNothingElse(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the message at b", func() bool { return len(rb.ids()) == 1 })
-	events, stop := a.Watch(message("b", 1).ID)
+	sent := Copy{ID: message("b", 1).ID, Host: "b", Team: "t", Agent: "ana"}
+	if err := a.RecordSent(ctx, Sent{ID: sent.ID, Host: "b", Team: "t", Agent: "ana", State: StateOutbox}); err != nil {
+		t.Fatal(err)
+	}
+	events, stop := a.Watch(sent)
 	defer stop()
-	if err := b.Send(ctx, Packet{Kind: KindEvent, To: "a", ID: message("b", 1).ID, Event: &RemoteEvent{State: "submitted", Seq: 1}}); err != nil {
+	if err := b.Send(ctx, Packet{Kind: KindEvent, To: "a", ID: sent.ID, Event: &RemoteEvent{Team: "t", Agent: "ana", State: "submitted", Seq: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	select {

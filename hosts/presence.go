@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -91,6 +92,7 @@ func (l *Link) leave() {
 	if err != nil {
 		return
 	}
+	l.beat(true)
 	l.mu.Lock()
 	agents := l.announced
 	l.mu.Unlock()
@@ -127,15 +129,24 @@ func (l *Link) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
-	kv, err := keyValue(ctx, l.bjs, jetstream.KeyValueConfig{
-		Bucket: presenceBucket, History: 1, Storage: jetstream.FileStorage, Replicas: max(l.opts.Replicas, 1),
-	})
+	kv, err := l.presence(ctx)
 	if err == nil {
 		l.mu.Lock()
 		l.kv = kv
 		l.mu.Unlock()
 	}
 	return kv, err
+}
+
+// presence opens the presence bucket on the bus, made where it is missing
+// and this host's user may make it (else the operator does), and checked
+// otherwise: one that lets a packet roll it up (remove every other host's
+// entry) is not used.
+func (l *Link) presence(ctx context.Context) (jetstream.KeyValue, error) {
+	if _, _, err := ensure(ctx, l.bjs, presenceStream(l.opts.Replicas), false); err != nil {
+		return nil, fmt.Errorf("the presence bucket: %w", err)
+	}
+	return l.bjs.KeyValue(ctx, presenceBucket)
 }
 
 // keyValue opens the bucket cfg names, making it when missing (and taking
@@ -155,6 +166,15 @@ func (l *Link) announceOnce(ctx context.Context) error {
 	if !l.bus.IsConnected() {
 		return errors.New("the bus is not reachable")
 	}
+	if !l.listening {
+		if err := l.listen(); err != nil {
+			return fmt.Errorf("hearing the other hosts: %w", err)
+		}
+		l.listening = true
+	}
+	// First, and whatever becomes of the entry: a cluster that cannot
+	// store it now (electing its leader) still carries the heartbeat.
+	l.beat(false)
 	kv, err := l.bucket(ctx)
 	if err != nil {
 		return err
@@ -172,9 +192,11 @@ func (l *Link) announceOnce(ctx context.Context) error {
 		agents = l.opts.Agents(ctx)
 	}
 	if err := l.put(ctx, kv, agents); err != nil {
-		l.mu.Lock()
-		l.kv = nil // looked up (or made) again next time
-		l.mu.Unlock()
+		if gone(err) {
+			l.mu.Lock()
+			l.kv = nil // looked up (or made) again next time
+			l.mu.Unlock()
+		}
 		return err
 	}
 	if !first && l.opts.Agents != nil {
@@ -221,6 +243,15 @@ func (l *Link) put(ctx context.Context, kv jetstream.KeyValue, agents []string) 
 	return nil
 }
 
+// gone reports whether err says the presence bucket is not on the bus (it
+// is looked up, or made, again), not that the bus did not answer in time:
+// a cluster electing the bucket's leader (its server cut off) does not
+// answer a lookup for seconds, and each listing of the hosts waited for
+// one (issue 30, finding 5).
+func gone(err error) bool {
+	return errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
+}
+
 // seenBucket, on the embedded server, keeps the names of the hosts this
 // one has seen on the bus: a send to one of them is accepted into the
 // outbox while the bus cannot be asked.
@@ -260,6 +291,25 @@ func (l *Link) presenceNames(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
+// agentsTimeout bounds the read of a host's entry when its heartbeats say
+// whether it is up: the entry gives only its agents, and a read can go to
+// a server cut off a moment ago and wait for nothing.
+const agentsTimeout = 300 * time.Millisecond
+
+// seenNames are the hosts this one has seen on the bus.
+func (l *Link) seenNames(ctx context.Context) ([]string, error) {
+	keys, err := l.seen.ListKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for k := range keys.Keys() {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
 // Hosts lists the hosts on the bus, this one first. When the bus cannot
 // be read, it lists this host alone and says why.
 func (l *Link) Hosts(ctx context.Context) ([]HostInfo, error) {
@@ -278,22 +328,44 @@ func (l *Link) Hosts(ctx context.Context) ([]HostInfo, error) {
 	if err != nil {
 		return out, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
-	defer cancel()
-	names, err := l.presenceNames(ctx)
-	if err != nil {
+	// The names from the bucket's stream, which its leader answers; while
+	// the cluster elects one (its server cut off), those this host has
+	// seen: each entry is read from any server that has the bucket.
+	nctx, cancel := context.WithTimeout(ctx, busTimeout)
+	names, err := l.presenceNames(nctx)
+	cancel()
+	if err == nil {
+		_ = l.remember(ctx, names) // a send to one is taken while the bus is down
+	} else if names, err = l.seenNames(ctx); err != nil {
 		return out, err
 	}
-	_ = l.remember(ctx, names) // a send to one is taken while the bus is down
+	ctx, cancel = context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
 	for _, name := range names {
 		if name == l.opts.Name {
 			continue
 		}
-		p, age, err := l.presenceOf(ctx, kv, name)
-		if err != nil {
-			continue
+		at, up, sure := l.beats.of(l.opts.Name, name)
+		wait := busTimeout
+		if sure {
+			wait = agentsTimeout // only its agents hang on the entry
 		}
-		out = append(out, HostInfo{Name: name, Agents: p.Agents, Seen: time.Now().UTC().Add(-age), Up: p.up(age)})
+		gctx, cancel := context.WithTimeout(ctx, wait)
+		p, age, err := l.presenceOf(gctx, kv, name)
+		cancel()
+		if err == nil {
+			l.noteAgents(name, p.Agents)
+		}
+		switch {
+		case err == nil && sure:
+			out = append(out, HostInfo{Name: name, Agents: p.Agents, Seen: at.UTC(), Up: up})
+		case err == nil:
+			out = append(out, HostInfo{Name: name, Agents: p.Agents, Seen: time.Now().UTC().Add(-age), Up: p.up(age)})
+		case sure:
+			// Its heartbeat, though not its entry (the bucket cannot be
+			// read now): its agents as this host last saw them.
+			out = append(out, HostInfo{Name: name, Agents: l.lastAgents(name), Seen: at.UTC(), Up: up})
+		}
 	}
 	return out, nil
 }
@@ -304,6 +376,9 @@ func (l *Link) Hosts(ctx context.Context) ([]HostInfo, error) {
 func (l *Link) Heard(ctx context.Context, host string) (seen time.Time, up bool, err error) {
 	if !l.bus.IsConnected() {
 		return seen, false, errors.New("the bus is not reachable")
+	}
+	if at, up, sure := l.beats.of(l.opts.Name, host); sure {
+		return at.UTC(), up, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, busTimeout)
 	defer cancel()
@@ -360,4 +435,21 @@ func (l *Link) Known(ctx context.Context, host string) (bool, error) {
 	}
 	_, _ = l.seen.Put(ctx, host, nil)
 	return true, nil
+}
+
+// noteAgents keeps the agents host's entry listed, for a listing that
+// cannot read it (lastAgents).
+func (l *Link) noteAgents(host string, agents []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.others == nil {
+		l.others = map[string][]string{}
+	}
+	l.others[host] = agents
+}
+
+func (l *Link) lastAgents(host string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.others[host]
 }

@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Sent is what this host knows of a message it sent to another host: the
-// latest state that host reported, kept on this machine's disk so that
+// Sent is what this host knows of one copy of a message it sent to
+// another host: the message as it went, and every state that host
+// reported of it, kept on this machine's disk so that agentmsg log and
 // GET /v1/messages/{id} can answer after a restart.
 type Sent struct {
 	ID     string    `json:"id"`
@@ -21,40 +24,161 @@ type Sent struct {
 	Reason string    `json:"reason,omitempty"`
 	Detail string    `json:"detail,omitempty"`
 	At     time.Time `json:"at"`
+	// The message as it went: its sender on this host, type, text and
+	// when it was sent.
+	From   string    `json:"from,omitempty"`
+	Type   string    `json:"type,omitempty"`
+	Text   string    `json:"text,omitempty"`
+	SentAt time.Time `json:"sent_at,omitzero"`
+	// Reports are the states its host reported, in order (the latest
+	// sentReports).
+	Reports []Report `json:"reports,omitempty"`
 }
+
+// Report is one state a copy's host reported.
+type Report struct {
+	State  string    `json:"state"`
+	Reason string    `json:"reason,omitempty"`
+	Detail string    `json:"detail,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// Copy is the copy s records.
+func (s Sent) Copy() Copy { return Copy{ID: s.ID, Host: s.Host, Team: s.Team, Agent: s.Agent} }
 
 // StateOutbox is a sent message's state before its host reports one.
 const StateOutbox = "outbox"
 
-// sentBucket, on the embedded server, keeps Sent by message id.
+// sentBucket, on the embedded server, keeps Sent by copy (Copy.Key).
 const sentBucket = "agentmsg_sent"
 
-// sentKeep bounds how long a sent message's state is kept.
-const sentKeep = 30 * 24 * time.Hour
+// sentKeep bounds how long a sent message's state is kept; sentReports
+// how many of its reports.
+const (
+	sentKeep    = 30 * 24 * time.Hour
+	sentReports = 32
+)
 
-// RecordSent keeps s, unless what is kept for its copy is newer, or is a
-// report and s only says the message is in the outbox (the report can
-// come back before the sender has written that down).
+// ErrNotSent: a report of a copy this host never sent to the host that
+// reports it. It counts for nothing.
+var ErrNotSent = errors.New("no such copy was sent from here to that host")
+
+// RecordSent keeps the record of a copy this host sends, before it goes:
+// a report is believed only of a copy recorded so (RecordReport). What a
+// report already set is kept (the same copy sent again).
 func (l *Link) RecordSent(ctx context.Context, s Sent) error {
-	kv, key := l.sent, CopyKey(s.ID, s.Team, s.Agent)
-	if old, ok, err := sentAt(ctx, kv, key); err != nil {
-		return err
-	} else if ok && (old.At.After(s.At) || s.State == StateOutbox) {
+	return l.updateSent(ctx, s.Copy(), func(old *Sent) error {
+		if old == nil || len(old.Reports) == 0 {
+			return nil
+		}
+		s.State, s.Reason, s.Detail, s.At, s.Reports = old.State, old.Reason, old.Detail, old.At, old.Reports
 		return nil
-	}
-	data, err := json.Marshal(s)
-	if err != nil {
+	}, &s)
+}
+
+// RecordReport keeps the state p, a report, says of its copy: only when
+// this host sent that copy to p's sender (else ErrNotSent), and only when
+// it is not older than the state kept.
+func (l *Link) RecordReport(ctx context.Context, p Packet) error {
+	ev := p.Event
+	var s Sent
+	return l.updateSent(ctx, p.Copy(), func(old *Sent) error {
+		if old == nil {
+			return ErrNotSent
+		}
+		s = *old
+		r := Report{State: ev.State, Reason: ev.Reason, Detail: ev.Detail, At: ev.At}
+		if len(s.Reports) > 0 && s.At.After(ev.At) {
+			return errUnchanged
+		}
+		s.State, s.Reason, s.Detail, s.At = r.State, r.Reason, r.Detail, r.At
+		s.Reports = append(s.Reports, r)
+		if n := len(s.Reports); n > sentReports {
+			s.Reports = slices.Clone(s.Reports[n-sentReports:])
+		}
+		return nil
+	}, &s)
+}
+
+var errUnchanged = errors.New("unchanged")
+
+// updateSent writes *s at c's key after change has seen what is there
+// (nil when nothing), unless it says errUnchanged; written only if no
+// other write came between (a revision check), tried again if one did.
+func (l *Link) updateSent(ctx context.Context, c Copy, change func(old *Sent) error, s *Sent) error {
+	kv, key := l.sent, c.Key()
+	for range 8 {
+		var old *Sent
+		var rev uint64
+		e, err := kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return err
+		default:
+			var o Sent
+			if err := json.Unmarshal(e.Value(), &o); err != nil {
+				return fmt.Errorf("the record of %s: %w", key, err)
+			}
+			old, rev = &o, e.Revision()
+		}
+		if err := change(old); errors.Is(err, errUnchanged) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		data, err := json.Marshal(s)
+		if err != nil {
+			return err
+		}
+		if old == nil {
+			_, err = kv.Create(ctx, key, data)
+		} else {
+			_, err = kv.Update(ctx, key, data, rev)
+		}
+		if errors.Is(err, jetstream.ErrKeyExists) || isWrongSequence(err) {
+			continue // written meanwhile: look again
+		}
 		return err
 	}
-	_, err = kv.Put(ctx, key, data)
-	return err
+	return fmt.Errorf("the record of %s: changed by others eight times in a row", key)
+}
+
+// isWrongSequence reports whether err is a revision check that failed.
+func isWrongSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+// wasSent reports whether copy c was sent from here: a report of it
+// counts. A record from before copies were kept per host (its key names
+// no host) counts when it names the same host.
+func (l *Link) wasSent(ctx context.Context, c Copy) bool {
+	if _, err := l.sent.Get(ctx, c.Key()); err == nil {
+		return true
+	}
+	team := c.Team
+	if team == "" {
+		team = "-"
+	}
+	old, ok, err := sentAt(ctx, l.sent, c.ID+"."+team+"."+c.Agent)
+	return err == nil && ok && old.Host == c.Host
 }
 
 // LookupSent is what is kept of message id's copies, if it was sent from
-// here (a broadcast's, one per agent).
+// here (a broadcast's, one per agent and host).
 func (l *Link) LookupSent(ctx context.Context, id string) ([]Sent, error) {
+	return l.sentMatching(ctx, id+".>")
+}
+
+// AllSent is every copy sent from here that is still kept.
+func (l *Link) AllSent(ctx context.Context) ([]Sent, error) {
+	return l.sentMatching(ctx, ">")
+}
+
+func (l *Link) sentMatching(ctx context.Context, filter string) ([]Sent, error) {
 	kv := l.sent
-	keys, err := kv.ListKeysFiltered(ctx, id+".>")
+	keys, err := kv.ListKeysFiltered(ctx, filter)
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +188,7 @@ func (l *Link) LookupSent(ctx context.Context, id string) ([]Sent, error) {
 			out = append(out, s)
 		}
 	}
+	slices.SortStableFunc(out, func(a, b Sent) int { return a.SentAt.Compare(b.SentAt) })
 	return out, nil
 }
 

@@ -81,9 +81,13 @@ func (s *server) messageLog(ctx context.Context, in LogInput) (LogOutput, error)
 			if n := len(c.Delivery); n > 0 {
 				c.Message.Delivery = &c.Delivery[n-1] // the entry says where it is now
 			}
-			out.Entries = append(out.Entries, logEntry(c.Inbox, c.Message))
+			inbox := c.Inbox
+			if c.Host != "" {
+				inbox += "@" + c.Host // a copy sent to another host
+			}
+			out.Entries = append(out.Entries, logEntry(inbox, c.Message))
 			for _, d := range c.Delivery {
-				out.History[c.Inbox] = append(out.History[c.Inbox], DeliveryRecord{State: string(d.State),
+				out.History[inbox] = append(out.History[inbox], DeliveryRecord{State: string(d.State),
 					LastVerdict: d.LastVerdict, Reason: d.Reason, Attempts: d.Attempts, Updated: d.Updated})
 			}
 		}
@@ -98,7 +102,11 @@ func (s *server) messageLog(ctx context.Context, in LogInput) (LogOutput, error)
 		out.Omitted, entries = len(entries)-limit, entries[len(entries)-limit:]
 	}
 	for _, e := range entries {
-		out.Entries = append(out.Entries, logEntry(e.Inbox, e.Envelope))
+		inbox := e.Inbox
+		if e.Host != "" {
+			inbox += "@" + e.Host // a copy sent to another host
+		}
+		out.Entries = append(out.Entries, logEntry(inbox, e.Envelope))
 	}
 	return out, nil
 }

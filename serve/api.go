@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -482,6 +483,8 @@ func (d *Daemon) message(w http.ResponseWriter, r *http.Request) {
 		fail(w, 0, err)
 		return
 	}
+	// The copies sent to other hosts are in Remote, as they always were.
+	copies = slices.DeleteFunc(copies, func(c service.HistoryCopy) bool { return c.Host != "" })
 	doc := struct {
 		ID      string                `json:"id"`
 		Message *mailbox.Envelope     `json:"message,omitempty"`
@@ -491,11 +494,14 @@ func (d *Daemon) message(w http.ResponseWriter, r *http.Request) {
 		Remote   []hosts.Sent `json:"remote,omitempty"`
 		ExitCode int          `json:"exit_code"`
 	}{ID: id, Copies: copies}
-	if len(copies) == 0 && d.links != nil {
+	if d.links != nil {
+		// Beside the copies here: a broadcast's copies on other hosts.
 		if sent, err := d.links.link.LookupSent(r.Context(), id); err == nil && len(sent) > 0 {
-			doc.Copies, doc.Remote = []service.HistoryCopy{}, sent
-			respond(w, wire.ExitOK, doc)
-			return
+			doc.Remote = sent
+			if len(copies) == 0 {
+				respond(w, wire.ExitOK, doc)
+				return
+			}
 		}
 	}
 	if len(copies) == 0 {

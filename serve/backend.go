@@ -125,7 +125,7 @@ func (b *backend) envFor(c Caller) (app.Env, error) {
 	if c.Socket == "" && c.SocketName == "" {
 		return b.env, nil
 	}
-	cfg := *b.env.Config
+	cfg := b.env.Config.Clone() // never the daemon's own: others read it meanwhile
 	src := config.Source("request")
 	if c.Socket != "" {
 		if err := cfg.Set("socket", c.Socket, src); err != nil {
@@ -138,7 +138,7 @@ func (b *backend) envFor(c Caller) (app.Env, error) {
 		}
 	}
 	env := b.env
-	env.Config = &cfg
+	env.Config = cfg
 	return env, nil
 }
 

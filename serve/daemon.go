@@ -84,6 +84,8 @@ type Daemon struct {
 	// true when asked for again while it runs.
 	passMu sync.Mutex
 	passes map[string]bool
+	// looked: the agents' states at the watcher's last look.
+	looked agentStates
 	log    *eventlog.Log
 	links  *hostLink
 	ctx    context.Context

@@ -302,6 +302,7 @@ func (d *Daemon) watchAgents(ctx context.Context) {
 				}
 			}
 			last[socket] = now
+			d.looked.set(socket, now)
 			_, _ = d.log.Append(evs...)
 			if ready[""] {
 				ready = map[string]bool{"": true}

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,7 @@ type hostLink struct {
 	// Messages from other hosts whose state the sender has not yet heard
 	// to the end, by id.
 	mu      sync.Mutex
-	origins map[message.ID]*origin
+	origins map[originKey]*origin
 	poke    chan struct{}
 	soon    *time.Timer // pokeReportSoon's poke to come
 	// The batch being received (the link hands packets over from one
@@ -47,6 +48,9 @@ type hostLink struct {
 	// asked: the last answer of the bus about each host's presence
 	// (see ask), shared by the sends that wait for that host.
 	asked map[string]presenceAnswer
+	// nudged: when each team was last given a pass for a message from
+	// another host that waited (see nudge).
+	nudged map[string]time.Time
 }
 
 // presenceAnswer is what the bus said of a host's presence (when it last
@@ -56,6 +60,13 @@ type presenceAnswer struct {
 	at, seen time.Time
 	up       bool
 	err      error
+}
+
+// originKey names a message from another host in one inbox: a
+// broadcast's copies to two agents here share its id.
+type originKey struct {
+	id          message.ID
+	team, agent string
 }
 
 // origin is a message from another host, and what that host last heard.
@@ -79,7 +90,7 @@ func (d *Daemon) openHosts(ctx context.Context, root string) (*hostLink, error) 
 	if name == "" {
 		name = hosts.DefaultName()
 	}
-	h := &hostLink{d: d, origins: map[message.ID]*origin{}, poke: make(chan struct{}, 1), read: map[[2]string]mailbox.Position{}, gone: map[string]presenceAnswer{}, asked: map[string]presenceAnswer{}}
+	h := &hostLink{d: d, origins: map[originKey]*origin{}, poke: make(chan struct{}, 1), read: map[[2]string]mailbox.Position{}, gone: map[string]presenceAnswer{}, asked: map[string]presenceAnswer{}, nudged: map[string]time.Time{}}
 	url := cfg.NATS
 	link, err := hosts.Open(ctx, hosts.Options{
 		Name: name, Dir: filepath.Join(root, "nats"), URL: url,
@@ -108,6 +119,15 @@ func (h *hostLink) Name() string { return h.link.Name() }
 // List is every host on the bus (service.Hosts).
 func (h *hostLink) List(ctx context.Context) ([]hosts.HostInfo, error) {
 	return h.link.Hosts(ctx)
+}
+
+// Sent is what this host keeps of the copies of message id it sent to
+// other hosts, or of every message (service.Hosts).
+func (h *hostLink) Sent(ctx context.Context, id message.ID) ([]hosts.Sent, error) {
+	if id == "" {
+		return h.link.AllSent(ctx)
+	}
+	return h.link.LookupSent(ctx, string(id))
 }
 
 // agents are this host's agents on its own server, for its presence.
@@ -148,8 +168,6 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 	if !known {
 		return courier.Result{}, fmt.Errorf("%w %q on the bus (%s)", service.ErrUnknownHost, req.Host, h.knownHosts(ctx))
 	}
-	events, stop := h.link.Watch(string(id))
-	defer stop()
 	team, agent := courier.Inbox(t)
 	p := hosts.Packet{Kind: hosts.KindMessage, To: req.Host, ID: string(id), Message: &hosts.RemoteMessage{
 		Team: t.Team, Agent: t.Agent(), Sender: req.Env.From, Tag: req.Tag, Type: string(req.Env.Type),
@@ -165,15 +183,24 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 		p.Message.Team = ""
 	}
 	out := courier.Result{Outcome: dispatch.Outcome{Target: t, ID: id}, Host: req.Host}
-	if err := h.link.Send(ctx, p); err != nil {
-		out.Verdict, out.Err, out.Reason = delivery.Failed, fmt.Errorf("keeping the message for host %s: %w", req.Host, err), courier.ReasonError
+	// Recorded before it goes: a report counts only of a copy recorded as
+	// sent to the host that reports it (hosts.RecordReport), and this
+	// host's log and GET /v1/messages/{id} list it from here on.
+	sent := hosts.Sent{ID: string(id), Host: req.Host, Team: team, Agent: agent, State: hosts.StateOutbox, At: time.Now().UTC(),
+		From: req.Env.From, Type: string(req.Env.Type), Text: req.Env.Content, SentAt: p.Message.Sent}
+	if err := h.link.RecordSent(ctx, sent); err != nil {
+		out.Verdict, out.Err, out.Reason = delivery.Failed, fmt.Errorf("recording the message to host %s on this host (it was not sent): %w", req.Host, err), courier.ReasonError
 		return out, nil
 	}
-	// After the outbox has it: a record of a message that never went out
-	// would be a lie (one that went out unrecorded is recorded by the
-	// other host's first report).
-	if err := h.link.RecordSent(ctx, hosts.Sent{ID: string(id), Host: req.Host, Team: team, Agent: agent, State: hosts.StateOutbox, At: time.Now().UTC()}); err != nil {
-		h.d.logf("recording that %s went to host %s: %v (GET /v1/messages/%s knows of it once that host reports)", id, req.Host, err, id)
+	reports, stop := h.link.Watch(sent.Copy())
+	defer stop()
+	if err := h.link.Send(ctx, p); err != nil {
+		out.Verdict, out.Err, out.Reason = delivery.Failed, fmt.Errorf("keeping the message for host %s: %w", req.Host, err), courier.ReasonError
+		sent.State, sent.Detail = string(delivery.Failed), out.Err.Error()
+		if err := h.link.RecordSent(ctx, sent); err != nil {
+			h.d.logf("recording that %s to host %s failed: %v", id, req.Host, err)
+		}
+		return out, nil
 	}
 	if !h.link.Moving(req.Host) {
 		return h.pending(t, id, req.Host, !req.Queue), nil // no verdict can come now
@@ -196,18 +223,16 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 	quiet := time.NewTimer(quietFor)
 	defer quiet.Stop()
 	unanswered := 0 // looks in a row the bus did not answer
-	// heard is what an event says of this copy: done when it decides.
+	// heard is what a report of this copy (from its host: Watch) says:
+	// done when it decides.
 	heard := func(ev hosts.Packet) (courier.Result, bool) {
-		if ev.Event.Team != team || ev.Event.Agent != agent {
-			return courier.Result{}, false // another copy of a broadcast
-		}
 		quiet.Stop() // it reads its stream
 		h.back(req.Host)
 		return h.verdict(t, id, req, ev.Event)
 	}
 	for {
 		select {
-		case ev := <-events:
+		case ev := <-reports:
 			if r, done := heard(ev); done {
 				return r, nil
 			}
@@ -221,7 +246,7 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 			// presence (a host back before its first announcement).
 			for more := true; more; {
 				select {
-				case ev := <-events:
+				case ev := <-reports:
 					if r, done := heard(ev); done {
 						return r, nil
 					}
@@ -407,6 +432,11 @@ func verdictOf(t target.Target, id message.ID, host string, ev *hosts.RemoteEven
 		r.Verdict, r.Err = delivery.VerdictUnknown, fmt.Errorf("on host %s: %s", host, detail)
 	default:
 		r.Verdict, r.Err = delivery.Failed, fmt.Errorf("on host %s: %s", host, detail)
+		if ev.Reason == courier.ReasonUnknown {
+			// Recorded failed there, and it may have reached the agent:
+			// a send there says unknown, never failed.
+			r.Verdict = delivery.VerdictUnknown
+		}
 		if notReady(ev.Reason) {
 			// Never typed, as a send here would have said: exit 4.
 			r.Verdict, r.Err = delivery.NotReady, fmt.Errorf("%w: on host %s: %s", delivery.ErrNotReady, host, detail)
@@ -470,9 +500,9 @@ func (h *hostLink) Message(ctx context.Context, p hosts.Packet) error {
 	}
 	team, agent := courier.Inbox(got.Target)
 	h.mu.Lock()
-	if _, ok := h.origins[id]; !ok {
-		h.origins[id] = &origin{host: p.From, team: team, agent: agent,
-			latest: mailbox.Delivery{State: mailbox.DeliveryState(got.State), LastVerdict: "from host " + p.From}}
+	if k := (originKey{id, team, agent}); h.origins[k] == nil {
+		h.origins[k] = &origin{host: p.From, team: team, agent: agent,
+			latest: mailbox.Delivery{State: mailbox.DeliveryState(got.State), LastVerdict: "from host " + p.From, Updated: time.Now()}}
 	}
 	h.mu.Unlock()
 	if got.State == string(mailbox.StatePending) && svc.Dispatcher != nil {
@@ -547,7 +577,10 @@ const reportSoon = 50 * time.Millisecond
 // and writes it to the event log as a message event of its host.
 func (h *hostLink) Event(ctx context.Context, p hosts.Packet) error {
 	ev := p.Event
-	if err := h.link.RecordSent(ctx, hosts.Sent{ID: p.ID, Host: p.From, Team: ev.Team, Agent: ev.Agent, State: ev.State, Reason: ev.Reason, Detail: ev.Detail, At: ev.At}); err != nil {
+	if err := h.link.RecordReport(ctx, p); errors.Is(err, hosts.ErrNotSent) {
+		h.d.logf("hosts: refused a report from host %s of %s to %s/%s: %v", p.From, p.ID, ev.Team, ev.Agent, err)
+		return nil // it counts for nothing, and is not handed over again
+	} else if err != nil {
 		return err
 	}
 	_, err := h.d.log.Append(eventlog.Event{Type: "message." + ev.State, Place: "host:" + p.From, Team: ev.Team, Agent: ev.Agent,
@@ -604,6 +637,7 @@ func (h *hostLink) reportOnce(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	defer h.nudge(svc)
 	for k := range inboxes {
 		states, err := h.states(svc.Store, k)
 		if err != nil {
@@ -615,12 +649,12 @@ func (h *hostLink) reportOnce(ctx context.Context) {
 		// belongs to an origin not yet noted.
 		h.mu.Lock()
 		mine := map[message.ID]origin{}
-		for id, o := range h.origins {
+		for key, o := range h.origins {
 			if o.team == k[0] && o.agent == k[1] {
-				if d, ok := states[id]; ok {
+				if d, ok := states[key.id]; ok {
 					o.latest = d
 				}
-				mine[id] = *o
+				mine[key.id] = *o
 			}
 		}
 		h.mu.Unlock()
@@ -628,6 +662,74 @@ func (h *hostLink) reportOnce(ctx context.Context) {
 			h.tell(ctx, id, o, o.latest) // when it changed since its host heard
 		}
 	}
+}
+
+// nudge runs a pass over a team one of whose agents is ready (at the
+// watcher's last look) while a message from another host waits for it
+// (pending, deferred, or left typing) and has not changed for nudgeAfter:
+// a pass that could not reach tmux (a server that stopped answering for a
+// while) ends with its message untouched, and an agent ready before and
+// after never becomes ready for the watcher, so nothing else would type
+// it (issue 30, finding 3: untyped 30 s after tmux answered again). A
+// team is nudged at most every nudgeAfter; a pass already under way for
+// it takes the nudge as a request for one more (deliverSoon).
+func (h *hostLink) nudge(svc *service.Service) {
+	if svc.Dispatcher == nil {
+		return
+	}
+	d, err := svc.Dispatcher()
+	if err != nil || d.Tmux == nil {
+		return
+	}
+	socket, now := d.Tmux.Server().Socket, time.Now()
+	teams := map[string]bool{}
+	h.mu.Lock()
+	for _, o := range h.origins {
+		st := o.latest.State
+		if st != mailbox.StatePending && st != mailbox.StateDeferred && st != mailbox.StateTyping || now.Sub(o.latest.Updated) < nudgeAfter {
+			continue
+		}
+		if t, ok := courier.InboxOwner(o.team, o.agent); ok && h.d.looked.get(socket, t.Session) == "ready" {
+			teams[t.Team] = true
+		}
+	}
+	for team := range teams {
+		if now.Sub(h.nudged[team]) < nudgeAfter {
+			delete(teams, team)
+			continue
+		}
+		h.nudged[team] = now
+	}
+	h.mu.Unlock()
+	for team := range teams {
+		h.d.deliverSoon(socket, team, courier.Listing{})
+	}
+}
+
+// nudgeAfter is how long a message from another host waits for a ready
+// agent before a pass is run for it, and how often a team is nudged.
+const nudgeAfter = 2 * time.Second
+
+// agentStates are the agents' states at the watcher's last look at each
+// server: socket -> session -> state.
+type agentStates struct {
+	mu sync.Mutex
+	m  map[string]map[string]string
+}
+
+func (a *agentStates) set(socket string, states map[string]string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = map[string]map[string]string{}
+	}
+	a.m[socket] = states
+}
+
+func (a *agentStates) get(socket, session string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.m[socket][session]
 }
 
 // states are the delivery states written to inbox k since the report
@@ -676,9 +778,10 @@ func (h *hostLink) tell(ctx context.Context, id message.ID, o origin, d mailbox.
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	k := originKey{id, o.team, o.agent}
 	if told(state) {
-		delete(h.origins, id)
-	} else if cur, ok := h.origins[id]; ok {
+		delete(h.origins, k)
+	} else if cur, ok := h.origins[k]; ok {
 		cur.reported = state
 	}
 }
@@ -719,7 +822,7 @@ func (h *hostLink) recover() {
 				if told(string(e.Delivery.State)) && time.Since(e.Delivery.Updated) > recoverWindow {
 					continue
 				}
-				h.origins[e.ID] = &origin{host: e.FromHost, team: team, agent: agent}
+				h.origins[originKey{e.ID, team, agent}] = &origin{host: e.FromHost, team: team, agent: agent}
 				if a := e.Asked; a != nil && a.NoQueue && socket != "" && e.Delivery.State.Outstanding() {
 					if t, ok := courier.InboxOwner(team, agent); ok {
 						h.passAt(socket, t.Team, a.Until) // its timer went with the last daemon

@@ -29,6 +29,9 @@ type Hosts interface {
 	Send(ctx context.Context, req RemoteRequest) (courier.Result, error)
 	// List is every host on the bus, this one first.
 	List(ctx context.Context) ([]hosts.HostInfo, error)
+	// Sent is what this host keeps of the copies of message id it sent
+	// to other hosts ("": of every message), oldest first.
+	Sent(ctx context.Context, id message.ID) ([]hosts.Sent, error)
 }
 
 // ErrNoLink: a message to another host, and no daemon to carry it.
@@ -137,19 +140,19 @@ type Receiver struct {
 	Seen *SessionsSeen
 	// seen are the sessions this batch took from Seen.
 	seen    map[string]bool
-	held    map[[2]string]map[message.ID]string // inbox -> id -> state
-	written map[[2]string]*mailbox.Box          // inboxes appended to
+	held    map[[2]string]map[message.ID]heldCopy // inbox -> id -> what holds it
+	written map[[2]string]*mailbox.Box            // inboxes appended to
 }
 
 // NewReceiver starts a batch.
 func (s *Service) NewReceiver() *Receiver {
-	return &Receiver{s: s, held: map[[2]string]map[message.ID]string{}, written: map[[2]string]*mailbox.Box{}}
+	return &Receiver{s: s, held: map[[2]string]map[message.ID]heldCopy{}, written: map[[2]string]*mailbox.Box{}}
 }
 
 // Flush makes what the batch recorded durable; only then may its packets
 // be acknowledged, and its messages typed.
 func (r *Receiver) Flush() error {
-	r.held = map[[2]string]map[message.ID]string{}
+	r.held = map[[2]string]map[message.ID]heldCopy{}
 	written := r.written
 	r.written = map[[2]string]*mailbox.Box{}
 	if len(written) > syncEach {
@@ -204,8 +207,19 @@ func (r *Receiver) Receive(ctx context.Context, from string, id message.ID, m ho
 	if err != nil {
 		return out, err
 	}
-	if state, held := ids[id]; held {
-		out.State = state
+	if c, held := ids[id]; held {
+		if c.host != from {
+			// Another message, from another host or this one, has this
+			// id here: recording this one too would make an id name two
+			// messages, and taking it for the other would keep it from
+			// its sender without a word. Its sender hears it failed.
+			by := "this host"
+			if c.host != "" {
+				by = "host " + c.host
+			}
+			return refuse("failed", ReasonDuplicateID, fmt.Sprintf("%s/%s's inbox on host %s holds another message with id %s already, from %s: not recorded", team, agent, s.hostName(), id, by))
+		}
+		out.State = c.state
 		return out, nil
 	}
 	env, err := Envelope(Draft{Text: m.Text, Type: m.Type, Meta: m.Meta})
@@ -265,7 +279,7 @@ func (r *Receiver) Receive(ctx context.Context, from string, id message.ID, m ho
 		return out, fmt.Errorf("recording %s in %s/%s's inbox: %w", id, team, agent, err)
 	}
 	r.written[[2]string{team, agent}] = box
-	ids[id] = string(state)
+	ids[id] = heldCopy{string(state), from}
 	out.State, out.Fresh = string(state), true
 	return out, nil
 }
@@ -297,10 +311,18 @@ func (r *Receiver) asked(m hosts.RemoteMessage) (a *mailbox.Asked, refused, fail
 	return &ask, nil, nil
 }
 
-// inbox is the ids in team/agent's inbox and their states, read once per
-// batch; an inbox that cannot be read is an error, never "not there" (that
-// would record twice).
-func (r *Receiver) inbox(team, agent string) (map[message.ID]string, error) {
+// ReasonDuplicateID: a message from another host whose id a message in
+// its inbox here has already (from another host, or from this one).
+const ReasonDuplicateID = "duplicate_id"
+
+// heldCopy is a message an inbox holds: its state, and the host it came
+// from ("" this one).
+type heldCopy struct{ state, host string }
+
+// inbox is the ids in team/agent's inbox, their states and hosts, read
+// once per batch; an inbox that cannot be read is an error, never "not
+// there" (that would record twice).
+func (r *Receiver) inbox(team, agent string) (map[message.ID]heldCopy, error) {
 	k := [2]string{team, agent}
 	if ids, ok := r.held[k]; ok {
 		return ids, nil
@@ -309,13 +331,13 @@ func (r *Receiver) inbox(team, agent string) (map[message.ID]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids := make(map[message.ID]string, len(b.Envelopes))
+	ids := make(map[message.ID]heldCopy, len(b.Envelopes))
 	for _, e := range b.Envelopes {
 		st := ""
 		if e.Delivery != nil {
 			st = string(e.Delivery.State)
 		}
-		ids[e.ID] = st
+		ids[e.ID] = heldCopy{st, e.FromHost}
 	}
 	r.held[k] = ids
 	return ids, nil
@@ -409,4 +431,38 @@ func (s *Service) MessageState(team, agent string, id message.ID) (d mailbox.Del
 		}
 	}
 	return d, false, nil
+}
+
+// remoteLog is what this host sent to agents on other hosts (id: that
+// message only; else those req names), as log entries: each copy, with
+// its host and the state that host last reported. None without a link.
+func (s *Service) remoteLog(ctx context.Context, req LogRequest, id message.ID) ([]LogEntry, []HistoryCopy, error) {
+	if s.Hosts == nil {
+		return nil, nil, nil
+	}
+	sent, err := s.Hosts.Sent(ctx, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("what this host sent to other hosts: %w", err)
+	}
+	var entries []LogEntry
+	var copies []HistoryCopy
+	for _, c := range sent {
+		if req.Team != "" && c.Team != req.Team || req.Agent != "" && c.Agent != req.Agent {
+			continue
+		}
+		env := mailbox.Envelope{ID: message.ID(c.ID), From: c.From, To: c.Agent, Type: mailbox.Type(c.Type), Content: c.Text,
+			Timestamp: c.SentAt, Delivery: &mailbox.Delivery{State: mailbox.DeliveryState(c.State), Reason: c.Reason, LastVerdict: c.Detail, Updated: c.At}}
+		if env.Timestamp.IsZero() {
+			env.Timestamp = c.At // kept before it said when it was sent
+		}
+		entries = append(entries, LogEntry{Team: c.Team, Inbox: c.Agent, Host: c.Host, Envelope: env})
+		ds := []mailbox.Delivery{}
+		for _, r := range c.Reports {
+			ds = append(ds, mailbox.Delivery{State: mailbox.DeliveryState(r.State), Reason: r.Reason, LastVerdict: r.Detail, Updated: r.At})
+		}
+		first := env
+		first.Delivery = &mailbox.Delivery{State: hosts.StateOutbox, Updated: env.Timestamp}
+		copies = append(copies, HistoryCopy{Team: c.Team, Inbox: c.Agent, Host: c.Host, Message: first, Delivery: ds})
+	}
+	return entries, copies, nil
 }

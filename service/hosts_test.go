@@ -65,3 +65,48 @@ func TestReceiverListsOncePerMoment(t *testing.T) {
 		t.Fatalf("an agent gone, the listing old: %+v, listed %v; want not_found from a new listing", got, listed)
 	}
 }
+
+// A message from another host whose id an inbox here holds already, from
+// another host, is refused and its sender told (failed, duplicate_id): a
+// host that learnt a broadcast's id (a copy reached it) and sent its own
+// message with it first took the place of the broadcast's copy here, and
+// the broadcast's sender never heard of it. The same host's packet read
+// twice is recorded once, as before.
+func TestReceiverRefusesAnIDAnotherHostHolds(t *testing.T) {
+	srv := faketmux.New("agent-alpha-ana")
+	s, _ := deliverService(t, srv, "lead", "", 50*time.Millisecond)
+	id, err := message.NewID("LEAD", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	receive := func(from, text string) Received {
+		t.Helper()
+		r := s.NewReceiver()
+		got, err := r.Receive(context.Background(), from, id, hosts.RemoteMessage{Team: "alpha", Agent: "ana", Sender: "lead", Tag: "LEAD", Text: text, Queue: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := receive("h2", "first, from h2"); got.State != "pending" || !got.Fresh {
+		t.Fatalf("h2's message: %+v", got)
+	}
+	if got := receive("h2", "first, from h2"); got.State != "pending" || got.Fresh || got.Refused {
+		t.Fatalf("h2's message read twice: %+v; want recorded once", got)
+	}
+	got := receive("h1", "the broadcast's copy, from h1")
+	if !got.Refused || got.State != "failed" || got.Reason != ReasonDuplicateID {
+		t.Fatalf("h1's message with the id h2's holds: %+v; want refused, failed, duplicate_id", got)
+	}
+	t.Log(got.Detail)
+	b, err := s.Store.Read("alpha", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Envelopes) != 1 || b.Envelopes[0].FromHost != "h2" {
+		t.Fatalf("ana's inbox: %+v", b.Envelopes)
+	}
+}

@@ -381,6 +381,9 @@ type LogRequest struct {
 type LogEntry struct {
 	Team  string `json:"team"`
 	Inbox string `json:"inbox"`
+	// Host is the host the inbox is on, for a copy this host sent to
+	// another ("" for an inbox here): its delivery is that host's report.
+	Host string `json:"host,omitempty"`
 	mailbox.Envelope
 }
 
@@ -410,13 +413,22 @@ func (s *Service) logInboxes(ctx context.Context, req LogRequest) ([]mailbox.Inb
 	return s.Store.Inboxes(req.Team)
 }
 
-// Log lists the messages kept in the inboxes req names, oldest first.
+// Log lists the messages kept in the inboxes req names, oldest first,
+// and the copies this host sent to agents on other hosts (with their
+// host; a team only there is a team too).
 func (s *Service) Log(ctx context.Context, req LogRequest) (LogResult, error) {
-	boxes, err := s.logInboxes(ctx, req)
+	remote, _, err := s.remoteLog(ctx, req, "")
 	if err != nil {
 		return LogResult{}, err
 	}
-	res := LogResult{Entries: []LogEntry{}}
+	boxes, err := s.logInboxes(ctx, req)
+	if errors.Is(err, ErrNoTeam) && len(remote) > 0 {
+		boxes, err = nil, nil
+	}
+	if err != nil {
+		return LogResult{}, err
+	}
+	res := LogResult{Entries: append([]LogEntry{}, remote...)}
 	for _, b := range boxes {
 		batch, err := s.Store.Read(b.Team, b.Agent)
 		if err != nil {
@@ -426,7 +438,7 @@ func (s *Service) Log(ctx context.Context, req LogRequest) (LogResult, error) {
 			res.Damaged = append(res.Damaged, DamagedLine{b.Team, b.Agent, c})
 		}
 		for _, e := range batch.Envelopes {
-			res.Entries = append(res.Entries, LogEntry{b.Team, b.Agent, e})
+			res.Entries = append(res.Entries, LogEntry{Team: b.Team, Inbox: b.Agent, Envelope: e})
 		}
 	}
 	sort.SliceStable(res.Entries, func(i, j int) bool { return res.Entries[i].Timestamp.Before(res.Entries[j].Timestamp) })
@@ -457,8 +469,11 @@ func (s *Service) unrecorded(req LogRequest, id message.ID, held []HistoryCopy) 
 // in order, the first being the one it was stored with (compaction keeps
 // only the latest).
 type HistoryCopy struct {
-	Team     string             `json:"team"`
-	Inbox    string             `json:"inbox"`
+	Team  string `json:"team"`
+	Inbox string `json:"inbox"`
+	// Host is the host the inbox is on, for a copy this host sent to
+	// another ("" here): its records are that host's reports.
+	Host     string             `json:"host,omitempty"`
 	Message  mailbox.Envelope   `json:"message"`
 	Delivery []mailbox.Delivery `json:"delivery"`
 	// Unrecorded: the message's intent names this inbox, which does not
@@ -474,7 +489,14 @@ func (s *Service) History(ctx context.Context, req LogRequest, id message.ID) ([
 	if !message.Valid(string(id)) {
 		return nil, &FilterError{"id", string(id), ErrNotMessageID}
 	}
+	_, remote, err := s.remoteLog(ctx, req, id)
+	if err != nil {
+		return nil, err
+	}
 	boxes, err := s.logInboxes(ctx, req)
+	if errors.Is(err, ErrNoTeam) && len(remote) > 0 {
+		boxes, err = nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -497,6 +519,7 @@ func (s *Service) History(ctx context.Context, req LogRequest, id message.ID) ([
 		return nil, err
 	}
 	copies = append(copies, late...)
+	copies = append(copies, remote...)
 	if len(copies) == 0 {
 		return nil, fmt.Errorf("%w: %s", mailbox.ErrNoMessage, id)
 	}

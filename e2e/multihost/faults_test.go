@@ -22,13 +22,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentmsg/agentmsg/e2e/harness"
 	"github.com/agentmsg/agentmsg/e2e/netlab"
-	"github.com/agentmsg/agentmsg/hosts"
 )
 
 func TestMain(m *testing.M) {
@@ -130,6 +130,10 @@ type sent struct {
 	verdict, err string
 	hostIndex    int  // the sender's host
 	noQueue      bool // sent with no_queue: told not_ready, it must never arrive
+	// told is when its verdict came: one told submitted must have been
+	// typed by then (a report believed from a host that never had it was
+	// told before).
+	told time.Time
 }
 
 // post sends one message through h's daemon's API, with the sender's own
@@ -202,30 +206,13 @@ func TestHostsSurviveFaults(t *testing.T) {
 
 	lab := netlab.New(t, 3)
 	// h1 and h2 reach the cluster directly; h3 only through an SSH tunnel
-	// that h1's daemon keeps (agentmsg hosts add h3 --ssh, below).
+	// that h1's daemon keeps (agentmsg hosts add h3 --ssh, below). h1 is
+	// the operator's machine too: its config names the operator's key.
 	sshd := lab.StartSSHD(lab.Hosts[2])
-	keys := t.TempDir()
-	users := map[string]string{}
-	seeds := map[string]string{}
-	for _, name := range []string{"h1", "h2"} {
-		seedBytes, public, err := hosts.NewUser()
-		if err != nil {
-			t.Fatal(err)
-		}
-		seeds[name] = filepath.Join(keys, name+".nk")
-		if err := os.WriteFile(seeds[name], seedBytes, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		users[name] = hosts.UserConfig(name, public)
-	}
-	authOf := func() netlab.NATSOptions {
-		return netlab.NATSOptions{Auth: "authorization {\n users = [\n" + strings.Join(slices.Sorted(maps.Values(users)), "\n") + " ]\n}\n"}
-	}
-	cluster := lab.StartNATS(authOf())
-	var urls []string
-	for i := range lab.Hosts {
-		urls = append(urls, cluster.ClientURL(i))
-	}
+	b := newBus(t, lab)
+	b.add("h1")
+	b.add("h2")
+	cluster := b.cluster
 
 	hs := make([]*host, len(lab.Hosts))
 	for i, nh := range lab.Hosts {
@@ -235,26 +222,29 @@ func TestHostsSurviveFaults(t *testing.T) {
 		}
 		if i < 2 {
 			appendConfig(t, h.srv, fmt.Sprintf("\n[hosts]\nname = %q\nnats = %q\nnkey_file = %q\nca_file = %q\nreplicas = 3\n",
-				h.name, strings.Join(urls, ","), seeds[h.name], cluster.CAFile()))
+				h.name, strings.Join(b.urls, ","), b.seeds[h.name], cluster.CAFile()))
+		}
+		if i == 0 {
+			appendConfig(t, h.srv, b.operatorTable())
 		}
 		hs[i] = h
 	}
-	// h3 joins as a person would: hosts add on h1 makes its key, installs
-	// it, the CA and h3's [hosts] on the box over ssh, and adds the tunnel
-	// to h1's config; the operator adds the user it printed to the bus.
+	// h3 joins as a person would: hosts add on h1 makes its stream (as the
+	// operator) and its key, installs the key, the CA and h3's [hosts] on
+	// the box over ssh, and adds the tunnel to h1's config; the operator
+	// adds the user it printed to the bus.
 	res := hs[0].srv.Run("--json", "hosts", "add", "h3", "--ssh", sshd.Alias, "--ssh-config", sshd.Config,
 		"--port", "14222", "--remote-config-dir", filepath.Dir(hs[2].srv.ConfigPath()))
 	added, err := harness.Decode[struct {
-		User string `json:"nats_user"`
-		Box  string `json:"box_settings"`
+		User        string   `json:"nats_user"`
+		Box         string   `json:"box_settings"`
+		Provisioned []string `json:"provisioned"`
 	}](res.Stdout)
-	if res.Code != 0 || err != nil || !strings.Contains(added.Box, `nats = "tls://127.0.0.1:14222"`) {
+	if res.Code != 0 || err != nil || !strings.Contains(added.Box, `nats = "tls://127.0.0.1:14222"`) || !slices.Contains(added.Provisioned, "made AGENTMSG_h3") {
 		t.Fatalf("hosts add h3 --ssh: %v\n%s", err, res)
 	}
-	users["h3"] = added.User
-	if err := cluster.Reload(authOf()); err != nil {
-		t.Fatal(err)
-	}
+	b.users["h3"] = added.User
+	b.reload()
 	for i, h := range hs {
 		for k := 1; k <= 3; k++ {
 			busy := time.Duration(rng.IntN(4)*100) * time.Millisecond
@@ -289,13 +279,16 @@ func TestHostsSurviveFaults(t *testing.T) {
 	// planned length, and goes on until they are over.
 	pace := (25*time.Second + cut) / time.Duration(perSender)
 	faultsDone := make(chan struct{})
+	next := map[string]*atomic.Int64{} // each sender's next id's number
 	for hi, h := range hs {
 		for k := range 2 {
 			from := fmt.Sprintf("app%d%c", hi+1, 'a'+k)
 			tag := strings.ToUpper(from)
 			r := rand.New(rand.NewPCG(seed+uint64(hi*10+k), 7))
+			next[tag] = &atomic.Int64{}
 			senders.Go(func() {
 				for n := 0; ; n++ {
+					next[tag].Store(int64(n))
 					if n >= perSender {
 						select {
 						case <-faultsDone:
@@ -308,7 +301,7 @@ func TestHostsSurviveFaults(t *testing.T) {
 					id := fmt.Sprintf("MSG_%s_%08x", tag, n)
 					noQueue := r.IntN(8) == 0 // typed now or never
 					verdict, err := h.post(from, id, to.name, "t", strings.TrimPrefix(agent.Session, "agent-t-"), fmt.Sprintf("%s n%d", from, n), noQueue)
-					s := sent{id: id, from: from, toHost: to.name, to: agent.Session, verdict: verdict, hostIndex: hi, noQueue: noQueue}
+					s := sent{id: id, from: from, toHost: to.name, to: agent.Session, verdict: verdict, hostIndex: hi, noQueue: noQueue, told: time.Now()}
 					if err != nil {
 						s.err = err.Error()
 						time.Sleep(200 * time.Millisecond) // the daemon is being restarted
@@ -319,6 +312,60 @@ func TestHostsSurviveFaults(t *testing.T) {
 					time.Sleep(time.Duration(r.Int64N(int64(2 * pace))))
 				}
 			})
+		}
+	}
+
+	// Broadcasts to the team on every host, from h1, every few seconds
+	// through all the faults (the cut among them): each copy's verdict is
+	// its host's, and each copy taken is typed once.
+	var casts []castCopy
+	var castsDone sync.WaitGroup
+	castsDone.Go(func() {
+		r := rand.New(rand.NewPCG(seed, 11))
+		for n := 0; ; n++ {
+			select {
+			case <-faultsDone:
+				return
+			case <-time.After(time.Duration(2000+r.IntN(3000)) * time.Millisecond):
+			}
+			id := fmt.Sprintf("MSG_BCAST_%08x", n)
+			copies, err := hs[0].broadcast("bcast", id, "t", fmt.Sprintf("all hands n%d", n))
+			if err != nil {
+				t.Logf("broadcast %s: %v", id, err) // h1's daemon is being restarted
+				continue
+			}
+			mu.Lock()
+			casts = append(casts, copies...)
+			mu.Unlock()
+		}
+	})
+
+	// h2's user, used by hand as a compromised host would, reports h1's
+	// messages to h3's agents submitted while h3's daemon is stopped: the
+	// ids its senders will use next are easy to guess.
+	forge := func(stop <-chan struct{}) (published int) {
+		_, js := b.as("h2", func(error) {})
+		for {
+			select {
+			case <-stop:
+				return published
+			case <-time.After(250 * time.Millisecond):
+			}
+			for _, tag := range []string{"APP1A", "APP1B"} {
+				n := int(next[tag].Load())
+				for i := n - 1; i <= n+4; i++ {
+					for k := 1; k <= 3; k++ {
+						id := fmt.Sprintf("MSG_%s_%08x", tag, max(i, 0))
+						ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+						_, err := js.Publish(ctx, "agentmsg.ev.h1.h2", packet("ev", "h2", "h1", id, map[string]any{
+							"team": "t", "agent": fmt.Sprintf("a3%d", k), "state": "submitted", "at": time.Now().UTC(), "seq": time.Now().UnixNano()}))
+						cancel()
+						if err == nil {
+							published++
+						}
+					}
+				}
+			}
 		}
 	}
 
@@ -340,6 +387,29 @@ func TestHostsSurviveFaults(t *testing.T) {
 		pause(time.Second)
 		step("start h2's daemon", hs[1].startDaemon)
 		pause(2 * time.Second)
+		step("stop h2's tmux server for 12 s (SIGSTOP): it answers nothing", func() error {
+			pid, err := strconv.Atoi(strings.TrimSpace(hs[1].srv.Tmux("display", "-p", "#{pid}")))
+			if err != nil {
+				return err
+			}
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				return err
+			}
+			pause(12 * time.Second)
+			return syscall.Kill(pid, syscall.SIGCONT)
+		})
+		pause(2 * time.Second)
+		step("stop h3's daemon for 10 s, h2's user reporting h1's messages to h3 submitted meanwhile", func() error {
+			hs[2].stopDaemon()
+			stop := make(chan struct{})
+			forged := make(chan int)
+			go func() { forged <- forge(stop) }()
+			pause(10 * time.Second)
+			close(stop)
+			t.Logf("%s: h2's user published %d forged reports", time.Now().Format("15:04:05.000"), <-forged)
+			return hs[2].startDaemon()
+		})
+		pause(2 * time.Second)
 		step(fmt.Sprintf("cut h3's link for %s", cut), func() error { return hs[2].net.LinkDown() })
 		pause(cut)
 		step("h3's link back", func() error { return hs[2].net.LinkUp() })
@@ -357,6 +427,7 @@ func TestHostsSurviveFaults(t *testing.T) {
 	}
 	go func() { faults(); close(faultsDone) }()
 	senders.Wait()
+	castsDone.Wait()
 
 	// Every message a sender may have handed over must arrive, once.
 	received := func() map[string][]string { // session -> ids in order
@@ -379,23 +450,65 @@ func TestHostsSurviveFaults(t *testing.T) {
 			want[s.id] = true
 		}
 	}
+	// Every broadcast copy taken (or kept: deferred) must arrive, once.
+	wantCast := map[[2]string]bool{} // id, session
+	for _, c := range casts {
+		if c.verdict != "not_found" && c.verdict != "failed" && c.verdict != "not_ready" {
+			wantCast[[2]string{c.id, c.session}] = true
+		}
+	}
 	deadline := time.Now().Add(3 * time.Minute)
 	var got map[string][]string
 	for {
 		got = received()
 		n := 0
-		for _, ids := range got {
+		for session, ids := range got {
 			for _, id := range ids {
-				if want[id] {
+				if want[id] || wantCast[[2]string{id, session}] {
 					n++
 				}
 			}
 		}
-		if n >= len(want) || time.Now().After(deadline) {
+		if n >= len(want)+len(wantCast) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	typedAt := typedTimes(t, hs) // id, session -> when the agent got it
+	castVerdicts := map[string]int{}
+	castWrong := 0
+	for _, c := range casts {
+		castVerdicts[c.verdict]++
+		n := 0
+		for _, id := range got[c.session] {
+			if id == c.id {
+				n++
+			}
+		}
+		at, typed := typedAt[[2]string{c.id, c.session}]
+		switch {
+		case n > 1:
+			t.Errorf("broadcast %s arrived %d times at %s", c.id, n, c.session)
+		case wantCast[[2]string{c.id, c.session}] && n == 0:
+			t.Errorf("broadcast %s to %s (told %s) never arrived", c.id, c.session, c.verdict)
+		case !wantCast[[2]string{c.id, c.session}] && n > 0:
+			t.Errorf("broadcast %s to %s (told %s) arrived", c.id, c.session, c.verdict)
+		case (c.verdict == "submitted" || c.verdict == "queued") && typed && at.After(c.told.Add(verdictSlack)):
+			t.Errorf("broadcast %s to %s was told %s at %s, before it was typed at %s", c.id, c.session, c.verdict, c.told.Format("15:04:05.000"), at.Format("15:04:05.000"))
+		default:
+			continue
+		}
+		castWrong++
+	}
+	early := 0
+	for _, s := range all {
+		if at, ok := typedAt[[2]string{s.id, s.to}]; ok && s.verdict == "submitted" && at.After(s.told.Add(verdictSlack)) {
+			early++
+			t.Errorf("%s to %s on %s was told submitted at %s, before it was typed at %s", s.id, s.to, s.toHost, s.told.Format("15:04:05.000"), at.Format("15:04:05.000"))
+		}
+	}
+	t.Logf("broadcasts --all-hosts from h1: %d copies (%v), each typed once where taken: %d wrong; sends told submitted before they were typed: %d",
+		len(casts), castVerdicts, castWrong, early)
 
 	counts := map[string]int{}
 	where := map[string]string{}
@@ -523,7 +636,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // waitAllHostsUp waits until every host lists every host up with its
-// agents agents.
+// agents agents (any number but none, when agents < 0).
 func waitAllHostsUp(t *testing.T, hs []*host, agents int) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
@@ -540,7 +653,7 @@ func waitAllHostsUp(t *testing.T, hs []*host, agents int) {
 			_ = json.Unmarshal([]byte(res.Stdout), &doc)
 			up := 0
 			for _, x := range doc.Hosts {
-				if x.Up && len(x.Agents) == agents {
+				if x.Up && (len(x.Agents) == agents || agents < 0 && len(x.Agents) > 0) {
 					up++
 				}
 			}
@@ -566,4 +679,72 @@ func appendConfig(t *testing.T, s *harness.TestServer, text string) {
 	if _, err := f.WriteString(text); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// verdictSlack is how much later than its verdict a message told
+// submitted may show in the stand-in's log (the two clocks are the same
+// machine's; the stand-in writes its record after reading the prompt).
+const verdictSlack = 500 * time.Millisecond
+
+// castCopy is one copy of a broadcast and what its sender was told.
+type castCopy struct {
+	id, session, verdict string
+	told                 time.Time
+}
+
+// broadcast sends a broadcast --all-hosts to team through h's daemon's API,
+// with the sender's own id, and returns each copy's verdict.
+func (h *host) broadcast(from, id, team, text string) ([]castCopy, error) {
+	body, _ := json.Marshal(map[string]any{"team": team, "all_hosts": true, "from": from, "id": id, "text": text, "ready_timeout": "2s"})
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://agentmsg/v1/broadcast", strings.NewReader(string(body)))
+	resp, err := h.api.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Results []struct {
+			Host    string `json:"host"`
+			Session string `json:"session"`
+			Team    string `json:"team"`
+			Agent   string `json:"agent"`
+			Verdict string `json:"verdict"`
+		} `json:"results"`
+		Error string `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		return nil, err
+	}
+	if len(doc.Results) == 0 {
+		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, doc.Error)
+	}
+	now := time.Now()
+	var out []castCopy
+	for _, r := range doc.Results {
+		out = append(out, castCopy{id: id, session: "agent-" + r.Team + "-" + r.Agent, verdict: r.Verdict, told: now})
+	}
+	return out, nil
+}
+
+// typedTimes is when each agent got each message, from the stand-ins' logs.
+func typedTimes(t *testing.T, hs []*host) map[[2]string]time.Time {
+	t.Helper()
+	out := map[[2]string]time.Time{}
+	for _, h := range hs {
+		for _, a := range h.agents {
+			for _, r := range a.Records() {
+				if r.Kind != "prompt" {
+					continue
+				}
+				id, _, _ := strings.Cut(r.Text, ":")
+				at, err := time.Parse(time.RFC3339Nano, r.T)
+				if err == nil {
+					out[[2]string{id, a.Session}] = at
+				}
+			}
+		}
+	}
+	return out
 }

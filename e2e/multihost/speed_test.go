@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentmsg/agentmsg/e2e/harness"
 	"github.com/agentmsg/agentmsg/e2e/netlab"
-	"github.com/agentmsg/agentmsg/hosts"
 )
 
 // The speed of messages between hosts over the lab's network, measured
@@ -28,21 +26,10 @@ func TestHostsSpeed(t *testing.T) {
 	// AGENTMSG_MULTIHOST_REPLICAS=2).
 	replicas := envInt("AGENTMSG_MULTIHOST_REPLICAS", 1)
 	lab := netlab.New(t, 2)
-	keys := t.TempDir()
-	var users []string
-	seeds := map[string]string{}
-	for _, name := range []string{"h1", "h2"} {
-		seed, public, err := hosts.NewUser()
-		if err != nil {
-			t.Fatal(err)
-		}
-		seeds[name] = keys + "/" + name + ".nk"
-		if err := os.WriteFile(seeds[name], seed, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		users = append(users, hosts.UserConfig(name, public))
-	}
-	cluster := lab.StartNATS(netlab.NATSOptions{Auth: "authorization {\n users = [\n" + strings.Join(users, "\n") + " ]\n}\n"})
+	b := newBus(t, lab)
+	b.replicas = replicas
+	b.add("h1")
+	b.add("h2")
 	hs := make([]*host, 2)
 	for i, nh := range lab.Hosts {
 		h := &host{name: fmt.Sprintf("h%d", i+1), net: nh, srv: harness.NewTestServer(t)}
@@ -50,9 +37,7 @@ func TestHostsSpeed(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Each host's own node first: the way a host near its server is.
-		urls := []string{cluster.ClientURL(i), cluster.ClientURL(1 - i)}
-		appendConfig(t, h.srv, fmt.Sprintf("\n[hosts]\nname = %q\nnats = %q\nnkey_file = %q\nca_file = %q\nreplicas = %d\n",
-			h.name, strings.Join(urls, ","), seeds[h.name], cluster.CAFile(), replicas))
+		appendConfig(t, h.srv, b.hostsTable(h.name, i))
 		for k := 1; k <= 4; k++ {
 			h.agents = append(h.agents, h.srv.StartAgent(fmt.Sprintf("agent-t-a%d%d", i+1, k)))
 		}

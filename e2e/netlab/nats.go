@@ -199,8 +199,6 @@ func (c *Cluster) start(i int) error {
 	return nil
 }
 
-// waitHealthy polls node i's /healthz until it answers 200: JetStream is
-// up, has a meta leader and every stream and consumer on it is current.
 // Health is node i's answer to /healthz?details=true right now, for a
 // test to log when something failed.
 func (c *Cluster) Health(i int) string {
@@ -216,6 +214,42 @@ func (c *Cluster) Health(i int) string {
 	return resp.Status + " " + string(body)
 }
 
+// Monitor decodes node i's monitoring endpoint path ("varz", "jsz", ...)
+// into v.
+func (c *Cluster) Monitor(i int, path string, v any) error {
+	c.mu.Lock()
+	host := c.nodes[i].host
+	c.mu.Unlock()
+	resp, err := c.health.Get("https://" + net.JoinHostPort(host.Addr, strconv.Itoa(MonitorPort)) + "/" + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/%s on node %d: %s", path, i, resp.Status)
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v)
+}
+
+// MetaLeader is the server name ("h1", ...) of the cluster's JetStream
+// meta leader as node i sees it ("" when it sees none).
+func (c *Cluster) MetaLeader(i int) (string, error) {
+	var doc struct {
+		Meta *struct {
+			Leader string `json:"leader"`
+		} `json:"meta_cluster"`
+	}
+	if err := c.Monitor(i, "jsz", &doc); err != nil {
+		return "", err
+	}
+	if doc.Meta == nil {
+		return "", nil
+	}
+	return doc.Meta.Leader, nil
+}
+
+// waitHealthy polls node i's /healthz until it answers 200: JetStream is
+// up, has a meta leader and every stream and consumer on it is current.
 func (c *Cluster) waitHealthy(i int) error {
 	c.mu.Lock()
 	host, p := c.nodes[i].host, c.nodes[i].proc

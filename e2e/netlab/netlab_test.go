@@ -165,6 +165,13 @@ func TestRemoveRunKeepsARunItCannotEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Until ip netns exec has exec'd it, the process is "ip", which a
+	// sweep kills like any other (the test failed 2 runs in 12 so).
+	for deadline := time.Now().Add(5 * time.Second); readComm(p.Pid()) != "tmux"; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stand-in tmux client is %q after 5 s", readComm(p.Pid()))
+		}
+	}
 	if _, err := removeRun(lab.ID, 300*time.Millisecond); err == nil {
 		t.Errorf("removeRun emptied a namespace holding a tmux client")
 	}
