@@ -190,18 +190,37 @@ func TestScreenResizeCountsReflowedRows(t *testing.T) {
 	}
 }
 
-// TestRedrawIsCheap guards the "a 20 KB paste must not be slow" requirement.
+// TestRedrawIsCheap guards against a pathological redraw of a 20 KB paste
+// (one that grows with the square of its rows: seconds, not
+// milliseconds). The bound is far above the real cost, so that a loaded
+// machine never fails it (a 20 ms bound did, at 23 ms, in a CI run beside
+// other test runs); BenchmarkRedraw measures the real figure (0.34 ms on
+// a quiet machine here).
 func TestRedrawIsCheap(t *testing.T) {
+	a := pastedAgent()
+	start := time.Now()
+	const n = 5
+	for range n {
+		regionRows(a, 120)
+	}
+	if per := time.Since(start) / n; per > time.Second {
+		t.Fatalf("rendering a 20 KB draft takes %v", per)
+	}
+}
+
+// BenchmarkRedraw times a redraw of a 20 KB paste shown whole.
+func BenchmarkRedraw(b *testing.B) {
+	a := pastedAgent()
+	for b.Loop() {
+		regionRows(a, 120)
+	}
+}
+
+// pastedAgent is a stand-in showing a 20 KB paste whole.
+func pastedAgent() *agent {
 	cfg := defaultConfig()
 	cfg.foldBytes, cfg.foldLines = 0, 0 // show it all
 	a := newAgent(cfg, stateReady)
 	pasteText(a, strings.Repeat("0123456789abcdef\n", 1200), t0)
-	start := time.Now()
-	const n = 20
-	for range n {
-		regionRows(a, 120)
-	}
-	if per := time.Since(start) / n; per > 20*time.Millisecond {
-		t.Fatalf("rendering a 20 KB draft takes %v", per)
-	}
+	return a
 }
