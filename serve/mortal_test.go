@@ -49,7 +49,9 @@ func TestHelperMortal(t *testing.T) {
 // sleeperUnder is the pid of the sleep that pid is or runs (the watch's
 // shell runs it as a child).
 func sleeperUnder(pid int) (int, error) {
-	deadline := time.Now().Add(5 * time.Second)
+	// A poll for a condition, not a time limit: under a CI run beside
+	// others (load 99) 5 s passed before the watch's shell had started it.
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if p, err := procs.Get(pid); err == nil && p.Comm == "sleep" {
 			return pid, nil
@@ -104,7 +106,7 @@ func TestAMortalChildEndsWithTheDaemon(t *testing.T) {
 // waitGone waits until pid has ended.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		p, err := procs.Get(pid)
 		if errors.Is(err, procs.ErrNoProcess) || err == nil && p.Ended() {
