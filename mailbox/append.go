@@ -96,6 +96,11 @@ func (b *Box) SetDelivery(id message.ID, d Delivery) error {
 		d.Updated = b.s.now()
 	}
 	d.Updated = d.Updated.UTC()
+	if b.s.CheckTransitions {
+		if err := b.checkTransition(id, d.State); err != nil {
+			return err
+		}
+	}
 	// Not fsynced: a delivery record says how far a message got in a tmux
 	// pane, and only an OS crash can lose a written line, which takes the
 	// tmux server and its panes down with it. Any process crash, agentmsg's
@@ -105,6 +110,28 @@ func (b *Box) SetDelivery(id message.ID, d Delivery) error {
 		return fmt.Errorf("recording delivery of %s to %s: %w", id, b.Agent, err)
 	}
 	b.s.emit(b.delivered(id, d))
+	return nil
+}
+
+// checkTransition refuses a change of message id's state that the state
+// machine does not list (Transitions). The state a message is recorded in
+// is not checked here: tests put messages in every state to start from.
+func (b *Box) checkTransition(id message.ID, to DeliveryState) error {
+	batch, err := b.s.Read(b.Team, b.Agent)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(batch.Envelopes, func(e Envelope) bool { return e.ID == id })
+	if i < 0 {
+		return fmt.Errorf("%w: %s in %s/%s, whose state is to change to %s", ErrNoMessage, id, b.Team, b.Agent, to)
+	}
+	from := Recorded
+	if d := batch.Envelopes[i].Delivery; d != nil {
+		from = d.State
+	}
+	if !Allowed(from, to) {
+		return &TransitionError{ID: string(id), From: from, To: to}
+	}
 	return nil
 }
 

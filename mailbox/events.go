@@ -29,13 +29,16 @@ func (s *Store) emit(events ...eventlog.Event) {
 // recorded is the event of env's arrival in b.
 func (b *Box) recorded(env Envelope) []eventlog.Event {
 	e := eventlog.Event{Type: "message.recorded", Team: b.Team, Agent: b.Agent, Message: string(env.ID), From: env.From}
+	out := []eventlog.Event{e}
 	if env.Delivery != nil {
-		e.State = string(env.Delivery.State)
+		out[0].State = string(env.Delivery.State)
 		if env.Delivery.State == StateDeferred {
-			e.Type, e.Reason, e.Detail = "message.deferred", env.Delivery.Reason, env.Delivery.LastVerdict
+			// Recorded first, whatever state it is recorded in: a client
+			// learns of every message by its message.recorded.
+			e.Type, e.State, e.Reason, e.Detail = "message.deferred", string(StateDeferred), env.Delivery.Reason, env.Delivery.LastVerdict
+			out = append(out, e)
 		}
 	}
-	out := []eventlog.Event{e}
 	if env.ReplyTo != "" {
 		out = append(out, eventlog.Event{Type: "message.replied", Team: b.Team, Agent: env.From, Message: string(env.ReplyTo), From: env.From, Detail: string(env.ID)})
 	}
