@@ -156,15 +156,16 @@ func writeHistory(w io.Writer, c service.HistoryCopy) {
 	fmt.Fprintf(w, "%s from %s to %s/%s (%s)\n", show(string(e.ID)), show(e.From), c.Team, c.Inbox, msgLabel(e))
 	fmt.Fprintf(w, "  %s\n", indentRest(cell(e.Content, 200), "  "))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	first := "recorded (mailbox only)"
+	first, later := "recorded (mailbox only)", c.Delivery
 	switch {
 	case c.Unrecorded:
 		first = "not recorded here yet: its sender is at it, or stopped part way (the next deliver records it)"
-	case e.Delivery != nil:
-		first = "recorded, " + show(string(e.Delivery.State))
+	case c.Recorded != "" && len(c.Delivery) > 0:
+		// The first record is the one it was stored with.
+		first, later = "recorded, "+show(string(c.Recorded)), c.Delivery[1:]
 	}
 	fmt.Fprintf(tw, "  %s\t%s\n", e.Timestamp.Local().Format("2006-01-02 15:04:05.000"), first)
-	for _, d := range c.Delivery {
+	for _, d := range later {
 		line := fmt.Sprintf("  %s\t%s\tattempt %d", d.Updated.Local().Format("2006-01-02 15:04:05.000"), show(string(d.State)), d.Attempts)
 		if d.LastVerdict != "" {
 			line += "\t" + show(d.LastVerdict)

@@ -453,19 +453,24 @@ func (s *Service) unrecorded(req LogRequest, id message.ID, held []HistoryCopy) 
 	return out, nil
 }
 
-// HistoryCopy is one inbox's copy of a message and its delivery records
-// in order, the first being the one it was stored with (compaction keeps
-// only the latest).
+// HistoryCopy is one inbox's copy of a message, its delivery now, and
+// its delivery records in order, the first being the one it was stored
+// with (compaction keeps only the latest).
 type HistoryCopy struct {
-	Team     string             `json:"team"`
-	Inbox    string             `json:"inbox"`
-	Message  mailbox.Envelope   `json:"message"`
-	Delivery []mailbox.Delivery `json:"delivery"`
+	Team  string `json:"team" jsonschema:"the team of the inbox that holds this copy"`
+	Inbox string `json:"inbox" jsonschema:"the inbox (agent) that holds this copy"`
+	// Message is the copy with its delivery now (the last record).
+	Message  mailbox.Envelope   `json:"message" jsonschema:"the copy, its delivery as it is now"`
+	Delivery []mailbox.Delivery `json:"delivery" jsonschema:"every delivery record of this copy, oldest first: the one it was stored with (when recorded says one), then each change"`
+	// Recorded is the state the copy was stored in; "" for a message
+	// stored without a delivery record (Delivery then holds only the
+	// changes).
+	Recorded mailbox.DeliveryState `json:"recorded,omitempty" jsonschema:"the state this copy was stored in (the first of delivery); absent for a message stored without one"`
 	// Unrecorded: the message's intent names this inbox, which does not
 	// hold it yet: its sender is recording it now, or died before it did
 	// (the next deliver pass, or a retry with its id, records it, in the
 	// state Message says). A copy is never hidden because it is late.
-	Unrecorded bool `json:"unrecorded,omitempty"`
+	Unrecorded bool `json:"unrecorded,omitempty" jsonschema:"its intent names this inbox, which does not hold it yet: its sender is recording it, or died before it did (the next deliver pass records it)"`
 }
 
 // History is message id's delivery history in each inbox req names that
@@ -487,10 +492,20 @@ func (s *Service) History(ctx context.Context, req LogRequest, id message.ID) ([
 		if err != nil {
 			return nil, err
 		}
-		if ds == nil {
-			ds = []mailbox.Delivery{}
+		all := make([]mailbox.Delivery, 0, len(ds)+1)
+		var recorded mailbox.DeliveryState
+		if env.Delivery != nil {
+			all, recorded = append(all, *env.Delivery), env.Delivery.State
 		}
-		copies = append(copies, HistoryCopy{Team: b.Team, Inbox: b.Agent, Message: env, Delivery: ds})
+		all = append(all, ds...)
+		if n := len(all); n > 0 {
+			// The copy's message says where it is now, not where it
+			// started (issue 31: a broadcast's copies read typing for
+			// ever).
+			now := all[n-1]
+			env.Delivery = &now
+		}
+		copies = append(copies, HistoryCopy{Team: b.Team, Inbox: b.Agent, Message: env, Delivery: all, Recorded: recorded})
 	}
 	late, err := s.unrecorded(req, id, copies)
 	if err != nil {

@@ -151,7 +151,11 @@ func (p *Plain) agentSentence(a *agentRow) string {
 		s += ", running " + one(a.Command)
 	}
 	if a.Waiting > 0 {
-		s += fmt.Sprintf(", %d messages waiting, the oldest for %s", a.Waiting, alerts.Age(p.Now().Sub(a.Oldest)))
+		if a.Waiting == 1 {
+			s += fmt.Sprintf(", 1 message waiting, for %s", alerts.Age(p.Now().Sub(a.Oldest)))
+		} else {
+			s += fmt.Sprintf(", %d messages waiting, the oldest for %s", a.Waiting, alerts.Age(p.Now().Sub(a.Oldest)))
+		}
 	}
 	return s
 }
