@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/hosts"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
@@ -131,6 +132,10 @@ func deliveryCells(d *mailbox.Delivery) (state, attempts, verdict string) {
 func logHistory(ctx context.Context, opts *LogOptions, svc *service.Service, req service.LogRequest) error {
 	copies, err := svc.History(ctx, req, opts.ID)
 	if errors.Is(err, mailbox.ErrNoMessage) {
+		// Sent from here to another host: what that host last said.
+		if sent, serr := svc.Sent(ctx, opts.ID); serr == nil && len(sent) > 0 {
+			return logSent(opts, sent)
+		}
 		return fmt.Errorf("%w: %s is in no inbox of %s", mailbox.ErrNoMessage, opts.ID, opts.where())
 	}
 	if err != nil {
@@ -173,4 +178,27 @@ func writeHistory(w io.Writer, c service.HistoryCopy) {
 		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
+}
+
+// logSent prints what the other host last reported of a message sent
+// there from here.
+func logSent(opts *LogOptions, sent []hosts.Sent) error {
+	if opts.JSON() {
+		writeJSON(opts.jsonOut(), wire.History{ID: opts.ID, Copies: []service.HistoryCopy{}, Remote: sent})
+		return nil
+	}
+	for _, c := range sent {
+		line := fmt.Sprintf("%s to %s/%s on host %s: %s", show(c.ID), show(c.Team), show(c.Agent), show(c.Host), show(c.State))
+		if c.State == hosts.StateOutbox {
+			line += " (kept in this host's outbox until that host takes it)"
+		}
+		if c.Reason != "" {
+			line += ", " + show(c.Reason)
+		}
+		if c.Detail != "" {
+			line += ": " + show(c.Detail)
+		}
+		fmt.Fprintf(opts.IO.Out, "%s, as of %s\n", line, c.At.Local().Format("2006-01-02 15:04:05"))
+	}
+	return nil
 }

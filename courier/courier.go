@@ -61,6 +61,17 @@ type Mode struct {
 	// Call is how the message is typed: the profile chosen by hand, wait
 	// for idle, force, who hears about waits.
 	Call dispatch.Call
+	// Recorded, when set, hears that Send has recorded the message in the
+	// inbox, and in which state, before it types it (an app's send that
+	// answers at once, and types in the background).
+	Recorded func(id message.ID, state mailbox.DeliveryState)
+}
+
+// recorded tells mode.Recorded, when set, that env is in its inbox.
+func (m Mode) recorded(env mailbox.Envelope) {
+	if m.Recorded != nil && env.Delivery != nil {
+		m.Recorded(env.ID, env.Delivery.State)
+	}
 }
 
 // Result is one recipient's outcome and what the mailbox now says.
@@ -170,7 +181,9 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 		res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Recorded}, State: mailbox.StateInbox}
 		if err := box.Append(env); err != nil {
 			res.Verdict, res.Err = delivery.Failed, fmt.Errorf("the message was neither recorded in %s/%s's inbox nor typed: %w", team, agent, err)
+			return res
 		}
+		mode.recorded(env)
 		return res
 	}
 	// The pane and its screen (one tmux call, 2 to 3 ms) are looked up
@@ -198,7 +211,9 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 			res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred, Reason: ReasonBehindOlder, Older: older}
 			if err := box.Append(env); err != nil {
 				res.Verdict, res.Err = delivery.Failed, fmt.Errorf("the message was neither recorded in %s/%s's inbox nor typed: %w", team, agent, err)
+				return res
 			}
+			mode.recorded(env)
 			return res
 		}
 	}
@@ -235,6 +250,7 @@ func (c *Courier) sendNow(ctx context.Context, t target.Target, env mailbox.Enve
 		err = fmt.Errorf("the message was neither recorded in %s/%s's inbox nor typed: %w", team, agent, err)
 		return Result{Outcome: c.Dispatch.Unsent(pane, env.ID, err)}
 	}
+	mode.recorded(env)
 	rec := c.typingRecord(func(target.Target) *mailbox.Box { return box }, env.ID, 1, "")
 	msg := dispatch.Message{ID: env.ID, Text: c.typed(env), Stored: true, OnStep: rec.step}
 	out := c.Dispatch.Deliver(ctx, pane, msg, rec.call(mode.Call))

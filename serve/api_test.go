@@ -60,6 +60,7 @@ func newTestAPI(t *testing.T, agents ...string) *testAPI {
 	store.CheckTransitions = true
 	log := &eventlog.Log{Dir: filepath.Join(root, "mail", "events")}
 	store.Events = log
+	store.Place = mailbox.Place{Socket: srv.Server().Socket} // what every event names
 	opts := delivery.DefaultOptions()
 	opts.ReadyTimeout, opts.ConfirmTimeout = 150*time.Millisecond, time.Second
 	opts.Settle, opts.Poll = time.Millisecond, time.Millisecond
@@ -73,7 +74,8 @@ func newTestAPI(t *testing.T, agents ...string) *testAPI {
 	go d.hub.follow(t.Context())
 	mux := http.NewServeMux()
 	d.routes(mux)
-	return &testAPI{h: mux, tmux: srv, store: store, d: d, log: log}
+	// Every answer is held to the schema its operation declares.
+	return &testAPI{h: checked(t, mux), tmux: srv, store: store, d: d, log: log}
 }
 
 // do sends body ("" for none) and returns the status and the answer.

@@ -78,3 +78,28 @@ func TestAPIFirstEventIsRecorded(t *testing.T) {
 		t.Errorf("the message's events: %+v; want message.recorded first", evs)
 	}
 }
+
+// Every agent.* event says which agent it is about: team, agent, pane and
+// server; agent.gone too, with the state it was last seen in (it said
+// only the session's name, in detail).
+func TestAgentEventsSayWhoTheyAreAbout(t *testing.T) {
+	seen := func(state string) eventlog.Event {
+		return eventlog.Event{Place: "/tmp/s", Team: "alpha", Agent: "ana", Pane: "%3", State: state}
+	}
+	evs, ready, _ := agentChanges(nil, map[string]eventlog.Event{"agent-alpha-ana": seen("busy")})
+	if len(evs) != 0 || !ready[""] {
+		t.Fatalf("the first look: %v %v; want no news and a pass over every team", evs, ready)
+	}
+	prev := map[string]eventlog.Event{"agent-alpha-ana": seen("busy")}
+	evs, ready, _ = agentChanges(prev, map[string]eventlog.Event{"agent-alpha-ana": seen("ready")})
+	if len(evs) != 1 || evs[0].Type != eventlog.AgentReady || !ready["alpha"] {
+		t.Fatalf("busy to ready: %+v %v", evs, ready)
+	}
+	evs, _, gone := agentChanges(prev, map[string]eventlog.Event{})
+	if len(evs) != 1 || len(gone) != 1 {
+		t.Fatalf("gone: %+v %v", evs, gone)
+	}
+	if e := evs[0]; e.Type != eventlog.AgentGone || e.Team != "alpha" || e.Agent != "ana" || e.Pane != "%3" || e.Place != "/tmp/s" || e.State != "busy" {
+		t.Errorf("agent.gone: %+v; want alpha/ana, its pane, its server and its last state", e)
+	}
+}

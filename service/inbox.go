@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentmsg/agentmsg/hosts"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
@@ -451,6 +452,22 @@ func (s *Service) unrecorded(req LogRequest, id message.ID, held []HistoryCopy) 
 		out = append(out, HistoryCopy{Team: to.Team, Inbox: to.Agent, Message: in.Env, Delivery: []mailbox.Delivery{}, Unrecorded: true})
 	}
 	return out, nil
+}
+
+// sentLookup is a link to other hosts that keeps what became of the
+// messages sent there (the daemon's).
+type sentLookup interface {
+	LookupSent(ctx context.Context, id string) ([]hosts.Sent, error)
+}
+
+// Sent is what another host last reported of each copy of message id sent
+// there from here; none where no link keeps it (no daemon).
+func (s *Service) Sent(ctx context.Context, id message.ID) ([]hosts.Sent, error) {
+	l, ok := s.Hosts.(sentLookup)
+	if !ok || l == nil {
+		return nil, nil
+	}
+	return l.LookupSent(ctx, string(id))
 }
 
 // HistoryCopy is one inbox's copy of a message, its delivery now, and

@@ -196,7 +196,7 @@ func eventLine(e eventlog.Event) string {
 	if e.Type == eventlog.TypeLost {
 		return fmt.Sprintf("%d events could not be written (%s); every inbox was read again", e.Lost, one(e.Reason))
 	}
-	kind, ok := strings.CutPrefix(e.Type, "message.")
+	kind, ok := strings.CutPrefix(string(e.Type), "message.")
 	if !ok {
 		return ""
 	}
