@@ -178,11 +178,11 @@ type Send struct {
 	Replayed bool `json:"replayed,omitempty" jsonschema:"this id was sent before with this message: the answer is what its inbox records, and nothing was sent again"`
 }
 
-// NewSend is res as a document. A message that was never recorded (no
-// such agent) has no id: nothing could be looked up by it.
+// NewSend is res as a document. A message to no such agent, never
+// recorded, has no id: nothing could be looked up by it.
 func NewSend(res service.SendResult, words Words) Send {
 	doc := Send{ID: string(res.Result.ID), From: res.From, Outcome: NewResult(res.Result, words), Replayed: res.Replayed}
-	if res.Result.State == "" && res.Host == "" && !res.Result.OK() {
+	if res.Result.State == "" && res.Host == "" && res.Result.Verdict == dispatch.NotFound {
 		doc.ID, doc.Outcome.ID = "", ""
 	}
 	return doc
