@@ -71,13 +71,14 @@ func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 // any other status (401 over TCP without the token, 405, 409, 413, 500).
 func answers(ok ...openapi.Answer) []openapi.Answer {
 	out := append([]openapi.Answer{}, ok...)
-	own := []reflect.Type{typeOf[Error]()}
+	bad := openapi.Answer{Status: http.StatusBadRequest, Description: "the request cannot be understood (exit_code 2): an Error, whose code and field say what", Type: typeOf[Error]()}
+	missing := openapi.Answer{Status: http.StatusNotFound, Description: "what it names does not exist (exit_code 3): an Error", Type: typeOf[Error]()}
 	if len(ok) > 0 && ok[0].Type != nil {
-		own = []reflect.Type{ok[0].Type, typeOf[Error]()}
+		own := []reflect.Type{ok[0].Type, typeOf[Error]()}
+		bad.Type, bad.AnyOf, bad.Description = nil, own, bad.Description+"; or the operation's own document"
+		missing.Type, missing.AnyOf, missing.Description = nil, own, missing.Description+", or the operation's own document with its verdict"
 	}
-	out = append(out,
-		openapi.Answer{Status: http.StatusBadRequest, Description: "the request cannot be understood (exit_code 2): an Error, whose code and field say what, or the operation's document", AnyOf: own},
-		openapi.Answer{Status: http.StatusNotFound, Description: "what it names does not exist (exit_code 3): an Error, or the operation's document with its verdict", AnyOf: own},
+	out = append(out, bad, missing,
 		openapi.Answer{Status: 0, Description: "401 over TCP without the token, 405, 409 for a conflict, 413 for a body over 16 MiB, 500: an Error", Type: typeOf[Error]()})
 	return out
 }

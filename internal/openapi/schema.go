@@ -293,14 +293,51 @@ func enumSchema(e Enum) *jsonschema.Schema {
 }
 
 // fields are the fields of struct t that JSON reads and writes, those of
-// embedded structs included.
+// embedded structs included, by encoding/json's rules: an embedded struct
+// without a JSON name gives its fields, and of two fields of one JSON
+// name the shallower wins. (reflect.VisibleFields hides a field by its Go
+// name: AgentsAnswer embeds Agents, whose own field Agents it hid.)
 func fields(t reflect.Type) []reflect.StructField {
-	var out []reflect.StructField
-	for _, f := range reflect.VisibleFields(t) {
-		if f.Anonymous || !f.IsExported() || jsonName(f) == "-" {
-			continue
+	type found struct {
+		f     reflect.StructField
+		depth int
+	}
+	var order []string
+	byName := map[string]found{}
+	var walk func(t reflect.Type, index []int, depth int)
+	walk = func(t reflect.Type, index []int, depth int) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			f.Index = append(append([]int{}, index...), i)
+			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if tag == "-" {
+				continue
+			}
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if f.Anonymous && tag == "" && ft.Kind() == reflect.Struct {
+				walk(ft, f.Index, depth+1)
+				continue
+			}
+			if !f.IsExported() {
+				continue
+			}
+			name := jsonName(f)
+			if prev, ok := byName[name]; ok && prev.depth <= depth {
+				continue
+			}
+			if _, ok := byName[name]; !ok {
+				order = append(order, name)
+			}
+			byName[name] = found{f, depth}
 		}
-		out = append(out, f)
+	}
+	walk(t, nil, 0)
+	out := make([]reflect.StructField, 0, len(order))
+	for _, name := range order {
+		out = append(out, byName[name].f)
 	}
 	return out
 }
