@@ -60,6 +60,7 @@ var internal = map[string]string{
 	"ExpiredNotice": "the reminder Deliver and Requests --nudge post for an expired request",
 	"LastEvent":     "where send --wait-delivered and events start reading the event log",
 	"ReadOwn":       "read_message as an agent (not an orchestrator): Read scoped to its own mail",
+	"Sent":          "log --id and GET /v1/messages/{id} for a message sent to another host: what History finds nowhere here",
 	"ServerGone":    "how deliver --watch learns that its tmux server has gone, and ends",
 	// The daemon's side of a message from another host (serve/hosts.go).
 	"NewReceiver":  "records what another host's daemon sent to one of this host's agents",

@@ -26,6 +26,10 @@ func main() {
 func daemon(ctx context.Context, env app.Env, o cmd.ServeOptions) error {
 	return serve.Run(ctx, env, serve.Options{Socket: o.Socket, TCP: o.TCP, TokenFile: o.TokenFile,
 		AllowRemote: o.AllowRemote, Direct: o.Direct, Version: o.Version, Commit: o.Commit, Date: o.Date,
-		RunCLI: cmd.RunIn, Ready: o.Ready,
+		RunCLI: cmd.RunIn, Ready: func(at serve.Listening) {
+			if o.Ready != nil {
+				o.Ready(at.Socket, at.TCP)
+			}
+		},
 		MCP: func(svc *service.Service, orchestrator bool) *mcp.Server { return mcpserver.New(*svc, orchestrator) }})
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -185,5 +186,56 @@ func TestNotifyFailures(t *testing.T) {
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("a hanging command held Notify %s", took)
+	}
+}
+
+// countingTeller counts what it is told.
+type countingTeller struct {
+	mu   sync.Mutex
+	told int
+}
+
+func (c *countingTeller) Enabled() bool { return true }
+func (c *countingTeller) Notify(context.Context, Alert) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.told++
+	return nil
+}
+
+// Two observers (two agentmsg top) that see one condition tell it once
+// between them; when it comes back after it cleared, once again.
+func TestOnceTellsEachConditionOnce(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	lock := func(context.Context, string) (func(), error) { mu.Lock(); return mu.Unlock, nil }
+	c := &countingTeller{}
+	tops := []Once{{Teller: c, Dir: dir, Lock: lock}, {Teller: c, Dir: dir, Lock: lock}}
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	dialog := func(since, at time.Time) Alert {
+		return Alert{Event: AgentDialog, Team: "alpha", Agent: "ana", Since: since, Time: at}
+	}
+	var wg sync.WaitGroup
+	for i, o := range tops {
+		wg.Go(func() {
+			// Each saw the dialog begin at its own look, a second apart.
+			since := t0.Add(time.Duration(i) * time.Second)
+			if err := o.Notify(context.Background(), dialog(since, since.Add(10*time.Minute))); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if c.told != 1 {
+		t.Fatalf("two tops told one dialog %d times", c.told)
+	}
+	back := t0.Add(time.Hour)
+	for _, o := range tops {
+		if err := o.Notify(context.Background(), dialog(back, back.Add(10*time.Minute))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.told != 2 {
+		t.Errorf("the dialog came back and was told %d times in all; want 2", c.told)
 	}
 }

@@ -3,9 +3,11 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -64,9 +66,12 @@ func configRun(ctx context.Context, opts *ConfigOptions) error {
 		out := struct {
 			File     string                            `json:"file"`
 			Settings []entryJSON                       `json:"settings"`
+			Serve    config.ServeSettings              `json:"serve"`
+			Alerts   alertsJSON                        `json:"alerts"`
+			Hosts    config.HostsSettings              `json:"hosts"`
 			Profiles map[string]config.ProfileSettings `json:"profiles,omitempty"`
 			Tmux     tmuxInUse                         `json:"tmux"`
-		}{File: path, Profiles: cfg.Profiles, Tmux: whichTmux(ctx, f, "")}
+		}{File: path, Serve: cfg.Serve, Alerts: newAlertsJSON(cfg.Alerts), Hosts: cfg.Hosts, Profiles: cfg.Profiles, Tmux: whichTmux(ctx, f, "")}
 		keys := config.Keys()
 		for i, e := range cfg.Entries() {
 			out.Settings = append(out.Settings, entryJSON{e.Key, e.Value, string(e.Source), keys[i].Env, "--" + keys[i].Flag})
@@ -100,6 +105,7 @@ func configRun(ctx context.Context, opts *ConfigOptions) error {
 	}
 	fmt.Fprintln(f.IO.Out)
 	fmt.Fprintln(f.IO.Out)
+	printTables(f.IO.Out, cfg)
 	printTmux(f.IO.Out, whichTmux(ctx, f, ""))
 	if len(cfg.Profiles) > 0 {
 		names := make([]string, 0, len(cfg.Profiles))
@@ -110,4 +116,62 @@ func configRun(ctx context.Context, opts *ConfigOptions) error {
 		fmt.Fprintf(f.IO.Out, "\nagent profiles changed or added by the file: %s (see agentmsg doctor for what a pane is read as)\n", show(strings.Join(names, ", ")))
 	}
 	return nil
+}
+
+// alertsJSON is the [alerts] table as config --json prints it: durations
+// as Go duration strings, as the file writes them.
+type alertsJSON struct {
+	MessageWait string   `json:"message_wait"`
+	Dialog      string   `json:"dialog"`
+	Draft       string   `json:"draft"`
+	Verdicts    []string `json:"verdicts"`
+	Command     string   `json:"command,omitempty"`
+	Webhook     string   `json:"webhook,omitempty"`
+}
+
+func newAlertsJSON(a config.AlertSettings) alertsJSON {
+	return alertsJSON{shortDuration(a.MessageWait), shortDuration(a.Dialog), shortDuration(a.Draft), append([]string{}, a.Verdicts...), a.Command, a.Webhook}
+}
+
+// shortDuration is d as a config file writes it: "10m", not "10m0s"; 0
+// (off) is "0".
+func shortDuration(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// printTables says the tables of the config file: [serve], [alerts] and
+// [hosts], as they are in effect (the defaults where the file has none).
+func printTables(w io.Writer, cfg *config.Loaded) {
+	or := func(s, none string) string {
+		if s == "" {
+			return none
+		}
+		return show(s)
+	}
+	fmt.Fprintln(w, "[serve]")
+	fmt.Fprintf(w, "  auto = %t, tcp = %s, token_file = %s\n", cfg.Serve.Auto, or(cfg.Serve.TCP, "(none: the Unix socket only)"), or(cfg.Serve.TokenFile, "(none)"))
+	a := newAlertsJSON(cfg.Alerts)
+	fmt.Fprintln(w, "[alerts]")
+	fmt.Fprintf(w, "  message_wait = %s, dialog = %s, draft = %s, verdicts = %s\n", a.MessageWait, a.Dialog, a.Draft, or(strings.Join(a.Verdicts, ", "), "(none)"))
+	fmt.Fprintf(w, "  command = %s, webhook = %s\n", or(a.Command, "(none)"), or(a.Webhook, "(none)"))
+	h := cfg.Hosts
+	fmt.Fprintln(w, "[hosts]")
+	fmt.Fprintf(w, "  name = %s, nats = %s, replicas = %d\n", or(h.Name, "(this machine's host name)"), or(h.NATS, "(agentmsg's own embedded server)"), h.Replicas)
+	if h.NkeyFile != "" || h.CAFile != "" || h.TLSServerName != "" {
+		fmt.Fprintf(w, "  nkey_file = %s, ca_file = %s, tls_server_name = %s\n", or(h.NkeyFile, "(none)"), or(h.CAFile, "(none)"), or(h.TLSServerName, "(none)"))
+	}
+	for _, t := range h.Tunnels {
+		fmt.Fprintf(w, "  tunnel: host %s over ssh %s, port %d\n", show(t.Host), show(t.SSH), t.Port)
+	}
+	fmt.Fprintln(w)
 }

@@ -280,6 +280,6 @@ func promptAdvice(in dispatch.Inspection) []string {
 	advice := []string{
 		fmt.Sprintf("profile %s finds no input box or prompt on this screen. If the program reads lines after a prompt, describe it in the config file:", show(in.Profile.Name)),
 	}
-	advice = append(advice, promptProfile(in.Profile.Name, in.Pane.Command, prompt)...)
+	advice = append(advice, promptProfile(in.Profile.Name, in.Pane.Command, profile.Procs{}.Program(in.Pane.PID), prompt)...)
 	return append(advice, "or read it as another profile: --agent NAME (spawn --agent NAME records one for the agent)")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
@@ -87,6 +88,14 @@ func resultMark(r courier.Result) string {
 }
 
 func describeResult(r courier.Result) string {
+	if r.Host != "" && r.Outcome.OK() && r.RecordErr == nil {
+		// Another host typed it: its word is all there is, no pane or
+		// time of ours.
+		if r.Verdict == delivery.Queued {
+			return fmt.Sprintf("queued for %s on host %s as %s: it runs after the agent's current turn", r.Target, r.Host, r.ID)
+		}
+		return fmt.Sprintf("submitted to %s on host %s as %s%s", r.Target, r.Host, r.ID, pointerNote(r.Outcome))
+	}
 	if r.RecordErr != nil && r.Outcome.OK() {
 		return fmt.Sprintf("%s; but %v", describe(r.Outcome), r.RecordErr)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/hosts"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
@@ -133,6 +134,10 @@ func deliveryCells(d *mailbox.Delivery) (state, attempts, verdict string) {
 func logHistory(ctx context.Context, opts *LogOptions, svc *service.Service, req service.LogRequest) error {
 	copies, err := svc.History(ctx, req, opts.ID)
 	if errors.Is(err, mailbox.ErrNoMessage) {
+		// Sent from here to another host: what that host last said.
+		if sent, serr := svc.Sent(ctx, opts.ID); serr == nil && len(sent) > 0 {
+			return logSent(opts, sent)
+		}
 		return fmt.Errorf("%w: %s is in no inbox of %s", mailbox.ErrNoMessage, opts.ID, opts.where())
 	}
 	if err != nil {
@@ -158,18 +163,19 @@ func writeHistory(w io.Writer, c service.HistoryCopy) {
 	fmt.Fprintf(w, "%s from %s to %s (%s)\n", show(string(e.ID)), show(e.From), inboxName(c.Team, c.Inbox, c.Host), msgLabel(e))
 	fmt.Fprintf(w, "  %s\n", indentRest(cell(e.Content, 200), "  "))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	first := "recorded (mailbox only)"
+	first, later := "recorded (mailbox only)", c.Delivery
 	switch {
 	case c.Unrecorded:
 		first = "not recorded here yet: its sender is at it, or stopped part way (the next deliver records it)"
-	case e.Delivery != nil:
-		first = "recorded, " + show(string(e.Delivery.State))
+	case c.Recorded != "" && len(c.Delivery) > 0:
+		// The first record is the one it was stored with.
+		first, later = "recorded, "+show(string(c.Recorded)), c.Delivery[1:]
 	}
 	if c.Host != "" {
 		first = "sent to host " + c.Host + "; what it reported:"
 	}
 	fmt.Fprintf(tw, "  %s\t%s\n", e.Timestamp.Local().Format("2006-01-02 15:04:05.000"), first)
-	for _, d := range c.Delivery {
+	for _, d := range later {
 		line := fmt.Sprintf("  %s\t%s\tattempt %d", d.Updated.Local().Format("2006-01-02 15:04:05.000"), show(string(d.State)), d.Attempts)
 		if d.LastVerdict != "" {
 			line += "\t" + show(d.LastVerdict)
@@ -185,4 +191,27 @@ func inboxName(team, inbox, host string) string {
 		return team + "/" + inbox + "@" + host
 	}
 	return team + "/" + inbox
+}
+
+// logSent prints what the other host last reported of a message sent
+// there from here.
+func logSent(opts *LogOptions, sent []hosts.Sent) error {
+	if opts.JSON() {
+		writeJSON(opts.jsonOut(), wire.History{ID: opts.ID, Copies: []service.HistoryCopy{}, Remote: sent})
+		return nil
+	}
+	for _, c := range sent {
+		line := fmt.Sprintf("%s to %s/%s on host %s: %s", show(c.ID), show(c.Team), show(c.Agent), show(c.Host), show(c.State))
+		if c.State == hosts.StateOutbox {
+			line += " (kept in this host's outbox until that host takes it)"
+		}
+		if c.Reason != "" {
+			line += ", " + show(c.Reason)
+		}
+		if c.Detail != "" {
+			line += ": " + show(c.Detail)
+		}
+		fmt.Fprintf(opts.IO.Out, "%s, as of %s\n", line, c.At.Local().Format("2006-01-02 15:04:05"))
+	}
+	return nil
 }

@@ -80,17 +80,24 @@ func noPromptHint(w dispatch.Wait) string {
 		fmt.Sprintf("%s is read as profile %s (%s), which finds no input box or prompt on its screen.", w.Target, show(orDash(w.Profile)), show(w.ProfileWhy)),
 		fmt.Sprintf("If it reads lines after a prompt, describe the prompt in the config file (%s suggests one):", doctor),
 	}
-	lines = append(lines, promptProfile(w.Profile, w.Command, "PROMPT ")...)
+	lines = append(lines, promptProfile(w.Profile, w.Command, "", "PROMPT ")...)
 	lines = append(lines, "or read it as another profile: --agent NAME (spawn --agent NAME records one for the agent)")
 	return "  " + strings.Join(lines, "\n  ")
 }
 
 // promptProfile is a config file's profile for a program that reads lines
-// after prompt, run as command in a pane read as profile name.
-func promptProfile(name, command, prompt string) []string {
+// after prompt, run as command in a pane read as profile name; program is
+// what the pane's processes run ("" when not known): for a shell or an
+// interpreter, the script's name, since the command would claim every
+// pane that runs it (commands = ["python3"] read every python3 pane as
+// that program).
+func promptProfile(name, command, program, prompt string) []string {
 	commands := fmt.Sprintf("%q", show(command))
-	if name == "shell" {
-		commands = `"SCRIPT"` // the script's name: the shell running it is every shell
+	switch {
+	case program != "" && program != command:
+		commands = fmt.Sprintf("%q", show(program))
+	case name == "shell" || profile.RunsScripts(command):
+		commands = `"SCRIPT"` // the script's name: the shell or interpreter running it runs every one
 	}
 	return []string{
 		"  [profiles.NAME]",

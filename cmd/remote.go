@@ -281,7 +281,9 @@ type ServeOptions struct {
 	Version     string // buildinfo's: which agentmsg this is
 	Commit      string
 	Date        string
-	Ready       func(socket string)
+	// Ready hears where the daemon listens: its socket, and its TCP
+	// address when it has one.
+	Ready func(socket, tcp string)
 }
 
 var errNoDaemon = errors.New("this agentmsg was built without its daemon")

@@ -96,7 +96,7 @@ func writeRequests(opts *RequestsOptions, out []wire.RequestInfo) error {
 		if !r.Expires.IsZero() {
 			expires = r.Expires.Local().Format(time.DateTime)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", show(r.ID), show(state), show(r.From), sinceText(now, r.Posted), expires,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", show(r.ID), show(string(state)), show(r.From), sinceText(now, r.Posted), expires,
 			show(orDash(r.ClaimedBy)), cell(r.Description, 60))
 	}
 	return tw.Flush()

@@ -164,7 +164,7 @@ func waitDelivered(ctx context.Context, opts *SendOptions, svc *service.Service,
 		// event could not be written and the inbox told it.
 		Event    *int64 `json:"event,omitempty"`
 		ExitCode int    `json:"exit_code"`
-	}{ID: string(res.ID), Team: res.Target.Team, Agent: res.Target.Agent(), Verdict: strings.TrimPrefix(e.Type, "message."), Reason: e.Reason}
+	}{ID: string(res.ID), Team: res.Target.Team, Agent: res.Target.Agent(), Verdict: strings.TrimPrefix(string(e.Type), "message."), Reason: e.Reason}
 	if e.ID >= 0 {
 		doc.Event = &e.ID
 	}

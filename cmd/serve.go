@@ -78,8 +78,11 @@ func serveRun(ctx context.Context, opts *ServeCmdOptions) error {
 		return err
 	}
 	opts.withConfig(env.Config.Serve)
-	opts.Ready = func(socket string) {
+	opts.Ready = func(socket, tcp string) {
 		fmt.Fprintf(f.IO.ErrOut, "agentmsg serve: listening on %s (pid %d)\n", socket, pid())
+		if tcp != "" {
+			fmt.Fprintf(f.IO.ErrOut, "agentmsg serve: and on TCP %s: every request there carries the token in %s (Authorization: Bearer), /mcp an agent's own\n", tcp, opts.TokenFile)
+		}
 	}
 	return f.Serve(ctx, env, opts.ServeOptions)
 }

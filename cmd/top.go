@@ -3,9 +3,12 @@ package cmd
 import (
 	"context"
 	"errors"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/alerts"
+	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/service"
 )
 
@@ -71,6 +74,10 @@ func topRun(ctx context.Context, opts *TopOptions) error {
 		return err
 	}
 	noColor, _ := f.LookupEnv("NO_COLOR")
+	// Every top watching the same mailbox tells each condition once.
+	root := svc.Store.Root
+	once := alerts.Once{Teller: alertNotifier(cfg.Alerts), Dir: filepath.Join(root, "alerts"),
+		Lock: lock.ForMailbox(root, svc.Store.Base, "agentmsg top").Named}
 	return f.Top(ctx, svc, service.TopOptions{In: f.IO.In, Out: f.IO.Out, Plain: opts.Plain, NoColor: noColor != "",
-		Rules: alertRules(cfg.Alerts), Notifier: alertNotifier(cfg.Alerts)})
+		Rules: alertRules(cfg.Alerts), Notifier: once})
 }

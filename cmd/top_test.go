@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmsg/agentmsg/alerts"
 	"github.com/agentmsg/agentmsg/service"
 )
 
@@ -22,7 +23,8 @@ func TestTop(t *testing.T) {
 	if code := Run(context.Background(), f, []string{"top", "--plain"}); code != ExitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	if !got.Plain || !got.NoColor || got.Rules.Dialog.Minutes() != 2 || !got.Rules.Typed || got.Notifier.Webhook != "http://127.0.0.1:9/hook" {
+	once, _ := got.Notifier.(alerts.Once)
+	if n, _ := once.Teller.(alerts.Notifier); !got.Plain || !got.NoColor || got.Rules.Dialog.Minutes() != 2 || !got.Rules.Typed || n.Webhook != "http://127.0.0.1:9/hook" {
 		t.Errorf("top ran with %+v", got)
 	}
 	f, out, errOut = testFactory(env)

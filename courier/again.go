@@ -13,6 +13,7 @@ import (
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/target"
 )
 
 // IDTakenError: a message with the id its writer chose is recorded already
@@ -195,7 +196,7 @@ func (c *Courier) recordedResult(in mailbox.Inbox, id message.ID) Result {
 		d = &mailbox.Delivery{State: mailbox.StatePending}
 	}
 	res.State, res.Reason = d.State, d.Reason
-	var why error
+	why := errors.New(string(d.State))
 	if d.LastVerdict != "" {
 		why = errors.New(d.LastVerdict)
 	}
@@ -205,9 +206,19 @@ func (c *Courier) recordedResult(in mailbox.Inbox, id message.ID) Result {
 	case mailbox.StateQueued:
 		res.Verdict = delivery.Queued
 	case mailbox.StateTyped:
-		res.Verdict, res.Err = delivery.Typed, why
+		res.Verdict, res.Err = delivery.Typed, fmt.Errorf("%w: %w", delivery.ErrUnconfirmed, why)
+		if d.Reason == ReasonUnknown {
+			res.Verdict = delivery.VerdictUnknown
+		}
 	case mailbox.StateFailed:
 		res.Verdict, res.Err = delivery.Failed, why
+		switch d.Reason {
+		case ReasonBusy, ReasonDialog, ReasonDraft, ReasonNoBox, ReasonLocked, ReasonTimeout, ReasonShell:
+			// Never typed: not ready, as its send said (exit 4).
+			res.Verdict, res.Err = delivery.NotReady, fmt.Errorf("%w: %w", delivery.ErrNotReady, why)
+		case ReasonNotFound:
+			res.Verdict, res.Err = dispatch.NotFound, fmt.Errorf("%w: %w", dispatch.ErrTargetNotFound, why)
+		}
 	case mailbox.StateSkipped, mailbox.StateHandled:
 		res.Verdict, res.Err = Skipped, why
 	case mailbox.StateInbox, mailbox.StateRead:
@@ -216,4 +227,55 @@ func (c *Courier) recordedResult(in mailbox.Inbox, id message.ID) Result {
 		res.Verdict = Deferred
 	}
 	return res
+}
+
+// SendOnce is Send of a message whose id its writer chose (an app that
+// must learn its fate even if it never gets the answer): the id is one
+// message on the server, whichever inbox it is in. When a message with
+// that id is recorded already, or on its way into inboxes, this is a
+// retry: the same message (sender, type, text, metadata) to the same
+// agent answers the result its inbox records (replayed), waiting for the
+// send at work on it to end, and nothing is recorded or typed again.
+// Another message with that id, or the same one to another agent, is an
+// *IDTakenError, and nothing is recorded. Writers of one id take turns.
+func (c *Courier) SendOnce(ctx context.Context, t target.Target, env mailbox.Envelope, mode Mode) (res Result, replayed bool, err error) {
+	unlock, err := c.Locks.Named(ctx, "id-"+string(env.ID))
+	if err != nil {
+		return Result{}, false, fmt.Errorf("sending %s: %w", env.ID, err)
+	}
+	defer unlock()
+	team, agent := Inbox(t)
+	env.To = agent
+	in, open, err := c.Store.Intent(env.ID)
+	if err != nil {
+		return Result{}, false, err
+	}
+	if open {
+		to := "a broadcast to team " + in.Env.To
+		if len(in.To) > 0 {
+			to = "a broadcast to team " + in.To[0].Team
+		}
+		return Result{}, false, &IDTakenError{ID: env.ID, Why: "which is " + to}
+	}
+	held, first, err := c.holding("", env.ID)
+	if err != nil {
+		return Result{}, false, err
+	}
+	if len(held) == 0 {
+		return c.Send(ctx, t, env, mode), false, nil
+	}
+	if len(held) > 1 || held[0] != (mailbox.Inbox{Team: team, Agent: agent}) {
+		return Result{}, false, &IDTakenError{ID: env.ID, Team: held[0].Team, Agent: held[0].Agent, Why: "a message to another agent"}
+	}
+	if why := differs(first, env); why != "" {
+		return Result{}, false, &IDTakenError{ID: env.ID, Team: team, Agent: agent, Why: why}
+	}
+	// A send of it at work holds its typing lock: its result is what it
+	// records.
+	release, err := c.holdTyping(ctx, env.ID)
+	if err != nil {
+		return Result{}, false, err
+	}
+	release()
+	return c.recordedResult(held[0], env.ID), true, nil
 }

@@ -61,6 +61,17 @@ type Mode struct {
 	// Call is how the message is typed: the profile chosen by hand, wait
 	// for idle, force, who hears about waits.
 	Call dispatch.Call
+	// Recorded, when set, hears that Send has recorded the message in the
+	// inbox, and in which state, before it types it (an app's send that
+	// answers at once, and types in the background).
+	Recorded func(id message.ID, state mailbox.DeliveryState)
+}
+
+// recorded tells mode.Recorded, when set, that env is in its inbox.
+func (m Mode) recorded(env mailbox.Envelope) {
+	if m.Recorded != nil && env.Delivery != nil {
+		m.Recorded(env.ID, env.Delivery.State)
+	}
 }
 
 // Result is one recipient's outcome and what the mailbox now says.
@@ -170,7 +181,9 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 		res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Recorded}, State: mailbox.StateInbox}
 		if err := box.Append(env); err != nil {
 			res.Verdict, res.Err = delivery.Failed, fmt.Errorf("the message was neither recorded in %s/%s's inbox nor typed: %w", team, agent, err)
+			return res
 		}
+		mode.recorded(env)
 		return res
 	}
 	// The pane and its screen (one tmux call, 2 to 3 ms) are looked up
@@ -198,7 +211,9 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 			res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred, Reason: ReasonBehindOlder, Older: older}
 			if err := box.Append(env); err != nil {
 				res.Verdict, res.Err = delivery.Failed, fmt.Errorf("the message was neither recorded in %s/%s's inbox nor typed: %w", team, agent, err)
+				return res
 			}
+			mode.recorded(env)
 			return res
 		}
 	}
@@ -235,6 +250,7 @@ func (c *Courier) sendNow(ctx context.Context, t target.Target, env mailbox.Enve
 		err = fmt.Errorf("the message was neither recorded in %s/%s's inbox nor typed: %w", team, agent, err)
 		return Result{Outcome: c.Dispatch.Unsent(pane, env.ID, err)}
 	}
+	mode.recorded(env)
 	rec := c.typingRecord(func(target.Target) *mailbox.Box { return box }, env.ID, 1, "")
 	msg := dispatch.Message{ID: env.ID, Text: c.typed(env), Stored: true, OnStep: rec.step}
 	out := c.Dispatch.Deliver(ctx, pane, msg, rec.call(mode.Call))
@@ -254,6 +270,10 @@ type typingRecord struct {
 	id      message.ID
 	attempt int
 	earlier delivery.Step
+
+	// was is the state the message is in before this attempt ("" for a
+	// new one): a deferred message is recorded as waiting already.
+	was mailbox.DeliveryState
 
 	mu      sync.Mutex
 	reached map[string]bool // by session: a step was recorded, or the wait was
@@ -283,7 +303,10 @@ func (r *typingRecord) step(t target.Target, s delivery.Step) error {
 func (r *typingRecord) call(call dispatch.Call) dispatch.Call {
 	next := call.OnWait
 	call.OnWait = func(w dispatch.Wait) {
-		if box := r.boxOf(w.Target); box != nil && r.earlier == delivery.NotReached && r.first(w.Target) {
+		// A message recorded pending or deferred says already that it is
+		// not under way: a reader takes it as it is.
+		waiting := r.was == mailbox.StatePending || r.was == mailbox.StateDeferred
+		if box := r.boxOf(w.Target); box != nil && r.earlier == delivery.NotReached && !waiting && r.first(w.Target) {
 			// Best effort: without it a reader only waits longer.
 			_ = box.SetDelivery(r.id, mailbox.Delivery{State: mailbox.StateTyping, Attempts: r.attempt, Reason: stateReason(w.State), Updated: r.c.now()})
 		}
@@ -644,13 +667,20 @@ func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target
 	if env.Delivery != nil {
 		earlier, was = delivery.Step(env.Delivery.Reached), env.Delivery.State
 	}
-	// Recorded before typing: a deliverer that finds this state after a
-	// crash looks for traces on screen before typing again. How far
-	// earlier attempts got is kept: this one cannot undo it. (The message
-	// is in the inbox already, so it is marked before its pane is found.)
-	if err := box.SetDelivery(env.ID, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Reached: string(earlier), Updated: c.now()}); err != nil {
-		// Nothing typed; the inbox still says what it said.
-		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}, State: was}, dispatch.Resolved{}
+	// A message an earlier attempt may have typed is marked typing before
+	// its pane is found: a deliverer that finds this state after a crash
+	// looks for traces on screen before typing again, and how far earlier
+	// attempts got is kept (this one cannot undo it). One that nothing of
+	// can be in the pane (pending, deferred) stays as it is until its
+	// first step is recorded, before the paste (typingRecord.step): a pass
+	// that finds its agent not ready writes nothing, and a message waiting
+	// behind a dialog did not flicker typing and deferred, an attempt
+	// counted, at every pass (issue 31).
+	if !untried(env.Delivery) {
+		if err := box.SetDelivery(env.ID, mailbox.Delivery{State: mailbox.StateTyping, Attempts: attempt, Reached: string(earlier), Updated: c.now()}); err != nil {
+			// Nothing typed; the inbox still says what it said.
+			return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}, State: was}, dispatch.Resolved{}
+		}
 	}
 	before := prior{state: was, reached: earlier, resumed: resume}
 	call := mode.Call
@@ -669,6 +699,7 @@ func (c *Courier) typeOne(ctx context.Context, box *mailbox.Box, t target.Target
 		return c.settle(ctx, box, env.ID, c.Dispatch.Unsent(pane, env.ID, err), mode, attempt, before), pane
 	}
 	rec := c.typingRecord(func(target.Target) *mailbox.Box { return box }, env.ID, attempt, earlier)
+	rec.was = was
 	msg := dispatch.Message{ID: env.ID, Text: c.typed(env), Stored: true, OnStep: rec.step}
 	out := c.Dispatch.Deliver(ctx, pane, msg, rec.call(call))
 	return c.settle(ctx, box, env.ID, out, mode, attempt, before), pane
@@ -721,6 +752,20 @@ func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, o
 		// Kept for deliver; not for a shell prompt, which is no agent
 		// and will not become ready by itself.
 		rec.State = mailbox.StateDeferred
+		if untouched && earlier == delivery.NotReached && (before.state == mailbox.StatePending || before.state == mailbox.StateDeferred) {
+			// Recorded already and not typed now: no attempt is counted,
+			// and a message deferred already is left as it is (a pass
+			// that types nothing writes nothing).
+			rec.Attempts = max(attempt-1, 0)
+			if before.state == mailbox.StateDeferred {
+				res.Verdict, res.State, res.Reason = Deferred, mailbox.StateDeferred, rec.Reason
+				var nr *delivery.NotReadyError
+				if locked := errors.As(out.Err, &nr) && nr.State == delivery.Locked; !locked && !errors.Is(out.Err, delivery.ErrInterrupted) {
+					res.Err = nil
+				}
+				return res
+			}
+		}
 		if before.state == mailbox.StateTyped {
 			// Typed by an earlier attempt and not touched by this one: it
 			// still waits in the box, for the next deliver to submit.

@@ -31,7 +31,9 @@ func newCourier(t *testing.T, sessions ...string) (*Courier, *faketmux.Server) {
 	opts.Settle, opts.Poll = time.Millisecond, time.Millisecond
 	locks := lock.Dir{Path: t.TempDir()}
 	d := &dispatch.Dispatcher{Tmux: tm, Locks: locks, Clock: faketmux.Clock{}, Opts: opts, Concurrency: 4}
-	return &Courier{Store: mailbox.New(t.TempDir()), Dispatch: d, Locks: locks}, tm
+	store := mailbox.New(t.TempDir())
+	store.CheckTransitions = true
+	return &Courier{Store: store, Dispatch: d, Locks: locks}, tm
 }
 
 func envelope(t *testing.T, text string) mailbox.Envelope {

@@ -21,6 +21,20 @@ const (
 	Gone State = "gone"
 )
 
+// States are every screen state, with what each means.
+var States = []struct {
+	State State
+	Doc   string
+}{
+	{Ready, "its input box is on screen and empty"},
+	{Busy, "the agent is working"},
+	{Dialog, "a permission, trust or selection dialog is open"},
+	{Draft, "its box holds text that is not ours (a person typing)"},
+	{Unknown, "no input box its profile knows is on screen"},
+	{Locked, "another sender held the pane"},
+	{Gone, "the pane is no longer there"},
+}
+
 // Reading is one interpretation of a screen.
 type Reading struct {
 	State State

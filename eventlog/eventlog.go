@@ -53,11 +53,8 @@ import (
 type Event struct {
 	ID   int64     `json:"id"`
 	Time time.Time `json:"time"`
-	// Type is "message.<state>" (recorded, typing, pasted, pressed,
-	// submitted, queued, deferred, typed, unknown, failed, skipped, read,
-	// claimed, replied) or "agent.<state>" (appeared, ready, busy, dialog,
-	// draft, unknown, exited, gone), or TypeLost.
-	Type string `json:"type"`
+	// Type is what happened: one of Kinds.
+	Type Type `json:"type"`
 	// Place is the tmux server (canonical socket) the agent lives on.
 	Place   string `json:"place,omitempty"`
 	Team    string `json:"team,omitempty"`
@@ -76,10 +73,6 @@ type Event struct {
 	Lost  int64     `json:"lost,omitempty"`
 	Since time.Time `json:"since,omitzero"`
 }
-
-// TypeLost is the type of the event that stands where events that could
-// not be written would have been.
-const TypeLost = "events.lost"
 
 // Defaults bound the log: about 64 MiB of the newest events.
 const (

@@ -25,6 +25,14 @@ const (
 	Dead    = "dead"    // session or process gone, or its heartbeat stopped
 )
 
+// Statuses are every agent state Status reports, with what each means.
+var Statuses = []struct{ State, Doc string }{
+	{Running, "its session is alive and the agent works (or its screen is not recognised)"},
+	{Idle, "its input box is empty and on screen"},
+	{Waiting, "a dialog is open, or a person's draft is in its box"},
+	{Dead, "its session or process is gone, or its heartbeat stopped"},
+}
+
 // AgentStatus is one agent as Status sees it.
 type AgentStatus struct {
 	Target       target.Target

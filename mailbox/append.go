@@ -96,6 +96,11 @@ func (b *Box) SetDelivery(id message.ID, d Delivery) error {
 		d.Updated = b.s.now()
 	}
 	d.Updated = d.Updated.UTC()
+	if b.s.CheckTransitions {
+		if err := b.checkTransition(id, d.State); err != nil {
+			return err
+		}
+	}
 	// Not fsynced: a delivery record says how far a message got in a tmux
 	// pane, and only an OS crash can lose a written line, which takes the
 	// tmux server and its panes down with it. Any process crash, agentmsg's
@@ -133,6 +138,9 @@ func (b *Box) setDeliveryIf(id message.ID, was, d Delivery) (ok bool, err error)
 	if err != nil || len(recs) == 0 || !sameDelivery(recs[len(recs)-1], was) {
 		return false, err
 	}
+	if b.s.CheckTransitions && !Allowed(was.State, d.State) {
+		return false, &TransitionError{ID: string(id), From: was.State, To: d.State}
+	}
 	if err := b.appendLocked(append(line, '\n'), cached); err != nil {
 		return false, fmt.Errorf("recording delivery of %s to %s: %w", id, b.Agent, err)
 	}
@@ -144,6 +152,28 @@ func (b *Box) setDeliveryIf(id message.ID, was, d Delivery) (ok bool, err error)
 func sameDelivery(a, b Delivery) bool {
 	return a.State == b.State && a.Attempts == b.Attempts && a.LastVerdict == b.LastVerdict &&
 		a.Reason == b.Reason && a.Reached == b.Reached && a.Updated.Equal(b.Updated)
+}
+
+// checkTransition refuses a change of message id's state that the state
+// machine does not list (Transitions). The state a message is recorded in
+// is not checked here: tests put messages in every state to start from.
+func (b *Box) checkTransition(id message.ID, to DeliveryState) error {
+	batch, err := b.s.Read(b.Team, b.Agent)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(batch.Envelopes, func(e Envelope) bool { return e.ID == id })
+	if i < 0 {
+		return fmt.Errorf("%w: %s in %s/%s, whose state is to change to %s", ErrNoMessage, id, b.Team, b.Agent, to)
+	}
+	from := Recorded
+	if d := batch.Envelopes[i].Delivery; d != nil {
+		from = d.State
+	}
+	if !Allowed(from, to) {
+		return &TransitionError{ID: string(id), From: from, To: to}
+	}
+	return nil
 }
 
 // durability says when an appended line is on disk.

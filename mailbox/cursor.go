@@ -147,7 +147,7 @@ func (s *Store) AdvanceShown(team, agent, reader string, shown map[message.ID]bo
 		if err == nil {
 			read := make([]eventlog.Event, n)
 			for i, e := range batch.Envelopes[:n] {
-				read[i] = eventlog.Event{Type: "message.read", Team: team, Agent: agent, Message: string(e.ID), From: e.From, Detail: "by " + reader}
+				read[i] = eventlog.Event{Type: eventlog.MessageRead, Team: team, Agent: agent, Message: string(e.ID), From: e.From, Detail: "by " + reader}
 			}
 			s.emit(read...)
 		}

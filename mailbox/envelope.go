@@ -123,7 +123,7 @@ type Delivery struct {
 	// Reason says why in one word, for a program: why a message waits
 	// (timeout, behind_older, dialog, draft, busy, gone, locked, ...) or
 	// did not go through.
-	Reason  string    `json:"reason,omitempty"`
+	Reason  string    `json:"reason,omitempty" enum:"Reason" jsonschema:"why it waits or did not go through, in one word"`
 	Updated time.Time `json:"updated,omitzero"`
 	// Reached is how far typing it may have got in the agent's pane (see
 	// delivery.Step), recorded before each step: "pasted" (the text may be

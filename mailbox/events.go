@@ -28,16 +28,19 @@ func (s *Store) emit(events ...eventlog.Event) {
 
 // recorded is the event of env's arrival in b.
 func (b *Box) recorded(env Envelope) []eventlog.Event {
-	e := eventlog.Event{Type: "message.recorded", Team: b.Team, Agent: b.Agent, Message: string(env.ID), From: env.From}
+	e := eventlog.Event{Type: eventlog.MessageRecorded, Team: b.Team, Agent: b.Agent, Message: string(env.ID), From: env.From}
+	out := []eventlog.Event{e}
 	if env.Delivery != nil {
-		e.State = string(env.Delivery.State)
+		out[0].State = string(env.Delivery.State)
 		if env.Delivery.State == StateDeferred {
-			e.Type, e.Reason, e.Detail = "message.deferred", env.Delivery.Reason, env.Delivery.LastVerdict
+			// Recorded first, whatever state it is recorded in: a client
+			// learns of every message by its message.recorded.
+			e.Type, e.State, e.Reason, e.Detail = eventlog.MessageDeferred, string(StateDeferred), env.Delivery.Reason, env.Delivery.LastVerdict
+			out = append(out, e)
 		}
 	}
-	out := []eventlog.Event{e}
 	if env.ReplyTo != "" {
-		out = append(out, eventlog.Event{Type: "message.replied", Team: b.Team, Agent: env.From, Message: string(env.ReplyTo), From: env.From, Detail: string(env.ID)})
+		out = append(out, eventlog.Event{Type: eventlog.MessageReplied, Team: b.Team, Agent: env.From, Message: string(env.ReplyTo), From: env.From, Detail: string(env.ID)})
 	}
 	return out
 }
@@ -48,6 +51,6 @@ func (b *Box) delivered(id message.ID, d Delivery) eventlog.Event {
 	if d.State == StateTyping && d.Reached != "" {
 		kind = d.Reached // pasted, unseen, pressed: how far typing got
 	}
-	return eventlog.Event{Type: "message." + kind, Team: b.Team, Agent: b.Agent, Message: string(id),
+	return eventlog.Event{Type: eventlog.MessageState(kind), Team: b.Team, Agent: b.Agent, Message: string(id),
 		State: string(d.State), Reason: d.Reason, Detail: d.LastVerdict}
 }

@@ -34,7 +34,7 @@ func TestStoreEmitsEvents(t *testing.T) {
 	}
 	var types []string
 	for _, e := range evs {
-		types = append(types, e.Type)
+		types = append(types, string(e.Type))
 		if e.Message != string(env.ID) || e.Place != s.Place.Socket || e.Agent != "ana" || e.Team != team {
 			t.Errorf("event %+v lacks the message, place or inbox", e)
 		}

@@ -238,7 +238,7 @@ func (s *Store) ClaimTelling(team, id, claimant string, tell func(Request) (Enve
 	if lost != nil || err != nil && !errors.As(err, &be) {
 		return r, errors.Join(lost, err)
 	}
-	s.emit(eventlog.Event{Type: "message.claimed", Team: team, Agent: claimant, Message: id, From: r.From})
+	s.emit(eventlog.Event{Type: eventlog.MessageClaimed, Team: team, Agent: claimant, Message: id, From: r.From})
 	return r, err
 }
 

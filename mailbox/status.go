@@ -16,8 +16,8 @@ type Status struct {
 	WorkingOn string    `json:"working_on,omitempty"`
 	Done      []string  `json:"done,omitempty"`
 	Next      []string  `json:"next,omitempty"`
-	State     string    `json:"state,omitempty"` // one of StatusStates
-	Updated   time.Time `json:"updated"`         // set by SetStatus when zero
+	State     string    `json:"state,omitempty" enum:"StatusState"` // one of StatusStates
+	Updated   time.Time `json:"updated"`                            // set by SetStatus when zero
 }
 
 // SetStatus replaces agent's entry on team's board. The file is replaced

@@ -59,6 +59,11 @@ type Store struct {
 	Place Place
 	// Events, when set, hears of every change the store records.
 	Events *eventlog.Log
+	// CheckTransitions makes every change of a message's state check that
+	// the state machine lists it (Transitions), and refuse it otherwise:
+	// tests set it, so that the code and the documented machine agree. It
+	// costs a read of the inbox per change.
+	CheckTransitions bool
 
 	// watches are the inboxes Wait looks at, one poller each, shared by
 	// every copy of the Store New made (nil: each Wait polls alone).

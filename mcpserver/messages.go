@@ -151,7 +151,7 @@ func (s *server) waitDelivered(ctx context.Context, out SendOutput, r service.Se
 	ev, err := s.deps.WaitDelivered(wctx, before, r.ID, team, agent)
 	switch {
 	case err == nil:
-		out.Verdict = strings.TrimPrefix(ev.Type, "message.")
+		out.Verdict = strings.TrimPrefix(string(ev.Type), "message.")
 		out.Delivered = out.Verdict == string(delivery.Submitted) || out.Verdict == string(delivery.Queued)
 		out.Note = ""
 		if !out.Delivered {

@@ -216,7 +216,7 @@ func TestDeliverLogAndEvents(t *testing.T) {
 	var types []string
 	for _, e := range rest.Events {
 		if e.Message == string(first.MessageID) {
-			types = append(types, e.Type)
+			types = append(types, string(e.Type))
 		}
 		if e.ID <= evs.NextAfter {
 			t.Errorf("event %d came again after %d", e.ID, evs.NextAfter)

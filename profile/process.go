@@ -122,6 +122,16 @@ func descendants(t Table, first procs.Proc) (children map[int][]int, pgrps map[i
 	return children, pgrps
 }
 
+// isInterpreter reports whether a program of that base name is one of
+// interpreters, a versioned python ("python3.11") among them.
+func isInterpreter(base string) bool {
+	if slices.Contains(interpreters, base) {
+		return true
+	}
+	v, ok := strings.CutPrefix(base, "python")
+	return ok && v != "" && strings.Trim(v, "0123456789.") == ""
+}
+
 // interpreters run a script named in their arguments.
 var interpreters = []string{"node", "nodejs", "bun", "deno", "python", "python3"}
 
@@ -148,7 +158,7 @@ func Identify(argv []string) string {
 		return ""
 	}
 	args := argv[:1]
-	if slices.Contains(interpreters, filepath.Base(argv[0])) {
+	if isInterpreter(filepath.Base(argv[0])) {
 		// The script: the first argument that is no option.
 		for _, a := range argv[1:] {
 			if !strings.HasPrefix(a, "-") {
@@ -212,6 +222,29 @@ func byProgram(profiles []Profile, procs [][]string) (p Profile, name string, ar
 	return Profile{}, "", nil, false
 }
 
+// Program is what a pane whose first process is pid runs, by name: the
+// deepest of its foreground processes that runs a program of its own (an
+// executable, or the script or module a shell or an interpreter runs);
+// "" when none does (a shell alone, python3 at its own prompt) or the
+// processes cannot be read.
+func (p Procs) Program(pid int) string {
+	fg := p.Foreground(pid)
+	for i := len(fg) - 1; i >= 0; i-- {
+		if name := program(fg[i]); name != "" {
+			return name
+		}
+	}
+	return ""
+}
+
+// RunsScripts reports whether command is a shell or an interpreter: a
+// program that runs what its arguments name, so that its name alone says
+// little about what a pane runs.
+func RunsScripts(command string) bool {
+	base := filepath.Base(strings.TrimPrefix(command, "-"))
+	return isInterpreter(base) || slices.Contains(shellCommands, base)
+}
+
 // program is what a process runs, by name: its executable's base name, or
 // for a shell or an interpreter the base name of its script (its first
 // argument that is no option) or module (python3 -m NAME); "" for a shell
@@ -221,7 +254,7 @@ func program(argv []string) string {
 		return ""
 	}
 	base := filepath.Base(strings.TrimPrefix(argv[0], "-")) // "-bash": a login shell
-	if !slices.Contains(interpreters, base) && !slices.Contains(shellCommands, base) {
+	if !isInterpreter(base) && !slices.Contains(shellCommands, base) {
 		return base
 	}
 	for i, a := range argv[1:] {

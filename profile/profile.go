@@ -226,7 +226,7 @@ func DetectPane(profiles []Profile, pane Pane, screen []string) (Profile, string
 			if !slices.Contains(p.Commands, cmd) {
 				continue
 			}
-			if !isShellProfile(p) && !slices.Contains(interpreters, cmd) {
+			if !isShellProfile(p) && !isInterpreter(cmd) {
 				return p, "foreground command " + cmd
 			}
 			guess = &p

@@ -1,22 +1,22 @@
 package serve
 
 import (
-	"bytes"
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/hosts"
+	"github.com/agentmsg/agentmsg/internal/openapi"
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
@@ -27,193 +27,234 @@ import (
 
 // The API translates HTTP and JSON into calls on package service and their
 // results into package wire's documents: the fields and verdicts of
-// --json, each with its exit_code. A request body uses the names --json
-// prints (team, agent, text, from, meta) and the flags' names in snake case
-// for options; durations are Go duration strings ("1s", "250ms").
-
-// openapiDoc describes the API (OpenAPI 3.1).
-//
-//go:embed openapi.json
-var openapiDoc []byte
+// --json, each with its exit_code. What each operation takes and answers
+// is declared once, in package wire (wire.Operations, the request and
+// answer types): the daemon routes by that table, decodes into those
+// types, and serves the OpenAPI document generated from them.
 
 // maxBody bounds a request body: a message of a few MiB fits.
 const maxBody = 16 << 20
 
-// duration is a Go duration string in JSON.
-type duration time.Duration
-
-func (d *duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("a duration is a string such as \"1s\" or \"250ms\": %w", err)
-	}
-	return d.parse(s)
-}
-
-// parse reads s, a Go duration string of 0 or more.
-func (d *duration) parse(s string) error {
-	v, err := time.ParseDuration(s)
-	if err != nil || v < 0 {
-		return fmt.Errorf("duration %q: want one such as \"1s\" or \"250ms\"", s)
-	}
-	*d = duration(v)
-	return nil
-}
-
-// server chooses the tmux server, as -S and -L do.
-type server struct {
-	Socket     string `json:"socket,omitempty"`
-	SocketName string `json:"socket_name,omitempty"`
-}
-
-// delivering are the options of an operation that types messages: the
-// flags of send and broadcast.
-type delivering struct {
-	NoQueue      bool     `json:"no_queue,omitempty"`
-	MailboxOnly  bool     `json:"mailbox_only,omitempty"`
-	WhileBusy    bool     `json:"while_busy,omitempty"`
-	Force        bool     `json:"force,omitempty"`
-	Profile      string   `json:"profile,omitempty"` // --agent: the agent CLI's profile by hand
-	ReadyTimeout duration `json:"ready_timeout,omitempty"`
-}
-
-// draft is a message as a request gives it.
-type draft struct {
-	// ID, when given, is the message's id as the app chose it
-	// (MSG_<FROM>_<8 hex>): a client that loses its connection reads the
-	// message's fate at GET /v1/messages/{id}, and a retry with the same
-	// id is refused (409) instead of sending it twice; a broadcast's retry
-	// of the same message finishes it instead (courier.BroadcastOnce).
-	ID   string            `json:"id,omitempty"`
-	Text string            `json:"text"`
-	Type string            `json:"type,omitempty"`
-	Meta map[string]string `json:"meta,omitempty"`
-}
-
-func (d draft) service() service.Draft {
-	return service.Draft{ID: message.ID(d.ID), Text: d.Text, Type: d.Type, Meta: d.Meta}
-}
-
-type sendBody struct {
-	Team  string `json:"team"`
-	Agent string `json:"agent"`
-	From  string `json:"from,omitempty"`
-	Pane  string `json:"pane,omitempty"`
-	// Create lets a mailbox_only message start the inbox of a name with
-	// no session, inbox or board entry (send --create): without it a
-	// typo is refused, not given an inbox.
-	Create bool `json:"create,omitempty"`
-	// Host is the host the agent runs on ("" this one).
-	Host string `json:"host,omitempty"`
-	draft
-	delivering
-	server
-}
-
-// replyBody answers a message: to its sender, marked as the answer.
-type replyBody struct {
-	To   string `json:"reply_to"`
-	From string `json:"from"`
-	Team string `json:"team,omitempty"` // the replier's team
-	draft
-	delivering
-	server
-}
-
-type broadcastBody struct {
-	Team     string `json:"team,omitempty"`
-	All      bool   `json:"all,omitempty"`
-	AllHosts bool   `json:"all_hosts,omitempty"`
-	From     string `json:"from,omitempty"`
-	draft
-	delivering
-	server
-}
-
-type deliverBody struct {
-	Team         string   `json:"team,omitempty"`
-	ReadyTimeout duration `json:"ready_timeout,omitempty"`
-	server
-}
-
-// endpoint is one route of the API. The table is what the daemon serves
-// and what the OpenAPI document must describe (TestOpenAPIDescribesEveryRoute).
-type endpoint struct {
-	method, path string
-	handle       func(*Daemon, http.ResponseWriter, *http.Request)
-}
-
-var endpoints = []endpoint{
-	{"POST", "/v1/send", (*Daemon).send},
-	{"POST", "/v1/reply", (*Daemon).reply},
-	{"POST", "/v1/broadcast", (*Daemon).broadcast},
-	{"POST", "/v1/deliver", (*Daemon).deliver},
-	{"GET", "/v1/agents", (*Daemon).agents},
-	{"GET", "/v1/messages/{id}", (*Daemon).message},
-	{"GET", "/v1/inbox/{team}/{name}", (*Daemon).inbox},
-	{"POST", "/v1/request", (*Daemon).request},
-	{"POST", "/v1/claim", (*Daemon).claim},
-	{"GET", "/v1/requests", (*Daemon).requests},
-	{"POST", "/v1/requests/nudge", (*Daemon).nudge},
-	{"POST", "/v1/status", (*Daemon).status},
-	{"POST", "/v1/heartbeat", (*Daemon).heartbeat},
-	{"GET", "/v1/board", (*Daemon).board},
-	{"POST", "/v1/teams/{team}/clean", (*Daemon).cleanTeam},
-	{"POST", "/v1/spawn", (*Daemon).spawn},
-	{"POST", "/v1/shutdown", (*Daemon).shutdown},
-	{"POST", "/v1/kill", (*Daemon).kill},
-	{"GET", "/v1/agents/status", (*Daemon).agentStates},
-	{"POST", "/v1/agents/reap", (*Daemon).reap},
-	{"GET", "/v1/log", (*Daemon).messageLog},
-	{"POST", "/v1/wait", (*Daemon).wait},
-	{"POST", "/v1/messages/{id}/handled", (*Daemon).handled},
-	{"POST", "/v1/messages/{id}/retry", (*Daemon).retry},
-	{"POST", "/v1/tasks", (*Daemon).task},
-	{"POST", "/v1/workflows", (*Daemon).workflow},
-	{"GET", "/v1/events", (*Daemon).stream},
-	{"GET", "/v1/openapi.json", (*Daemon).openapi},
-	{"GET", "/v1/version", (*Daemon).versionInfo},
-	{"POST", "/v1/cli", (*Daemon).cli},
-	{"POST", "/v1/cli/{run}/interrupt", (*Daemon).interrupt},
-	{"POST", "/v1/cli/{run}/stdin", (*Daemon).stdin},
+// handlers bind each operation of wire.Operations to its handler
+// (TestEveryOperationIsServed holds the two to each other).
+var handlers = map[string]func(*Daemon, http.ResponseWriter, *http.Request){
+	"send": (*Daemon).send, "reply": (*Daemon).reply, "broadcast": (*Daemon).broadcast, "deliver": (*Daemon).deliver,
+	"getMessage": (*Daemon).message, "markHandled": (*Daemon).handled, "retryMessage": (*Daemon).retry,
+	"getLog": (*Daemon).messageLog, "peekInbox": (*Daemon).peekInbox, "readInbox": (*Daemon).readInbox, "wait": (*Daemon).wait,
+	"postRequest": (*Daemon).request, "claimRequest": (*Daemon).claim, "listRequests": (*Daemon).requests,
+	"nudgeRequests": (*Daemon).nudge, "setStatus": (*Daemon).status, "heartbeat": (*Daemon).heartbeat,
+	"getBoard": (*Daemon).board, "cleanTeam": (*Daemon).cleanTeam,
+	"listAgents": (*Daemon).agents, "agentStates": (*Daemon).agentStates, "reapAgents": (*Daemon).reap,
+	"spawn": (*Daemon).spawn, "shutdown": (*Daemon).shutdown, "kill": (*Daemon).kill,
+	"assignTask": (*Daemon).task, "runWorkflow": (*Daemon).workflow,
+	"events": (*Daemon).stream, "openapi": (*Daemon).openapi, "version": (*Daemon).versionInfo,
+	"runCLI": (*Daemon).cli, "interruptCLI": (*Daemon).interrupt, "stdinCLI": (*Daemon).stdin,
 }
 
 // mcpRoutes are MCP's Streamable HTTP endpoint (not in the OpenAPI
 // document: MCP describes itself).
 var mcpRoutes = []string{"/mcp"}
 
-// routes registers the endpoints.
+// routes registers the operations, each bound to its handler with its
+// declaration (a query of a GET is refused when it names a parameter the
+// operation does not take); every other method of a known path answers
+// 405, and every other path 404, as JSON errors.
 func (d *Daemon) routes(mux *http.ServeMux) {
-	for _, e := range endpoints {
-		mux.HandleFunc(e.method+" "+e.path, func(w http.ResponseWriter, r *http.Request) { e.handle(d, w, r) })
+	methods := map[string][]string{}
+	for _, op := range wire.Operations() {
+		h, ok := handlers[op.ID]
+		if !ok {
+			panic("serve: no handler for operation " + op.ID)
+		}
+		mux.HandleFunc(op.Method+" "+op.Path, func(w http.ResponseWriter, r *http.Request) {
+			if op.Query == nil && len(r.URL.RawQuery) > 0 && op.ID != "stdinCLI" {
+				if name := firstParam(r); name != "" {
+					failCode(w, http.StatusBadRequest, wire.CodeUnknownField, name, fmt.Errorf("%s %s takes no query parameter %q", op.Method, op.Path, name))
+					return
+				}
+			}
+			h(d, w, r)
+		})
+		methods[op.Path] = append(methods[op.Path], op.Method)
 	}
+	for path, allow := range methods {
+		allow := strings.Join(allow, ", ")
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			failCode(w, http.StatusMethodNotAllowed, wire.CodeNoMethod, "", fmt.Errorf("%s %s: this path takes %s", r.Method, r.URL.Path, allow))
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		failCode(w, http.StatusNotFound, wire.CodeNoRoute, "", fmt.Errorf("no operation at %s (GET /v1/openapi.json lists them)", r.URL.Path))
+	})
 	for _, p := range mcpRoutes {
 		mux.HandleFunc(p, d.mcp)
 	}
 }
 
-// openapi is GET /v1/openapi.json: the document describing every endpoint.
-func (d *Daemon) openapi(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(openapiDoc)
+// firstParam is the name of r's first query parameter, "" for none.
+func firstParam(r *http.Request) string {
+	for name := range r.URL.Query() {
+		return name
+	}
+	return ""
 }
 
-// decode reads a JSON body into v, refusing unknown fields: a misspelt
-// option must not be ignored.
+// openapi is GET /v1/openapi.json: the document describing every
+// operation, generated from their declaration.
+func (d *Daemon) openapi(w http.ResponseWriter, _ *http.Request) {
+	doc, err := wire.OpenAPI(d.backend.version)
+	if err != nil {
+		fail(w, http.StatusInternalServerError, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(doc)
+}
+
+// decode reads a JSON body into v: one object, none of whose fields v
+// lacks (a misspelt option must not be ignored), at most maxBody bytes;
+// an empty body is {}. It answers the error and returns false otherwise.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-		fail(w, http.StatusBadRequest, fmt.Errorf("the request body: %w", err))
-		return false
+	err := dec.Decode(v)
+	if errors.Is(err, io.EOF) {
+		return true
+	}
+	if err == nil {
+		if _, more := dec.Token(); !errors.Is(more, io.EOF) {
+			err = errTrailing
+		}
+	}
+	if err == nil {
+		return true
+	}
+	status, code, field, why := bodyError(err)
+	failCode(w, status, code, field, why)
+	return false
+}
+
+var errTrailing = errors.New("the request body holds more than one JSON value")
+
+// bodyError says what is wrong with a body JSON could not decode, in the
+// API's words rather than Go's.
+func bodyError(err error) (status int, code wire.Code, field string, why error) {
+	var (
+		big *http.MaxBytesError
+		typ *json.UnmarshalTypeError
+		syn *json.SyntaxError
+		fe  *wire.FieldError
+	)
+	switch {
+	case errors.As(err, &big):
+		return http.StatusRequestEntityTooLarge, wire.CodeTooLarge, "", fmt.Errorf("the request body is larger than %d MiB", maxBody>>20)
+	case errors.As(err, &typ):
+		name := typ.Field
+		if i := strings.LastIndexByte(name, '.'); i >= 0 {
+			name = name[i+1:]
+		}
+		return http.StatusBadRequest, wire.CodeWrongType, name, fmt.Errorf("%s: want %s, not %s", name, jsonKind(typ.Type), typ.Value)
+	case errors.As(err, &fe):
+		return http.StatusBadRequest, wire.CodeWrongType, fe.Field, err
+	case errors.As(err, &syn), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, errTrailing):
+		return http.StatusBadRequest, wire.CodeBadJSON, "", fmt.Errorf("the request body is not one JSON object: %w", err)
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		return http.StatusBadRequest, wire.CodeUnknownField, name, fmt.Errorf("unknown field %q in the request body: this operation does not take it", name)
+	}
+	return http.StatusBadRequest, wire.CodeBadJSON, "", fmt.Errorf("the request body: %w", err)
+}
+
+// jsonKind is what JSON calls a value of Go type t.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "another kind of value"
+}
+
+// decodeQuery reads r's query parameters into the struct v points to,
+// by the fields' JSON names (wire's query types): a parameter it does not
+// take, or a value of the wrong kind, is answered 400.
+func decodeQuery(w http.ResponseWriter, r *http.Request, v any) bool {
+	rv := reflect.ValueOf(v).Elem()
+	fields := map[string]openapi.Field{}
+	for _, f := range openapi.Fields(rv.Type()) {
+		fields[f.Name] = f
+	}
+	for name, vals := range r.URL.Query() {
+		f, ok := fields[name]
+		if !ok {
+			failCode(w, http.StatusBadRequest, wire.CodeUnknownField, name, fmt.Errorf("%s %s takes no query parameter %q", r.Method, r.URL.Path, name))
+			return false
+		}
+		if err := setQuery(rv.FieldByIndex(f.Index), vals); err != nil {
+			failCode(w, http.StatusBadRequest, wire.CodeWrongType, name, fmt.Errorf("%s: %w", name, err))
+			return false
+		}
 	}
 	return true
 }
 
+// setQuery sets field to the query values vals.
+func setQuery(field reflect.Value, vals []string) error {
+	last := vals[len(vals)-1]
+	if d, ok := field.Addr().Interface().(*wire.Duration); ok {
+		return d.Parse(last)
+	}
+	switch field.Kind() {
+	case reflect.String:
+		field.SetString(last)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(last)
+		if err != nil {
+			return errors.New("want true or false")
+		}
+		field.SetBool(b)
+	case reflect.Int, reflect.Int64:
+		n, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || n < 0 {
+			return errors.New("want a whole number, 0 or more")
+		}
+		field.SetInt(n)
+	case reflect.Slice:
+		var all []string
+		for _, v := range vals {
+			for _, part := range strings.Split(v, ",") {
+				if part = strings.TrimSpace(part); part != "" {
+					all = append(all, part)
+				}
+			}
+		}
+		field.Set(reflect.ValueOf(all))
+	default:
+		return fmt.Errorf("cannot take a %s", field.Kind())
+	}
+	return nil
+}
+
 // respond writes doc with the HTTP status of its exit code.
 func respond(w http.ResponseWriter, code int, doc any) {
+	respondStatus(w, statusOf(code), doc)
+}
+
+// respondStatus writes doc with status.
+func respondStatus(w http.ResponseWriter, status int, doc any) {
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(statusOf(code))
+	w.WriteHeader(status)
 	_ = wire.Encode(w, doc)
 }
 
@@ -230,55 +271,50 @@ func statusOf(code int) int {
 	return http.StatusOK
 }
 
-// respondCoded answers doc, a document of --json that carries no exit
-// code of its own, with exit_code added after its fields (and error, when
-// err is set).
-func respondCoded(w http.ResponseWriter, doc any, code int, err error) {
-	obj, mErr := marshal(doc)
-	if mErr != nil {
-		fail(w, http.StatusInternalServerError, mErr)
-		return
-	}
-	extra, _ := marshal(struct {
-		Error    string `json:"error,omitempty"`
-		ExitCode int    `json:"exit_code"`
-	}{errText(err), code})
-	fields := bytes.TrimSpace(obj[1 : len(obj)-1]) // the object's fields, or none
-	out := append([]byte("{"), fields...)
-	if len(fields) > 0 {
-		out = append(out, ',')
-	}
-	respond(w, code, json.RawMessage(append(out, extra[1:]...)))
-}
+// exit is the Exit of an answer: its exit code, and err's words.
+func exit(code int, err error) wire.Exit { return wire.Exit{Error: errText(err), ExitCode: code} }
 
-// marshal is v as compact JSON, with <, > and & as they are (as wire.Encode
-// writes them).
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(v)
-	return bytes.TrimSpace(b.Bytes()), err
-}
-
-// fail answers an error as wire.Error with the exit code it maps to: a
-// request the service refuses as it stands is bad usage (400, exit 2), a
-// change that conflicts with a message's record 409.
+// fail answers an error as wire.Error with the exit code and the code it
+// maps to: a request the service refuses as it stands is bad usage (400,
+// exit 2), a change that conflicts with a message's record 409.
 func fail(w http.ResponseWriter, status int, err error) {
-	code := wire.ErrorCode(err)
+	failCode(w, status, "", "", err)
+}
+
+// failCode is fail with the error's code (and the field it is about) when
+// the caller knows them better than the error does.
+func failCode(w http.ResponseWriter, status int, code wire.Code, field string, err error) {
+	exitCode := wire.ErrorCode(err)
 	if errors.Is(err, errCaller) || status == http.StatusBadRequest || refused(err) {
-		code = wire.ExitUsage
+		exitCode = wire.ExitUsage
+	}
+	if status == http.StatusNotFound || status == http.StatusMethodNotAllowed {
+		exitCode = wire.ExitNotFound
+	}
+	if status == http.StatusMethodNotAllowed || code == wire.CodeNoRoute || status == http.StatusRequestEntityTooLarge {
+		exitCode = wire.ExitUsage
 	}
 	if status == 0 {
-		status = statusOf(code)
+		status = statusOf(exitCode)
 		var se *courier.StateError
 		if errors.Is(err, service.ErrDuplicateID) || errors.As(err, &se) || errors.Is(err, courier.ErrBeingTyped) {
 			status = http.StatusConflict
 		}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = wire.Encode(w, wire.Error{Error: words(err), ExitCode: code})
+	if code == "" {
+		code = wire.ErrorWord(err)
+		if code == wire.CodeError && exitCode == wire.ExitUsage {
+			code = wire.CodeBadRequest
+		}
+		if status == http.StatusUnauthorized {
+			code = wire.CodeUnauthorized
+		}
+	}
+	var fe *service.FilterError
+	if field == "" && errors.As(err, &fe) {
+		field = fe.Field
+	}
+	respondStatus(w, status, wire.Error{Error: words(err), ExitCode: exitCode, Code: code, Field: field})
 }
 
 // refused reports whether err is the service refusing the request as it
@@ -316,7 +352,7 @@ func (d *Daemon) serviceFor(w http.ResponseWriter, c Caller) (*service.Service, 
 }
 
 // call is the per-call choices of a delivering request.
-func (d *Daemon) call(o delivering, pane string) (service.Delivery, error) {
+func (d *Daemon) call(o wire.Delivering, pane string) (service.Delivery, error) {
 	call := dispatch.Call{WhileBusy: o.WhileBusy, Force: o.Force, Pane: pane, ReadyTimeout: time.Duration(o.ReadyTimeout)}
 	if o.Profile != "" {
 		profiles, err := app.Profiles(d.backend.env.Config)
@@ -332,8 +368,13 @@ func (d *Daemon) call(o delivering, pane string) (service.Delivery, error) {
 	return service.Delivery{Queue: !o.NoQueue, MailboxOnly: o.MailboxOnly, Call: call}, nil
 }
 
+// draft is a request's message as the service takes it.
+func draft(d wire.Draft) service.Draft {
+	return service.Draft{ID: message.ID(d.ID), Text: d.Text, Type: d.Type, Meta: d.Meta}
+}
+
 func (d *Daemon) send(w http.ResponseWriter, r *http.Request) {
-	var b sendBody
+	var b wire.SendBody
 	if !decode(w, r, &b) {
 		return
 	}
@@ -342,7 +383,7 @@ func (d *Daemon) send(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, err)
 		return
 	}
-	del, err := d.call(b.delivering, b.Pane)
+	del, err := d.call(b.Delivering, b.Pane)
 	if err != nil {
 		fail(w, 0, err)
 		return
@@ -351,7 +392,12 @@ func (d *Daemon) send(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, err := svc.Send(d.requestContext(r), service.SendRequest{To: t, Draft: b.draft.service(), Delivery: del, RefuseUnknown: !b.Create, Host: b.Host})
+	req := service.SendRequest{To: t, Draft: draft(b.Draft), Delivery: del, RefuseUnknown: !b.Create, Host: b.Host}
+	if b.Wait != nil && !*b.Wait {
+		d.sendAsync(w, r, svc, req)
+		return
+	}
+	res, err := svc.Send(d.requestContext(r), req)
 	if err != nil {
 		fail(w, 0, err)
 		return
@@ -360,25 +406,73 @@ func (d *Daemon) send(w http.ResponseWriter, r *http.Request) {
 	respond(w, doc.ExitCode, doc)
 }
 
+// sendAsync is a send with wait false: it answers 202 once the message is
+// recorded in its inbox, and the send goes on in the daemon (an app
+// follows its events). A send that ends before it records anything (no
+// such agent, a retry of a message sent before) is answered as a
+// blocking one would be.
+func (d *Daemon) sendAsync(w http.ResponseWriter, r *http.Request, svc *service.Service, req service.SendRequest) {
+	type recorded struct {
+		id    message.ID
+		state mailbox.DeliveryState
+	}
+	first := make(chan recorded, 1)
+	req.Delivery.Recorded = func(id message.ID, state mailbox.DeliveryState) {
+		select {
+		case first <- recorded{id, state}:
+		default:
+		}
+	}
+	type ended struct {
+		res service.SendResult
+		err error
+	}
+	done := make(chan ended, 1)
+	go func() {
+		res, err := svc.Send(d.requestContext(r), req)
+		done <- ended{res, err}
+	}()
+	select {
+	case rec := <-first:
+		team, agent := courier.Inbox(req.To)
+		respondStatus(w, http.StatusAccepted, wire.SendAccepted{ID: string(rec.id), From: svc.Name, Team: team, Agent: agent,
+			Stored: rec.state, Exit: exit(wire.ExitOK, nil)})
+	case e := <-done:
+		if e.err != nil {
+			fail(w, 0, e.err)
+			return
+		}
+		doc := wire.NewSend(e.res, wire.Plain)
+		respond(w, doc.ExitCode, doc)
+	}
+}
+
 func (d *Daemon) reply(w http.ResponseWriter, r *http.Request) {
-	var b replyBody
+	var b wire.ReplyBody
 	if !decode(w, r, &b) {
 		return
 	}
 	if !message.Valid(b.To) {
-		fail(w, http.StatusBadRequest, fmt.Errorf("reply_to %q is not a message id (MSG_<SENDER>_<8 hex>)", b.To))
+		failCode(w, http.StatusBadRequest, "", "reply_to", fmt.Errorf("reply_to %q is not a message id (MSG_<SENDER>_<8 hex>)", b.To))
 		return
 	}
-	del, err := d.call(b.delivering, "")
+	del, err := d.call(b.Delivering, "")
 	if err != nil {
 		fail(w, 0, err)
 		return
 	}
-	svc, ok := d.serviceFor(w, Caller{From: b.From, Team: b.Team, Socket: b.Socket, SocketName: b.SocketName})
+	c := Caller{From: b.From, Team: b.Team, Socket: b.Socket, SocketName: b.SocketName}
+	if c.Team == "" {
+		if c.Team, err = d.replierTeam(c, message.ID(b.To)); err != nil {
+			fail(w, 0, err)
+			return
+		}
+	}
+	svc, ok := d.serviceFor(w, c)
 	if !ok {
 		return
 	}
-	res, err := svc.Reply(d.requestContext(r), service.ReplyRequest{To: message.ID(b.To), Draft: b.draft.service(), Queue: del.Queue, Call: del.Call})
+	res, err := svc.Reply(d.requestContext(r), service.ReplyRequest{To: message.ID(b.To), Draft: draft(b.Draft), Queue: del.Queue, Call: del.Call})
 	if err != nil {
 		fail(w, 0, err)
 		return
@@ -387,16 +481,47 @@ func (d *Daemon) reply(w http.ResponseWriter, r *http.Request) {
 	respond(w, doc.ExitCode, doc)
 }
 
+// replierTeam is the team of the replier c names whose inbox holds the
+// message to: a reply needs no team when its message says it. None is
+// the caller's team error (the daemon has none); several, a request to
+// name one.
+func (d *Daemon) replierTeam(c Caller, to message.ID) (string, error) {
+	svc, err := d.backend.service(c)
+	if err != nil {
+		return "", err
+	}
+	inboxes, err := svc.Store.Inboxes("")
+	if err != nil {
+		return "", err
+	}
+	var teams []string
+	for _, in := range inboxes {
+		if in.Agent == svc.Name && svc.Store.Holds(in.Team, in.Agent, to) {
+			teams = append(teams, in.Team)
+		}
+	}
+	switch len(teams) {
+	case 0:
+		if svc.Team != "" {
+			return svc.Team, nil // the daemon's own: the service says what is missing
+		}
+		return "", fmt.Errorf("%w: %s is in no inbox of %s", mailbox.ErrNoMessage, to, svc.Name)
+	case 1:
+		return teams[0], nil
+	}
+	return "", fmt.Errorf("%w: %s is in the inboxes of %s in teams %s: name one in \"team\"", service.ErrNoCallerTeam, to, svc.Name, strings.Join(teams, ", "))
+}
+
 func (d *Daemon) broadcast(w http.ResponseWriter, r *http.Request) {
-	var b broadcastBody
+	var b wire.BroadcastBody
 	if !decode(w, r, &b) {
 		return
 	}
 	if b.Team == "" && !b.All {
-		fail(w, http.StatusBadRequest, errors.New("name a team, or all: true for every agent"))
+		failCode(w, http.StatusBadRequest, "", "team", errors.New("name a team, or all: true for every agent"))
 		return
 	}
-	del, err := d.call(b.delivering, "")
+	del, err := d.call(b.Delivering, "")
 	if err != nil {
 		fail(w, 0, err)
 		return
@@ -405,7 +530,7 @@ func (d *Daemon) broadcast(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, err := svc.Broadcast(d.requestContext(r), service.BroadcastRequest{Team: b.Team, All: b.All, AllHosts: b.AllHosts, Draft: b.draft.service(), Delivery: del})
+	res, err := svc.Broadcast(d.requestContext(r), service.BroadcastRequest{Team: b.Team, All: b.All, AllHosts: b.AllHosts, Draft: draft(b.Draft), Delivery: del})
 	if err != nil {
 		fail(w, 0, err)
 		return
@@ -415,7 +540,7 @@ func (d *Daemon) broadcast(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Daemon) deliver(w http.ResponseWriter, r *http.Request) {
-	var b deliverBody
+	var b wire.DeliverBody
 	if !decode(w, r, &b) {
 		return
 	}
@@ -434,11 +559,7 @@ func (d *Daemon) deliver(w http.ResponseWriter, r *http.Request) {
 			code = wire.ExitPartial
 		}
 	}
-	respond(w, code, struct {
-		wire.Deliver
-		Error    string `json:"error,omitempty"`
-		ExitCode int    `json:"exit_code"`
-	}{doc, errText(err), code})
+	respond(w, code, wire.DeliverAnswer{Deliver: doc, Exit: exit(code, err)})
 }
 
 func errText(err error) string {
@@ -448,9 +569,24 @@ func errText(err error) string {
 	return err.Error()
 }
 
+// asOf is the id of the newest event now (-1: none): a snapshot read
+// after it misses no change an event before it tells.
+func (d *Daemon) asOf() wire.Snapshot {
+	last := int64(-1)
+	if d.log != nil {
+		if l, err := d.log.Last(); err == nil {
+			last = l
+		}
+	}
+	return wire.Snapshot{AsOf: last}
+}
+
 func (d *Daemon) agents(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	svc, ok := d.serviceFor(w, Caller{Socket: q.Get("socket"), SocketName: q.Get("socket_name")})
+	var q wire.TeamQuery
+	if !decodeQuery(w, r, &q) {
+		return
+	}
+	svc, ok := d.serviceFor(w, Caller{Socket: q.Socket, SocketName: q.SocketName})
 	if !ok {
 		return
 	}
@@ -459,94 +595,61 @@ func (d *Daemon) agents(w http.ResponseWriter, r *http.Request) {
 		fail(w, 0, err)
 		return
 	}
-	agents, err := disp.Agents(r.Context(), q.Get("team"), dispatch.Call{})
+	at := d.asOf()
+	agents, err := disp.Agents(r.Context(), q.Team, dispatch.Call{})
 	if err != nil {
 		fail(w, 0, err)
 		return
 	}
-	respond(w, wire.ExitOK, wire.NewAgents(disp.Tmux.Server().Socket, agents))
+	respond(w, wire.ExitOK, wire.AgentsAnswer{Agents: wire.NewAgents(disp.Tmux.Server().Socket, agents), Snapshot: at})
 }
 
 func (d *Daemon) message(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	id := r.PathValue("id")
-	if !message.Valid(id) {
-		fail(w, http.StatusBadRequest, fmt.Errorf("%q is not a message id (MSG_<SENDER>_<8 hex>)", id))
+	var q wire.ServerQuery
+	if !decodeQuery(w, r, &q) {
 		return
 	}
-	svc, ok := d.serviceFor(w, Caller{Socket: q.Get("socket"), SocketName: q.Get("socket_name")})
+	id := r.PathValue("id")
+	if !message.Valid(id) {
+		failCode(w, http.StatusBadRequest, "", "id", fmt.Errorf("%q is not a message id (MSG_<SENDER>_<8 hex>)", id))
+		return
+	}
+	svc, ok := d.serviceFor(w, Caller{Socket: q.Socket, SocketName: q.SocketName})
 	if !ok {
 		return
 	}
+	at := d.asOf()
 	copies, err := svc.History(r.Context(), service.LogRequest{}, message.ID(id))
 	if err != nil && !errors.Is(err, mailbox.ErrNoMessage) {
 		fail(w, 0, err)
 		return
 	}
-	// The copies sent to other hosts are in Remote, as they always were.
+	// The copies sent to other hosts are in Remote, as they always were:
+	// what each host last reported, beside the copies here (a broadcast's
+	// to every host), or alone (a message sent to one host).
 	copies = slices.DeleteFunc(copies, func(c service.HistoryCopy) bool { return c.Host != "" })
-	doc := struct {
-		ID      string                `json:"id"`
-		Message *mailbox.Envelope     `json:"message,omitempty"`
-		Copies  []service.HistoryCopy `json:"copies"`
-		// Remote is a message this host sent to another: the state that
-		// host last reported.
-		Remote   []hosts.Sent `json:"remote,omitempty"`
-		ExitCode int          `json:"exit_code"`
-	}{ID: id, Copies: copies}
-	if d.links != nil {
-		// Beside the copies here: a broadcast's copies on other hosts.
-		if sent, err := d.links.link.LookupSent(r.Context(), id); err == nil && len(sent) > 0 {
-			doc.Remote = sent
-			if len(copies) == 0 {
-				respond(w, wire.ExitOK, doc)
-				return
-			}
-		}
+	doc := wire.MessageAnswer{ID: id, Copies: copies, Snapshot: at}
+	if sent, err := d.lookupSent(r.Context(), id); err == nil && len(sent) > 0 {
+		doc.Remote = sent
 	}
 	if len(copies) == 0 {
-		fail(w, http.StatusNotFound, fmt.Errorf("no message %s in any inbox of this server, nor sent from here to another host", id))
+		if len(doc.Remote) > 0 {
+			doc.Copies = []service.HistoryCopy{}
+			respond(w, wire.ExitOK, doc)
+			return
+		}
+		fail(w, 0, fmt.Errorf("%w: %s is in no inbox of this server, nor was it sent from here to another host", mailbox.ErrNoMessage, id))
 		return
 	}
-	if env, err := svc.Read(r.Context(), message.ID(id)); err == nil {
-		doc.Message = &env
-	}
+	// What was sent, the same in every copy; each copy says its own state.
+	sent := copies[0].Message
+	sent.Delivery = nil
+	doc.Message = &sent
 	respond(w, wire.ExitOK, doc)
 }
 
-func (d *Daemon) inbox(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	team, name := r.PathValue("team"), r.PathValue("name")
-	all, _ := strconv.ParseBool(q.Get("all"))
-	peek, _ := strconv.ParseBool(q.Get("peek"))
-	reader := q.Get("reader")
-	if reader == "" {
-		reader = name
-	}
-	svc, ok := d.serviceFor(w, Caller{From: reader, Team: team, Socket: q.Get("socket"), SocketName: q.Get("socket_name")})
-	if !ok {
-		return
-	}
-	res, err := svc.Inbox(r.Context(), service.InboxRequest{Team: team, Agent: name, All: all, Peek: peek})
-	if err != nil {
-		fail(w, 0, err)
-		return
-	}
-	respond(w, wire.ExitOK, struct {
-		wire.Inbox
-		ExitCode int `json:"exit_code"`
-	}{wire.Inbox{Team: res.Team, Agent: res.Agent, Reader: res.Reader, Messages: res.Messages}, wire.ExitOK})
-}
-
 func (d *Daemon) versionInfo(w http.ResponseWriter, r *http.Request) {
-	answer := map[string]any{"version": d.backend.version, "pid": d.pid, "exit_code": wire.ExitOK}
-	if d.opts.Commit != "" {
-		answer["commit"] = d.opts.Commit
-	}
-	if d.opts.Date != "" {
-		answer["date"] = d.opts.Date
-	}
-	respond(w, wire.ExitOK, answer)
+	respond(w, wire.ExitOK, wire.VersionAnswer{Version: d.backend.version, Commit: d.opts.Commit, Date: d.opts.Date, PID: d.pid})
 }
 
 // requestContext is the context of an operation a client asked for: it

@@ -15,6 +15,7 @@ import (
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/eventlog"
 	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/lock"
@@ -27,6 +28,8 @@ type testAPI struct {
 	h     http.Handler
 	tmux  *faketmux.Server
 	store *mailbox.Store
+	d     *Daemon
+	log   *eventlog.Log // the event log every change goes to
 }
 
 func newTestAPI(t *testing.T, agents ...string) *testAPI {
@@ -54,6 +57,10 @@ func newTestAPI(t *testing.T, agents ...string) *testAPI {
 	}
 	store := mailbox.New(filepath.Join(root, "mail"))
 	store.PollInterval = 2 * time.Millisecond
+	store.CheckTransitions = true
+	log := &eventlog.Log{Dir: filepath.Join(root, "mail", "events")}
+	store.Events = log
+	store.Place = mailbox.Place{Socket: srv.Server().Socket} // what every event names
 	opts := delivery.DefaultOptions()
 	opts.ReadyTimeout, opts.ConfirmTimeout = 150*time.Millisecond, time.Second
 	opts.Settle, opts.Poll = time.Millisecond, time.Millisecond
@@ -63,10 +70,12 @@ func newTestAPI(t *testing.T, agents ...string) *testAPI {
 	b := newBackend(app.Env{LookupEnv: lookup, Config: cfg}, "test", false)
 	b.places[sock] = &parts{store: store, disp: disp, cour: cour,
 		life: &lifecycle.Manager{Tmux: srv, Dispatch: disp, Courier: cour, Store: store}}
-	d := &Daemon{env: b.env, backend: b, ctx: t.Context()}
+	d := &Daemon{env: b.env, backend: b, ctx: t.Context(), log: log, hub: newHub(log), passes: map[string]bool{}}
+	go d.hub.follow(t.Context())
 	mux := http.NewServeMux()
 	d.routes(mux)
-	return &testAPI{h: mux, tmux: srv, store: store}
+	// Every answer is held to the schema its operation declares.
+	return &testAPI{h: checked(t, mux), tmux: srv, store: store, d: d, log: log}
 }
 
 // do sends body ("" for none) and returns the status and the answer.

@@ -59,8 +59,14 @@ type Options struct {
 	RunCLI app.Runner
 	// MCP builds a caller's MCP server, for /mcp.
 	MCP MCPServer
-	// Ready, when set, hears that the daemon listens.
-	Ready func(socket string)
+	// Ready, when set, hears that the daemon listens, and where.
+	Ready func(Listening)
+}
+
+// Listening is where a daemon listens: its Unix socket, and its TCP
+// address when it has one (with the port it got, for a port 0).
+type Listening struct {
+	Socket, TCP string
 }
 
 // DefaultSocket is where the daemon of the mailbox at root listens.
@@ -169,7 +175,11 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 		go func() { errs <- srv.Serve(l) }()
 	}
 	if opts.Ready != nil {
-		opts.Ready(sock)
+		at := Listening{Socket: sock}
+		if len(listeners) > 1 {
+			at.TCP = listeners[1].Addr().String()
+		}
+		opts.Ready(at)
 	}
 	select {
 	case <-ctx.Done():

@@ -5,15 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentmsg/agentmsg/courier"
+	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/eventlog"
 	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/wire"
 )
 
 // Events reach a client from the event log, which every agentmsg process
@@ -128,8 +133,15 @@ func (h *hub) unsubscribe(s *sub) {
 
 // stream is GET /v1/events: Server-Sent Events, each with its id, from
 // after Last-Event-ID (or ?since=ID; ?since=now for only what comes next;
-// without either, from the oldest kept).
+// without either, from the oldest kept), only those team, agent and types
+// select. A cursor past the end of the log (a state dir wiped or moved)
+// is told at once with a reset event, and the stream goes on from the
+// log's end: what the client knew may be of another log.
 func (d *Daemon) stream(w http.ResponseWriter, r *http.Request) {
+	var q wire.EventsQuery
+	if !decodeQuery(w, r, &q) {
+		return
+	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		fail(w, http.StatusInternalServerError, errors.New("this connection cannot stream"))
@@ -138,7 +150,7 @@ func (d *Daemon) stream(w http.ResponseWriter, r *http.Request) {
 	after := int64(-1)
 	since := r.Header.Get("Last-Event-ID")
 	if since == "" {
-		since = r.URL.Query().Get("since")
+		since = q.Since
 	}
 	switch since {
 	case "":
@@ -147,10 +159,15 @@ func (d *Daemon) stream(w http.ResponseWriter, r *http.Request) {
 	default:
 		n, err := strconv.ParseInt(since, 10, 64)
 		if err != nil || n < -1 {
-			fail(w, http.StatusBadRequest, fmt.Errorf("since %q: want an event id", since))
+			failCode(w, http.StatusBadRequest, wire.CodeWrongType, "since", fmt.Errorf("since %q: want an event id", since))
 			return
 		}
 		after = n
+	}
+	keep, err := eventFilter(q)
+	if err != nil {
+		failCode(w, http.StatusBadRequest, wire.CodeBadRequest, "types", err)
+		return
 	}
 	// Subscribed first, then the backlog read: nothing falls between.
 	s := d.hub.subscribe()
@@ -158,13 +175,18 @@ func (d *Daemon) stream(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
+	if last, err := d.log.Last(); err == nil && after > last {
+		writeEvent(w, wire.StreamEventReset, last, wire.StreamReset{Type: wire.StreamEventReset, Last: last, ResumeFrom: last,
+			Error: fmt.Sprintf("event %d is past the end of the log (%d): it was wiped or moved; read the state again, then trust the events", after, last)})
+		after = last
+	}
 	// The headers go now: a client of a quiet log had none, and its
 	// request did not return, until the first event or keepalive (15 s).
 	flusher.Flush()
 	for {
 		evs, next, err := d.log.Since(after, 512)
 		if errors.Is(err, eventlog.ErrExpired) {
-			writeEvent(w, "expired", after, map[string]any{"error": err.Error(), "resume_from": -1})
+			writeEvent(w, wire.StreamEventExpired, after, wire.StreamExpired{Type: wire.StreamEventExpired, Error: err.Error(), ResumeFrom: -1})
 			after = -1
 			continue
 		}
@@ -172,7 +194,9 @@ func (d *Daemon) stream(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		for _, e := range evs {
-			writeEvent(w, "", e.ID, e)
+			if keep(e) {
+				writeEvent(w, "", e.ID, e)
+			}
 		}
 		after = next
 		flusher.Flush()
@@ -185,15 +209,18 @@ func (d *Daemon) stream(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-s.dropped:
 			// Too slow: cut off, with where to resume.
-			writeEvent(w, "dropped", after, map[string]any{"resume_from": after})
+			writeEvent(w, wire.StreamEventDropped, after, wire.StreamDropped{Type: wire.StreamEventDropped, ResumeFrom: after})
 			flusher.Flush()
 			return
 		case e := <-s.ch:
 			if e.ID <= after {
 				continue // sent with the backlog
 			}
-			writeEvent(w, "", e.ID, e)
 			after = e.ID
+			if !keep(e) {
+				continue
+			}
+			writeEvent(w, "", e.ID, e)
 			flusher.Flush()
 		case <-keepalive.C:
 			fmt.Fprint(w, ": keepalive\n\n")
@@ -202,8 +229,40 @@ func (d *Daemon) stream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// writeEvent writes one SSE event: its id, its type (default "message"
-// for events of the log) and its data as one line of JSON.
+// eventFilter is what q selects: events of its team, of its agent, of its
+// types (one ending in ".*" is every type it begins); every event when q
+// names none.
+func eventFilter(q wire.EventsQuery) (func(eventlog.Event) bool, error) {
+	types := map[eventlog.Type]bool{}
+	var prefixes []string
+	for _, t := range q.Types {
+		if p, ok := strings.CutSuffix(t, "*"); ok {
+			prefixes = append(prefixes, p)
+			continue
+		}
+		if !eventlog.Known(eventlog.Type(t)) {
+			return nil, fmt.Errorf("types: %q is no type of event (GET /v1/openapi.json, components Event, lists them)", t)
+		}
+		types[eventlog.Type(t)] = true
+	}
+	return func(e eventlog.Event) bool {
+		if q.Team != "" && e.Team != q.Team || q.Agent != "" && e.Agent != q.Agent {
+			return false
+		}
+		if len(q.Types) == 0 || types[e.Type] {
+			return true
+		}
+		for _, p := range prefixes {
+			if strings.HasPrefix(string(e.Type), p) {
+				return true
+			}
+		}
+		return false
+	}, nil
+}
+
+// writeEvent writes one SSE event: its id, its name (none for events of
+// the log: an EventSource's message) and its data as one line of JSON.
 func writeEvent(w http.ResponseWriter, kind string, id int64, v any) {
 	data, _ := json.Marshal(v)
 	if kind != "" {
@@ -229,8 +288,8 @@ func writeEvent(w http.ResponseWriter, kind string, id int64, v any) {
 // screen may have changed: 500 idle agents cost the daemon 6.6% of a core
 // with a look every second.
 func (d *Daemon) watchAgents(ctx context.Context) {
-	last := map[string]map[string]string{} // socket -> session -> state
-	looked := map[string]lookMark{}        // socket -> what the last look saw
+	last := map[string]map[string]eventlog.Event{} // socket -> session -> how its agent was seen
+	looked := map[string]lookMark{}                // socket -> what the last look saw
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -260,58 +319,85 @@ func (d *Daemon) watchAgents(ctx context.Context) {
 				looked[socket] = mark
 			}
 			prev := last[socket]
-			now := map[string]string{}
-			var evs []eventlog.Event
-			ready := map[string]bool{} // teams with an agent that became ready
-			if prev == nil {
-				ready[""] = true
-			}
-			for _, a := range agents {
-				state := string(a.State)
-				if a.Shell {
-					state = "exited"
-				}
-				now[a.Target.Session] = state
-				e := eventlog.Event{Place: socket, Team: a.Target.Team, Agent: a.Target.Agent(), Pane: a.Pane.ID, State: state, Detail: a.Detail}
-				if prev == nil {
-					continue // first look: states are learnt, not news
-				}
-				if old, seen := prev[a.Target.Session]; !seen {
-					e.Type = "agent.appeared"
-					evs = append(evs, e)
-					e.Type = "agent." + state
-					evs = append(evs, e)
-				} else if old != state {
-					e.Type = "agent." + state
-					evs = append(evs, e)
-				}
-				if state == "ready" && (prev == nil || prev[a.Target.Session] != "ready") {
-					ready[a.Target.Team] = true // a ralph agent's "": every team
-				}
-			}
-			for session := range prev {
-				if _, still := now[session]; !still {
-					evs = append(evs, eventlog.Event{Type: "agent.gone", Place: socket, Detail: session})
-					// Its process is gone, and so is any use of the token
-					// spawn gave it (its handlers go within a second).
-					if d.mcps.tokens != nil {
-						if _, err := d.mcps.tokens.RevokeSession(socket, session, ""); err != nil {
-							d.logf("revoking the MCP tokens of %s, which is gone: %v", session, err)
-						}
+			now := seenAgents(socket, agents)
+			evs, ready, gone := agentChanges(prev, now)
+			for _, session := range gone {
+				// Its process is gone, and so is any use of the token
+				// spawn gave it (its handlers go within a second).
+				if d.mcps.tokens != nil {
+					if _, err := d.mcps.tokens.RevokeSession(socket, session, ""); err != nil {
+						d.logf("revoking the MCP tokens of %s, which is gone: %v", session, err)
 					}
 				}
 			}
 			last[socket] = now
-			d.looked.set(socket, now)
-			_, _ = d.log.Append(evs...)
-			if ready[""] {
-				ready = map[string]bool{"": true}
+			states := make(map[string]string, len(now))
+			for session, e := range now {
+				states[session] = e.State
 			}
+			d.looked.set(socket, states)
+			_, _ = d.log.Append(evs...)
 			for team := range ready {
 				d.deliverSoon(socket, team, courier.Listing{})
 			}
 		}
 	}
+}
+
+// seenAgents is each agent of a look at the server at socket, by session,
+// as the event of its state would say it.
+func seenAgents(socket string, agents []dispatch.Agent) map[string]eventlog.Event {
+	now := make(map[string]eventlog.Event, len(agents))
+	for _, a := range agents {
+		state := string(a.State)
+		if a.Shell {
+			state = "exited"
+		}
+		now[a.Target.Session] = eventlog.Event{Place: socket, Team: a.Target.Team, Agent: a.Target.Agent(), Pane: a.Pane.ID, State: state, Detail: a.Detail}
+	}
+	return now
+}
+
+// agentChanges are the events of what changed between two looks (prev nil:
+// the first, whose states are learnt, not news), the teams with an agent
+// that became ready ("" every team: the first look, or a ralph agent),
+// and the sessions gone. Every event says which agent it is about: team,
+// agent, pane and server (agent.gone said only its session's name), and
+// agent.gone the state it was last seen in.
+func agentChanges(prev, now map[string]eventlog.Event) (evs []eventlog.Event, ready map[string]bool, gone []string) {
+	ready = map[string]bool{}
+	if prev == nil {
+		return nil, map[string]bool{"": true}, nil
+	}
+	for _, session := range slices.Sorted(maps.Keys(now)) {
+		e := now[session]
+		old, seen := prev[session]
+		switch {
+		case !seen:
+			e.Type = eventlog.AgentAppeared
+			evs = append(evs, e)
+			e.Type = eventlog.AgentState(e.State)
+			evs = append(evs, e)
+		case old.State != e.State:
+			e.Type = eventlog.AgentState(e.State)
+			evs = append(evs, e)
+		}
+		if e.State == string(delivery.Ready) && (!seen || old.State != e.State) {
+			ready[e.Team] = true // a ralph agent's "": every team
+		}
+	}
+	for _, session := range slices.Sorted(maps.Keys(prev)) {
+		if _, still := now[session]; !still {
+			e := prev[session]
+			e.Type, e.Detail = eventlog.AgentGone, "session "+session+" is gone"
+			evs = append(evs, e)
+			gone = append(gone, session)
+		}
+	}
+	if ready[""] {
+		ready = map[string]bool{"": true}
+	}
+	return evs, ready, gone
 }
 
 // changeWatcher is the tmux client's cheap question (tmux.Exec.Changes).

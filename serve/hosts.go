@@ -583,7 +583,7 @@ func (h *hostLink) Event(ctx context.Context, p hosts.Packet) error {
 	} else if err != nil {
 		return err
 	}
-	_, err := h.d.log.Append(eventlog.Event{Type: "message." + ev.State, Place: "host:" + p.From, Team: ev.Team, Agent: ev.Agent,
+	_, err := h.d.log.Append(eventlog.Event{Type: eventlog.MessageState(ev.State), Place: "host:" + p.From, Team: ev.Team, Agent: ev.Agent,
 		Message: p.ID, Reason: ev.Reason, Detail: ev.Detail, State: ev.State})
 	return err
 }

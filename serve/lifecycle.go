@@ -25,29 +25,18 @@ const (
 )
 
 // bounded checks a wait a request asks for: above 0 and at most maxWait.
-func bounded(field string, d duration) error {
+func bounded(field string, d wire.Duration) error {
 	if d <= 0 || time.Duration(d) > maxWait {
 		return fmt.Errorf("%s %s: want a duration above 0 and at most %s", field, time.Duration(d), maxWait)
 	}
 	return nil
 }
 
-type spawnBody struct {
-	Team     string   `json:"team"`
-	Agent    string   `json:"agent"`
-	Instance string   `json:"instance,omitempty"`
-	Dir      string   `json:"dir,omitempty"`  // absolute; "": the tmux server's choice
-	Kind     string   `json:"kind,omitempty"` // the agent CLI (spawn --agent), for the registry
-	Command  []string `json:"command"`
-	Env      []string `json:"env,omitempty"`
-	server
-}
-
 // spawn is POST /v1/spawn: start an agent in a session of its own and
 // register it with its team (spawn). A session of that name already
 // there is 409.
 func (d *Daemon) spawn(w http.ResponseWriter, r *http.Request) {
-	var b spawnBody
+	var b wire.SpawnBody
 	if !decode(w, r, &b) {
 		return
 	}
@@ -60,7 +49,7 @@ func (d *Daemon) spawn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if b.Dir != "" && !filepath.IsAbs(b.Dir) {
-		fail(w, http.StatusBadRequest, fmt.Errorf("dir %q: want an absolute path (the daemon's directory is not the client's)", b.Dir))
+		failCode(w, http.StatusBadRequest, "", "dir", fmt.Errorf("dir %q: want an absolute path (the daemon's directory is not the client's)", b.Dir))
 		return
 	}
 	if b.Kind != "" {
@@ -83,7 +72,7 @@ func (d *Daemon) spawn(w http.ResponseWriter, r *http.Request) {
 		fail(w, 0, err)
 		return
 	}
-	respondCoded(w, wire.NewSpawn(res, req), wire.ExitOK, nil)
+	respond(w, wire.ExitOK, wire.SpawnAnswer{Spawn: wire.NewSpawn(res, req)})
 }
 
 // checkKind refuses an agent CLI no profile describes.
@@ -96,16 +85,8 @@ func (d *Daemon) checkKind(kind string) error {
 	return err
 }
 
-// agentBody names one agent, and the caller that acts on it.
-type agentBody struct {
-	Team  string `json:"team"`
-	Agent string `json:"agent"`
-	From  string `json:"from,omitempty"`
-	server
-}
-
-// target is the agent the body names, or false after a 400 answer.
-func (b agentBody) target(w http.ResponseWriter) (target.Target, bool) {
+// agentTarget is the agent b names, or false after a 400 answer.
+func agentTarget(w http.ResponseWriter, b wire.AgentBody) (target.Target, bool) {
 	t, err := target.New(b.Team, b.Agent)
 	if err != nil {
 		fail(w, http.StatusBadRequest, err)
@@ -114,27 +95,20 @@ func (b agentBody) target(w http.ResponseWriter) (target.Target, bool) {
 	return t, true
 }
 
-// caller is the body's caller, in the agent's team.
-func (b agentBody) caller() Caller {
+// agentCaller is b's caller, in the agent's team.
+func agentCaller(b wire.AgentBody) Caller {
 	return Caller{From: b.From, Team: b.Team, Socket: b.Socket, SocketName: b.SocketName}
-}
-
-type shutdownBody struct {
-	agentBody
-	Reason  string   `json:"reason,omitempty"`
-	Wait    bool     `json:"wait,omitempty"`
-	Timeout duration `json:"timeout,omitempty"` // with wait; 1m by default
 }
 
 // shutdown is POST /v1/shutdown: send an agent a shutdown-request and,
 // with wait, wait for its answer in the caller's inbox (shutdown): exit 7
 // when none comes in time, 9 when the agent defers.
 func (d *Daemon) shutdown(w http.ResponseWriter, r *http.Request) {
-	var b shutdownBody
+	var b wire.ShutdownBody
 	if !decode(w, r, &b) {
 		return
 	}
-	t, ok := b.target(w)
+	t, ok := agentTarget(w, b.AgentBody)
 	if !ok {
 		return
 	}
@@ -145,7 +119,7 @@ func (d *Daemon) shutdown(w http.ResponseWriter, r *http.Request) {
 		return
 	case b.Wait:
 		if b.Timeout == 0 {
-			b.Timeout = duration(defaultShutdownWait)
+			b.Timeout = wire.Duration(defaultShutdownWait)
 		}
 		if err := bounded("timeout", b.Timeout); err != nil {
 			fail(w, http.StatusBadRequest, err)
@@ -153,7 +127,7 @@ func (d *Daemon) shutdown(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Wait = time.Duration(b.Timeout)
 	}
-	svc, ok := d.serviceFor(w, b.caller())
+	svc, ok := d.serviceFor(w, agentCaller(b.AgentBody))
 	if !ok {
 		return
 	}
@@ -166,20 +140,15 @@ func (d *Daemon) shutdown(w http.ResponseWriter, r *http.Request) {
 	respond(w, doc.ExitCode, doc)
 }
 
-type killBody struct {
-	agentBody
-	Grace duration `json:"grace,omitempty"` // SIGTERM to SIGKILL; 5s by default
-}
-
 // kill is POST /v1/kill: end an agent and every process it started, and
 // remove its session (kill). Processes that survive are exit_code 1 with
 // the document.
 func (d *Daemon) kill(w http.ResponseWriter, r *http.Request) {
-	var b killBody
+	var b wire.KillBody
 	if !decode(w, r, &b) {
 		return
 	}
-	t, ok := b.target(w)
+	t, ok := agentTarget(w, b.AgentBody)
 	if !ok {
 		return
 	}
@@ -189,7 +158,7 @@ func (d *Daemon) kill(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	svc, ok := d.serviceFor(w, b.caller())
+	svc, ok := d.serviceFor(w, agentCaller(b.AgentBody))
 	if !ok {
 		return
 	}
@@ -205,28 +174,18 @@ func (d *Daemon) kill(w http.ResponseWriter, r *http.Request) {
 // agentStates is GET /v1/agents/status?team=&agent=&heartbeat_timeout=:
 // the state of each agent, the registry joined with the sessions (agents).
 func (d *Daemon) agentStates(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var hb duration
-	if s := q.Get("heartbeat_timeout"); s != "" {
-		if err := hb.parse(s); err != nil {
-			fail(w, http.StatusBadRequest, fmt.Errorf("heartbeat_timeout: %w", err))
-			return
-		}
+	var q wire.AgentStatesQuery
+	if !decodeQuery(w, r, &q) {
+		return
 	}
-	d.states(w, r, service.AgentsRequest{Team: q.Get("team"), Agent: q.Get("agent"), HeartbeatTimeout: time.Duration(hb)},
-		Caller{Socket: q.Get("socket"), SocketName: q.Get("socket_name")})
-}
-
-type reapBody struct {
-	Team             string   `json:"team,omitempty"` // "": every team
-	HeartbeatTimeout duration `json:"heartbeat_timeout,omitempty"`
-	server
+	d.states(w, r, service.AgentsRequest{Team: q.Team, Agent: q.Agent, HeartbeatTimeout: time.Duration(q.HeartbeatTimeout)},
+		Caller{Socket: q.Socket, SocketName: q.SocketName})
 }
 
 // reap is POST /v1/agents/reap: remove the registry entries of dead
 // agents, then list the agents (agents --reap). It kills nothing.
 func (d *Daemon) reap(w http.ResponseWriter, r *http.Request) {
-	var b reapBody
+	var b wire.ReapBody
 	if decode(w, r, &b) {
 		d.states(w, r, service.AgentsRequest{Team: b.Team, Reap: true, HeartbeatTimeout: time.Duration(b.HeartbeatTimeout)},
 			Caller{Socket: b.Socket, SocketName: b.SocketName})
@@ -252,5 +211,5 @@ func (d *Daemon) states(w http.ResponseWriter, r *http.Request, req service.Agen
 		fail(w, 0, err)
 		return
 	}
-	respondCoded(w, wire.NewAgentStates(res, req.Reap), wire.ExitOK, nil)
+	respond(w, wire.ExitOK, wire.AgentStatesAnswer{AgentStates: wire.NewAgentStates(res, req.Reap)})
 }

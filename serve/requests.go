@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -17,35 +16,27 @@ import (
 // heartbeats and a team's stored state. Each answers the document of the
 // command of the same name's --json.
 
-// queryCaller is the caller a GET request's query names: the server, and
-// the team when the operation is about one.
-func queryCaller(q url.Values) Caller {
-	return Caller{Team: q.Get("team"), Socket: q.Get("socket"), SocketName: q.Get("socket_name")}
+// teamCaller is the caller a GET's query names: the server, and the team
+// when the operation is about one.
+func teamCaller(q wire.TeamQuery) Caller {
+	return Caller{Team: q.Team, Socket: q.Socket, SocketName: q.SocketName}
 }
 
 // A team named in Caller is checked with it (backend.service); a team
 // named only in a path is checked by the handler.
 
-type requestBody struct {
-	Team        string   `json:"team"`
-	From        string   `json:"from,omitempty"`
-	Description string   `json:"description"`
-	Timeout     duration `json:"timeout,omitempty"` // 0: never expires
-	server
-}
-
 // request is POST /v1/request: post an open request in a team (request).
 func (d *Daemon) request(w http.ResponseWriter, r *http.Request) {
-	var b requestBody
+	var b wire.RequestBody
 	if !decode(w, r, &b) {
 		return
 	}
 	switch {
 	case b.Team == "":
-		fail(w, http.StatusBadRequest, errors.New("name the team to post the request in (team)"))
+		failCode(w, http.StatusBadRequest, "", "team", errors.New("name the team to post the request in (team)"))
 		return
 	case strings.TrimSpace(b.Description) == "":
-		fail(w, http.StatusBadRequest, service.ErrEmptyDescription)
+		failCode(w, http.StatusBadRequest, "", "description", service.ErrEmptyDescription)
 		return
 	}
 	svc, ok := d.serviceFor(w, Caller{From: b.From, Team: b.Team, Socket: b.Socket, SocketName: b.SocketName})
@@ -61,22 +52,15 @@ func (d *Daemon) request(w http.ResponseWriter, r *http.Request) {
 	respond(w, doc.ExitCode, doc)
 }
 
-type claimBody struct {
-	Team      string `json:"team,omitempty"` // "": the caller's
-	From      string `json:"from,omitempty"`
-	RequestID string `json:"request_id"`
-	server
-}
-
 // claim is POST /v1/claim: claim an open request; exactly one claimant
 // gets it, and a lost claim is a verdict (200, exit_code 8), as the CLI's.
 func (d *Daemon) claim(w http.ResponseWriter, r *http.Request) {
-	var b claimBody
+	var b wire.ClaimBody
 	if !decode(w, r, &b) {
 		return
 	}
 	if strings.TrimSpace(b.RequestID) == "" {
-		fail(w, http.StatusBadRequest, errors.New("name the request to claim (request_id)"))
+		failCode(w, http.StatusBadRequest, "", "request_id", errors.New("name the request to claim (request_id)"))
 		return
 	}
 	svc, ok := d.serviceFor(w, Caller{From: b.From, Team: b.Team, Socket: b.Socket, SocketName: b.SocketName})
@@ -94,25 +78,23 @@ func (d *Daemon) claim(w http.ResponseWriter, r *http.Request) {
 
 // requests is GET /v1/requests?team=: a team's requests (requests).
 func (d *Daemon) requests(w http.ResponseWriter, r *http.Request) {
-	d.listRequests(w, r, queryCaller(r.URL.Query()), false)
+	var q wire.TeamQuery
+	if decodeQuery(w, r, &q) {
+		d.listRequests(w, r, teamCaller(q), false)
+	}
 }
 
-type teamBody struct {
-	Team string `json:"team,omitempty"` // "": the caller's
-	From string `json:"from,omitempty"`
-	server
-}
-
-func (b teamBody) caller() Caller {
+// bodyCaller is a TeamBody's caller.
+func bodyCaller(b wire.TeamBody) Caller {
 	return Caller{From: b.From, Team: b.Team, Socket: b.Socket, SocketName: b.SocketName}
 }
 
 // nudge is POST /v1/requests/nudge: tell the team, once, about each
 // request that expired unclaimed, then list them (requests --nudge).
 func (d *Daemon) nudge(w http.ResponseWriter, r *http.Request) {
-	var b teamBody
+	var b wire.TeamBody
 	if decode(w, r, &b) {
-		d.listRequests(w, r, b.caller(), true)
+		d.listRequests(w, r, bodyCaller(b), true)
 	}
 }
 
@@ -130,24 +112,13 @@ func (d *Daemon) listRequests(w http.ResponseWriter, r *http.Request, c Caller, 
 	if l.Unreadable != nil {
 		code = wire.ErrorCode(l.Unreadable)
 	}
-	respondCoded(w, wire.NewRequests(l), code, l.Unreadable)
-}
-
-type statusBody struct {
-	Team      string    `json:"team,omitempty"` // "": the caller's
-	From      string    `json:"from,omitempty"`
-	Mission   *string   `json:"mission,omitempty"`
-	WorkingOn *string   `json:"working_on,omitempty"`
-	Done      *[]string `json:"done,omitempty"`
-	Next      *[]string `json:"next,omitempty"`
-	State     *string   `json:"state,omitempty"`
-	server
+	respond(w, code, wire.RequestsAnswer{Requests: wire.NewRequests(l), Exit: exit(code, l.Unreadable)})
 }
 
 // status is POST /v1/status: set the caller's entry on its team's board;
 // only the fields given change (status set).
 func (d *Daemon) status(w http.ResponseWriter, r *http.Request) {
-	var b statusBody
+	var b wire.StatusBody
 	if !decode(w, r, &b) {
 		return
 	}
@@ -165,17 +136,17 @@ func (d *Daemon) status(w http.ResponseWriter, r *http.Request) {
 		fail(w, 0, err)
 		return
 	}
-	respondCoded(w, wire.NewStatus(res), wire.ExitOK, nil)
+	respond(w, wire.ExitOK, wire.StatusAnswer{Status: wire.NewStatus(res)})
 }
 
 // heartbeat is POST /v1/heartbeat: record that the caller is alive now
 // (heartbeat).
 func (d *Daemon) heartbeat(w http.ResponseWriter, r *http.Request) {
-	var b teamBody
+	var b wire.TeamBody
 	if !decode(w, r, &b) {
 		return
 	}
-	svc, ok := d.serviceFor(w, b.caller())
+	svc, ok := d.serviceFor(w, bodyCaller(b))
 	if !ok {
 		return
 	}
@@ -184,13 +155,17 @@ func (d *Daemon) heartbeat(w http.ResponseWriter, r *http.Request) {
 		fail(w, 0, err)
 		return
 	}
-	respondCoded(w, wire.NewHeartbeat(res), wire.ExitOK, nil)
+	respond(w, wire.ExitOK, wire.HeartbeatAnswer{Heartbeat: wire.NewHeartbeat(res)})
 }
 
 // board is GET /v1/board?team=: a team's status board (board). Entries
 // that could not be read are said in error; the rest are there.
 func (d *Daemon) board(w http.ResponseWriter, r *http.Request) {
-	c := queryCaller(r.URL.Query())
+	var q wire.TeamQuery
+	if !decodeQuery(w, r, &q) {
+		return
+	}
+	c := teamCaller(q)
 	svc, ok := d.serviceFor(w, c)
 	if !ok {
 		return
@@ -200,19 +175,14 @@ func (d *Daemon) board(w http.ResponseWriter, r *http.Request) {
 		fail(w, 0, err)
 		return
 	}
-	respondCoded(w, wire.NewBoard(res), wire.ExitOK, res.ReadErr)
-}
-
-type cleanBody struct {
-	Yes bool `json:"yes,omitempty"`
-	server
+	respond(w, wire.ExitOK, wire.BoardAnswer{Board: wire.NewBoard(res), Exit: exit(wire.ExitOK, res.ReadErr)})
 }
 
 // cleanTeam is POST /v1/teams/{team}/clean: remove what the mailbox keeps
 // for a team (team clean). Without yes it only says what that would be,
 // refused as the CLI refuses it (400, exit 2).
 func (d *Daemon) cleanTeam(w http.ResponseWriter, r *http.Request) {
-	var b cleanBody
+	var b wire.CleanBody
 	team := r.PathValue("team")
 	if !decode(w, r, &b) {
 		return
@@ -231,9 +201,9 @@ func (d *Daemon) cleanTeam(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if res.Stored && !res.Removed {
-		respondCoded(w, wire.NewTeamClean(res), wire.ExitUsage,
-			fmt.Errorf("team clean %s would remove %s; send yes: true to remove it", team, res.Path))
+		respond(w, wire.ExitUsage, wire.TeamCleanAnswer{TeamClean: wire.NewTeamClean(res),
+			Exit: exit(wire.ExitUsage, fmt.Errorf("team clean %s would remove %s; send yes: true to remove it", team, res.Path))})
 		return
 	}
-	respondCoded(w, wire.NewTeamClean(res), wire.ExitOK, nil)
+	respond(w, wire.ExitOK, wire.TeamCleanAnswer{TeamClean: wire.NewTeamClean(res)})
 }

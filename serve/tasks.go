@@ -18,25 +18,19 @@ const (
 	maxWorkflowTimeout     = time.Hour
 )
 
-type taskBody struct {
-	agentBody
-	Task   string `json:"task"`
-	TaskID string `json:"task_id,omitempty"` // the caller's name for it, sent as metadata task_id
-}
-
 // task is POST /v1/tasks: give an agent of the caller's team a message of
 // type task whose text first lists the agent's unread messages, then the
 // task. It answers send's document and the messages put in front.
 func (d *Daemon) task(w http.ResponseWriter, r *http.Request) {
-	var b taskBody
+	var b wire.TaskBody
 	if !decode(w, r, &b) {
 		return
 	}
-	t, ok := b.target(w)
+	t, ok := agentTarget(w, b.AgentBody)
 	if !ok {
 		return
 	}
-	svc, ok := d.serviceFor(w, b.caller())
+	svc, ok := d.serviceFor(w, agentCaller(b.AgentBody))
 	if !ok {
 		return
 	}
@@ -49,32 +43,17 @@ func (d *Daemon) task(w http.ResponseWriter, r *http.Request) {
 	respond(w, doc.ExitCode, doc)
 }
 
-type stepBody struct {
-	Name      string   `json:"name"`
-	Agent     string   `json:"agent"`
-	Prompt    string   `json:"prompt"`
-	DependsOn []string `json:"depends_on,omitempty"`
-}
-
-type workflowBody struct {
-	Team    string     `json:"team,omitempty"` // the caller's; "": the daemon's
-	From    string     `json:"from,omitempty"`
-	Steps   []stepBody `json:"steps"`
-	Timeout duration   `json:"timeout,omitempty"` // 10m by default, at most 1h
-	server
-}
-
 // workflow is POST /v1/workflows: run named steps, each a prompt for one
 // agent of the caller's team, in dependency order, and answer when every
 // step has ended: exit_code 0 when all are done, 7 when time ran out, 1
 // when one failed.
 func (d *Daemon) workflow(w http.ResponseWriter, r *http.Request) {
-	var b workflowBody
+	var b wire.WorkflowBody
 	if !decode(w, r, &b) {
 		return
 	}
 	if b.Timeout == 0 {
-		b.Timeout = duration(defaultWorkflowTimeout)
+		b.Timeout = wire.Duration(defaultWorkflowTimeout)
 	}
 	if time.Duration(b.Timeout) > maxWorkflowTimeout {
 		fail(w, http.StatusBadRequest, errors.New("timeout: at most 1h"))

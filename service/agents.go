@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lifecycle"
+	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )
@@ -159,10 +161,13 @@ func (s *Service) ListAgents(ctx context.Context) (ListAgentsResult, error) {
 		out.TmuxErr = err
 	}
 	inboxes, _ := s.Store.Agents(s.Team)
+	board, _ := s.Store.Board(s.Team)
 	for _, name := range inboxes {
+		if _, known := byName[name]; !known && !slices.ContainsFunc(board, func(st mailbox.Status) bool { return st.Agent == name }) && s.onlyAnswers(name) {
+			continue
+		}
 		get(name)
 	}
-	board, _ := s.Store.Board(s.Team)
 	for _, st := range board {
 		a := get(st.Agent)
 		a.Board, a.WorkingOn = st.State, st.WorkingOn
@@ -176,6 +181,26 @@ func (s *Service) ListAgents(ctx context.Context) (ListAgentsResult, error) {
 		out.Agents = append(out.Agents, *byName[n])
 	}
 	return out, nil
+}
+
+// onlyAnswers reports whether name's inbox in the caller's team holds
+// nothing but answers to what name sent, and name is registered nowhere:
+// an app (or a person) that sent through the API and was answered is
+// not an agent of the team, though its answers wait in an inbox for it.
+func (s *Service) onlyAnswers(name string) bool {
+	if _, err := s.Store.RegisteredAgent(s.Team, name); err == nil {
+		return false
+	}
+	b, err := s.Store.Read(s.Team, name)
+	if err != nil || len(b.Envelopes) == 0 {
+		return false
+	}
+	for _, e := range b.Envelopes {
+		if e.ReplyTo == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // agentsDispatcher is the Service's dispatcher, or why there is none.

@@ -19,7 +19,7 @@ import (
 // and whose caller's pane is self's ("" for none).
 func deliverService(t *testing.T, srv *faketmux.Server, name, self string, ready time.Duration) (*Service, *dispatch.Dispatcher) {
 	t.Helper()
-	s := requestService(t, mailbox.New(t.TempDir()), name)
+	s := requestService(t, checkedStore(t), name)
 	opts := delivery.DefaultOptions()
 	opts.Settle, opts.Poll, opts.ReadyTimeout = time.Millisecond, time.Millisecond, ready
 	locks := lock.Dir{Path: t.TempDir()}

@@ -69,12 +69,12 @@ func (s *Service) LastEvent() (int64, error) {
 }
 
 // finalStates are the delivery states a message's typing ends in.
-var finalStates = map[string]bool{"message.submitted": true, "message.queued": true, "message.typed": true,
-	"message.unknown": true, "message.failed": true, "message.skipped": true}
+var finalStates = map[eventlog.Type]bool{eventlog.MessageSubmitted: true, eventlog.MessageQueued: true, eventlog.MessageTyped: true,
+	eventlog.MessageUnknown: true, eventlog.MessageFailed: true, eventlog.MessageSkipped: true}
 
 // finalRecord reports whether an inbox's delivery record ends the
 // message's typing, as finalStates does for its event.
-func finalRecord(d mailbox.Delivery) bool { return finalStates["message."+string(d.State)] }
+func finalRecord(d mailbox.Delivery) bool { return finalStates[eventlog.MessageState(string(d.State))] }
 
 // eventGrace is how long a verdict read from the inbox waits for its
 // event, which its writer appends right after the record: the event
@@ -159,6 +159,6 @@ func (s *Service) deliveredEvent(log *eventlog.Log, after *int64, id message.ID,
 // recordEvent is the event an inbox's record d of message id would have
 // been, without an id: it was never written.
 func recordEvent(d mailbox.Delivery, id message.ID, team, agent string) eventlog.Event {
-	return eventlog.Event{ID: -1, Time: d.Updated, Type: "message." + string(d.State), Team: team, Agent: agent,
+	return eventlog.Event{ID: -1, Time: d.Updated, Type: eventlog.MessageState(string(d.State)), Team: team, Agent: agent,
 		Message: string(id), State: string(d.State), Reason: d.Reason, Detail: d.LastVerdict}
 }

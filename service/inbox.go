@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentmsg/agentmsg/hosts"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
@@ -465,22 +466,43 @@ func (s *Service) unrecorded(req LogRequest, id message.ID, held []HistoryCopy) 
 	return out, nil
 }
 
-// HistoryCopy is one inbox's copy of a message and its delivery records
-// in order, the first being the one it was stored with (compaction keeps
-// only the latest).
+// sentLookup is a link to other hosts that keeps what became of the
+// messages sent there (the daemon's).
+type sentLookup interface {
+	LookupSent(ctx context.Context, id string) ([]hosts.Sent, error)
+}
+
+// Sent is what another host last reported of each copy of message id sent
+// there from here; none where no link keeps it (no daemon).
+func (s *Service) Sent(ctx context.Context, id message.ID) ([]hosts.Sent, error) {
+	l, ok := s.Hosts.(sentLookup)
+	if !ok || l == nil {
+		return nil, nil
+	}
+	return l.LookupSent(ctx, string(id))
+}
+
+// HistoryCopy is one inbox's copy of a message, its delivery now, and
+// its delivery records in order, the first being the one it was stored
+// with (compaction keeps only the latest).
 type HistoryCopy struct {
-	Team  string `json:"team"`
-	Inbox string `json:"inbox"`
+	Team  string `json:"team" jsonschema:"the team of the inbox that holds this copy"`
+	Inbox string `json:"inbox" jsonschema:"the inbox (agent) that holds this copy"`
 	// Host is the host the inbox is on, for a copy this host sent to
 	// another ("" here): its records are that host's reports.
-	Host     string             `json:"host,omitempty"`
-	Message  mailbox.Envelope   `json:"message"`
-	Delivery []mailbox.Delivery `json:"delivery"`
+	Host string `json:"host,omitempty" jsonschema:"the host the inbox is on, for a copy sent to another host (its records are that host's reports); absent for this host"`
+	// Message is the copy with its delivery now (the last record).
+	Message  mailbox.Envelope   `json:"message" jsonschema:"the copy, its delivery as it is now"`
+	Delivery []mailbox.Delivery `json:"delivery" jsonschema:"every delivery record of this copy, oldest first: the one it was stored with (when recorded says one), then each change"`
+	// Recorded is the state the copy was stored in; "" for a message
+	// stored without a delivery record (Delivery then holds only the
+	// changes).
+	Recorded mailbox.DeliveryState `json:"recorded,omitempty" jsonschema:"the state this copy was stored in (the first of delivery); absent for a message stored without one"`
 	// Unrecorded: the message's intent names this inbox, which does not
 	// hold it yet: its sender is recording it now, or died before it did
 	// (the next deliver pass, or a retry with its id, records it, in the
 	// state Message says). A copy is never hidden because it is late.
-	Unrecorded bool `json:"unrecorded,omitempty"`
+	Unrecorded bool `json:"unrecorded,omitempty" jsonschema:"its intent names this inbox, which does not hold it yet: its sender is recording it, or died before it did (the next deliver pass records it)"`
 }
 
 // History is message id's delivery history in each inbox req names that
@@ -509,10 +531,20 @@ func (s *Service) History(ctx context.Context, req LogRequest, id message.ID) ([
 		if err != nil {
 			return nil, err
 		}
-		if ds == nil {
-			ds = []mailbox.Delivery{}
+		all := make([]mailbox.Delivery, 0, len(ds)+1)
+		var recorded mailbox.DeliveryState
+		if env.Delivery != nil {
+			all, recorded = append(all, *env.Delivery), env.Delivery.State
 		}
-		copies = append(copies, HistoryCopy{Team: b.Team, Inbox: b.Agent, Message: env, Delivery: ds})
+		all = append(all, ds...)
+		if n := len(all); n > 0 {
+			// The copy's message says where it is now, not where it
+			// started (issue 31: a broadcast's copies read typing for
+			// ever).
+			now := all[n-1]
+			env.Delivery = &now
+		}
+		copies = append(copies, HistoryCopy{Team: b.Team, Inbox: b.Agent, Message: env, Delivery: all, Recorded: recorded})
 	}
 	late, err := s.unrecorded(req, id, copies)
 	if err != nil {

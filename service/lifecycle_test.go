@@ -34,7 +34,7 @@ func newWorld(t *testing.T, agents ...string) *world {
 	for i, a := range agents {
 		sessions[i] = "agent-t-" + a
 	}
-	store := mailbox.New(t.TempDir())
+	store := checkedStore(t)
 	store.PollInterval = 2 * time.Millisecond
 	opts := delivery.DefaultOptions()
 	opts.ReadyTimeout, opts.ConfirmTimeout = 150*time.Millisecond, time.Second

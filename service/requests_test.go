@@ -51,7 +51,7 @@ func seed(t *testing.T, store *mailbox.Store, team, to string) {
 // Every other agent of the team is told: an inbox, a board entry or a
 // session is enough. The text is cleaned, the timeout clamped.
 func TestRequestTellsTheWholeTeam(t *testing.T) {
-	store := mailbox.New(t.TempDir())
+	store := checkedStore(t)
 	seed(t, store, "alpha", "ana")
 	if err := store.SetStatus("alpha", "bob", mailbox.Status{State: "working"}); err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestRequestTellsTheWholeTeam(t *testing.T) {
 
 // Without tmux the mailbox alone says who is there.
 func TestRequestWithoutTmux(t *testing.T) {
-	store := mailbox.New(t.TempDir())
+	store := checkedStore(t)
 	s := requestService(t, store, "lead")
 	p, err := s.Request(context.Background(), PostRequest{Description: "x"})
 	if err != nil || p.Notified == nil || len(p.Notified) != 0 {
@@ -102,7 +102,7 @@ func TestRequestWithoutTmux(t *testing.T) {
 }
 
 func TestClaimExactlyOneWinsAndTheRequesterIsTold(t *testing.T) {
-	store := mailbox.New(t.TempDir())
+	store := checkedStore(t)
 	seed(t, store, "alpha", "lead")
 	p, err := requestService(t, store, "lead").Request(context.Background(), PostRequest{Description: "one job"})
 	if err != nil {
@@ -143,7 +143,7 @@ func TestClaimExactlyOneWinsAndTheRequesterIsTold(t *testing.T) {
 }
 
 func TestClaimExpiredAndNudgeOnce(t *testing.T) {
-	store := mailbox.New(t.TempDir())
+	store := checkedStore(t)
 	seed(t, store, "alpha", "ana")
 	if err := store.Post("alpha", mailbox.Request{ID: "REQ_0000aaaa", From: "lead", Description: "old job",
 		Timeout: time.Minute, Posted: time.Now().Add(-time.Hour)}); err != nil {
@@ -170,7 +170,7 @@ func TestClaimExpiredAndNudgeOnce(t *testing.T) {
 }
 
 func TestSetStatusKeepsWhatIsNotGiven(t *testing.T) {
-	store := mailbox.New(t.TempDir())
+	store := checkedStore(t)
 	s := requestService(t, store, "ana")
 	str := func(v string) *string { return &v }
 	list := func(v ...string) *[]string { return &v }
@@ -194,7 +194,7 @@ func TestSetStatusKeepsWhatIsNotGiven(t *testing.T) {
 }
 
 func TestCleanTeam(t *testing.T) {
-	store := mailbox.New(t.TempDir())
+	store := checkedStore(t)
 	s := requestService(t, store, "ana")
 	if r, err := s.CleanTeam(context.Background(), CleanTeam{Team: "alpha"}); err != nil || r.Stored || r.Removed {
 		t.Fatalf("empty: %+v %v", r, err)

@@ -46,6 +46,9 @@ type Delivery struct {
 	MailboxOnly bool
 	// Call: a profile chosen by hand, wait-idle, force, who hears of waits.
 	Call dispatch.Call
+	// Recorded, when set, hears that the message is recorded in its
+	// inbox, and in which state, before it is typed.
+	Recorded func(id message.ID, state mailbox.DeliveryState)
 }
 
 // SendRequest is one message to one agent.
@@ -82,6 +85,9 @@ type SendResult struct {
 	From string
 	// Socket is the tmux server's, when one was used ("" otherwise).
 	Socket string
+	// Replayed: the message was sent before under the id its writer
+	// chose, and this is what its inbox records (nothing was sent again).
+	Replayed bool
 }
 
 // UnknownAgentError: a message to a name with no session and no inbox.
@@ -120,12 +126,6 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 	if err != nil {
 		return out, err
 	}
-	if env.ID != "" && !req.fresh {
-		team, agent := courier.Inbox(t)
-		if s.Store.Holds(team, agent, env.ID) {
-			return out, fmt.Errorf("%w: %s in %s's inbox", ErrDuplicateID, env.ID, t)
-		}
-	}
 	if req.ReplyTo != "" {
 		env.ReplyTo = req.ReplyTo
 		// An answer to a request's message stays about that request.
@@ -159,7 +159,36 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (SendResult, error)
 			}
 		}
 	}
+	if env.ID != "" && !req.fresh {
+		return s.sendOnce(ctx, d, t, env, mode)
+	}
+	// A fresh id (a task's, made just now) is in no inbox, and its own
+	// carry intent names it (mailbox.Store.Carry): no check for a message
+	// sent before under it, which would take that intent for one.
 	return s.sendEnvelope(ctx, d, t, env, mode)
+}
+
+// sendOnce is sendEnvelope of a message whose id its writer chose: that
+// id is one message on the server, and the same message asked for again
+// answers its first result (courier.SendOnce).
+func (s *Service) sendOnce(ctx context.Context, d *dispatch.Dispatcher, t target.Target, env mailbox.Envelope, mode courier.Mode) (SendResult, error) {
+	out := SendResult{From: s.Name}
+	if err := s.stamp(d, &env); err != nil {
+		return out, err
+	}
+	c, err := s.carrier(d)
+	if err != nil {
+		return out, err
+	}
+	if d != nil && d.Tmux != nil {
+		out.Socket = d.Tmux.Server().Socket
+	}
+	out.Result, out.Replayed, err = c.SendOnce(ctx, t, env, mode)
+	var taken *courier.IDTakenError
+	if errors.As(err, &taken) {
+		return out, fmt.Errorf("%w: %w", ErrDuplicateID, err)
+	}
+	return out, err
 }
 
 // sendEnvelope gives env (Type, Content, Metadata, ReplyTo set) an id and

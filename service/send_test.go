@@ -21,7 +21,7 @@ import (
 func testService(t *testing.T, srv *faketmux.Server) *Service {
 	t.Helper()
 	locks := lock.Dir{Path: t.TempDir()}
-	store := mailbox.New(t.TempDir())
+	store := checkedStore(t)
 	return &Service{Team: "alpha", Name: "lead", Sender: "LEAD", Store: store,
 		Dispatcher: func() (*dispatch.Dispatcher, error) {
 			if srv == nil {
@@ -142,4 +142,13 @@ func TestReply(t *testing.T) {
 	if res, err := s.Reply(context.Background(), ReplyRequest{To: orig, Draft: Draft{Text: "again"}}); err != nil || res.Verdict != courier.Recorded {
 		t.Errorf("Reply without tmux = %+v, %v; want recorded", res.Result, err)
 	}
+}
+
+// checkedStore is a mailbox in a temp dir that refuses any change of a
+// message's state the state machine does not list (mailbox.Transitions).
+func checkedStore(t *testing.T) *mailbox.Store {
+	t.Helper()
+	s := mailbox.New(t.TempDir())
+	s.CheckTransitions = true
+	return s
 }

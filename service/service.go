@@ -70,5 +70,5 @@ type TopOptions struct {
 	NoColor bool
 	// Rules say when an alert fires; Notifier tells the world of it.
 	Rules    alerts.Rules
-	Notifier alerts.Notifier
+	Notifier alerts.Teller
 }

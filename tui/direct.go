@@ -211,7 +211,7 @@ func (d *Direct) readNamed(ctx context.Context, evs []eventlog.Event) ([]Inbox, 
 	var errs []error
 	for _, e := range evs {
 		k := inboxKey{e.Team, e.Agent}
-		if !strings.HasPrefix(e.Type, "message.") || k.Team == "" || k.Agent == "" || seen[k] {
+		if !strings.HasPrefix(string(e.Type), "message.") || k.Team == "" || k.Agent == "" || seen[k] {
 			continue
 		}
 		seen[k] = true

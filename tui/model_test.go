@@ -300,13 +300,13 @@ func TestFilter(t *testing.T) {
 // The detail screen shows the message, its last verdict and its
 // history, and follows the history as events about it come.
 func TestDetail(t *testing.T) {
-	fa := &fakeActions{history: []service.HistoryCopy{{Team: "alpha", Inbox: "eve", Message: env(idDeferred, "lead", "deferred", "dialog", 0),
+	fa := &fakeActions{history: []service.HistoryCopy{{Team: "alpha", Inbox: "eve", Message: env(idDeferred, "lead", "deferred", "dialog", 0), Recorded: mailbox.StateTyping,
 		Delivery: []mailbox.Delivery{{State: mailbox.StateTyping, Attempts: 1, Updated: t0}, {State: mailbox.StateDeferred, Attempts: 1, LastVerdict: "not ready: dialog", Updated: t0.Add(time.Second)}}}}}
 	m, _ := newModel(t, fa, Options{})
 	press(m, "tab", "enter")
 	view := m.View()
 	for _, want := range []string{"MSG_LEAD_0000000d  lead → alpha/eve  (text)", "deferred: dialog · 1 attempt", "text of MSG_LEAD_0000000d", "HISTORY",
-		"12:00:00.000  typing    attempt 1", "12:00:01.000  deferred  attempt 1  not ready: dialog", "esc back"} {
+		"12:00:00.000  recorded, typing", "12:00:01.000  deferred  attempt 1  not ready: dialog", "esc back"} {
 		if !strings.Contains(view, want) {
 			t.Errorf("the detail lacks %q:\n%s", want, view)
 		}

@@ -151,7 +151,11 @@ func (p *Plain) agentSentence(a *agentRow) string {
 		s += ", running " + one(a.Command)
 	}
 	if a.Waiting > 0 {
-		s += fmt.Sprintf(", %d messages waiting, the oldest for %s", a.Waiting, alerts.Age(p.Now().Sub(a.Oldest)))
+		if a.Waiting == 1 {
+			s += fmt.Sprintf(", 1 message waiting, for %s", alerts.Age(p.Now().Sub(a.Oldest)))
+		} else {
+			s += fmt.Sprintf(", %d messages waiting, the oldest for %s", a.Waiting, alerts.Age(p.Now().Sub(a.Oldest)))
+		}
 	}
 	return s
 }
@@ -192,7 +196,7 @@ func eventLine(e eventlog.Event) string {
 	if e.Type == eventlog.TypeLost {
 		return fmt.Sprintf("%d events could not be written (%s); every inbox was read again", e.Lost, one(e.Reason))
 	}
-	kind, ok := strings.CutPrefix(e.Type, "message.")
+	kind, ok := strings.CutPrefix(string(e.Type), "message.")
 	if !ok {
 		return ""
 	}

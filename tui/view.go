@@ -10,6 +10,7 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/agentmsg/agentmsg/alerts"
+	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 )
 
@@ -492,12 +493,20 @@ func (m *Model) historyLines(r msgRow) []string {
 		if c.Team != r.key.Team || c.Inbox != r.key.Agent {
 			continue
 		}
-		first := "recorded (mailbox only)"
-		if c.Message.Delivery != nil && len(c.Delivery) > 0 {
-			first = "recorded"
+		// The first record is the one the message was stored with (log
+		// says it so too): a message kept behind an older one is
+		// recorded deferred, not mailbox-only.
+		first, later := "recorded (mailbox only)", c.Delivery
+		switch {
+		case c.Unrecorded:
+			first = "not recorded here yet"
+		case c.Recorded == mailbox.StateInbox && len(c.Delivery) > 0:
+			later = c.Delivery[1:]
+		case c.Recorded != "" && len(c.Delivery) > 0:
+			first, later = "recorded, "+string(c.Recorded), c.Delivery[1:]
 		}
 		out = append(out, fit("  "+c.Message.Timestamp.Local().Format("15:04:05.000")+"  "+first, m.width))
-		for _, d := range c.Delivery {
+		for _, d := range later {
 			line := fmt.Sprintf("  %s  %-9s attempt %d", d.Updated.Local().Format("15:04:05.000"), d.State, d.Attempts)
 			if d.LastVerdict != "" {
 				line += "  " + one(d.LastVerdict)

@@ -19,7 +19,7 @@ type Spawn struct {
 	Pane    string   `json:"pane"`
 	PID     int      `json:"pid"`
 	Command []string `json:"command"`
-	Dir     string   `json:"dir"`
+	Dir     string   `json:"dir,omitempty" jsonschema:"the working directory asked for; absent: the tmux server's choice"`
 	Kind    string   `json:"kind,omitempty"`
 }
 
@@ -108,8 +108,8 @@ type AgentState struct {
 	Team         string     `json:"team"`
 	Agent        string     `json:"agent"`
 	Session      string     `json:"session"`
-	State        string     `json:"state"`
-	Reason       string     `json:"reason,omitempty"`
+	State        string     `json:"state" enum:"AgentStatus"`
+	Reason       string     `json:"reason,omitempty" jsonschema:"why it is in that state, for a person"`
 	Registered   bool       `json:"registered"`
 	Kind         string     `json:"kind,omitempty"`
 	Pane         string     `json:"pane,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentmsg/agentmsg/hosts"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
@@ -23,6 +24,9 @@ type Log struct {
 type History struct {
 	ID     message.ID            `json:"id"`
 	Copies []service.HistoryCopy `json:"copies"`
+	// Remote is a message this host sent to another: the state that host
+	// last reported of each copy.
+	Remote []hosts.Sent `json:"remote,omitempty" jsonschema:"sent from here to another host: the state that host last reported"`
 }
 
 // FilterText says what a filter selects, for people: "from lead, of type

@@ -77,15 +77,15 @@ func NewClaim(id string, r service.ClaimResult, err error) Claim {
 
 // RequestInfo is one request of a team and its state.
 type RequestInfo struct {
-	ID          string    `json:"id"`
-	State       string    `json:"state"`
-	From        string    `json:"from"`
-	Description string    `json:"description"`
-	Posted      time.Time `json:"posted"`
-	Expires     time.Time `json:"expires,omitzero"`
-	ClaimedBy   string    `json:"claimed_by,omitempty"`
-	ClaimedAt   time.Time `json:"claimed_at,omitzero"`
-	Nudged      bool      `json:"nudged,omitempty"`
+	ID          string               `json:"id"`
+	State       mailbox.RequestState `json:"state"`
+	From        string               `json:"from"`
+	Description string               `json:"description"`
+	Posted      time.Time            `json:"posted"`
+	Expires     time.Time            `json:"expires,omitzero"`
+	ClaimedBy   string               `json:"claimed_by,omitempty"`
+	ClaimedAt   time.Time            `json:"claimed_at,omitzero"`
+	Nudged      bool                 `json:"nudged,omitempty"`
 }
 
 // Requests is a team's requests, oldest first, and those this call
@@ -103,7 +103,7 @@ func NewRequests(l service.RequestList) Requests {
 		doc.Nudged = append(doc.Nudged, r.ID)
 	}
 	for _, r := range l.Requests {
-		doc.Requests = append(doc.Requests, RequestInfo{ID: r.ID, State: string(r.State), From: r.From, Description: r.Description,
+		doc.Requests = append(doc.Requests, RequestInfo{ID: r.ID, State: r.State, From: r.From, Description: r.Description,
 			Posted: r.Posted, Expires: r.Expires, ClaimedBy: r.ClaimedBy, ClaimedAt: r.ClaimedAt, Nudged: r.Nudged})
 	}
 	return doc

@@ -3,6 +3,7 @@ package wire
 import (
 	"time"
 
+	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/service"
 )
 
@@ -26,16 +27,16 @@ func NewTask(res service.AssignResult, words Words) Task {
 
 // Step is one workflow step's outcome.
 type Step struct {
-	Name       string    `json:"name"`
-	Agent      string    `json:"agent"`
-	State      string    `json:"state"`
-	Output     string    `json:"output,omitempty"`
-	MessageID  string    `json:"message_id,omitempty"`
-	ReportID   string    `json:"report_id,omitempty"`
-	Verdict    string    `json:"verdict,omitempty"`
-	Error      string    `json:"error,omitempty"`
-	StartedAt  time.Time `json:"started_at,omitzero"`
-	FinishedAt time.Time `json:"finished_at,omitzero"`
+	Name       string            `json:"name"`
+	Agent      string            `json:"agent"`
+	State      service.StepState `json:"state"`
+	Output     string            `json:"output,omitempty"`
+	MessageID  string            `json:"message_id,omitempty"`
+	ReportID   string            `json:"report_id,omitempty"`
+	Verdict    delivery.Verdict  `json:"verdict,omitempty"`
+	Error      string            `json:"error,omitempty"`
+	StartedAt  time.Time         `json:"started_at,omitzero"`
+	FinishedAt time.Time         `json:"finished_at,omitzero"`
 }
 
 // Workflow is every step's outcome, in the order given.
@@ -69,8 +70,8 @@ func NewWorkflow(res service.WorkflowResult, words Words) Workflow {
 		doc.Outputs = map[string]string{}
 	}
 	for _, r := range res.Steps {
-		st := Step{Name: r.Name, Agent: r.Agent, State: string(r.State), Output: r.Output, MessageID: string(r.TaskID),
-			ReportID: string(r.ReportID), Verdict: string(r.Verdict), StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
+		st := Step{Name: r.Name, Agent: r.Agent, State: r.State, Output: r.Output, MessageID: string(r.TaskID),
+			ReportID: string(r.ReportID), Verdict: r.Verdict, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
 		if r.Err != nil {
 			st.Error = words(r.Err)
 		}

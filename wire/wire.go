@@ -96,28 +96,28 @@ func Plain(err error) string { return err.Error() }
 // Outcome is one target's verdict.
 type Outcome struct {
 	// ID is the message's; send and broadcast also print it at the top.
-	ID        string  `json:"id,omitempty"`
-	Team      string  `json:"team"`
-	Agent     string  `json:"agent"`
-	Session   string  `json:"session"`
-	Pane      string  `json:"pane,omitempty"`
-	Verdict   string  `json:"verdict"`
-	State     string  `json:"state,omitempty"`
-	Presses   int     `json:"presses"`
-	Typings   int     `json:"typings"`
-	ElapsedMS float64 `json:"elapsed_ms"`
-	ExitCode  int     `json:"exit_code"`
-	Error     string  `json:"error,omitempty"`
-	Profile   string  `json:"profile,omitempty"` // the agent CLI the screen was read as
-	Pointer   bool    `json:"pointer,omitempty"` // typed as a pointer to agentmsg read
+	ID        string           `json:"id,omitempty"`
+	Team      string           `json:"team"`
+	Agent     string           `json:"agent"`
+	Session   string           `json:"session"`
+	Pane      string           `json:"pane,omitempty"`
+	Verdict   delivery.Verdict `json:"verdict" jsonschema:"what became of it for this target"`
+	State     delivery.State   `json:"state,omitempty" jsonschema:"the agent's screen when the delivery ended"`
+	Presses   int              `json:"presses" jsonschema:"how many times submit was pressed"`
+	Typings   int              `json:"typings"`
+	ElapsedMS float64          `json:"elapsed_ms"`
+	ExitCode  int              `json:"exit_code"`
+	Error     string           `json:"error,omitempty"`
+	Profile   string           `json:"profile,omitempty"` // the agent CLI the screen was read as
+	Pointer   bool             `json:"pointer,omitempty"` // typed as a pointer to agentmsg read
 	// WhileBusyIgnored says why --while-busy did not apply to the agent.
 	WhileBusyIgnored string `json:"while_busy_ignored,omitempty"`
 	// Phases says where the time went, in milliseconds.
 	Phases *Phases `json:"phases_ms,omitempty"`
 	// Stored is the mailbox's delivery state, where it recorded the message.
-	Stored string `json:"stored,omitempty"`
+	Stored mailbox.DeliveryState `json:"stored,omitempty" jsonschema:"the state the inbox records for the message now"`
 	// Reason says in one word why it was not taken, or waits.
-	Reason string `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty" enum:"Reason" jsonschema:"why it was not taken, or waits, in one word"`
 	// Older are the older messages to the same agent that a send tried
 	// first, oldest first (their delivery is not this message's).
 	Older []Outcome `json:"older,omitempty"`
@@ -141,7 +141,7 @@ func NewOutcome(o dispatch.Outcome, words Words) Outcome {
 	j := Outcome{
 		ID:   string(o.ID),
 		Team: o.Target.Team, Agent: o.Target.Agent(), Session: o.Target.Session, Pane: o.Pane,
-		Verdict: string(o.Verdict), State: string(o.State), Presses: o.Presses, Typings: o.Typings,
+		Verdict: o.Verdict, State: o.State, Presses: o.Presses, Typings: o.Typings,
 		ElapsedMS: ms(o.Elapsed), ExitCode: OutcomeCode(o),
 		Profile: o.Profile, Pointer: o.Pointer, WhileBusyIgnored: o.WhileBusyIgnored,
 	}
@@ -157,7 +157,7 @@ func NewOutcome(o dispatch.Outcome, words Words) Outcome {
 // NewResult is r as a document: its outcome and what the mailbox recorded.
 func NewResult(r courier.Result, words Words) Outcome {
 	j := NewOutcome(r.Outcome, words)
-	j.Stored, j.Reason, j.Host = string(r.State), r.Reason, r.Host
+	j.Stored, j.Reason, j.Host = r.State, r.Reason, r.Host
 	if j.Reason == "" && !r.OK() {
 		j.Reason = courier.Reason(r.Outcome)
 	}
@@ -170,28 +170,36 @@ func NewResult(r courier.Result, words Words) Outcome {
 
 // Send is the report of one message to one agent (send, reply).
 type Send struct {
-	ID   string `json:"id,omitempty"`
+	ID   string `json:"id,omitempty" jsonschema:"the message's id; absent when nothing was recorded (no such agent)"`
 	From string `json:"from"`
 	Outcome
+	// Replayed: a retry of a message sent before under the id its app
+	// chose; the verdict is what its inbox records, nothing was sent again.
+	Replayed bool `json:"replayed,omitempty" jsonschema:"this id was sent before with this message: the answer is what its inbox records, and nothing was sent again"`
 }
 
-// NewSend is res as a document.
+// NewSend is res as a document. A message to no such agent, never
+// recorded, has no id: nothing could be looked up by it.
 func NewSend(res service.SendResult, words Words) Send {
-	return Send{ID: string(res.Result.ID), From: res.From, Outcome: NewResult(res.Result, words)}
+	doc := Send{ID: string(res.Result.ID), From: res.From, Outcome: NewResult(res.Result, words), Replayed: res.Replayed}
+	if res.Result.State == "" && res.Host == "" && res.Result.Verdict == dispatch.NotFound {
+		doc.ID, doc.Outcome.ID = "", ""
+	}
+	return doc
 }
 
 // Broadcast is the report of one message to a team, or to every agent.
 type Broadcast struct {
-	ID        string    `json:"id"`
-	From      string    `json:"from"`
-	Team      string    `json:"team,omitempty"`
-	All       bool      `json:"all"`
-	Verdict   string    `json:"verdict"`
-	Delivered int       `json:"delivered"`
-	Deferred  int       `json:"deferred"`
-	Failed    int       `json:"failed"`
-	ExitCode  int       `json:"exit_code"`
-	Results   []Outcome `json:"results"`
+	ID        string                   `json:"id"`
+	From      string                   `json:"from"`
+	Team      string                   `json:"team,omitempty"`
+	All       bool                     `json:"all"`
+	Verdict   courier.BroadcastVerdict `json:"verdict" jsonschema:"one verdict over every target"`
+	Delivered int                      `json:"delivered"`
+	Deferred  int                      `json:"deferred"`
+	Failed    int                      `json:"failed"`
+	ExitCode  int                      `json:"exit_code"`
+	Results   []Outcome                `json:"results"`
 }
 
 // NewBroadcast is res, a broadcast to team (or all), as a document.
@@ -204,7 +212,7 @@ func NewBroadcast(res service.BroadcastResult, team string, all bool, words Word
 	for i, r := range res.Results {
 		out[i] = NewResult(r, words)
 	}
-	return Broadcast{ID: string(res.ID), From: res.From, Team: team, All: all, Verdict: string(res.Verdict),
+	return Broadcast{ID: string(res.ID), From: res.From, Team: team, All: all, Verdict: res.Verdict,
 		Delivered: len(res.Delivered), Deferred: len(res.Deferred), Failed: len(res.Failed), ExitCode: code, Results: out}
 }
 
@@ -230,8 +238,12 @@ func NewDeliver(all []courier.Typing, words Words) Deliver {
 
 // Error is the document of a failed call.
 type Error struct {
-	Error    string `json:"error"`
-	ExitCode int    `json:"exit_code"`
+	Error    string `json:"error" jsonschema:"what went wrong, in a sentence a person can act on"`
+	ExitCode int    `json:"exit_code" jsonschema:"the CLI's exit code for the same outcome (docs/exit-codes.md)"`
+	// Code and Field are for a program: what went wrong in a stable
+	// word, and the field of the request it is about.
+	Code  Code   `json:"code" jsonschema:"what went wrong, in a stable word"`
+	Field string `json:"field,omitempty" jsonschema:"the field of the body or query it is about"`
 }
 
 // Encode writes v as one indented JSON document, made safe for a
@@ -269,16 +281,16 @@ func Safe(doc []byte) []byte {
 
 // Agent is one agent on a tmux server with its screen's state (list).
 type Agent struct {
-	Team    string `json:"team"`
-	Agent   string `json:"agent"`
-	Session string `json:"session"`
-	Pane    string `json:"pane"`
-	Command string `json:"command"`
-	PID     int    `json:"pid"`
-	InMode  bool   `json:"in_mode"`
-	State   string `json:"state"`
-	Detail  string `json:"detail,omitempty"`
-	Profile string `json:"profile,omitempty"` // the profile the screen was read as
+	Team    string         `json:"team"`
+	Agent   string         `json:"agent"`
+	Session string         `json:"session"`
+	Pane    string         `json:"pane"`
+	Command string         `json:"command"`
+	PID     int            `json:"pid"`
+	InMode  bool           `json:"in_mode"`
+	State   delivery.State `json:"state" jsonschema:"its screen, as its profile reads it"`
+	Detail  string         `json:"detail,omitempty"`
+	Profile string         `json:"profile,omitempty"` // the profile the screen was read as
 }
 
 // Agents is the agents of a tmux server (list).
@@ -292,7 +304,7 @@ func NewAgents(socket string, agents []dispatch.Agent) Agents {
 	out := Agents{Socket: socket, Agents: []Agent{}}
 	for _, a := range agents {
 		out.Agents = append(out.Agents, Agent{a.Target.Team, a.Target.Agent(), a.Target.Session, a.Pane.ID,
-			a.Pane.Command, a.Pane.PID, a.Pane.InMode, string(a.State), a.Detail, a.Profile})
+			a.Pane.Command, a.Pane.PID, a.Pane.InMode, a.State, a.Detail, a.Profile})
 	}
 	return out
 }

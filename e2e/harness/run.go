@@ -116,6 +116,9 @@ func AgentmsgEnv(dir, from string) []string {
 		// a test never reaches the user's, nor leaves files beside it.
 		"TMUX_TMPDIR="+dir,
 		"AGENTMSG_FROM="+from,
+		// Every change of a message's state is checked against the
+		// documented state machine (mailbox.Transitions).
+		"AGENTMSG_CHECK_TRANSITIONS=1",
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
 		"XDG_RUNTIME_DIR="+filepath.Join(dir, "runtime"),
 		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
