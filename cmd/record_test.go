@@ -11,13 +11,13 @@ import (
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
-type fakeServer = faketmux.Server
+type fakeServer = tmuxtest.Server
 
 // fullDisk is a fake tmux server on a machine whose disk fills up as the
 // agent is told to submit: from then on the inbox cannot be written (its
@@ -48,11 +48,11 @@ func TestSendReportsAFailedRecord(t *testing.T) {
 	f, out, errOut := testFactory(map[string]string{
 		"AGENTMSG_FROM": "lead", "AGENTMSG_HOME": root, "XDG_CONFIG_HOME": t.TempDir(),
 	})
-	disk := &fullDisk{fakeServer: faketmux.New("agent-alpha-ana"), lockFile: filepath.Join(root, "teams", "alpha", "mailbox", "ana.lock")}
+	disk := &fullDisk{fakeServer: tmuxtest.New("agent-alpha-ana"), lockFile: filepath.Join(root, "teams", "alpha", "mailbox", "ana.lock")}
 	f.Dispatcher = func() (*dispatch.Dispatcher, error) {
 		opts := delivery.DefaultOptions()
 		opts.Settle, opts.Poll = time.Millisecond, time.Millisecond
-		return &dispatch.Dispatcher{Tmux: disk, Locks: lock.Dir{Path: t.TempDir()}, Clock: faketmux.Clock{}, Opts: opts}, nil
+		return &dispatch.Dispatcher{Tmux: disk, Locks: lock.Dir{Path: t.TempDir()}, Clock: tmuxtest.Clock{}, Opts: opts}, nil
 	}
 	f.Mailbox = func() (*mailbox.Store, error) { return mailbox.New(root), nil }
 	code := Run(context.Background(), f, []string{"--json", "send", "alpha", "ana", "hello"})

@@ -10,12 +10,12 @@ import (
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // --meta keys and values are typed with the message: cleaned, to one line.
@@ -143,11 +143,11 @@ func (h hostileTmux) Capture(context.Context, string, int) ([]string, error) {
 // What tmux reports of a pane (its program's name, its screen) is shown
 // harmlessly too: list and doctor.
 func TestPaneTextIsPrintedHarmlessly(t *testing.T) {
-	srv := hostileTmux{faketmux.New("agent-alpha-ana")}
+	srv := hostileTmux{tmuxtest.New("agent-alpha-ana")}
 	for _, args := range [][]string{{"list"}, {"doctor", "alpha", "ana"}, {"--json", "list"}, {"--json", "doctor", "alpha", "ana"}} {
 		f, out, errOut := testFactory(map[string]string{"AGENTMSG_HOME": t.TempDir()})
 		f.Dispatcher = func() (*dispatch.Dispatcher, error) {
-			return &dispatch.Dispatcher{Tmux: srv, Locks: lock.Dir{Path: t.TempDir()}, Clock: faketmux.Clock{},
+			return &dispatch.Dispatcher{Tmux: srv, Locks: lock.Dir{Path: t.TempDir()}, Clock: tmuxtest.Clock{},
 				Opts: delivery.DefaultOptions(), Concurrency: 1}, nil
 		}
 		code := Run(context.Background(), f, args)

@@ -14,11 +14,11 @@ import (
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // runFixture is a Factory for lead of team alpha whose Dispatcher is a
@@ -26,7 +26,7 @@ import (
 // called on it as the commands call them.
 type runFixture struct {
 	f           *Factory
-	srv         *faketmux.Server
+	srv         *tmuxtest.Server
 	client      tmux.Client // what the dispatcher talks to (srv unless replaced)
 	store       *mailbox.Store
 	out, errOut *bytes.Buffer
@@ -39,13 +39,13 @@ func newRunFixture(t *testing.T, sessions ...string) *runFixture {
 		"AGENTMSG_FROM": "lead", "AGENTMSG_TEAM": "alpha", "AGENTMSG_HOME": root,
 		"XDG_CONFIG_HOME": t.TempDir(), "XDG_RUNTIME_DIR": t.TempDir(),
 	})
-	fx := &runFixture{f: f, srv: faketmux.New(sessions...), store: storeAt(root), out: out, errOut: errOut}
+	fx := &runFixture{f: f, srv: tmuxtest.New(sessions...), store: storeAt(root), out: out, errOut: errOut}
 	fx.client = fx.srv
 	locks := t.TempDir()
 	f.Dispatcher = func() (*dispatch.Dispatcher, error) {
 		opts := delivery.DefaultOptions()
 		opts.Settle, opts.Poll, opts.ReadyTimeout = time.Millisecond, time.Millisecond, 50*time.Millisecond
-		return &dispatch.Dispatcher{Tmux: fx.client, Locks: lock.Dir{Path: locks}, Clock: faketmux.Clock{}, Opts: opts}, nil
+		return &dispatch.Dispatcher{Tmux: fx.client, Locks: lock.Dir{Path: locks}, Clock: tmuxtest.Clock{}, Opts: opts}, nil
 	}
 	f.Mailbox = func() (*mailbox.Store, error) { return fx.store, nil }
 	NewCmdRoot(f) // wires Config and Identity

@@ -6,9 +6,9 @@ import (
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // One sender, one spelling: the name given (in any case) is validated like
@@ -16,12 +16,12 @@ import (
 // stored message and read --json all show; only the id is upper case.
 func TestSenderOneSpelling(t *testing.T) {
 	home := t.TempDir()
-	srv := faketmux.New("agent-alpha-bob")
+	srv := tmuxtest.New("agent-alpha-bob")
 	run := func(env map[string]string, args ...string) mbResult {
 		env["AGENTMSG_HOME"], env["XDG_CONFIG_HOME"] = home, home
 		f, out, errOut := testFactory(env)
 		f.Dispatcher = func() (*dispatch.Dispatcher, error) {
-			return &dispatch.Dispatcher{Tmux: srv, Locks: lock.Dir{Path: t.TempDir()}, Clock: faketmux.Clock{},
+			return &dispatch.Dispatcher{Tmux: srv, Locks: lock.Dir{Path: t.TempDir()}, Clock: tmuxtest.Clock{},
 				Opts: delivery.DefaultOptions(), Concurrency: 1}, nil
 		}
 		code := Run(context.Background(), f, args)

@@ -8,10 +8,10 @@ import (
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // The orchestration the MCP server had and the CLI had not (assign_task,
@@ -20,11 +20,11 @@ import (
 // orchestration is a mailbox home with agents on a fake tmux server.
 type orchestration struct {
 	*mbHome
-	tmux *faketmux.Server
+	tmux *tmuxtest.Server
 }
 
 func newOrchestration(t *testing.T, sessions ...string) *orchestration {
-	return &orchestration{mbHome: newMBHome(t), tmux: faketmux.New(sessions...)}
+	return &orchestration{mbHome: newMBHome(t), tmux: tmuxtest.New(sessions...)}
 }
 
 // run runs agentmsg args... as from of team alpha, with stdin.
@@ -35,7 +35,7 @@ func (o *orchestration) run(from, stdin string, args ...string) mbResult {
 	f.Dispatcher = func() (*dispatch.Dispatcher, error) {
 		opts := delivery.DefaultOptions()
 		opts.ReadyTimeout, opts.Settle, opts.Poll = 100*time.Millisecond, time.Millisecond, time.Millisecond
-		return &dispatch.Dispatcher{Tmux: o.tmux, Locks: locks, Clock: faketmux.Clock{}, Opts: opts}, nil
+		return &dispatch.Dispatcher{Tmux: o.tmux, Locks: locks, Clock: tmuxtest.Clock{}, Opts: opts}, nil
 	}
 	code := Run(context.Background(), f, args)
 	return mbResult{code, out.String(), errOut.String()}

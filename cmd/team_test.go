@@ -7,9 +7,9 @@ import (
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // A team that has never existed (nothing stored, no agent session) is
@@ -18,11 +18,11 @@ import (
 func TestUnknownTeamIsNotFound(t *testing.T) {
 	m := newMBHome(t)
 	m.send("lead", "ana", mailbox.TypeText, "hi") // team alpha has an inbox
-	srv := faketmux.New("agent-beta-bob")         // team beta only a session
+	srv := tmuxtest.New("agent-beta-bob")         // team beta only a session
 	run := func(args ...string) mbResult {
 		f, out, errOut := testFactory(map[string]string{"AGENTMSG_HOME": m.home, "AGENTMSG_TEAM": "alpha", "AGENTMSG_FROM": "ana"})
 		f.Dispatcher = func() (*dispatch.Dispatcher, error) {
-			return &dispatch.Dispatcher{Tmux: srv, Locks: lock.Dir{Path: t.TempDir()}, Clock: faketmux.Clock{},
+			return &dispatch.Dispatcher{Tmux: srv, Locks: lock.Dir{Path: t.TempDir()}, Clock: tmuxtest.Clock{},
 				Opts: delivery.DefaultOptions(), Concurrency: 1}, nil
 		}
 		code := Run(context.Background(), f, args)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // Every usage error exits 2, as the README and --help say, and with --json
@@ -86,9 +86,9 @@ func TestHelpIsNoError(t *testing.T) {
 // and the exit code in it, like every other error.
 func TestJSONFailuresCarryExitCode(t *testing.T) {
 	f, out, errOut := testFactory(map[string]string{"AGENTMSG_HOME": t.TempDir()})
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	f.Dispatcher = func() (*dispatch.Dispatcher, error) {
-		return &dispatch.Dispatcher{Tmux: srv, Locks: lock.Dir{Path: t.TempDir()}, Clock: faketmux.Clock{},
+		return &dispatch.Dispatcher{Tmux: srv, Locks: lock.Dir{Path: t.TempDir()}, Clock: tmuxtest.Clock{},
 			Opts: delivery.DefaultOptions(), Concurrency: 1}, nil
 	}
 	code := Run(context.Background(), f, []string{"--json", "doctor", "alpha", "bob"})

@@ -13,11 +13,11 @@ import (
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/profile"
 	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // The types help is made from mailbox.Protocol, so it names every type and
@@ -55,7 +55,7 @@ func (shellTmux) Capture(context.Context, string, int) ([]string, error) {
 // --force, a shell prompt's empty command line is typed into (it used to
 // say it would wait for an input box).
 func TestDoctorFollowsTheDeliveryRules(t *testing.T) {
-	srv := shellTmux{faketmux.New("agent-alpha-ana")}
+	srv := shellTmux{tmuxtest.New("agent-alpha-ana")}
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -67,7 +67,7 @@ func TestDoctorFollowsTheDeliveryRules(t *testing.T) {
 		f.Dispatcher = func() (*dispatch.Dispatcher, error) {
 			opts := delivery.DefaultOptions()
 			opts.Reader = profile.Shell{}
-			return &dispatch.Dispatcher{Tmux: srv, Locks: lock.Dir{Path: t.TempDir()}, Clock: faketmux.Clock{},
+			return &dispatch.Dispatcher{Tmux: srv, Locks: lock.Dir{Path: t.TempDir()}, Clock: tmuxtest.Clock{},
 				Opts: opts, Concurrency: 1}, nil
 		}
 		if code := Run(context.Background(), f, tt.args); code != ExitOK || !strings.Contains(out.String(), tt.want) {
@@ -116,13 +116,13 @@ func TestEngineSpeaksNoCLI(t *testing.T) {
 // a send refused at a shell prompt still points at --force, on the line
 // for people and in the JSON error.
 func TestCLIWordsTheEngineErrors(t *testing.T) {
-	srv := shellTmux{faketmux.New("agent-alpha-ana")}
+	srv := shellTmux{tmuxtest.New("agent-alpha-ana")}
 	for _, json := range []bool{false, true} {
 		f, out, errOut := testFactory(map[string]string{"AGENTMSG_HOME": t.TempDir(), "AGENTMSG_FROM": "lead"})
 		f.Dispatcher = func() (*dispatch.Dispatcher, error) {
 			opts := delivery.DefaultOptions()
 			opts.Reader = profile.Shell{}
-			return &dispatch.Dispatcher{Tmux: srv, Locks: lock.Dir{Path: t.TempDir()}, Clock: faketmux.Clock{},
+			return &dispatch.Dispatcher{Tmux: srv, Locks: lock.Dir{Path: t.TempDir()}, Clock: tmuxtest.Clock{},
 				Opts: opts, Concurrency: 1}, nil
 		}
 		args := []string{"send", "alpha", "ana", "hi"}

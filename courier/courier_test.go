@@ -15,22 +15,22 @@ import (
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
-func newCourier(t *testing.T, sessions ...string) (*Courier, *faketmux.Server) {
+func newCourier(t *testing.T, sessions ...string) (*Courier, *tmuxtest.Server) {
 	t.Helper()
-	tm := faketmux.New(sessions...)
+	tm := tmuxtest.New(sessions...)
 	opts := delivery.DefaultOptions()
 	opts.ReadyTimeout, opts.ConfirmTimeout = 50*time.Millisecond, 500*time.Millisecond
 	opts.Settle, opts.Poll = time.Millisecond, time.Millisecond
 	locks := lock.Dir{Path: t.TempDir()}
-	d := &dispatch.Dispatcher{Tmux: tm, Locks: locks, Clock: faketmux.Clock{}, Opts: opts, Concurrency: 4}
+	d := &dispatch.Dispatcher{Tmux: tm, Locks: locks, Clock: tmuxtest.Clock{}, Opts: opts, Concurrency: 4}
 	store := mailbox.New(t.TempDir())
 	store.CheckTransitions = true
 	return &Courier{Store: store, Dispatch: d, Locks: locks}, tm
@@ -334,7 +334,7 @@ type hookClock struct{ onSleep func(time.Duration) }
 func (hookClock) Now() time.Time { return time.Now() }
 func (h hookClock) Sleep(ctx context.Context, d time.Duration) error {
 	h.onSleep(d)
-	return faketmux.Clock{}.Sleep(ctx, d)
+	return tmuxtest.Clock{}.Sleep(ctx, d)
 }
 
 // A send stopped by its caller (SIGINT, SIGTERM, an MCP client gone) is
@@ -386,7 +386,7 @@ func TestInterruptedSendIsKeptAndFinishedOnce(t *testing.T) {
 			}
 
 			tm.SetDialog("agent-alpha-ana", false)
-			c.Dispatch.Clock = faketmux.Clock{}
+			c.Dispatch.Clock = tmuxtest.Clock{}
 			want := []string{string(env.ID) + ": stopped half way"}
 			if tt.bySend {
 				next := envelope(t, "next")
@@ -435,7 +435,7 @@ func TestInterruptedBroadcastKeepsEveryCopy(t *testing.T) {
 		}
 	}
 	tm.SetDialog("agent-alpha-bob", false)
-	c.Dispatch.Clock = faketmux.Clock{}
+	c.Dispatch.Clock = tmuxtest.Clock{}
 	if _, err := c.Deliver(context.Background(), "", dispatch.Call{}); err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +488,7 @@ func TestBusyInboxDelivererIsNotWaitedFor(t *testing.T) {
 
 // fakeServer lets fullDisk embed the fake server without its field name
 // hiding the server's Server method.
-type fakeServer = faketmux.Server
+type fakeServer = tmuxtest.Server
 
 // fullDisk is the fake tmux server of a machine whose disk fills up just
 // as the agent is told to submit: the inbox can no longer be written (its
@@ -1111,7 +1111,7 @@ func (c *countingTmux) Capture(ctx context.Context, id string, history int) ([]s
 
 // queueThree keeps three messages for ana while a dialog is open, then
 // closes it.
-func queueThree(t *testing.T, c *Courier, tm *faketmux.Server) []message.ID {
+func queueThree(t *testing.T, c *Courier, tm *tmuxtest.Server) []message.ID {
 	t.Helper()
 	tm.SetDialog("agent-alpha-ana", true)
 	var ids []message.ID

@@ -11,17 +11,17 @@ import (
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // spyTmux is the fake server with a look at the inbox before every paste
 // and press, and pastes that can be held back (a frozen agent).
 type spyTmux struct {
 	tmux.Client
-	fake   *faketmux.Server
+	fake   *tmuxtest.Server
 	before func(what string)
 
 	mu   sync.Mutex
@@ -103,7 +103,7 @@ func TestStepsAreRecordedBeforeTheyAreTaken(t *testing.T) {
 
 // leftTyping is a courier whose ana has one message in her inbox marked
 // typing, as a sender killed at step reached leaves it.
-func leftTyping(t *testing.T, reached string) (*Courier, *faketmux.Server, mailbox.Envelope) {
+func leftTyping(t *testing.T, reached string) (*Courier, *tmuxtest.Server, mailbox.Envelope) {
 	t.Helper()
 	c, tm := newCourier(t, "agent-alpha-ana")
 	env := envelope(t, "once")

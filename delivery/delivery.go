@@ -391,7 +391,9 @@ type Deliverer struct {
 	Opts   Options
 }
 
-// Deliver types msg (already cleaned) with the given id into pane.
+// Deliver types text with the given id into pane, cleaned (message.Format):
+// the one cleaning on every path to a pane, whatever the caller cleaned
+// before (service's TestDeliverCleansWhatTheInboxHolds).
 func (d *Deliverer) Deliver(ctx context.Context, pane string, id message.ID, text string) Result {
 	start := d.Clock.Now()
 	run := &run{d: d, pane: pane, id: id, typed: message.Format(id, text), start: start}

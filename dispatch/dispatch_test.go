@@ -9,23 +9,23 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/delivery"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/profile"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 type noLocks struct{}
 
 func (noLocks) Pane(ctx context.Context, socket, pane string) (func(), error) { return func() {}, nil }
 
-func newDispatcher(s *faketmux.Server) *Dispatcher {
+func newDispatcher(s *tmuxtest.Server) *Dispatcher {
 	opts := delivery.DefaultOptions()
 	opts.ReadyTimeout, opts.ConfirmTimeout = 100*time.Millisecond, 500*time.Millisecond
 	opts.Settle, opts.Poll = time.Millisecond, time.Millisecond
 	return &Dispatcher{
-		Tmux: s, Locks: noLocks{}, Clock: faketmux.Clock{}, Opts: opts, Concurrency: 4,
+		Tmux: s, Locks: noLocks{}, Clock: tmuxtest.Clock{}, Opts: opts, Concurrency: 4,
 	}
 }
 
@@ -70,7 +70,7 @@ func mustTarget(t *testing.T, team, name string) target.Target {
 }
 
 func TestSendDelivers(t *testing.T) {
-	s := faketmux.New("agent-alpha-ana")
+	s := tmuxtest.New("agent-alpha-ana")
 	d := newDispatcher(s)
 	out := send(d, mustTarget(t, "alpha", "ana"), "LEAD", "hello")
 	if !out.OK() || out.Err != nil {
@@ -85,7 +85,7 @@ func TestSendDelivers(t *testing.T) {
 // A bare tmux target prefix-matches: "agent-alpha-ana" would find
 // agent-alpha-ana-2. The dispatcher must say "not found" instead.
 func TestSendIsExact(t *testing.T) {
-	s := faketmux.New("agent-alpha-ana-2", "agent-alpha-bob")
+	s := tmuxtest.New("agent-alpha-ana-2", "agent-alpha-bob")
 	out := send(newDispatcher(s), mustTarget(t, "alpha", "ana"), "LEAD", "hi")
 	if out.Verdict != NotFound || !errors.Is(out.Err, ErrTargetNotFound) {
 		t.Fatalf("outcome %+v, want not found", out)
@@ -101,7 +101,7 @@ func TestSendIsExact(t *testing.T) {
 }
 
 func TestSendRefusesEmpty(t *testing.T) {
-	s := faketmux.New("agent-alpha-ana")
+	s := tmuxtest.New("agent-alpha-ana")
 	out := send(newDispatcher(s), mustTarget(t, "alpha", "ana"), "LEAD", " \n\x1b[0m ")
 	if !errors.Is(out.Err, ErrEmptyMessage) {
 		t.Fatalf("outcome %+v, want ErrEmptyMessage", out)
@@ -109,7 +109,7 @@ func TestSendRefusesEmpty(t *testing.T) {
 }
 
 func TestBroadcastTeamReportsEachTarget(t *testing.T) {
-	s := faketmux.New("agent-alpha-ana", "agent-alpha-bob", "agent-alpha-cy", "agent-beta-dee", "scratch")
+	s := tmuxtest.New("agent-alpha-ana", "agent-alpha-bob", "agent-alpha-cy", "agent-beta-dee", "scratch")
 	s.SetDialog("agent-alpha-bob", true)
 	rep, err := broadcastText(newDispatcher(s), "alpha", "LEAD", "all hands")
 	if err != nil {
@@ -136,7 +136,7 @@ func TestBroadcastTeamReportsEachTarget(t *testing.T) {
 }
 
 func TestBroadcastAllSkipsNonAgents(t *testing.T) {
-	s := faketmux.New("agent-alpha-ana", "agent-ralph-7", "scratch", "agent-", "agent-Bad-Name", "agentish")
+	s := tmuxtest.New("agent-alpha-ana", "agent-ralph-7", "scratch", "agent-", "agent-Bad-Name", "agentish")
 	rep, err := broadcastText(newDispatcher(s), "", "LEAD", "hi")
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestBroadcastAllSkipsNonAgents(t *testing.T) {
 }
 
 func TestBroadcastWithoutTargets(t *testing.T) {
-	s := faketmux.New("scratch")
+	s := tmuxtest.New("scratch")
 	_, err := broadcastText(newDispatcher(s), "alpha", "LEAD", "hi")
 	if !errors.Is(err, ErrNoTargets) {
 		t.Fatalf("err %v, want ErrNoTargets", err)
@@ -160,7 +160,7 @@ func TestBroadcastWithoutTargets(t *testing.T) {
 }
 
 func TestAgentsReadsStates(t *testing.T) {
-	s := faketmux.New("agent-alpha-ana", "agent-alpha-bob", "scratch")
+	s := tmuxtest.New("agent-alpha-ana", "agent-alpha-bob", "scratch")
 	s.SetDialog("agent-alpha-bob", true)
 	agents, err := newDispatcher(s).Agents(context.Background(), "alpha", Call{})
 	if err != nil {
@@ -178,7 +178,7 @@ func TestAgentsReadsStates(t *testing.T) {
 // Agents names the profile each screen was read as: the agent's CLI as
 // delivery sees it.
 func TestAgentsNamesTheProfile(t *testing.T) {
-	s := faketmux.New("agent-alpha-ana")
+	s := tmuxtest.New("agent-alpha-ana")
 	d := newDispatcher(s)
 	d.Profile = func(tmux.Pane, []string) (AgentProfile, string) { return AgentProfile{Name: "codex"}, "test" }
 	agents, err := d.Agents(context.Background(), "alpha", Call{})
@@ -188,7 +188,7 @@ func TestAgentsNamesTheProfile(t *testing.T) {
 }
 
 func TestBroadcastLeavesOutTheCaller(t *testing.T) {
-	s := faketmux.New("agent-alpha-ana", "agent-alpha-bob")
+	s := tmuxtest.New("agent-alpha-ana", "agent-alpha-bob")
 	d := newDispatcher(s)
 	d.Self = s.PaneID("agent-alpha-bob")
 	rep, err := broadcastText(d, "alpha", "BOB", "hi team")
@@ -214,7 +214,7 @@ func (busyBox) Read([]string) delivery.Reading {
 // Inspect plans what a send would do by the rules a send follows: the
 // profile's reader, settle and queueing, --while-busy, the caller's pane.
 func TestInspectPlansAsASendDoes(t *testing.T) {
-	s := faketmux.New("agent-alpha-ana", "agent-alpha-bob")
+	s := tmuxtest.New("agent-alpha-ana", "agent-alpha-bob")
 	s.SetDialog("agent-alpha-bob", true)
 	d := newDispatcher(s)
 	ctx := context.Background()
@@ -264,7 +264,7 @@ func counts(rep report) (ok, failed int) {
 // A team with no agents names the teams that have some: "broadcast nosuch
 // x" said only that nosuch had none.
 func TestNoTargetsNamesTheTeamsThere(t *testing.T) {
-	s := faketmux.New("agent-alpha-ana", "agent-beta-bob", "agent-alpha-cy", "scratch")
+	s := tmuxtest.New("agent-alpha-ana", "agent-beta-bob", "agent-alpha-cy", "scratch")
 	_, err := newDispatcher(s).ResolveTeam(context.Background(), "nosuch", Call{})
 	if !errors.Is(err, ErrNoTargets) || !strings.Contains(err.Error(), "(teams there: alpha, beta)") {
 		t.Fatalf("err %v, want ErrNoTargets naming alpha and beta", err)
@@ -275,7 +275,7 @@ func TestNoTargetsNamesTheTeamsThere(t *testing.T) {
 // is submitted while it works, or no profile reads it) says why: a send
 // then waits for the turn to end as if it had not been asked.
 func TestWhileBusyThatCannotApplySaysWhy(t *testing.T) {
-	s := faketmux.New("agent-alpha-ana")
+	s := tmuxtest.New("agent-alpha-ana")
 	d := newDispatcher(s)
 	ana := mustTarget(t, "alpha", "ana")
 	deliver := func(call Call) Outcome {
@@ -343,7 +343,7 @@ func TestAgainOnlyForAnAgentsOwnReader(t *testing.T) {
 // deferred (not_ready) though the agent was up a moment later. Nothing is
 // typed into the launcher meanwhile.
 func TestAnAgentBehindALauncherIsReadAsItselfOnceItStarts(t *testing.T) {
-	s := faketmux.New("agent-alpha-ana")
+	s := tmuxtest.New("agent-alpha-ana")
 	s.SetLauncher("agent-alpha-ana", "bash")
 	d := newDispatcher(s)
 	d.Opts.ReadyTimeout = 10 * time.Second

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // What spawn registered an agent as is the profile every look and send
@@ -15,7 +15,7 @@ import (
 // what its process would say; a profile named on the command line comes
 // before both.
 func TestTheRegisteredKindReadsThePane(t *testing.T) {
-	s := faketmux.New("agent-alpha-ana", "agent-alpha-bob")
+	s := tmuxtest.New("agent-alpha-ana", "agent-alpha-bob")
 	d := newDispatcher(s)
 	d.Profile = func(tmux.Pane, []string) (AgentProfile, string) {
 		return AgentProfile{Name: "shell"}, "foreground command bash: a shell"
@@ -80,7 +80,7 @@ func (s pasteOff) Pinned(tmux.Pane) tmux.Client { return s }
 // spaces. On main python3 read "MSG_…: atab" for "a\ttab", and the send
 // said submitted (the box's text is compared without its whitespace).
 func TestNoTabsWithoutBracketedPaste(t *testing.T) {
-	s := faketmux.New("agent-alpha-ana")
+	s := tmuxtest.New("agent-alpha-ana")
 	d := newDispatcher(s)
 	d.Tmux = pasteOff{s}
 	out := send(d, mustTarget(t, "alpha", "ana"), "LEAD", "a\ttab")

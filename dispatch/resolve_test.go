@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // countingTmux is the fake server that also reads a pane and its screen in
@@ -61,7 +61,7 @@ func (c *countingTmux) Capture(ctx context.Context, id string, n int) ([]string,
 // A send resolves its target in one tmux call and types nothing; the
 // caller records the message, then Deliver types it into the pane found.
 func TestResolveThenDeliver(t *testing.T) {
-	s := faketmux.New("agent-alpha-ana")
+	s := tmuxtest.New("agent-alpha-ana")
 	tm := &countingTmux{Client: s}
 	d := newDispatcher(s)
 	d.Tmux = tm
@@ -93,7 +93,7 @@ func TestResolveThenDeliver(t *testing.T) {
 }
 
 func TestResolveRefuses(t *testing.T) {
-	s := faketmux.New("agent-alpha-ana", "agent-alpha-bob")
+	s := tmuxtest.New("agent-alpha-ana", "agent-alpha-bob")
 	d := newDispatcher(s)
 	d.Self = s.PaneID("agent-alpha-bob")
 	ctx := context.Background()
@@ -115,7 +115,7 @@ func TestResolveRefuses(t *testing.T) {
 // A broadcast's resolve lists the team once, leaves the caller out, and
 // types nothing.
 func TestResolveTeam(t *testing.T) {
-	s := faketmux.New("agent-alpha-ana", "agent-alpha-bob", "agent-alpha-cy", "agent-beta-dee")
+	s := tmuxtest.New("agent-alpha-ana", "agent-alpha-bob", "agent-alpha-cy", "agent-beta-dee")
 	tm := &countingTmux{Client: s}
 	d := newDispatcher(s)
 	d.Tmux, d.Self = tm, s.PaneID("agent-alpha-bob")

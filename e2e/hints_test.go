@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/agentmsg/agentmsg/e2e/harness"
 )
 
 // Every command a message suggests works (issue 31, item 7). A send to a
@@ -11,7 +13,7 @@ import (
 // says what became of the message, rather than "no such message".
 func TestASuggestedLogCommandAnswers(t *testing.T) {
 	t.Parallel()
-	h1, h2 := twoHosts(t)
+	h1, h2 := harness.TwoHosts(t)
 	h2.StartAgent("agent-alpha-ana")
 	waitListed(t, h1, "alpha/ana")
 	if err := h2.StopDaemon(); err != nil {

@@ -4,117 +4,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/agentmsg/agentmsg/e2e/harness"
 )
 
 // Agents on two hosts (issue 19): two test servers, each its own tmux
-// server, mailbox and daemon, joined by one NATS server on loopback.
-
-// natsBus starts a NATS server with JetStream on a loopback port (0: any)
-// with its store in dir.
-func natsBus(t *testing.T, dir string, port int) *server.Server {
-	t.Helper()
-	if port == 0 {
-		port = -1
-	}
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the NATS server did not start")
-	}
-	return s
-}
-
-// hostServer is a test server whose daemon is host name on the bus at url.
-func hostServer(t *testing.T, name, url string) *harness.TestServer {
-	t.Helper()
-	s := harness.NewTestServer(t)
-	f, err := os.OpenFile(s.ConfigPath(), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(f, "\n[hosts]\nname = %q\nnats = %q\n", name, url)
-	f.Close()
-	if err := s.StopDaemon(); err != nil { // DaemonMode's, started before [hosts]
-		t.Fatal(err)
-	}
-	if err := s.StartDaemon(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.StopDaemon(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(s.Dir, "logs", "daemon.log"))
-			t.Logf("host %s's daemon log:\n%s", name, b)
-		}
-	})
-	return s
-}
-
-// twoHosts is hosts h1 and h2 on one bus, all stopped when t ends.
-func twoHosts(t *testing.T) (h1, h2 *harness.TestServer) {
-	t.Helper()
-	bus := natsBus(t, t.TempDir(), 0)
-	t.Cleanup(bus.Shutdown) // after the hosts' daemons stop (cleanups run last first)
-	return hostServer(t, "h1", bus.ClientURL()), hostServer(t, "h2", bus.ClientURL())
-}
+// server, mailbox and daemon, joined by one NATS server on loopback
+// (harness.TwoHosts).
 
 // waitListed waits until s lists h1 and h2 up and agent among their agents.
 func waitListed(t *testing.T, s *harness.TestServer, agent string) {
 	t.Helper()
 	waitFor(t, "h1 lists h2 with its agents", 30*time.Second, func() bool {
-		return strings.Contains(fmt.Sprint(waitHosts(t, s, "h1", "h2").Hosts), agent)
+		return strings.Contains(fmt.Sprint(harness.WaitHosts(t, s, "h1", "h2").Hosts), agent)
 	})
-}
-
-// hostsDoc is agentmsg --json hosts.
-type hostsDoc struct {
-	Hosts []struct {
-		Name   string   `json:"name"`
-		Up     bool     `json:"up"`
-		Agents []string `json:"agents"`
-	} `json:"hosts"`
-}
-
-// waitHosts waits until s lists every host in names as up.
-func waitHosts(t *testing.T, s *harness.TestServer, names ...string) hostsDoc {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res := s.Run("--json", "hosts")
-		var doc hostsDoc
-		_ = json.Unmarshal([]byte(res.Stdout), &doc)
-		up := map[string]bool{}
-		for _, h := range doc.Hosts {
-			up[h.Name] = h.Up
-		}
-		all := true
-		for _, n := range names {
-			all = all && up[n]
-		}
-		if all {
-			return doc
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hosts never listed %v up:\n%s", names, res)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // A message crosses to an agent on another host and is typed there once;
@@ -123,7 +30,7 @@ func waitHosts(t *testing.T, s *harness.TestServer, names ...string) hostsDoc {
 // agent, and an unknown host is named as such.
 func TestMessageCrossesHosts(t *testing.T) {
 	t.Parallel()
-	h1, h2 := twoHosts(t)
+	h1, h2 := harness.TwoHosts(t)
 	ana := h2.StartAgent("agent-alpha-ana")
 	bob := h2.StartAgent("agent-alpha-bob", harness.InitialState("busy"))
 	waitListed(t, h1, "alpha/ana")
@@ -170,7 +77,7 @@ func TestMessageCrossesHosts(t *testing.T) {
 // the same exit code as here.
 func TestRemoteSendKeepsItsSendersChoices(t *testing.T) {
 	t.Parallel()
-	h1, h2 := twoHosts(t)
+	h1, h2 := harness.TwoHosts(t)
 	ana := h2.StartAgent("agent-alpha-ana", harness.InitialState("busy"))
 	bob := h2.StartAgent("agent-alpha-bob", harness.InitialState("busy"), harness.NoQueue())
 	pane := h2.NewShellSession("agent-alpha-sh")
@@ -232,12 +139,12 @@ func TestRemoteSendKeepsItsSendersChoices(t *testing.T) {
 func TestSendWaitsForTheLink(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	bus := natsBus(t, dir, 0)
+	bus := harness.NATSBus(t, dir, 0)
 	_, port, _ := net.SplitHostPort(bus.Addr().String())
-	h1 := hostServer(t, "h1", bus.ClientURL())
-	h2 := hostServer(t, "h2", bus.ClientURL())
+	h1 := harness.HostServer(t, "h1", bus.ClientURL())
+	h2 := harness.HostServer(t, "h2", bus.ClientURL())
 	ana := h2.StartAgent("agent-alpha-ana")
-	waitHosts(t, h1, "h1", "h2")
+	harness.WaitHosts(t, h1, "h1", "h2")
 	bus.Shutdown()
 	bus.WaitForShutdown()
 
@@ -247,7 +154,7 @@ func TestSendWaitsForTheLink(t *testing.T) {
 	}
 	var p int
 	fmt.Sscan(port, &p)
-	bus = natsBus(t, dir, p)
+	bus = harness.NATSBus(t, dir, p)
 	defer bus.Shutdown()
 	waitFor(t, "the message at ana once the bus is back", 30*time.Second, func() bool { return len(ana.Received()) == 1 })
 	time.Sleep(2 * time.Second) // a second copy would come within this
@@ -261,14 +168,14 @@ func TestSendWaitsForTheLink(t *testing.T) {
 // once when it does.
 func TestSendToAHostThatStopped(t *testing.T) {
 	t.Parallel()
-	h1, h2 := twoHosts(t)
+	h1, h2 := harness.TwoHosts(t)
 	ana := h2.StartAgent("agent-alpha-ana")
 	waitListed(t, h1, "alpha/ana")
 	if err := h2.StopDaemon(); err != nil {
 		t.Fatal(err)
 	}
 	res := h1.Run("--json", "hosts")
-	var doc hostsDoc
+	var doc harness.HostsDoc
 	_ = json.Unmarshal([]byte(res.Stdout), &doc)
 	for _, h := range doc.Hosts {
 		if h.Name == "h2" && h.Up {
@@ -294,7 +201,7 @@ func TestSendToAHostThatStopped(t *testing.T) {
 // message is typed once the host is back.
 func TestSendToAHostThatJustDied(t *testing.T) {
 	t.Parallel()
-	h1, h2 := twoHosts(t)
+	h1, h2 := harness.TwoHosts(t)
 	ana := h2.StartAgent("agent-alpha-ana")
 	waitListed(t, h1, "alpha/ana")
 	h2.KillDaemon()
@@ -315,7 +222,7 @@ func TestSendToAHostThatJustDied(t *testing.T) {
 // typed by its own host, with one verdict over all of them.
 func TestBroadcastReachesEveryHost(t *testing.T) {
 	t.Parallel()
-	h1, h2 := twoHosts(t)
+	h1, h2 := harness.TwoHosts(t)
 	carl := h1.StartAgent("agent-alpha-carl")
 	ana := h2.StartAgent("agent-alpha-ana")
 	other := h2.StartAgent("agent-beta-dan")
@@ -337,7 +244,7 @@ func TestBroadcastReachesEveryHost(t *testing.T) {
 // host's own.
 func TestListAllHosts(t *testing.T) {
 	t.Parallel()
-	h1, h2 := twoHosts(t)
+	h1, h2 := harness.TwoHosts(t)
 	h1.StartAgent("agent-alpha-carl")
 	h2.StartAgent("agent-alpha-ana")
 	h2.StartAgent("agent-beta-dan")
@@ -348,36 +255,14 @@ func TestListAllHosts(t *testing.T) {
 	}
 }
 
-// The time of a send to another host, process start to verdict, over a
-// loopback bus: a measurement (AGENTMSG_MEASURE_HOSTS=1), never a pass or
-// fail on time. The figures over the namespaces are e2e/multihost's.
-func TestCrossHostSendSpeed(t *testing.T) {
-	if os.Getenv("AGENTMSG_MEASURE_HOSTS") != "1" {
-		t.Skip("a measurement: set AGENTMSG_MEASURE_HOSTS=1")
-	}
-	h1, h2 := twoHosts(t)
-	h2.StartAgent("agent-alpha-ana")
-	waitHosts(t, h1, "h1", "h2")
-	var took []time.Duration
-	for i := range 40 {
-		start := time.Now()
-		res := h1.Run("send", "--host", "h2", "alpha", "ana", fmt.Sprint("timed ", i))
-		took = append(took, time.Since(start))
-		wantCode(t, res, 0)
-	}
-	slices.Sort(took)
-	t.Logf("send --host, process start to verdict, %d sends: median %s, p95 %s, max %s",
-		len(took), took[len(took)/2], took[len(took)*95/100], took[len(took)-1])
-}
-
 // A sender whose daemon died while it waited for another host's verdict
 // reads the truth from the daemon once it is back: the other host's
 // report of the message.
 func TestTruthAfterTheSendersDaemonDied(t *testing.T) {
 	t.Parallel()
-	h1, h2 := twoHosts(t)
+	h1, h2 := harness.TwoHosts(t)
 	ana := h2.StartAgent("agent-alpha-ana", harness.InitialState("busy"))
-	waitHosts(t, h1, "h1", "h2")
+	harness.WaitHosts(t, h1, "h1", "h2")
 	c := api(h1)
 	done := make(chan struct{})
 	go func() {

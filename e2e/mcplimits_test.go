@@ -50,10 +50,10 @@ func TestMCPLimitsMeasured(t *testing.T) {
 		written := p.send(t, waits, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"wait_for_message","arguments":{"from":"nobody","timeout_seconds":120}}}`)
 		p.settle(written, waits, 2*time.Second, time.Minute)
 		time.Sleep(2 * time.Second) // past the start of the last waits
-		before := cpuTime(t, p.cmd.Process.Pid)
+		before := harness.CPUTime(t, p.cmd.Process.Pid)
 		const idle = 10 * time.Second
 		time.Sleep(idle)
-		used := cpuTime(t, p.cmd.Process.Pid) - before
+		used := harness.CPUTime(t, p.cmd.Process.Pid) - before
 		share := 100 * used.Seconds() / idle.Seconds()
 		t.Logf("%d of %d waits written before the server stopped reading (%d answered), %s idle: %s of CPU (%.1f%% of a core), RSS %d MB",
 			written.Load(), waits, answered.Load(), idle, used, share, p.status(t, "VmRSS")>>20)

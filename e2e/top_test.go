@@ -1,25 +1,18 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentmsg/agentmsg/e2e/harness"
-	"github.com/agentmsg/agentmsg/mailbox"
-	"github.com/agentmsg/agentmsg/message"
 )
 
 // topScreen is agentmsg top running in a pane of the test's server, read
@@ -211,65 +204,6 @@ func TestTop(t *testing.T) {
 	}
 }
 
-// What top costs at the issue's scale, for the README and the note: 500
-// stand-in agents and 10,000 messages, top idle for 30 s in a 200x50
-// pane. It reports; it never fails on a slow machine. Set
-// AGENTMSG_MEASURE_TOP=1 to run it (it starts 500 stand-ins).
-func TestTopIdleCPU(t *testing.T) {
-	if os.Getenv("AGENTMSG_MEASURE_TOP") == "" {
-		t.Skip("set AGENTMSG_MEASURE_TOP=1 to measure top with 500 agents and 10,000 messages")
-	}
-	const agents, messages = 500, 10000
-	s := harness.NewTestServer(t)
-	names := make([]string, agents)
-	for i := range names {
-		names[i] = fmt.Sprintf("agent-t%02d-a%03d", i/10, i)
-	}
-	for chunk := range slices.Chunk(names, 50) {
-		s.StartAgents(chunk, harness.NoCue())
-	}
-	store := s.Mailbox()
-	for i := range messages {
-		to := i % agents
-		box, err := store.Box(fmt.Sprintf("t%02d", to/10), fmt.Sprintf("a%03d", to))
-		if err != nil {
-			t.Fatal(err)
-		}
-		state := mailbox.StateSubmitted
-		if i%10 == 0 {
-			state = mailbox.StateDeferred
-		}
-		e := mailbox.Envelope{ID: message.ID(fmt.Sprintf("MSG_LEAD_%08x", i)), From: "lead", To: fmt.Sprintf("a%03d", to), Type: mailbox.TypeText,
-			Content: "a message of a busy day", Delivery: &mailbox.Delivery{State: state, Attempts: 1}}
-		if err := box.AppendBatched(e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := store.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	argv := append([]string{"new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", "top", "-x", "200", "-y", "50", "--", "/usr/bin/env"}, s.Env()...)
-	pid, err := strconv.Atoi(strings.TrimSpace(s.Tmux(append(argv, s.Bins.Agentmsg, "-S", s.Socket, "top")...)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	top := &topScreen{s: s, pane: "=top:"}
-	t.Cleanup(func() { _ = s.Server.PressKeys("=top:", "q") })
-	top.waitFor(t, 60*time.Second, `500 agents`, `1000 open of 10000 messages`)
-	server, err := strconv.Atoi(strings.TrimSpace(s.Tmux("display-message", "-p", "#{pid}")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(5 * time.Second) // past the start: its first looks and reads
-	topBefore, serverBefore := cpuTime(t, pid), cpuTime(t, server)
-	const idle = 30 * time.Second
-	time.Sleep(idle)
-	topCPU, serverCPU := cpuTime(t, pid)-topBefore, cpuTime(t, server)-serverBefore
-	t.Logf("%d agents, %d messages, %s idle: agentmsg top used %s of CPU (%.1f%% of a core), the tmux server %s (%.1f%%), on %s",
-		agents, messages, idle, topCPU, 100*topCPU.Seconds()/idle.Seconds(), serverCPU, 100*serverCPU.Seconds()/idle.Seconds(), harness.TmuxVersion())
-	t.Logf("its screen:\n%s", s.Capture("=top:"))
-}
-
 // attachClient attaches a tmux client to session, as a person's terminal
 // (a pseudo-terminal of script(1)), until the test ends: then the server
 // detaches it, and it exits as any detached client does (never a signal).
@@ -303,24 +237,6 @@ func attachClient(t *testing.T, s *harness.TestServer, session string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// cpuTime is the user and system CPU time process pid has used so far.
-func cpuTime(t *testing.T, pid int) time.Duration {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		if _, serr := os.Stat("/proc/self/stat"); serr != nil {
-			t.Skip("another process's CPU time is read from /proc (Linux only)")
-		}
-		t.Fatal(err)
-	}
-	// The fields after the command's closing parenthesis: utime and
-	// stime are the 12th and 13th, in clock ticks (100 a second).
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
-	utime, _ := strconv.Atoi(f[11])
-	stime, _ := strconv.Atoi(f[12])
-	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // personClients lists the server's clients in format, one a line, leaving

@@ -1,6 +1,6 @@
 package lifecycle
 
-// The lifecycle's logic on the fake tmux server (internal/faketmux): the
+// The lifecycle's logic on the fake tmux server (tmux/tmuxtest): the
 // registry, refusing an existing session, the shutdown protocol, Status
 // joining the registry with the server's sessions, and Reap. No process
 // runs behind a fake pane (its pid is 0), so what needs one (Kill's
@@ -20,30 +20,30 @@ import (
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/identity"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // fake is a Manager on a fake tmux server with the given sessions, a temp
 // mailbox and a settable clock.
 type fake struct {
 	*Manager
-	tmux *faketmux.Server
+	tmux *tmuxtest.Server
 	clk  *clock
 }
 
 func newFake(t *testing.T, sessions ...string) *fake {
 	t.Helper()
-	srv := faketmux.New(sessions...)
+	srv := tmuxtest.New(sessions...)
 	opts := delivery.DefaultOptions()
 	opts.ReadyTimeout, opts.ConfirmTimeout = 150*time.Millisecond, time.Second
 	opts.Settle, opts.Poll = time.Millisecond, time.Millisecond
 	locks := lock.Dir{Path: t.TempDir()}
-	d := &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: faketmux.Clock{}, Opts: opts, Concurrency: 4}
+	d := &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: tmuxtest.Clock{}, Opts: opts, Concurrency: 4}
 	store := mailbox.New(t.TempDir())
 	store.PollInterval = 2 * time.Millisecond
 	clk := &clock{t: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}

@@ -14,20 +14,20 @@ import (
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // team is one test's world: a fake tmux server with agent sessions of
 // team "t", a temp mailbox, and a lifecycle fake.
 type team struct {
 	t     *testing.T
-	tmux  *faketmux.Server
+	tmux  *tmuxtest.Server
 	store *mailbox.Store
 	locks string
 	life  *fakeLifecycle
@@ -41,7 +41,7 @@ func newTeam(t *testing.T, agents ...string) *team {
 	}
 	store := mailbox.New(t.TempDir())
 	store.PollInterval = 2 * time.Millisecond
-	return &team{t: t, tmux: faketmux.New(sessions...), store: store, locks: t.TempDir(), life: &fakeLifecycle{}}
+	return &team{t: t, tmux: tmuxtest.New(sessions...), store: store, locks: t.TempDir(), life: &fakeLifecycle{}}
 }
 
 func (tm *team) dispatcher() (*dispatch.Dispatcher, error) {
@@ -50,7 +50,7 @@ func (tm *team) dispatcher() (*dispatch.Dispatcher, error) {
 	opts.Settle, opts.Poll = time.Millisecond, time.Millisecond
 	// Real per-pane locks: a workflow sends to one agent from several
 	// goroutines, and without them two deliveries would interleave.
-	return &dispatch.Dispatcher{Tmux: tm.tmux, Locks: lock.Dir{Path: tm.locks}, Clock: faketmux.Clock{}, Opts: opts, Concurrency: 4}, nil
+	return &dispatch.Dispatcher{Tmux: tm.tmux, Locks: lock.Dir{Path: tm.locks}, Clock: tmuxtest.Clock{}, Opts: opts, Concurrency: 4}, nil
 }
 
 func (tm *team) deps(name string) Deps {

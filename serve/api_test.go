@@ -16,17 +16,17 @@ import (
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/eventlog"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // testAPI is the daemon's API over a fake tmux server (its agent sessions
 // in team t) and a temp mailbox.
 type testAPI struct {
 	h     http.Handler
-	tmux  *faketmux.Server
+	tmux  *tmuxtest.Server
 	store *mailbox.Store
 	d     *Daemon
 	log   *eventlog.Log // the event log every change goes to
@@ -45,7 +45,7 @@ func newTestAPI(t *testing.T, agents ...string) *testAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := faketmux.New()
+	srv := tmuxtest.New()
 	for _, a := range agents {
 		if _, _, err := srv.NewSession(t.Context(), "agent-t-"+a, "", nil, nil); err != nil {
 			t.Fatal(err)
@@ -65,7 +65,7 @@ func newTestAPI(t *testing.T, agents ...string) *testAPI {
 	opts.ReadyTimeout, opts.ConfirmTimeout = 150*time.Millisecond, time.Second
 	opts.Settle, opts.Poll = time.Millisecond, time.Millisecond
 	locks := lock.Dir{Path: t.TempDir()}
-	disp := &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: faketmux.Clock{}, Opts: opts, Concurrency: 4}
+	disp := &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: tmuxtest.Clock{}, Opts: opts, Concurrency: 4}
 	cour := &courier.Courier{Store: store, Dispatch: disp, Locks: locks}
 	b := newBackend(app.Env{LookupEnv: lookup, Config: cfg}, "test", false)
 	b.places[sock] = &parts{store: store, disp: disp, cour: cour,

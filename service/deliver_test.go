@@ -9,21 +9,21 @@ import (
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // deliverService is name of team alpha over srv, with one dispatcher for
 // the process (as the front ends cache it) whose ready timeout is ready
 // and whose caller's pane is self's ("" for none).
-func deliverService(t *testing.T, srv *faketmux.Server, name, self string, ready time.Duration) (*Service, *dispatch.Dispatcher) {
+func deliverService(t *testing.T, srv *tmuxtest.Server, name, self string, ready time.Duration) (*Service, *dispatch.Dispatcher) {
 	t.Helper()
 	s := requestService(t, checkedStore(t), name)
 	opts := delivery.DefaultOptions()
 	opts.Settle, opts.Poll, opts.ReadyTimeout = time.Millisecond, time.Millisecond, ready
 	locks := lock.Dir{Path: t.TempDir()}
-	d := &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: faketmux.Clock{}, Opts: opts, Concurrency: 1}
+	d := &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: tmuxtest.Clock{}, Opts: opts, Concurrency: 1}
 	if self != "" {
 		d.Self = srv.PaneID(self)
 	}
@@ -36,7 +36,7 @@ func deliverService(t *testing.T, srv *faketmux.Server, name, self string, ready
 
 // defer_ leaves a message from lead waiting in ana's inbox: her dialog
 // keeps it from being typed.
-func defer_(t *testing.T, s *Service, srv *faketmux.Server) {
+func defer_(t *testing.T, s *Service, srv *tmuxtest.Server) {
 	t.Helper()
 	srv.SetDialog("agent-alpha-ana", true)
 	res, err := s.Send(context.Background(), SendRequest{To: to(t, "ana"), Draft: Draft{Text: "later"}, Delivery: Delivery{Queue: true, Call: dispatch.Call{ReadyTimeout: time.Millisecond}}})
@@ -58,7 +58,7 @@ func asLead(s *Service) *Service {
 
 // A pass types a waiting message once; the next finds nothing.
 func TestDeliverTypesAWaitingMessageOnce(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	s, _ := deliverService(t, srv, "lead", "", 50*time.Millisecond)
 	defer_(t, s, srv)
 	srv.SetDialog("agent-alpha-ana", false)
@@ -77,7 +77,7 @@ func TestDeliverTypesAWaitingMessageOnce(t *testing.T) {
 // the caller's pane hold for that call and leave the process's dispatcher
 // as it was (cmd deliver used to set its Self and ReadyTimeout mid-run).
 func TestDeliverChoicesArePerCall(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	// ana runs deliver herself (her Stop hook), and the dispatcher would
 	// wait a minute for a ready agent.
 	s, d := deliverService(t, srv, "ana", "agent-alpha-ana", time.Minute)
@@ -101,7 +101,7 @@ func TestDeliverChoicesArePerCall(t *testing.T) {
 }
 
 func TestDeliverIntoTheCallersOwnPane(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	s, _ := deliverService(t, srv, "ana", "agent-alpha-ana", 50*time.Millisecond)
 	lead := asLead(s)
 	defer_(t, lead, srv)
@@ -114,7 +114,7 @@ func TestDeliverIntoTheCallersOwnPane(t *testing.T) {
 
 // Expired, unclaimed requests are told to their team once, by the pass.
 func TestDeliverRemindsOfExpiredRequestsOnce(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	s, _ := deliverService(t, srv, "lead", "", 50*time.Millisecond)
 	seed(t, s.Store, "alpha", "ana")
 	if err := s.Store.Post("alpha", mailbox.Request{ID: "REQ_0000aaaa", From: "lead", Description: "old job",
@@ -130,7 +130,7 @@ func TestDeliverRemindsOfExpiredRequestsOnce(t *testing.T) {
 }
 
 func TestDeliverRefuses(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	s, _ := deliverService(t, srv, "lead", "", 50*time.Millisecond)
 	seed(t, s.Store, "alpha", "ana")
 	var nf *TeamNotFoundError
@@ -176,7 +176,7 @@ func TestCachedDispatcher(t *testing.T) {
 // A pass with a limit ends by it, however long its agents may be waited
 // for; what it could not type stays waiting.
 func TestDeliverEndsAtItsLimit(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	s, _ := deliverService(t, srv, "lead", "", time.Minute)
 	defer_(t, s, srv)
 	start := time.Now()
@@ -197,7 +197,7 @@ func TestDeliverEndsAtItsLimit(t *testing.T) {
 // waits (that one types what waits now), typing nothing; with the way
 // clear it delivers.
 func TestDeliverTakesTurns(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	s, d := deliverService(t, srv, "lead", "", 50*time.Millisecond)
 	defer_(t, s, srv)
 	srv.SetDialog("agent-alpha-ana", false)

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/eventlog"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // A watch over a tmux server learns when it has gone (deliver --watch
 // ends then), and not before.
 func TestServerGoneSaysSo(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	svc := testService(t, srv)
 	if err := svc.ServerGone(context.Background()); err != nil {
 		t.Fatalf("a running server: %v", err)

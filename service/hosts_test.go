@@ -8,8 +8,8 @@ import (
 
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/hosts"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // A batch from another host lists the server's agents once; the next batch
@@ -18,7 +18,7 @@ import (
 // one is never refused for an old listing), and one gone since waits in
 // its inbox until the listing is too old to stand for it.
 func TestReceiverListsOncePerMoment(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	s, _ := deliverService(t, srv, "lead", "", 50*time.Millisecond)
 	now := time.Now()
 	s.Now = func() time.Time { return now }
@@ -73,7 +73,7 @@ func TestReceiverListsOncePerMoment(t *testing.T) {
 // the broadcast's sender never heard of it. The same host's packet read
 // twice is recorded once, as before.
 func TestReceiverRefusesAnIDAnotherHostHolds(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	s, _ := deliverService(t, srv, "lead", "", 50*time.Millisecond)
 	id, err := message.NewID("LEAD", nil)
 	if err != nil {

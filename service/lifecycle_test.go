@@ -11,18 +11,18 @@ import (
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // world is one test's team "t": a fake tmux server with the given agent
 // sessions, a temp mailbox, and a lifecycle manager over both.
 type world struct {
-	tmux  *faketmux.Server
+	tmux  *tmuxtest.Server
 	store *mailbox.Store
 	d     *dispatch.Dispatcher
 	c     *courier.Courier
@@ -40,8 +40,8 @@ func newWorld(t *testing.T, agents ...string) *world {
 	opts.ReadyTimeout, opts.ConfirmTimeout = 150*time.Millisecond, time.Second
 	opts.Settle, opts.Poll = time.Millisecond, time.Millisecond
 	locks := lock.Dir{Path: t.TempDir()}
-	w := &world{tmux: faketmux.New(sessions...), store: store}
-	w.d = &dispatch.Dispatcher{Tmux: w.tmux, Locks: locks, Clock: faketmux.Clock{}, Opts: opts, Concurrency: 4}
+	w := &world{tmux: tmuxtest.New(sessions...), store: store}
+	w.d = &dispatch.Dispatcher{Tmux: w.tmux, Locks: locks, Clock: tmuxtest.Clock{}, Opts: opts, Concurrency: 4}
 	w.c = &courier.Courier{Store: store, Dispatch: w.d, Locks: locks}
 	return w
 }

@@ -10,10 +10,10 @@ import (
 
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // requestService is name of team alpha over a temp mailbox and a fake tmux
@@ -26,10 +26,10 @@ func requestService(t *testing.T, store *mailbox.Store, name string, sessions ..
 	}
 	s := &Service{Team: "alpha", Name: name, Sender: sender, Store: store}
 	if sessions != nil {
-		srv := faketmux.New(sessions...)
+		srv := tmuxtest.New(sessions...)
 		locks := lock.Dir{Path: t.TempDir()}
 		s.Dispatcher = func() (*dispatch.Dispatcher, error) {
-			return &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: faketmux.Clock{}, Opts: delivery.DefaultOptions(), Concurrency: 1}, nil
+			return &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: tmuxtest.Clock{}, Opts: delivery.DefaultOptions(), Concurrency: 1}, nil
 		}
 	} else {
 		s.Dispatcher = func() (*dispatch.Dispatcher, error) { return nil, errors.New("no tmux here") }

@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // Screens reads every team's agents, each as a delivery would.
 func TestScreens(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana", "agent-beta-bob", "agent-alpha-cy", "agent-ralph-7", "scratch")
+	srv := tmuxtest.New("agent-alpha-ana", "agent-beta-bob", "agent-alpha-cy", "agent-ralph-7", "scratch")
 	srv.SetDialog("agent-beta-bob", true)
 	srv.SetDead("agent-alpha-cy")
 	s, _ := deliverService(t, srv, "lead", "", time.Millisecond)
@@ -39,7 +39,7 @@ func TestScreens(t *testing.T) {
 // switching is the fake server with a client that can be switched.
 type switching struct {
 	tmux.Client
-	fake *faketmux.Server
+	fake *tmuxtest.Server
 	to   []string
 	err  error
 }
@@ -65,7 +65,7 @@ func TestOpenPane(t *testing.T) {
 		{"inside, no client", true, errors.New("no current client"), false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := faketmux.New("agent-alpha-ana", "agent-alpha-lead")
+			fake := tmuxtest.New("agent-alpha-ana", "agent-alpha-lead")
 			srv := &switching{Client: fake, fake: fake, err: tt.err}
 			s, d := deliverService(t, fake, "lead", "", time.Millisecond)
 			d.Tmux = srv
@@ -87,7 +87,7 @@ func TestOpenPane(t *testing.T) {
 			}
 		})
 	}
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	s, _ := deliverService(t, srv, "lead", "", time.Millisecond)
 	if _, err := s.OpenPane(context.Background(), "alpha", "bob"); !errors.Is(err, dispatch.ErrTargetNotFound) {
 		t.Errorf("OpenPane of an agent not there: %v; want ErrTargetNotFound", err)

@@ -9,16 +9,16 @@ import (
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // testService is lead of team alpha over a fake tmux server.
-func testService(t *testing.T, srv *faketmux.Server) *Service {
+func testService(t *testing.T, srv *tmuxtest.Server) *Service {
 	t.Helper()
 	locks := lock.Dir{Path: t.TempDir()}
 	store := checkedStore(t)
@@ -29,7 +29,7 @@ func testService(t *testing.T, srv *faketmux.Server) *Service {
 			}
 			opts := delivery.DefaultOptions()
 			opts.Settle, opts.Poll, opts.ReadyTimeout = time.Millisecond, time.Millisecond, 50*time.Millisecond
-			return &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: faketmux.Clock{}, Opts: opts}, nil
+			return &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: tmuxtest.Clock{}, Opts: opts}, nil
 		},
 		Courier: func(d *dispatch.Dispatcher) (*courier.Courier, error) {
 			return &courier.Courier{Store: store, Dispatch: d, Locks: locks}, nil
@@ -47,7 +47,7 @@ func to(t *testing.T, name string) target.Target {
 }
 
 func TestSend(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	s := testService(t, srv)
 	res, err := s.Send(context.Background(), SendRequest{To: to(t, "ana"), Draft: Draft{Text: "hi"}, Delivery: Delivery{Queue: true}})
 	if err != nil || !res.OK() || res.Verdict != delivery.Submitted || res.From != "lead" || res.Socket != "/fake/sock" {
@@ -59,7 +59,7 @@ func TestSend(t *testing.T) {
 }
 
 func TestSendRefuses(t *testing.T) {
-	s := testService(t, faketmux.New("agent-alpha-ana"))
+	s := testService(t, tmuxtest.New("agent-alpha-ana"))
 	for _, tc := range []struct {
 		req  SendRequest
 		want error
@@ -84,7 +84,7 @@ func TestSendRefuses(t *testing.T) {
 // A known agent with no session (or no tmux at all) gets the message in
 // its inbox only when the caller asks for that; otherwise it is not found.
 func TestSendToAnAgentWithoutSession(t *testing.T) {
-	for _, srv := range []*faketmux.Server{faketmux.New(), nil} {
+	for _, srv := range []*tmuxtest.Server{tmuxtest.New(), nil} {
 		s := testService(t, srv)
 		box, _ := s.Store.Box("alpha", "dana") // known: dana has an inbox
 		if err := box.Append(mailbox.Envelope{ID: "MSG_X_0000aaaa", From: "x", To: "dana", Type: mailbox.TypeText, Content: "earlier"}); err != nil {
@@ -95,7 +95,7 @@ func TestSendToAnAgentWithoutSession(t *testing.T) {
 			t.Errorf("tmux %v: Send = %+v, %v; want recorded", srv != nil, res.Result, err)
 		}
 	}
-	s := testService(t, faketmux.New())
+	s := testService(t, tmuxtest.New())
 	res, err := s.Send(context.Background(), SendRequest{To: to(t, "dana"), Draft: Draft{Text: "hi"}, Delivery: Delivery{Queue: true}})
 	if err != nil || res.Verdict != dispatch.NotFound {
 		t.Errorf("Send = %+v, %v; want not_found", res.Result, err)
@@ -103,7 +103,7 @@ func TestSendToAnAgentWithoutSession(t *testing.T) {
 }
 
 func TestBroadcast(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana", "agent-alpha-bob", "agent-beta-cy")
+	srv := tmuxtest.New("agent-alpha-ana", "agent-alpha-bob", "agent-beta-cy")
 	srv.SetDialog("agent-alpha-bob", true)
 	s := testService(t, srv)
 	if _, err := s.Broadcast(context.Background(), BroadcastRequest{Draft: Draft{Text: "hi"}}); !errors.Is(err, ErrNoCallerTeam) {
@@ -119,7 +119,7 @@ func TestBroadcast(t *testing.T) {
 }
 
 func TestReply(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	s := testService(t, srv)
 	box, _ := s.Store.Box("alpha", "lead")
 	orig := message.ID("MSG_ANA_0123abcd")

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/courier"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // waiting is the one message in ana's inbox.
@@ -23,7 +23,7 @@ func waiting(t *testing.T, s *Service) mailbox.Envelope {
 
 // A message a person handled stays out of every later pass.
 func TestHandle(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	s, _ := deliverService(t, srv, "lead", "", 50*time.Millisecond)
 	defer_(t, s, srv)
 	srv.SetDialog("agent-alpha-ana", false)
@@ -46,7 +46,7 @@ func TestHandle(t *testing.T) {
 
 // A retried message is typed in the pass that Retry runs, once.
 func TestRetry(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	s, _ := deliverService(t, srv, "lead", "", 50*time.Millisecond)
 	defer_(t, s, srv)
 	srv.SetDialog("agent-alpha-ana", false)

@@ -16,11 +16,11 @@ import (
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // helperEnv names the helper a re-executed test binary runs (the other
@@ -171,14 +171,14 @@ func TestHelperAssigner(t *testing.T) {
 	if os.Getenv(helperEnv) != "assigner" {
 		t.Skip("helper process")
 	}
-	srv := &slowTmux{fakeServer: faketmux.New("agent-alpha-ana")}
+	srv := &slowTmux{fakeServer: tmuxtest.New("agent-alpha-ana")}
 	store := mailbox.New(os.Getenv("SVC_MAILBOX"))
 	locks := lock.Dir{Path: os.Getenv("SVC_LOCKS")}
 	s := &Service{Team: "alpha", Name: "lead", Sender: "LEAD", Store: store,
 		Dispatcher: func() (*dispatch.Dispatcher, error) {
 			opts := delivery.DefaultOptions()
 			opts.Settle, opts.Poll, opts.ReadyTimeout = time.Millisecond, time.Millisecond, time.Second
-			return &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: faketmux.Clock{}, Opts: opts}, nil
+			return &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: tmuxtest.Clock{}, Opts: opts}, nil
 		},
 		Courier: func(d *dispatch.Dispatcher) (*courier.Courier, error) {
 			return &courier.Courier{Store: store, Dispatch: d, Locks: locks}, nil

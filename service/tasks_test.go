@@ -14,17 +14,17 @@ import (
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/tmux"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // A task carries the agent's unread messages that never reached its pane;
 // they are read afterwards, and the one typed already is not repeated.
 func TestAssignTaskCarriesUnread(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	s := testService(t, srv)
 	ctx := context.Background()
 	typed, err := s.Send(ctx, SendRequest{To: to(t, "ana"), Draft: Draft{Text: "typed already"}, Delivery: Delivery{Queue: true}})
@@ -55,7 +55,7 @@ func TestAssignTaskCarriesUnread(t *testing.T) {
 }
 
 func TestAssignTaskEmpty(t *testing.T) {
-	s := testService(t, faketmux.New("agent-alpha-ana"))
+	s := testService(t, tmuxtest.New("agent-alpha-ana"))
 	if _, err := s.AssignTask(context.Background(), AssignRequest{To: to(t, "ana"), Task: "  "}); !errors.Is(err, ErrEmptyTask) {
 		t.Fatalf("err = %v, want ErrEmptyTask", err)
 	}
@@ -79,22 +79,22 @@ func (b *breakingTmux) Capture(ctx context.Context, id string, history int) ([]s
 	return b.fakeServer.Capture(ctx, id, history)
 }
 
-// fakeServer is faketmux.Server under a name that does not hide its
+// fakeServer is tmuxtest.Server under a name that does not hide its
 // Server method when embedded.
-type fakeServer = faketmux.Server
+type fakeServer = tmuxtest.Server
 
 // A task that is not delivered puts back the messages it was to carry; one
 // that cannot be put back (its inbox cannot be written: a full disk)
 // stays marked read and is never typed, and the task's outcome says so.
 // Before, that failure was dropped without a word.
 func TestAssignTaskSaysWhatItCouldNotPutBack(t *testing.T) {
-	srv := &breakingTmux{fakeServer: faketmux.New("agent-alpha-ana")}
+	srv := &breakingTmux{fakeServer: tmuxtest.New("agent-alpha-ana")}
 	s := testService(t, nil)
 	locks := lock.Dir{Path: t.TempDir()}
 	s.Dispatcher = func() (*dispatch.Dispatcher, error) {
 		opts := delivery.DefaultOptions()
 		opts.Settle, opts.Poll, opts.ReadyTimeout = time.Millisecond, time.Millisecond, 50*time.Millisecond
-		return &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: faketmux.Clock{}, Opts: opts}, nil
+		return &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: tmuxtest.Clock{}, Opts: opts}, nil
 	}
 	s.Courier = func(d *dispatch.Dispatcher) (*courier.Courier, error) {
 		return &courier.Courier{Store: s.Store, Dispatch: d, Locks: locks}, nil
@@ -132,7 +132,7 @@ func TestAssignTaskSaysWhatItCouldNotPutBack(t *testing.T) {
 // in, none is marked read by it, and ana's cursor stops before the first
 // message still on its way.
 func TestAssignTaskCarriesOnlyWhatWaits(t *testing.T) {
-	s := testService(t, faketmux.New("agent-alpha-ana"))
+	s := testService(t, tmuxtest.New("agent-alpha-ana"))
 	box, err := s.Store.Box("alpha", "ana")
 	if err != nil {
 		t.Fatal(err)

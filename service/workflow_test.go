@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmsg/agentmsg/internal/faketmux"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )
 
 // answer has agent name do each task it gets: it reports f's output to
@@ -39,7 +39,7 @@ func answer(ctx context.Context, t *testing.T, lead *Service, name string, f fun
 }
 
 func TestWorkflowChainsAndSkips(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana", "agent-alpha-bob", "agent-alpha-cy")
+	srv := tmuxtest.New("agent-alpha-ana", "agent-alpha-bob", "agent-alpha-cy")
 	s := testService(t, srv)
 	if err := s.Store.SetStatus("alpha", "lead", mailbox.Status{}); err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func TestWorkflowChainsAndSkips(t *testing.T) {
 }
 
 func TestWorkflowTimesOutAsAResult(t *testing.T) {
-	s := testService(t, faketmux.New("agent-alpha-ana"))
+	s := testService(t, tmuxtest.New("agent-alpha-ana"))
 	res, err := s.Workflow(context.Background(), WorkflowRequest{Timeout: 200 * time.Millisecond, Steps: []WorkflowStep{
 		{Name: "a", Agent: "ana", Prompt: "never answered"},
 		{Name: "b", Agent: "ana", Prompt: "after", DependsOn: []string{"a"}},
@@ -85,7 +85,7 @@ func TestWorkflowTimesOutAsAResult(t *testing.T) {
 }
 
 func TestWorkflowValidation(t *testing.T) {
-	srv := faketmux.New("agent-alpha-ana")
+	srv := tmuxtest.New("agent-alpha-ana")
 	s := testService(t, srv)
 	for _, tc := range []struct {
 		steps []WorkflowStep

@@ -11,18 +11,15 @@
 package claudeharness
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/agentmsg/agentmsg/e2e/clistest"
 	"github.com/agentmsg/agentmsg/e2e/harness"
 )
 
@@ -60,15 +57,16 @@ type Options struct {
 	StartTimeout  time.Duration // how long Start waits for the input box; default 30s
 }
 
-// Agent is one Claude Code running in a tmux pane.
+// Agent is one Claude Code running in a tmux pane (its ID; its PID is
+// the pane's process: env, then claude or the shell), driven through the
+// pane's methods (clistest.Pane: Tmux, Capture, Paste, Enter, Keys, Type,
+// WaitFor, Close).
 type Agent struct {
-	Opts    Options
-	Home    string // the scratch HOME
-	Work    string // the work dir (the project)
-	Pane    string // the pane id, %N
-	PanePID int    // the pane's process (env, then claude or the shell)
-	Started time.Time
-	Ready   time.Time // when the input box first showed up empty
+	*clistest.Pane
+	Opts  Options
+	Home  string    // the scratch HOME
+	Work  string    // the work dir (the project)
+	Ready time.Time // when the input box first showed up empty
 }
 
 // Start writes the scratch HOME and work dir, starts claude in a new
@@ -96,18 +94,13 @@ func Start(o Options) (*Agent, error) {
 			return nil, err
 		}
 	}
-	argv := []string{"new-session", "-d", "-s", o.Session, "-x", fmt.Sprint(o.Width), "-y", fmt.Sprint(o.Height),
-		"-c", a.Work, "-P", "-F", "#{pane_id}", "--"}
-	argv = append(argv, a.command()...)
-	a.Started = time.Now()
-	out, err := a.Tmux(argv...)
+	pane, err := clistest.StartPane(clistest.PaneOptions{TmuxBin: harness.TmuxBin(), Socket: o.Socket, Session: o.Session,
+		Dir: a.Work, Width: o.Width, Height: o.Height, Argv: a.command(),
+		Buffer: "claudeharness", Poll: 20 * time.Millisecond, Grace: 10 * time.Second})
 	if err != nil {
 		return nil, err
 	}
-	a.Pane = strings.TrimSpace(out)
-	if pid, err := a.Tmux("display", "-p", "-t", a.Pane, "#{pane_pid}"); err == nil {
-		a.PanePID, _ = strconv.Atoi(strings.TrimSpace(pid))
-	}
+	a.Pane = pane
 	screen, err := a.WaitFor(o.StartTimeout, IsReady)
 	if err != nil {
 		_ = a.Close()
@@ -142,177 +135,13 @@ func (a *Agent) Env() []string {
 // that runs claude and stays).
 func (a *Agent) command() []string {
 	claude := append([]string{a.Opts.Claude, "--permission-mode", "default"}, a.Opts.Args...)
-	// env -i, keeping only what tmux gives every pane ($TMUX,
-	// $TMUX_PANE), which a real agent has and its hooks name their
-	// receipts' recipient with.
-	argv := append([]string{"/bin/sh", "-c", `exec env -i TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" "$@"`, "sh"}, a.Env()...)
+	argv := append(clistest.PaneEnv(), a.Env()...)
 	if !a.Opts.KeepShell {
 		return append(argv, claude...)
 	}
 	script := `"$@"; echo "[claude exited $?]"; exec bash --norc --noprofile -i`
 	argv = append(argv, "bash", "--norc", "--noprofile", "-c", script, "bash")
 	return append(argv, claude...)
-}
-
-// Tmux runs one tmux command on the private server, with no $TMUX so that
-// it can never reach another server.
-func (a *Agent) Tmux(args ...string) (string, error) {
-	return a.tmuxIn(nil, args...)
-}
-
-func (a *Agent) tmuxIn(stdin []byte, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	full := append([]string{"-S", a.Opts.Socket, "-f", "/dev/null"}, args...)
-	cmd := exec.CommandContext(ctx, harness.TmuxBin(), full...)
-	cmd.Env = withoutTMUX(os.Environ())
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return string(out), fmt.Errorf("tmux %s: %v: %s", args[0], err, strings.TrimSpace(stderr.String()))
-	}
-	return string(out), nil
-}
-
-func withoutTMUX(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "TMUX=") && !strings.HasPrefix(kv, "TMUX_PANE=") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// Capture returns the visible screen, wrapped lines joined (capture-pane -p -J).
-func (a *Agent) Capture() (string, error) {
-	return a.Tmux("capture-pane", "-p", "-J", "-t", a.Pane)
-}
-
-// Paste types text as one bracketed paste through a named buffer.
-func (a *Agent) Paste(text string) error {
-	buf := fmt.Sprintf("claudeharness-%d", time.Now().UnixNano())
-	if _, err := a.tmuxIn([]byte(text), "load-buffer", "-b", buf, "-"); err != nil {
-		return err
-	}
-	_, err := a.Tmux("paste-buffer", "-p", "-d", "-b", buf, "-t", a.Pane)
-	return err
-}
-
-// Enter sends a raw carriage return.
-func (a *Agent) Enter() error {
-	_, err := a.Tmux("send-keys", "-t", a.Pane, "-H", "0d")
-	return err
-}
-
-// Keys sends tmux key names (Escape, C-s, ...).
-func (a *Agent) Keys(keys ...string) error {
-	_, err := a.Tmux(append([]string{"send-keys", "-t", a.Pane}, keys...)...)
-	return err
-}
-
-// Type sends text as literal keystrokes, as a person typing would.
-func (a *Agent) Type(text string) error {
-	_, err := a.Tmux("send-keys", "-t", a.Pane, "-l", "--", text)
-	return err
-}
-
-// WaitFor polls the screen every 20ms until cond holds, and returns that
-// screen; on timeout it returns the last screen and an error.
-func (a *Agent) WaitFor(timeout time.Duration, cond func(string) bool) (string, error) {
-	deadline := time.Now().Add(timeout)
-	var screen string
-	for {
-		s, err := a.Capture()
-		if err != nil {
-			return screen, err
-		}
-		screen = s
-		if cond(screen) {
-			return screen, nil
-		}
-		if time.Now().After(deadline) {
-			return screen, fmt.Errorf("condition not met within %v", timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// Close kills the agent's session (claude gets SIGHUP) and waits up to 10s
-// for the pane's processes to exit: Claude Code writes into its HOME while
-// it shuts down, so removing the scratch dir any sooner can fail. The
-// caller still owns the server: kill it with `kill-server` on the socket.
-func (a *Agent) Close() error {
-	pids := descendants(a.PanePID)
-	_, err := a.Tmux("kill-session", "-t", "="+a.Opts.Session)
-	deadline := time.Now().Add(10 * time.Second)
-	for _, pid := range pids {
-		for alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	// Anything left is ours: end it, or it writes its session log into
-	// HOME after the test has removed it (seen once in CI, under load).
-	for _, pid := range pids {
-		if alive(pid) {
-			if p, err := os.FindProcess(pid); err == nil {
-				_ = p.Kill()
-			}
-			for end := time.Now().Add(2 * time.Second); alive(pid) && time.Now().Before(end); {
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-	}
-	return err
-}
-
-// descendants returns pid and all its descendants, read from /proc (empty
-// where there is no /proc).
-func descendants(pid int) []int {
-	if pid <= 0 {
-		return nil
-	}
-	children := map[int][]int{}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, st := range stats {
-		b, err := os.ReadFile(st)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...; comm may hold spaces and parens.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		me, _ := strconv.Atoi(strings.Fields(s)[0])
-		children[ppid] = append(children[ppid], me)
-	}
-	out := []int{pid}
-	for i := 0; i < len(out); i++ {
-		out = append(out, children[out[i]]...)
-	}
-	return out
-}
-
-// alive reports whether a process exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && !strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
 }
 
 // WriteHome writes a scratch HOME whose .claude.json skips every first
@@ -365,27 +194,17 @@ func WriteHookSettings(work, hookLog string) error {
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // CacheDir is where scripts/claude.sh installs Claude Code.
-func CacheDir() string {
-	base := os.Getenv("AGENTMSG_CACHE")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".cache", "agentmsg")
-	}
-	return filepath.Join(base, "claude")
-}
+func CacheDir() string { return clistest.CacheDir("claude") }
 
 // Find returns the claude executable from $AGENTMSG_CLAUDE, else from the
 // cache dir scripts/claude.sh installs into; it installs nothing.
 func Find() (string, error) {
-	if p := os.Getenv("AGENTMSG_CLAUDE"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("claudeharness: AGENTMSG_CLAUDE: %w", err)
-		}
-		return p, nil
-	}
-	p := filepath.Join(CacheDir(), "node_modules", ".bin", "claude")
-	if _, err := os.Stat(p); err != nil {
+	p, err := clistest.Find("AGENTMSG_CLAUDE", CacheDir(), "claude")
+	if errors.Is(err, clistest.ErrNotInstalled) {
 		return "", fmt.Errorf("claudeharness: Claude Code is not installed in %s (run scripts/claude.sh)", CacheDir())
+	}
+	if err != nil {
+		return "", fmt.Errorf("claudeharness: %w", err)
 	}
 	return p, nil
 }
@@ -394,36 +213,12 @@ func Find() (string, error) {
 // directory above the working directory holding go.mod) to install Claude
 // Code if needed, and returns the executable's path.
 func Ensure() (string, error) {
-	dir, err := os.Getwd()
+	p, err := clistest.Script(11*time.Minute, "claude.sh")
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("claudeharness: %w", err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("claudeharness: go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 11*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(dir, "scripts", "claude.sh"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("claudeharness: scripts/claude.sh: %v: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(string(out)), nil
+	return p, nil
 }
 
 // Version runs `claude --version` ("2.1.197 (Claude Code)").
-func Version(claude string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, claude, "--version").Output()
-	return strings.TrimSpace(string(out)), err
-}
+func Version(claude string) (string, error) { return clistest.Version(claude, 30*time.Second) }

@@ -13,20 +13,18 @@
 package clisharness
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/agentmsg/agentmsg/delivery"
 	claudeharness "github.com/agentmsg/agentmsg/e2e/claude"
+	"github.com/agentmsg/agentmsg/e2e/clistest"
 	"github.com/agentmsg/agentmsg/profile"
 )
 
@@ -83,15 +81,15 @@ type Options struct {
 	StartTimeout time.Duration // default 90s: Node CLIs start slowly on a loaded machine
 }
 
-// Agent is one CLI running in a tmux pane.
+// Agent is one CLI running in a tmux pane, driven through the pane's
+// methods (clistest.Pane: Tmux, Capture, Paste, Enter, Keys, Type,
+// WaitFor, Close).
 type Agent struct {
-	Opts    Options
-	Home    string
-	Work    string
-	Pane    string
-	PanePID int
-	Started time.Time
-	Ready   time.Time
+	*clistest.Pane
+	Opts  Options
+	Home  string
+	Work  string
+	Ready time.Time
 }
 
 // Reader is the screen reader agentmsg uses for the CLI.
@@ -127,18 +125,13 @@ func Start(o Options) (*Agent, error) {
 	if err := a.writeHome(); err != nil {
 		return nil, err
 	}
-	argv := []string{"new-session", "-d", "-s", o.Session, "-x", fmt.Sprint(o.Width), "-y", fmt.Sprint(o.Height),
-		"-c", a.Work, "-P", "-F", "#{pane_id}", "--"}
-	argv = append(argv, a.command()...)
-	a.Started = time.Now()
-	out, err := a.Tmux(argv...)
+	pane, err := clistest.StartPane(clistest.PaneOptions{TmuxBin: "tmux", Socket: o.Socket, Session: o.Session,
+		Dir: a.Work, Width: o.Width, Height: o.Height, Argv: a.command(),
+		Buffer: "clisharness", Poll: 50 * time.Millisecond, Grace: 15 * time.Second})
 	if err != nil {
 		return nil, err
 	}
-	a.Pane = strings.TrimSpace(out)
-	if pid, err := a.Tmux("display", "-p", "-t", a.Pane, "#{pane_pid}"); err == nil {
-		a.PanePID, _ = strconv.Atoi(strings.TrimSpace(pid))
-	}
+	a.Pane = pane
 	screen, err := a.WaitFor(o.StartTimeout, func(s string) bool { return o.Ready(strings.Split(s, "\n")) })
 	if err != nil {
 		_ = a.Close()
@@ -183,13 +176,6 @@ func (a *Agent) Env() []string {
 	return env
 }
 
-// paneEnv starts a pane's argv: env -i, keeping only what tmux gives every
-// pane ($TMUX, $TMUX_PANE), which a real agent has and its hooks name
-// their receipts' recipient with; Env follows.
-func paneEnv() []string {
-	return []string{"/bin/sh", "-c", `exec env -i TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" "$@"`, "sh"}
-}
-
 // command is the pane's argv: env -i with Env, then the CLI (or a shell
 // that runs it and stays).
 func (a *Agent) command() []string {
@@ -202,7 +188,7 @@ func (a *Agent) command() []string {
 		// Ask before running tools, whatever a settings file says.
 		cli = append(cli, "--permission-mode", "default")
 	}
-	argv := append(paneEnv(), a.Env()...)
+	argv := append(clistest.PaneEnv(), a.Env()...)
 	if !a.Opts.Wrapper {
 		return append(argv, cli...)
 	}
@@ -310,66 +296,10 @@ func untrustClaude(path string) error {
 	return os.WriteFile(path, b, 0o600)
 }
 
-// Tmux runs one tmux command on the private server, with no $TMUX so that
-// it can never reach another server.
-func (a *Agent) Tmux(args ...string) (string, error) { return a.tmuxIn(nil, args...) }
-
-func (a *Agent) tmuxIn(stdin []byte, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "tmux", append([]string{"-S", a.Opts.Socket, "-f", "/dev/null"}, args...)...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TMUX") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return string(out), fmt.Errorf("tmux %s: %v: %s", args[0], err, strings.TrimSpace(stderr.String()))
-	}
-	return string(out), nil
-}
-
-// Capture returns the visible screen, wrapped lines joined.
-func (a *Agent) Capture() (string, error) { return a.Tmux("capture-pane", "-p", "-J", "-t", a.Pane) }
-
 // Command is the pane's current command, as tmux names it.
 func (a *Agent) Command() (string, error) {
-	out, err := a.Tmux("display", "-p", "-t", a.Pane, "#{pane_current_command}")
+	out, err := a.Tmux("display", "-p", "-t", a.ID, "#{pane_current_command}")
 	return strings.TrimSpace(out), err
-}
-
-// Paste types text as one bracketed paste through a named buffer.
-func (a *Agent) Paste(text string) error {
-	buf := fmt.Sprintf("clisharness-%d", time.Now().UnixNano())
-	if _, err := a.tmuxIn([]byte(text), "load-buffer", "-b", buf, "-"); err != nil {
-		return err
-	}
-	_, err := a.Tmux("paste-buffer", "-p", "-d", "-b", buf, "-t", a.Pane)
-	return err
-}
-
-// Enter sends a raw carriage return.
-func (a *Agent) Enter() error {
-	_, err := a.Tmux("send-keys", "-t", a.Pane, "-H", "0d")
-	return err
-}
-
-// Keys sends tmux key names (Escape, Down, ...).
-func (a *Agent) Keys(keys ...string) error {
-	_, err := a.Tmux(append([]string{"send-keys", "-t", a.Pane}, keys...)...)
-	return err
-}
-
-// Type sends text as literal keystrokes, as a person typing would.
-func (a *Agent) Type(text string) error {
-	_, err := a.Tmux("send-keys", "-t", a.Pane, "-l", "--", text)
-	return err
 }
 
 // Read is the CLI's reader's reading of the screen now.
@@ -381,108 +311,14 @@ func (a *Agent) Read() (delivery.Reading, string, error) {
 	return Reader(a.Opts.CLI).Read(strings.Split(s, "\n")), s, nil
 }
 
-// WaitFor polls the screen every 50ms until cond holds, and returns that
-// screen; on timeout the last screen and an error.
-func (a *Agent) WaitFor(timeout time.Duration, cond func(string) bool) (string, error) {
-	deadline := time.Now().Add(timeout)
-	var screen string
-	for {
-		s, err := a.Capture()
-		if err != nil {
-			return screen, err
-		}
-		screen = s
-		if cond(screen) {
-			return screen, nil
-		}
-		if time.Now().After(deadline) {
-			return screen, fmt.Errorf("condition not met within %v", timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // WaitState waits until the CLI's reader reads the screen as state.
 func (a *Agent) WaitState(timeout time.Duration, state delivery.State) (string, error) {
 	r := Reader(a.Opts.CLI)
 	return a.WaitFor(timeout, func(s string) bool { return r.Read(strings.Split(s, "\n")).State == state })
 }
 
-// Close kills the agent's session and waits up to 15s for the pane's
-// processes to exit (the CLIs write into HOME while they shut down). The
-// caller still owns the server.
-func (a *Agent) Close() error {
-	pids := descendants(a.PanePID)
-	_, err := a.Tmux("kill-session", "-t", "="+a.Opts.Session)
-	deadline := time.Now().Add(15 * time.Second)
-	for _, pid := range pids {
-		for alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	// Anything left (a Node child that ignored SIGHUP) is ours: end it.
-	for _, pid := range pids {
-		if alive(pid) {
-			if p, err := os.FindProcess(pid); err == nil {
-				_ = p.Kill()
-			}
-		}
-	}
-	return err
-}
-
-// descendants returns pid and all its descendants, from /proc.
-func descendants(pid int) []int {
-	if pid <= 0 {
-		return nil
-	}
-	children := map[int][]int{}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, st := range stats {
-		b, err := os.ReadFile(st)
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		me, _ := strconv.Atoi(strings.Fields(s)[0])
-		children[ppid] = append(children[ppid], me)
-	}
-	out := []int{pid}
-	for i := 0; i < len(out); i++ {
-		out = append(out, children[out[i]]...)
-	}
-	return out
-}
-
-// alive reports whether a process exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && !strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
-}
-
 // CacheDir is where scripts/clis.sh installs the CLI.
-func CacheDir(cli string) string {
-	base := os.Getenv("AGENTMSG_CACHE")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".cache", "agentmsg")
-	}
-	return filepath.Join(base, cli)
-}
+func CacheDir(cli string) string { return clistest.CacheDir(cli) }
 
 // envName is the variable that names a CLI's executable: AGENTMSG_CODEX,
 // AGENTMSG_GEMINI, AGENTMSG_QWEN.
@@ -494,15 +330,12 @@ func Find(cli string) (string, error) {
 	if cli == Claude {
 		return claudeharness.Find()
 	}
-	if p := os.Getenv(envName(cli)); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("clisharness: %s: %w", envName(cli), err)
-		}
-		return p, nil
-	}
-	p := filepath.Join(CacheDir(cli), "node_modules", ".bin", cli)
-	if _, err := os.Stat(p); err != nil {
+	p, err := clistest.Find(envName(cli), CacheDir(cli), cli)
+	if errors.Is(err, clistest.ErrNotInstalled) {
 		return "", fmt.Errorf("clisharness: %s is not installed in %s (run scripts/clis.sh %s)", cli, CacheDir(cli), cli)
+	}
+	if err != nil {
+		return "", fmt.Errorf("clisharness: %w", err)
 	}
 	return p, nil
 }
@@ -513,30 +346,11 @@ func Ensure(cli string) (string, error) {
 	if cli == Claude {
 		return claudeharness.Ensure()
 	}
-	dir, err := os.Getwd()
+	p, err := clistest.Script(16*time.Minute, "clis.sh", cli)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("clisharness: %w", err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("clisharness: go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 16*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(dir, "scripts", "clis.sh"), cli)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("clisharness: scripts/clis.sh %s: %v: %s", cli, err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(string(out)), nil
+	return p, nil
 }
 
 // ErrNoNPM: the CLI is not installed, and without npm it cannot be; a test
@@ -557,9 +371,4 @@ func Executable(cli string) (string, error) {
 }
 
 // Version runs `CLI --version`.
-func Version(exe string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, exe, "--version").Output()
-	return strings.TrimSpace(string(out)), err
-}
+func Version(exe string) (string, error) { return clistest.Version(exe, 60*time.Second) }

@@ -1,8 +1,8 @@
-// Package faketmux is a tmux server for unit tests: each session runs a tiny
+// Package tmuxtest is a tmux server for unit tests: each session runs a tiny
 // agent whose box takes pasted text and whose carriage return submits it,
 // drawn the way Claude Code draws its input box. It is safe for the
 // concurrent use of a broadcast.
-package faketmux
+package tmuxtest
 
 import (
 	"context"
