@@ -59,11 +59,11 @@ type Factory struct {
 	// JSON is set by --json.
 	JSON bool
 	// ServeMCP is the MCP server `agentmsg mcp` runs (main sets it).
-	ServeMCP service.MCPServer
+	ServeMCP MCPServer
 	// Serve is the daemon `agentmsg serve` runs (main sets it).
 	Serve Daemon
 	// Top is the terminal UI `agentmsg top` runs (main sets it).
-	Top service.Top
+	Top TopUI
 
 	svcOnce sync.Once
 	svc     *service.Service

@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/log"
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/alerts"
 	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/dispatch"
@@ -26,9 +27,33 @@ import (
 // FrontEnds are the other front ends the CLI starts: main hands them in,
 // since no front end imports another.
 type FrontEnds struct {
-	MCP   service.MCPServer // agentmsg mcp
-	Serve Daemon            // agentmsg serve
-	Top   service.Top       // agentmsg top
+	MCP   MCPServer // agentmsg mcp
+	Serve Daemon    // agentmsg serve
+	Top   TopUI     // agentmsg top
+}
+
+// MCPServer serves the MCP tools to one caller over in and out until in
+// ends or ctx does; orchestrator adds the lead's tools. mcpserver.Serve is
+// one; main hands it to the CLI.
+type MCPServer func(ctx context.Context, svc *service.Service, orchestrator bool, in io.Reader, out io.Writer) error
+
+// TopUI runs the terminal UI (agentmsg top) for svc until the person
+// quits or ctx ends. tui.Run is one; main hands it to the CLI.
+type TopUI func(ctx context.Context, svc *service.Service, opts TopUIOptions) error
+
+// TopUIOptions are what the terminal UI is run with (tui.RunOptions, field
+// for field).
+type TopUIOptions struct {
+	In  io.Reader
+	Out io.Writer
+	// Plain writes what changes as lines of text, for a screen reader,
+	// and reads commands as lines; no screen is drawn.
+	Plain bool
+	// NoColor draws without colour (NO_COLOR).
+	NoColor bool
+	// Rules say when an alert fires; Notifier tells the world of it.
+	Rules    alerts.Rules
+	Notifier alerts.Teller
 }
 
 // Main runs agentmsg with the process's arguments and returns its exit

@@ -208,7 +208,7 @@ func seconds(v float64, def, limit time.Duration) (time.Duration, error) {
 
 // Serve serves the tools to one caller on in and out, one JSON-RPC message
 // a line, until in ends (the requests read by then are answered) or ctx
-// does; either is the normal end. It is a service.MCPServer.
+// does; either is the normal end. main hands it to the CLI (cmd.MCPServer).
 func Serve(ctx context.Context, svc *service.Service, orchestrator bool, in io.Reader, out io.Writer) error {
 	err := New(*svc, orchestrator).Run(ctx, &Stdio{In: in, Out: out})
 	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {

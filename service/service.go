@@ -11,10 +11,8 @@ package service
 
 import (
 	"context"
-	"io"
 	"time"
 
-	"github.com/agentmsg/agentmsg/alerts"
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lifecycle"
@@ -48,27 +46,4 @@ type Lifecycle interface {
 	Shutdown(ctx context.Context, from string, t target.Target, reason string, wait time.Duration) (lifecycle.ShutdownResult, error)
 	Kill(ctx context.Context, t target.Target, grace time.Duration) (lifecycle.KillResult, error)
 	Status(ctx context.Context, team string) ([]lifecycle.AgentStatus, error)
-}
-
-// MCPServer serves the MCP tools to one caller over in and out until in
-// ends or ctx does; orchestrator adds the lead's tools. mcpserver.Serve is
-// one; main hands it to the CLI.
-type MCPServer func(ctx context.Context, svc *Service, orchestrator bool, in io.Reader, out io.Writer) error
-
-// Top runs the terminal UI (agentmsg top) for svc until the person quits
-// or ctx ends. tui.Run is one; main hands it to the CLI.
-type Top func(ctx context.Context, svc *Service, opts TopOptions) error
-
-// TopOptions are what the terminal UI is run with.
-type TopOptions struct {
-	In  io.Reader
-	Out io.Writer
-	// Plain writes what changes as lines of text, for a screen reader,
-	// and reads commands as lines; no screen is drawn.
-	Plain bool
-	// NoColor draws without colour (NO_COLOR).
-	NoColor bool
-	// Rules say when an alert fires; Notifier tells the world of it.
-	Rules    alerts.Rules
-	Notifier alerts.Teller
 }
