@@ -71,7 +71,7 @@ func mcpRun(ctx context.Context, opts *MCPOptions) error {
 	if err != nil {
 		return err
 	}
-	team, err := id.NeedTeam()
+	team, err := needTeam(id)
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,9 @@
 package serve
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/agentmsg/agentmsg/app"
@@ -13,9 +13,7 @@ import (
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/lock"
 	"github.com/agentmsg/agentmsg/mailbox"
-	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
-	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )
 
@@ -108,15 +106,6 @@ type Caller struct {
 	SocketName string `json:"socket_name,omitempty"`
 }
 
-// fromEnvironment reports whether key's setting came from the daemon's
-// own environment (AGENTMSG_FROM, AGENTMSG_TEAM): that is the identity of
-// the pane the daemon was started in (an agent's, when a command of its
-// started it), which is no caller's. A caller that names none is the
-// config file's, else "app".
-func fromEnvironment(cfg *config.Loaded, key string) bool {
-	return strings.HasPrefix(string(cfg.Source(key)), "env ")
-}
-
 // errCaller is a caller the daemon cannot serve as asked.
 var errCaller = errors.New("invalid caller")
 
@@ -183,35 +172,25 @@ func (b *backend) service(c Caller) (*service.Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errCaller, err)
 	}
-	name := c.From
-	if name == "" && !fromEnvironment(env.Config, "from") {
-		name = env.Config.Settings.From
-	}
-	if name == "" {
-		name = "app"
-	}
-	if name, err = target.ParseName(name); err != nil {
-		return nil, fmt.Errorf("%w: from: %w", errCaller, err)
-	}
-	sender, err := message.Sender(name)
-	if err != nil {
-		return nil, fmt.Errorf("%w: from: %w", errCaller, err)
-	}
-	team := c.Team
-	if team == "" && !fromEnvironment(env.Config, "team") {
-		team = env.Config.Settings.Team
-	}
-	if team != "" {
-		if err := target.ValidateTeam(team); err != nil {
-			return nil, fmt.Errorf("%w: team: %w", errCaller, err)
+	// The daemon's own AGENTMSG_FROM and AGENTMSG_TEAM are no caller's
+	// (app.Ask.Daemon); no tmux is asked, so no context is needed.
+	id, err := env.Identity(context.Background(), app.Ask{From: c.From, Team: c.Team, Daemon: true})
+	if ie := (*app.IdentityError)(nil); errors.As(err, &ie) {
+		field := ie.Field
+		if field == "sender" {
+			field = "from"
 		}
+		return nil, fmt.Errorf("%w: %s: %w", errCaller, field, ie.Err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	p, err := b.parts(env)
 	if err != nil {
 		return nil, err
 	}
 	return &service.Service{
-		Team: team, Name: name, Sender: sender,
+		Team: id.Team, Name: id.Name, Sender: id.Sender,
 		Dispatcher: func() (*dispatch.Dispatcher, error) { return p.disp, nil },
 		Courier:    func(*dispatch.Dispatcher) (*courier.Courier, error) { return p.cour, nil },
 		Store:      p.store,
