@@ -18,9 +18,7 @@ import (
 	"github.com/agentmsg/agentmsg/alerts"
 	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/config"
-	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/internal/buildinfo"
-	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
 )
 
@@ -136,16 +134,6 @@ func NewFactory(io *IOStreams, lookupEnv func(string) (string, bool)) *Factory {
 	return f
 }
 
-// openMailbox opens the mailbox of the tmux server this command talks to
-// (app.Env.Mailbox).
-func openMailbox(f *Factory) (*mailbox.Store, error) {
-	env, err := f.Env()
-	if err != nil {
-		return nil, err
-	}
-	return env.Mailbox()
-}
-
 // typedString is a string flag that reports a type name in --help.
 type typedString struct {
 	v        *string
@@ -252,20 +240,9 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 		cfgOnce.Do(func() { cfg, cfgErr = loadConfig(f, root, g) })
 		return cfg, cfgErr
 	}
-	if f.Dispatcher == nil {
-		f.Dispatcher = service.CachedDispatcher(func() (*dispatch.Dispatcher, error) { return newDispatcher(f) }) // built once per process
-	}
-	if f.Mailbox == nil {
-		var (
-			storeOnce sync.Once
-			store     *mailbox.Store
-			storeErr  error
-		)
-		f.Mailbox = func() (*mailbox.Store, error) {
-			storeOnce.Do(func() { store, storeErr = openMailbox(f) })
-			return store, storeErr
-		}
-	}
+	// The parts, in dependency order, each on first use; what a test set
+	// stays.
+	app.Wire(&f.Wiring, f.Env)
 	if f.Identity == nil {
 		f.Identity = onceIdentity(f)
 	}

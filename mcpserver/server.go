@@ -48,10 +48,10 @@ const (
 // inbox), so the bound is about memory, not CPU.
 const MaxOpenWaits = 64
 
-// server is one MCP server's state: its deps, whose dispatcher is made
-// once (service.CachedDispatcher) and shared by every tool, whether it
-// serves a lead (who may act on any team), and the slots of its open
-// waits.
+// server is one MCP server's state: its deps (whose dispatcher the
+// composition root makes once, app.Wiring, and every tool shares),
+// whether it serves a lead (who may act on any team), and the slots of
+// its open waits.
 type server struct {
 	deps         Deps
 	orchestrator bool
@@ -74,7 +74,6 @@ func newServer(deps Deps, orchestrator bool, maxWaits int) *mcp.Server {
 		version = "dev"
 	}
 	s := &server{deps: deps, orchestrator: orchestrator, waits: make(chan struct{}, maxWaits)}
-	s.deps.Dispatcher = service.CachedDispatcher(deps.Dispatcher)
 	instructions := agentInstructions
 	if orchestrator {
 		instructions += orchestratorInstructions

@@ -8,11 +8,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/config"
-	"github.com/agentmsg/agentmsg/courier"
-	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/lock"
-	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/tmux"
 )
@@ -34,20 +30,12 @@ type backend struct {
 	mu      sync.Mutex
 	clients map[string]*tmux.Exec // by canonical socket
 	ctls    []*tmux.Control
-	places  map[string]*parts
-}
-
-// parts are one server's shared wiring.
-type parts struct {
-	store *mailbox.Store
-	disp  *dispatch.Dispatcher
-	cour  *courier.Courier
-	life  *lifecycle.Manager
+	places  map[string]*app.Wiring
 }
 
 func newBackend(env app.Env, version string, control bool) *backend {
 	b := &backend{env: env, version: version, control: control,
-		clients: map[string]*tmux.Exec{}, places: map[string]*parts{}}
+		clients: map[string]*tmux.Exec{}, places: map[string]*app.Wiring{}}
 	b.env.Tmux = b.client
 	return b
 }
@@ -131,8 +119,11 @@ func (b *backend) envFor(c Caller) (app.Env, error) {
 	return env, nil
 }
 
-// parts builds, or finds, the shared wiring of env's server.
-func (b *backend) parts(env app.Env) (*parts, error) {
+// parts builds, or finds, the shared wiring of env's server: all of it
+// at once (app.Wiring would build each part on first use), so that a
+// server the daemon cannot serve is refused at the first request and
+// tried again at the next.
+func (b *backend) parts(env app.Env) (*app.Wiring, error) {
 	server, err := env.Server()
 	if err != nil {
 		return nil, err
@@ -143,19 +134,16 @@ func (b *backend) parts(env app.Env) (*parts, error) {
 	if ok {
 		return p, nil
 	}
-	store, err := env.Mailbox()
-	if err != nil {
+	p = app.Wire(&app.Wiring{}, func() (app.Env, error) { return env, nil })
+	if _, err := p.Mailbox(); err != nil {
 		return nil, err
 	}
-	d, err := env.Dispatcher(store)
-	if err != nil {
+	if _, err := p.Dispatcher(); err != nil {
 		return nil, err
 	}
-	life, err := env.Lifecycle(store, d)
-	if err != nil {
+	if _, err := p.Lifecycle(); err != nil {
 		return nil, err
 	}
-	p = &parts{store: store, disp: d, cour: env.Courier(store, d), life: life}
 	b.mu.Lock()
 	if q, ok := b.places[server.Socket]; ok {
 		p = q // another request built it meanwhile
@@ -189,28 +177,20 @@ func (b *backend) service(c Caller) (*service.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &service.Service{
-		Team: id.Team, Name: id.Name, Sender: id.Sender,
-		Dispatcher: func() (*dispatch.Dispatcher, error) { return p.disp, nil },
-		Courier:    func(*dispatch.Dispatcher) (*courier.Courier, error) { return p.cour, nil },
-		Store:      p.store,
-		Lifecycle:  func() (service.Lifecycle, error) { return p.life, nil },
-		Version:    b.version,
-		Hosts:      b.remote(),
-	}, nil
+	return p.Service(id, b.version, b.remote())
 }
 
 // snapshot is the servers the daemon has served so far (its own, and
 // every server a request or a forwarded command reached), each with its
 // shared parts, by socket.
-func (b *backend) snapshot() map[string]*parts {
+func (b *backend) snapshot() map[string]*app.Wiring {
 	b.mu.Lock()
 	sockets := make([]string, 0, len(b.clients))
 	for sock := range b.clients {
 		sockets = append(sockets, sock)
 	}
 	b.mu.Unlock()
-	out := make(map[string]*parts, len(sockets))
+	out := make(map[string]*app.Wiring, len(sockets))
 	for _, sock := range sockets {
 		env, err := b.envFor(Caller{Socket: sock})
 		if err != nil {

@@ -25,13 +25,18 @@ import (
 // upper-case name in its message ids ("LEAD").
 type Service struct {
 	Team, Name, Sender string
-	// Dispatcher talks to the tmux server the agents run on. A front end
-	// calls it once, on first use, and again only after it failed.
+	Store              *mailbox.Store
+	// Dispatcher talks to the tmux server the agents run on. It is a
+	// function because the dispatcher is built on first use (app.Wiring):
+	// an operation that needs only the mailbox never needs tmux, nor tmux
+	// installed. nil: there is no tmux side at all.
 	Dispatcher func() (*dispatch.Dispatcher, error)
-	// Courier joins the store to a dispatcher.
-	Courier func(*dispatch.Dispatcher) (*courier.Courier, error)
-	Store   *mailbox.Store
-	// Lifecycle starts, stops and watches agents; nil when not available.
+	// Courier records and types messages: the store, locks, retention and
+	// answer hint. An operation types through a copy over the dispatcher
+	// it uses (none for a message only recorded): its Dispatch is unset.
+	Courier *courier.Courier
+	// Lifecycle starts, stops and watches agents, built on first use like
+	// the dispatcher it needs; nil when not available.
 	Lifecycle func() (Lifecycle, error)
 	Now       func() time.Time
 	// Version is agentmsg's, reported to clients.
