@@ -20,7 +20,7 @@ import (
 // the daemon for agentmsg serve and the terminal UI for agentmsg top, and
 // the daemon runs the CLI's commands for the clients that forward them.
 func main() {
-	os.Exit(cmd.Main(cmd.FrontEnds{MCP: mcpserver.Serve, Serve: daemon, Top: tui.Run}))
+	os.Exit(cmd.Main(cmd.FrontEnds{MCP: mcpserver.Serve, Serve: daemon, Top: top}))
 }
 
 func daemon(ctx context.Context, env app.Env, o cmd.ServeOptions) error {
@@ -32,4 +32,8 @@ func daemon(ctx context.Context, env app.Env, o cmd.ServeOptions) error {
 			}
 		},
 		MCP: func(svc *service.Service, orchestrator bool) *mcp.Server { return mcpserver.New(*svc, orchestrator) }})
+}
+
+func top(ctx context.Context, svc *service.Service, o cmd.TopUIOptions) error {
+	return tui.Run(ctx, svc, tui.RunOptions(o))
 }

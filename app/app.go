@@ -2,9 +2,11 @@
 // caller needs from its environment and configuration, the same way for
 // every front end (the CLI, the MCP server, the daemon, the terminal UI):
 // which tmux server and binary, that server's mailbox, the dispatcher with
-// its profiles, locks and receipts, the courier and the lifecycle manager.
-// Front ends translate their input into calls on package service; what
-// they share is built here, once, so that they cannot differ.
+// its profiles, locks and receipts, the courier and the lifecycle manager
+// (Wiring, in that order, each on first use), who the caller is
+// (Env.Identity) and the service.Service over them. Front ends translate
+// their input into calls on package service; what they share is built
+// here, once, so that they cannot differ.
 package app
 
 import (
@@ -144,11 +146,11 @@ func (e Env) Locks() lock.Dir {
 	return d
 }
 
-// Dispatcher builds the dispatcher of the caller's server: its profiles
+// dispatcher builds the dispatcher of the caller's server: its profiles
 // (what spawn --agent registered reads that agent's pane), its pane
 // choices, the mailbox's registry (store may be nil), the hooks' receipts,
 // the locks beside the socket.
-func (e Env) Dispatcher(store *mailbox.Store) (*dispatch.Dispatcher, error) {
+func (e Env) dispatcher(store *mailbox.Store) (*dispatch.Dispatcher, error) {
 	s := e.Config.Settings
 	server, err := e.Server()
 	if err != nil {
@@ -242,16 +244,16 @@ func registeredPane(store *mailbox.Store, server tmux.Server, profiles []profile
 	}
 }
 
-// Courier joins the mailbox to a dispatcher, with the configured
-// retention.
-func (e Env) Courier(store *mailbox.Store, d *dispatch.Dispatcher) *courier.Courier {
+// courier joins the mailbox to the dispatchers it is used over, with the
+// configured retention.
+func (e Env) courier(store *mailbox.Store) *courier.Courier {
 	s := e.Config.Settings
-	return &courier.Courier{Store: store, Dispatch: d, Locks: lock.ForMailbox(store.Root, store.Base, e.Command),
+	return &courier.Courier{Store: store, Locks: lock.ForMailbox(store.Root, store.Base, e.Command),
 		Keep: mailbox.Retention{MaxCount: s.KeepCount, MaxAge: s.KeepAge}, Hint: service.AnswerHint}
 }
 
-// Lifecycle builds the manager that starts, stops and watches agents.
-func (e Env) Lifecycle(store *mailbox.Store, d *dispatch.Dispatcher) (*lifecycle.Manager, error) {
+// lifecycle builds the manager that starts, stops and watches agents.
+func (e Env) lifecycle(store *mailbox.Store, d *dispatch.Dispatcher, cr *courier.Courier) (*lifecycle.Manager, error) {
 	sessions, ok := d.Tmux.(tmux.Sessions)
 	if !ok {
 		var err error
@@ -259,7 +261,6 @@ func (e Env) Lifecycle(store *mailbox.Store, d *dispatch.Dispatcher) (*lifecycle
 			return nil, err
 		}
 	}
-	cr := e.Courier(store, d)
 	m := &lifecycle.Manager{Tmux: sessions, Dispatch: d, Courier: cr, Store: store, Now: time.Now,
 		Revoked: &identity.Tokens{Path: identity.DefaultPath(store.Root)}}
 	if e.Config.Serve.TCP != "" {

@@ -11,10 +11,7 @@ import (
 
 	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/config"
-	"github.com/agentmsg/agentmsg/courier"
-	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/internal/buildinfo"
-	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/tmux"
 )
@@ -41,6 +38,11 @@ func SystemIO() *IOStreams {
 // Factory carries what commands need, built lazily so that a flag-parsing
 // test never touches tmux or the environment.
 type Factory struct {
+	// Wiring is the parts commands run on (app.Wiring: the mailbox, the
+	// dispatcher, the courier, the lifecycle manager), each built on first
+	// use; a test may set one before NewCmdRoot wires the rest over it.
+	app.Wiring
+
 	IO        *IOStreams
 	LookupEnv func(string) (string, bool)
 	Log       *log.Logger
@@ -48,22 +50,18 @@ type Factory struct {
 	// Config is the effective configuration: defaults, file, environment,
 	// then the flags given on this command line.
 	Config func() (*config.Loaded, error)
-	// Dispatcher talks to the configured tmux server.
-	Dispatcher func() (*dispatch.Dispatcher, error)
 	// Sender is who this process speaks for, and where that came from.
 	Sender func(ctx context.Context) (name, source string, err error)
 	// Identity is the caller's team and name, for mailbox commands.
 	Identity func(ctx context.Context) (Identity, error)
-	// Mailbox is the durable store of messages.
-	Mailbox func() (*mailbox.Store, error)
 	// JSON is set by --json.
 	JSON bool
 	// ServeMCP is the MCP server `agentmsg mcp` runs (main sets it).
-	ServeMCP service.MCPServer
+	ServeMCP MCPServer
 	// Serve is the daemon `agentmsg serve` runs (main sets it).
 	Serve Daemon
 	// Top is the terminal UI `agentmsg top` runs (main sets it).
-	Top service.Top
+	Top TopUI
 
 	svcOnce sync.Once
 	svc     *service.Service
@@ -106,31 +104,6 @@ func (f *Factory) Env() (app.Env, error) {
 	return app.Env{LookupEnv: f.LookupEnv, Config: cfg, Command: f.Command, Log: f.Log, Tmux: f.Tmux, Life: f.Life()}, nil
 }
 
-// newDispatcher builds a dispatcher for the configured server.
-func newDispatcher(f *Factory) (*dispatch.Dispatcher, error) {
-	env, err := f.Env()
-	if err != nil {
-		return nil, err
-	}
-	// The registry says which pane spawn started; without a mailbox a
-	// send still goes, by the other rules.
-	store, _ := f.Mailbox()
-	return env.Dispatcher(store)
-}
-
-// courier joins the mailbox to a dispatcher.
-func (f *Factory) courier(d *dispatch.Dispatcher) (*courier.Courier, error) {
-	env, err := f.Env()
-	if err != nil {
-		return nil, err
-	}
-	store, err := f.Mailbox()
-	if err != nil {
-		return nil, err
-	}
-	return env.Courier(store, d), nil
-}
-
 // Service is the caller and the parts that serve it, built once per
 // process: every command's operation is a call on it (see package
 // service). The team may be empty; an operation that needs one says so.
@@ -140,19 +113,7 @@ func (f *Factory) Service(ctx context.Context) (*service.Service, error) {
 		if id, f.svcErr = f.Identity(ctx); f.svcErr != nil {
 			return
 		}
-		var store *mailbox.Store
-		if store, f.svcErr = f.Mailbox(); f.svcErr != nil {
-			return
-		}
-		f.svc = &service.Service{
-			Team: id.Team, Name: id.Name, Sender: id.Sender,
-			Dispatcher: f.Dispatcher,
-			Courier:    f.courier,
-			Store:      store,
-			Lifecycle:  onceLifecycle(f),
-			Version:    buildinfo.Get().Version,
-			Hosts:      f.Hosts,
-		}
+		f.svc, f.svcErr = f.Wiring.Service(id, buildinfo.Get().Version, f.Hosts)
 	})
 	return f.svc, f.svcErr
 }

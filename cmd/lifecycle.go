@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
@@ -46,28 +45,6 @@ func lifecycleDeps(f *Factory) LifecycleDeps {
 
 // jsonOut is a Factory that writeJSON can print through.
 func (d LifecycleDeps) jsonOut() *Factory { return &Factory{IO: d.IO} }
-
-// newLifecycleManager builds a lifecycle manager for the configured
-// server and mailbox (the MCP server can use it too).
-func newLifecycleManager(f *Factory) (*lifecycle.Manager, error) {
-	d, err := f.Dispatcher()
-	if err != nil {
-		return nil, err
-	}
-	return lifecycleManager(f, d)
-}
-
-func lifecycleManager(f *Factory, d *dispatch.Dispatcher) (*lifecycle.Manager, error) {
-	env, err := f.Env()
-	if err != nil {
-		return nil, err
-	}
-	store, err := f.Mailbox()
-	if err != nil {
-		return nil, err
-	}
-	return env.Lifecycle(store, d)
-}
 
 // teamName parses TEAM NAME into a target.
 func teamName(args []string) (target.Target, error) {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/hosts"
-	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/wire"
@@ -23,8 +22,9 @@ type ListOptions struct {
 	IO         *IOStreams
 	Dispatcher func() (*dispatch.Dispatcher, error)
 	JSON       func() bool
-	// Mailbox says, for a team with no sessions, whether it exists at all.
-	Mailbox func() (*mailbox.Store, error)
+	// Anyone is the service for no caller in particular: for a team with
+	// no sessions, it says whether the team exists at all.
+	Anyone  func() (*service.Service, error)
 	Team    string
 	Factory *Factory   // --agent's profiles come from its config
 	Agent   agentFlags // --agent
@@ -35,7 +35,7 @@ type ListOptions struct {
 
 func NewCmdList(f *Factory, runF func(context.Context, *ListOptions) error) *cobra.Command {
 	opts := &ListOptions{IO: f.IO, Dispatcher: f.Dispatcher, JSON: func() bool { return f.JSON },
-		Mailbox: func() (*mailbox.Store, error) { return f.Mailbox() }, Factory: f, Service: f.Service}
+		Anyone: func() (*service.Service, error) { return f.Wiring.Service(Identity{}, "", nil) }, Factory: f, Service: f.Service}
 	c := &cobra.Command{
 		Use:   "list [TEAM]",
 		Short: "Show the agents on the tmux server and the state of each one's input box",
@@ -96,13 +96,13 @@ func listRun(ctx context.Context, opts *ListOptions) error {
 	if f := opts.Factory; f != nil && f.Log != nil && f.Log.GetLevel() <= log.DebugLevel {
 		saySkipped(ctx, opts.IO.ErrOut, d)
 	}
-	if len(agents) == 0 && opts.Team != "" && opts.Mailbox != nil {
-		s, err := opts.Mailbox()
+	if len(agents) == 0 && opts.Team != "" && opts.Anyone != nil {
+		svc, err := opts.Anyone()
 		if err != nil {
 			return err
 		}
 		// The one team check (service.CheckTeam); no caller is needed.
-		if err := (&service.Service{Store: s, Dispatcher: opts.Dispatcher}).CheckTeam(ctx, opts.Team); err != nil {
+		if err := svc.CheckTeam(ctx, opts.Team); err != nil {
 			return err
 		}
 	}

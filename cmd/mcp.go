@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/mailbox"
-	"github.com/agentmsg/agentmsg/service"
 )
 
 // MCPOptions are mcp's inputs.
@@ -71,7 +68,7 @@ func mcpRun(ctx context.Context, opts *MCPOptions) error {
 	if err != nil {
 		return err
 	}
-	team, err := id.NeedTeam()
+	team, err := needTeam(id)
 	if err != nil {
 		return err
 	}
@@ -102,24 +99,4 @@ func announce(store *mailbox.Store, team, name string) error {
 		return nil
 	}
 	return store.SetStatus(team, name, mailbox.Status{})
-}
-
-// onceLifecycle builds the lifecycle manager on first use.
-func onceLifecycle(f *Factory) func() (service.Lifecycle, error) {
-	var (
-		mu sync.Mutex
-		m  *lifecycle.Manager
-	)
-	return func() (service.Lifecycle, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if m != nil {
-			return m, nil
-		}
-		var err error
-		if m, err = newLifecycleManager(f); err != nil {
-			return nil, err
-		}
-		return m, nil
-	}
 }

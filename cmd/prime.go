@@ -45,7 +45,7 @@ func primeRun(ctx context.Context, opts *PrimeOptions) error {
 	if err != nil {
 		return err
 	}
-	team, err := id.NeedTeam()
+	team, err := needTeam(id)
 	if err != nil {
 		return err
 	}

@@ -15,20 +15,43 @@ import (
 	"github.com/charmbracelet/log"
 	"github.com/spf13/cobra"
 
+	"github.com/agentmsg/agentmsg/alerts"
 	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/config"
-	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/internal/buildinfo"
-	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/service"
 )
 
 // FrontEnds are the other front ends the CLI starts: main hands them in,
 // since no front end imports another.
 type FrontEnds struct {
-	MCP   service.MCPServer // agentmsg mcp
-	Serve Daemon            // agentmsg serve
-	Top   service.Top       // agentmsg top
+	MCP   MCPServer // agentmsg mcp
+	Serve Daemon    // agentmsg serve
+	Top   TopUI     // agentmsg top
+}
+
+// MCPServer serves the MCP tools to one caller over in and out until in
+// ends or ctx does; orchestrator adds the lead's tools. mcpserver.Serve is
+// one; main hands it to the CLI.
+type MCPServer func(ctx context.Context, svc *service.Service, orchestrator bool, in io.Reader, out io.Writer) error
+
+// TopUI runs the terminal UI (agentmsg top) for svc until the person
+// quits or ctx ends. tui.Run is one; main hands it to the CLI.
+type TopUI func(ctx context.Context, svc *service.Service, opts TopUIOptions) error
+
+// TopUIOptions are what the terminal UI is run with (tui.RunOptions, field
+// for field).
+type TopUIOptions struct {
+	In  io.Reader
+	Out io.Writer
+	// Plain writes what changes as lines of text, for a screen reader,
+	// and reads commands as lines; no screen is drawn.
+	Plain bool
+	// NoColor draws without colour (NO_COLOR).
+	NoColor bool
+	// Rules say when an alert fires; Notifier tells the world of it.
+	Rules    alerts.Rules
+	Notifier alerts.Teller
 }
 
 // Main runs agentmsg with the process's arguments and returns its exit
@@ -109,16 +132,6 @@ func NewFactory(io *IOStreams, lookupEnv func(string) (string, bool)) *Factory {
 	// person's keystrokes). Plain text logs are worth neither.
 	f.Log = log.NewWithOptions(plainWriter{io.ErrOut}, log.Options{Prefix: "agentmsg", Level: log.WarnLevel})
 	return f
-}
-
-// openMailbox opens the mailbox of the tmux server this command talks to
-// (app.Env.Mailbox).
-func openMailbox(f *Factory) (*mailbox.Store, error) {
-	env, err := f.Env()
-	if err != nil {
-		return nil, err
-	}
-	return env.Mailbox()
 }
 
 // typedString is a string flag that reports a type name in --help.
@@ -227,20 +240,9 @@ Each message is tagged MSG_<SENDER>_<8 hex> so the receiver can answer it.
 		cfgOnce.Do(func() { cfg, cfgErr = loadConfig(f, root, g) })
 		return cfg, cfgErr
 	}
-	if f.Dispatcher == nil {
-		f.Dispatcher = service.CachedDispatcher(func() (*dispatch.Dispatcher, error) { return newDispatcher(f) }) // built once per process
-	}
-	if f.Mailbox == nil {
-		var (
-			storeOnce sync.Once
-			store     *mailbox.Store
-			storeErr  error
-		)
-		f.Mailbox = func() (*mailbox.Store, error) {
-			storeOnce.Do(func() { store, storeErr = openMailbox(f) })
-			return store, storeErr
-		}
-	}
+	// The parts, in dependency order, each on first use; what a test set
+	// stays.
+	app.Wire(&f.Wiring, f.Env)
 	if f.Identity == nil {
 		f.Identity = onceIdentity(f)
 	}

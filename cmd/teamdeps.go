@@ -54,7 +54,7 @@ func (d teamDeps) serviceTeam(ctx context.Context, team string) (*service.Servic
 // teamError words the service's team errors for the command line.
 func teamError(err error) error {
 	if errors.Is(err, service.ErrTeamNeeded) {
-		_, err = Identity{}.NeedTeam()
+		_, err = needTeam(Identity{})
 	}
 	return err
 }

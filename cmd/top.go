@@ -9,7 +9,6 @@ import (
 
 	"github.com/agentmsg/agentmsg/alerts"
 	"github.com/agentmsg/agentmsg/lock"
-	"github.com/agentmsg/agentmsg/service"
 )
 
 // TopOptions are top's inputs.
@@ -78,6 +77,6 @@ func topRun(ctx context.Context, opts *TopOptions) error {
 	root := svc.Store.Root
 	once := alerts.Once{Teller: alertNotifier(cfg.Alerts), Dir: filepath.Join(root, "alerts"),
 		Lock: lock.ForMailbox(root, svc.Store.Base, "agentmsg top").Named}
-	return f.Top(ctx, svc, service.TopOptions{In: f.IO.In, Out: f.IO.Out, Plain: opts.Plain, NoColor: noColor != "",
+	return f.Top(ctx, svc, TopUIOptions{In: f.IO.In, Out: f.IO.Out, Plain: opts.Plain, NoColor: noColor != "",
 		Rules: alertRules(cfg.Alerts), Notifier: once})
 }

@@ -12,11 +12,11 @@ import (
 // top runs the terminal UI main hands in, with the [alerts] of the
 // config and NO_COLOR; without one it says so.
 func TestTop(t *testing.T) {
-	var got service.TopOptions
+	var got TopUIOptions
 	env := alertsConfig(t, "dialog = \"2m\"\nwebhook = \"http://127.0.0.1:9/hook\"\n")
 	env["AGENTMSG_HOME"], env["AGENTMSG_FROM"], env["NO_COLOR"] = t.TempDir(), "lead", "1"
 	f, out, errOut := testFactory(env)
-	f.Top = func(_ context.Context, svc *service.Service, o service.TopOptions) error {
+	f.Top = func(_ context.Context, svc *service.Service, o TopUIOptions) error {
 		got = o
 		return nil
 	}

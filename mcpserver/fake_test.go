@@ -60,13 +60,12 @@ func (tm *team) deps(name string) Deps {
 	}
 	return Deps{
 		Team: "t", Name: name, Sender: sender,
-		Dispatcher: tm.dispatcher,
-		Courier: func(d *dispatch.Dispatcher) (*courier.Courier, error) {
-			return &courier.Courier{Store: tm.store, Dispatch: d, Locks: lock.Dir{Path: tm.locks}}, nil
-		},
-		Store:     tm.store,
-		Lifecycle: func() (service.Lifecycle, error) { return tm.life, nil },
-		Version:   "test",
+		// One dispatcher for every tool, as app.Wiring makes it.
+		Dispatcher: sync.OnceValues(tm.dispatcher),
+		Courier:    &courier.Courier{Store: tm.store, Locks: lock.Dir{Path: tm.locks}},
+		Store:      tm.store,
+		Lifecycle:  func() (service.Lifecycle, error) { return tm.life, nil },
+		Version:    "test",
 	}
 }
 

@@ -48,10 +48,10 @@ const (
 // inbox), so the bound is about memory, not CPU.
 const MaxOpenWaits = 64
 
-// server is one MCP server's state: its deps, whose dispatcher is made
-// once (service.CachedDispatcher) and shared by every tool, whether it
-// serves a lead (who may act on any team), and the slots of its open
-// waits.
+// server is one MCP server's state: its deps (whose dispatcher the
+// composition root makes once, app.Wiring, and every tool shares),
+// whether it serves a lead (who may act on any team), and the slots of
+// its open waits.
 type server struct {
 	deps         Deps
 	orchestrator bool
@@ -74,7 +74,6 @@ func newServer(deps Deps, orchestrator bool, maxWaits int) *mcp.Server {
 		version = "dev"
 	}
 	s := &server{deps: deps, orchestrator: orchestrator, waits: make(chan struct{}, maxWaits)}
-	s.deps.Dispatcher = service.CachedDispatcher(deps.Dispatcher)
 	instructions := agentInstructions
 	if orchestrator {
 		instructions += orchestratorInstructions
@@ -208,7 +207,7 @@ func seconds(v float64, def, limit time.Duration) (time.Duration, error) {
 
 // Serve serves the tools to one caller on in and out, one JSON-RPC message
 // a line, until in ends (the requests read by then are answered) or ctx
-// does; either is the normal end. It is a service.MCPServer.
+// does; either is the normal end. main hands it to the CLI (cmd.MCPServer).
 func Serve(ctx context.Context, svc *service.Service, orchestrator bool, in io.Reader, out io.Writer) error {
 	err := New(*svc, orchestrator).Run(ctx, &Stdio{In: in, Out: out})
 	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {

@@ -68,8 +68,13 @@ func newTestAPI(t *testing.T, agents ...string) *testAPI {
 	disp := &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: tmuxtest.Clock{}, Opts: opts, Concurrency: 4}
 	cour := &courier.Courier{Store: store, Dispatch: disp, Locks: locks}
 	b := newBackend(app.Env{LookupEnv: lookup, Config: cfg}, "test", false)
-	b.places[sock] = &parts{store: store, disp: disp, cour: cour,
-		life: &lifecycle.Manager{Tmux: srv, Dispatch: disp, Courier: cour, Store: store}}
+	life := &lifecycle.Manager{Tmux: srv, Dispatch: disp, Courier: cour, Store: store}
+	b.places[sock] = &app.Wiring{
+		Mailbox:    func() (*mailbox.Store, error) { return store, nil },
+		Dispatcher: func() (*dispatch.Dispatcher, error) { return disp, nil },
+		Courier:    func() (*courier.Courier, error) { return cour, nil },
+		Lifecycle:  func() (*lifecycle.Manager, error) { return life, nil },
+	}
 	d := &Daemon{env: b.env, backend: b, ctx: t.Context(), log: log, hub: newHub(log), passes: map[string]bool{}}
 	go d.hub.follow(t.Context())
 	mux := http.NewServeMux()

@@ -1,21 +1,15 @@
 package serve
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/agentmsg/agentmsg/app"
 	"github.com/agentmsg/agentmsg/config"
-	"github.com/agentmsg/agentmsg/courier"
-	"github.com/agentmsg/agentmsg/dispatch"
-	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/lock"
-	"github.com/agentmsg/agentmsg/mailbox"
-	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/service"
-	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )
 
@@ -36,20 +30,12 @@ type backend struct {
 	mu      sync.Mutex
 	clients map[string]*tmux.Exec // by canonical socket
 	ctls    []*tmux.Control
-	places  map[string]*parts
-}
-
-// parts are one server's shared wiring.
-type parts struct {
-	store *mailbox.Store
-	disp  *dispatch.Dispatcher
-	cour  *courier.Courier
-	life  *lifecycle.Manager
+	places  map[string]*app.Wiring
 }
 
 func newBackend(env app.Env, version string, control bool) *backend {
 	b := &backend{env: env, version: version, control: control,
-		clients: map[string]*tmux.Exec{}, places: map[string]*parts{}}
+		clients: map[string]*tmux.Exec{}, places: map[string]*app.Wiring{}}
 	b.env.Tmux = b.client
 	return b
 }
@@ -108,15 +94,6 @@ type Caller struct {
 	SocketName string `json:"socket_name,omitempty"`
 }
 
-// fromEnvironment reports whether key's setting came from the daemon's
-// own environment (AGENTMSG_FROM, AGENTMSG_TEAM): that is the identity of
-// the pane the daemon was started in (an agent's, when a command of its
-// started it), which is no caller's. A caller that names none is the
-// config file's, else "app".
-func fromEnvironment(cfg *config.Loaded, key string) bool {
-	return strings.HasPrefix(string(cfg.Source(key)), "env ")
-}
-
 // errCaller is a caller the daemon cannot serve as asked.
 var errCaller = errors.New("invalid caller")
 
@@ -142,8 +119,11 @@ func (b *backend) envFor(c Caller) (app.Env, error) {
 	return env, nil
 }
 
-// parts builds, or finds, the shared wiring of env's server.
-func (b *backend) parts(env app.Env) (*parts, error) {
+// parts builds, or finds, the shared wiring of env's server: all of it
+// at once (app.Wiring would build each part on first use), so that a
+// server the daemon cannot serve is refused at the first request and
+// tried again at the next.
+func (b *backend) parts(env app.Env) (*app.Wiring, error) {
 	server, err := env.Server()
 	if err != nil {
 		return nil, err
@@ -154,19 +134,16 @@ func (b *backend) parts(env app.Env) (*parts, error) {
 	if ok {
 		return p, nil
 	}
-	store, err := env.Mailbox()
-	if err != nil {
+	p = app.Wire(&app.Wiring{}, func() (app.Env, error) { return env, nil })
+	if _, err := p.Mailbox(); err != nil {
 		return nil, err
 	}
-	d, err := env.Dispatcher(store)
-	if err != nil {
+	if _, err := p.Dispatcher(); err != nil {
 		return nil, err
 	}
-	life, err := env.Lifecycle(store, d)
-	if err != nil {
+	if _, err := p.Lifecycle(); err != nil {
 		return nil, err
 	}
-	p = &parts{store: store, disp: d, cour: env.Courier(store, d), life: life}
 	b.mu.Lock()
 	if q, ok := b.places[server.Socket]; ok {
 		p = q // another request built it meanwhile
@@ -183,55 +160,37 @@ func (b *backend) service(c Caller) (*service.Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errCaller, err)
 	}
-	name := c.From
-	if name == "" && !fromEnvironment(env.Config, "from") {
-		name = env.Config.Settings.From
-	}
-	if name == "" {
-		name = "app"
-	}
-	if name, err = target.ParseName(name); err != nil {
-		return nil, fmt.Errorf("%w: from: %w", errCaller, err)
-	}
-	sender, err := message.Sender(name)
-	if err != nil {
-		return nil, fmt.Errorf("%w: from: %w", errCaller, err)
-	}
-	team := c.Team
-	if team == "" && !fromEnvironment(env.Config, "team") {
-		team = env.Config.Settings.Team
-	}
-	if team != "" {
-		if err := target.ValidateTeam(team); err != nil {
-			return nil, fmt.Errorf("%w: team: %w", errCaller, err)
+	// The daemon's own AGENTMSG_FROM and AGENTMSG_TEAM are no caller's
+	// (app.Ask.Daemon); no tmux is asked, so no context is needed.
+	id, err := env.Identity(context.Background(), app.Ask{From: c.From, Team: c.Team, Daemon: true})
+	if ie := (*app.IdentityError)(nil); errors.As(err, &ie) {
+		field := ie.Field
+		if field == "sender" {
+			field = "from"
 		}
+		return nil, fmt.Errorf("%w: %s: %w", errCaller, field, ie.Err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	p, err := b.parts(env)
 	if err != nil {
 		return nil, err
 	}
-	return &service.Service{
-		Team: team, Name: name, Sender: sender,
-		Dispatcher: func() (*dispatch.Dispatcher, error) { return p.disp, nil },
-		Courier:    func(*dispatch.Dispatcher) (*courier.Courier, error) { return p.cour, nil },
-		Store:      p.store,
-		Lifecycle:  func() (service.Lifecycle, error) { return p.life, nil },
-		Version:    b.version,
-		Hosts:      b.remote(),
-	}, nil
+	return p.Service(id, b.version, b.remote())
 }
 
 // snapshot is the servers the daemon has served so far (its own, and
 // every server a request or a forwarded command reached), each with its
 // shared parts, by socket.
-func (b *backend) snapshot() map[string]*parts {
+func (b *backend) snapshot() map[string]*app.Wiring {
 	b.mu.Lock()
 	sockets := make([]string, 0, len(b.clients))
 	for sock := range b.clients {
 		sockets = append(sockets, sock)
 	}
 	b.mu.Unlock()
-	out := make(map[string]*parts, len(sockets))
+	out := make(map[string]*app.Wiring, len(sockets))
 	for _, sock := range sockets {
 		env, err := b.envFor(Caller{Socket: sock})
 		if err != nil {

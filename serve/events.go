@@ -299,8 +299,12 @@ func (d *Daemon) watchAgents(ctx context.Context) {
 		case <-t.C:
 		}
 		for socket, p := range d.backend.snapshot() {
+			disp, err := p.Dispatcher() // built with the parts (backend.parts)
+			if err != nil {
+				continue
+			}
 			mark, fresh := lookMark{}, true
-			if w, ok := p.disp.Tmux.(changeWatcher); ok {
+			if w, ok := disp.Tmux.(changeWatcher); ok {
 				mark.at = time.Now() // before the question: what it misses, the next one sees
 				fp, newest, err := w.Changes(ctx)
 				mark.fingerprint = fp
@@ -310,7 +314,7 @@ func (d *Daemon) watchAgents(ctx context.Context) {
 			if !fresh && last[socket] != nil {
 				continue // no screen changed since the last look
 			}
-			agents, err := p.disp.Agents(ctx, "", dispatch.Call{})
+			agents, err := disp.Agents(ctx, "", dispatch.Call{})
 			if err != nil {
 				delete(looked, socket)
 				continue

@@ -65,10 +65,7 @@ func (s *Service) Broadcast(ctx context.Context, req BroadcastRequest) (Broadcas
 		return out, err
 	}
 	out.ID = env.ID
-	c, err := s.carrier(d)
-	if err != nil {
-		return out, err
-	}
+	c := s.carrier(d)
 	if req.AllHosts && s.Hosts == nil {
 		return out, fmt.Errorf("%w: --all-hosts reaches other hosts through agentmsg serve; start it (agentmsg serve)", ErrNoLink)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/agentmsg/agentmsg/courier"
@@ -82,10 +81,7 @@ func (s *Service) Deliver(ctx context.Context, req DeliverRequest) (DeliverResul
 	if err != nil {
 		return out, err
 	}
-	c, err := s.carrier(d)
-	if err != nil {
-		return out, err
-	}
+	c := s.carrier(d)
 	if req.Team != "" {
 		if err := s.CheckTeam(ctx, req.Team); err != nil {
 			return out, err
@@ -142,32 +138,4 @@ func (s *Service) remindExpired(team string) ([]mailbox.RequestInfo, error) {
 		}
 	}
 	return done, errors.Join(errs...)
-}
-
-// CachedDispatcher is build, made once: its first success is kept for
-// every later call, a failure is returned and the next call tries again
-// (as Service.Dispatcher asks of a front end). A front end wraps its
-// builder in it so that every operation of the process shares one
-// dispatcher; nil stays nil.
-func CachedDispatcher(build func() (*dispatch.Dispatcher, error)) func() (*dispatch.Dispatcher, error) {
-	if build == nil {
-		return nil
-	}
-	var (
-		mu sync.Mutex
-		d  *dispatch.Dispatcher
-	)
-	return func() (*dispatch.Dispatcher, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if d != nil {
-			return d, nil
-		}
-		made, err := build()
-		if err != nil {
-			return nil, err
-		}
-		d = made
-		return d, nil
-	}
 }

@@ -28,9 +28,7 @@ func deliverService(t *testing.T, srv *tmuxtest.Server, name, self string, ready
 		d.Self = srv.PaneID(self)
 	}
 	s.Dispatcher = func() (*dispatch.Dispatcher, error) { return d, nil }
-	s.Courier = func(d *dispatch.Dispatcher) (*courier.Courier, error) {
-		return &courier.Courier{Store: s.Store, Dispatch: d, Locks: locks}, nil
-	}
+	s.Courier = &courier.Courier{Store: s.Store, Locks: locks}
 	return s, d
 }
 
@@ -148,31 +146,6 @@ func TestDeliverRefuses(t *testing.T) {
 	}
 }
 
-func TestCachedDispatcher(t *testing.T) {
-	if CachedDispatcher(nil) != nil {
-		t.Error("no builder is no dispatcher")
-	}
-	builds := 0
-	d := &dispatch.Dispatcher{}
-	get := CachedDispatcher(func() (*dispatch.Dispatcher, error) {
-		if builds++; builds == 1 {
-			return nil, errNoDispatcher
-		}
-		return d, nil
-	})
-	if _, err := get(); !errors.Is(err, errNoDispatcher) {
-		t.Fatalf("first build: %v", err)
-	}
-	for range 2 {
-		if got, err := get(); got != d || err != nil {
-			t.Fatalf("get() = %p, %v; want %p", got, err, d)
-		}
-	}
-	if builds != 2 {
-		t.Errorf("%d builds; want 2 (a failure is tried again, a success kept)", builds)
-	}
-}
-
 // A pass with a limit ends by it, however long its agents may be waited
 // for; what it could not type stays waiting.
 func TestDeliverEndsAtItsLimit(t *testing.T) {
@@ -201,7 +174,7 @@ func TestDeliverTakesTurns(t *testing.T) {
 	s, d := deliverService(t, srv, "lead", "", 50*time.Millisecond)
 	defer_(t, s, srv)
 	srv.SetDialog("agent-alpha-ana", false)
-	c, _ := s.Courier(d)
+	c := s.carrier(d)
 	atWork, err := c.TakeTurn(context.Background(), "alpha", 0)
 	if err != nil {
 		t.Fatal(err)

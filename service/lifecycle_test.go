@@ -60,7 +60,7 @@ func (w *world) service(t *testing.T, name string, lc Lifecycle) *Service {
 	return &Service{
 		Team: "t", Name: name, Sender: sender,
 		Dispatcher: func() (*dispatch.Dispatcher, error) { return w.d, nil },
-		Courier:    func(*dispatch.Dispatcher) (*courier.Courier, error) { return w.c, nil },
+		Courier:    w.c,
 		Store:      w.store,
 		Lifecycle:  func() (Lifecycle, error) { return lc, nil },
 		Now:        time.Now,

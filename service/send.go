@@ -176,13 +176,11 @@ func (s *Service) sendOnce(ctx context.Context, d *dispatch.Dispatcher, t target
 	if err := s.stamp(d, &env); err != nil {
 		return out, err
 	}
-	c, err := s.carrier(d)
-	if err != nil {
-		return out, err
-	}
+	c := s.carrier(d)
 	if d != nil && d.Tmux != nil {
 		out.Socket = d.Tmux.Server().Socket
 	}
+	var err error
 	out.Result, out.Replayed, err = c.SendOnce(ctx, t, env, mode)
 	var taken *courier.IDTakenError
 	if errors.As(err, &taken) {
@@ -198,10 +196,7 @@ func (s *Service) sendEnvelope(ctx context.Context, d *dispatch.Dispatcher, t ta
 	if err := s.stamp(d, &env); err != nil {
 		return out, err
 	}
-	c, err := s.carrier(d)
-	if err != nil {
-		return out, err
-	}
+	c := s.carrier(d)
 	if d != nil && d.Tmux != nil {
 		out.Socket = d.Tmux.Server().Socket
 	}
@@ -259,11 +254,10 @@ func (s *Service) stamp(d *dispatch.Dispatcher, env *mailbox.Envelope) error {
 }
 
 // carrier is the courier over d (nil: only the mailbox).
-func (s *Service) carrier(d *dispatch.Dispatcher) (*courier.Courier, error) {
-	if s.Courier == nil {
-		return &courier.Courier{Store: s.Store, Dispatch: d, Hint: AnswerHint}, nil
-	}
-	return s.Courier(d)
+func (s *Service) carrier(d *dispatch.Dispatcher) *courier.Courier {
+	c := *s.Courier
+	c.Dispatch = d
+	return &c
 }
 
 // ownMessage finds id in the caller's inbox.

@@ -31,9 +31,7 @@ func testService(t *testing.T, srv *tmuxtest.Server) *Service {
 			opts.Settle, opts.Poll, opts.ReadyTimeout = time.Millisecond, time.Millisecond, 50*time.Millisecond
 			return &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: tmuxtest.Clock{}, Opts: opts}, nil
 		},
-		Courier: func(d *dispatch.Dispatcher) (*courier.Courier, error) {
-			return &courier.Courier{Store: store, Dispatch: d, Locks: locks}, nil
-		},
+		Courier: &courier.Courier{Store: store, Locks: locks},
 	}
 }
 

@@ -11,10 +11,8 @@ package service
 
 import (
 	"context"
-	"io"
 	"time"
 
-	"github.com/agentmsg/agentmsg/alerts"
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lifecycle"
@@ -27,13 +25,18 @@ import (
 // upper-case name in its message ids ("LEAD").
 type Service struct {
 	Team, Name, Sender string
-	// Dispatcher talks to the tmux server the agents run on. A front end
-	// calls it once, on first use, and again only after it failed.
+	Store              *mailbox.Store
+	// Dispatcher talks to the tmux server the agents run on. It is a
+	// function because the dispatcher is built on first use (app.Wiring):
+	// an operation that needs only the mailbox never needs tmux, nor tmux
+	// installed. nil: there is no tmux side at all.
 	Dispatcher func() (*dispatch.Dispatcher, error)
-	// Courier joins the store to a dispatcher.
-	Courier func(*dispatch.Dispatcher) (*courier.Courier, error)
-	Store   *mailbox.Store
-	// Lifecycle starts, stops and watches agents; nil when not available.
+	// Courier records and types messages: the store, locks, retention and
+	// answer hint. An operation types through a copy over the dispatcher
+	// it uses (none for a message only recorded): its Dispatch is unset.
+	Courier *courier.Courier
+	// Lifecycle starts, stops and watches agents, built on first use like
+	// the dispatcher it needs; nil when not available.
 	Lifecycle func() (Lifecycle, error)
 	Now       func() time.Time
 	// Version is agentmsg's, reported to clients.
@@ -48,27 +51,4 @@ type Lifecycle interface {
 	Shutdown(ctx context.Context, from string, t target.Target, reason string, wait time.Duration) (lifecycle.ShutdownResult, error)
 	Kill(ctx context.Context, t target.Target, grace time.Duration) (lifecycle.KillResult, error)
 	Status(ctx context.Context, team string) ([]lifecycle.AgentStatus, error)
-}
-
-// MCPServer serves the MCP tools to one caller over in and out until in
-// ends or ctx does; orchestrator adds the lead's tools. mcpserver.Serve is
-// one; main hands it to the CLI.
-type MCPServer func(ctx context.Context, svc *Service, orchestrator bool, in io.Reader, out io.Writer) error
-
-// Top runs the terminal UI (agentmsg top) for svc until the person quits
-// or ctx ends. tui.Run is one; main hands it to the CLI.
-type Top func(ctx context.Context, svc *Service, opts TopOptions) error
-
-// TopOptions are what the terminal UI is run with.
-type TopOptions struct {
-	In  io.Reader
-	Out io.Writer
-	// Plain writes what changes as lines of text, for a screen reader,
-	// and reads commands as lines; no screen is drawn.
-	Plain bool
-	// NoColor draws without colour (NO_COLOR).
-	NoColor bool
-	// Rules say when an alert fires; Notifier tells the world of it.
-	Rules    alerts.Rules
-	Notifier alerts.Teller
 }

@@ -83,5 +83,5 @@ func (s *Service) settler() (*courier.Courier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.carrier(d)
+	return s.carrier(d), nil
 }

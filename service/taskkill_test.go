@@ -180,9 +180,7 @@ func TestHelperAssigner(t *testing.T) {
 			opts.Settle, opts.Poll, opts.ReadyTimeout = time.Millisecond, time.Millisecond, time.Second
 			return &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: tmuxtest.Clock{}, Opts: opts}, nil
 		},
-		Courier: func(d *dispatch.Dispatcher) (*courier.Courier, error) {
-			return &courier.Courier{Store: store, Dispatch: d, Locks: locks}, nil
-		},
+		Courier: &courier.Courier{Store: store, Locks: locks},
 	}
 	box, err := store.Box("alpha", "ana")
 	if err != nil {

@@ -96,9 +96,7 @@ func TestAssignTaskSaysWhatItCouldNotPutBack(t *testing.T) {
 		opts.Settle, opts.Poll, opts.ReadyTimeout = time.Millisecond, time.Millisecond, 50*time.Millisecond
 		return &dispatch.Dispatcher{Tmux: srv, Locks: locks, Clock: tmuxtest.Clock{}, Opts: opts}, nil
 	}
-	s.Courier = func(d *dispatch.Dispatcher) (*courier.Courier, error) {
-		return &courier.Courier{Store: s.Store, Dispatch: d, Locks: locks}, nil
-	}
+	s.Courier = &courier.Courier{Store: s.Store, Locks: locks}
 	ctx := context.Background()
 	srv.SetDialog("agent-alpha-ana", true)
 	waiting, err := s.Send(ctx, SendRequest{To: to(t, "ana"), Draft: Draft{Text: "the API changed"}, Delivery: Delivery{Queue: true}})

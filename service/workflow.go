@@ -84,10 +84,7 @@ func (s *Service) Workflow(ctx context.Context, req WorkflowRequest) (WorkflowRe
 	if err != nil {
 		return WorkflowResult{}, err
 	}
-	c, err := s.carrier(d)
-	if err != nil {
-		return WorkflowResult{}, err
-	}
+	c := s.carrier(d)
 	wfID, err := message.NewWorkflowID()
 	if err != nil {
 		return WorkflowResult{}, err

@@ -14,23 +14,38 @@ package tui
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/muesli/termenv"
 
+	"github.com/agentmsg/agentmsg/alerts"
 	"github.com/agentmsg/agentmsg/service"
 )
 
-// Run is agentmsg top over svc (a service.Top): it watches svc's tmux
+// RunOptions are what top runs with: its streams, whether it draws
+// (Plain: lines of text for a screen reader, commands read as lines), in
+// colour or not (NoColor: NO_COLOR), and when its alerts fire (Rules) and
+// who hears of them (Notifier).
+type RunOptions struct {
+	In       io.Reader
+	Out      io.Writer
+	Plain    bool
+	NoColor  bool
+	Rules    alerts.Rules
+	Notifier alerts.Teller
+}
+
+// Run is agentmsg top over svc (main hands it to the CLI): it watches svc's tmux
 // server and mailbox directly until the person quits or ctx ends.
-func Run(ctx context.Context, svc *service.Service, o service.TopOptions) error {
+func Run(ctx context.Context, svc *service.Service, o RunOptions) error {
 	src := &Direct{Service: svc, Events: svc.Store.Events, Place: svc.Store.Place.Socket}
 	return RunSource(ctx, src, serviceActions{svc}, o)
 }
 
 // RunSource is top over any source and actions.
-func RunSource(ctx context.Context, src Source, actions Actions, o service.TopOptions) error {
+func RunSource(ctx context.Context, src Source, actions Actions, o RunOptions) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	updates := make(chan Update, 16)
@@ -52,7 +67,7 @@ func RunSource(ctx context.Context, src Source, actions Actions, o service.TopOp
 
 // colors is the colour profile to draw with: none under NO_COLOR, else
 // what the terminal on o.Out says it takes.
-func colors(o service.TopOptions) termenv.Profile {
+func colors(o RunOptions) termenv.Profile {
 	if o.NoColor || o.Out == nil {
 		return termenv.Ascii
 	}
