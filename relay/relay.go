@@ -1,4 +1,4 @@
-package serve
+package relay
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
@@ -20,12 +21,14 @@ import (
 	"github.com/agentmsg/agentmsg/target"
 )
 
-// hostLink is the daemon's side of package hosts: it records what other
+// Relay is the daemon's side of package hosts: it records what other
 // hosts send to this host's agents and has it delivered by this host's
 // own engine, tells the senders what became of it, and carries this host's
-// messages to agents elsewhere (service.Hosts).
-type hostLink struct {
-	d    *Daemon
+// messages to agents elsewhere (service.Hosts). It keeps the SSH tunnels
+// of boxes that reach the bus only through this host too (tunnel.go).
+type Relay struct {
+	opts Options
+	ctx  context.Context // the daemon's life
 	link *hosts.Link
 	// Messages from other hosts whose state the sender has not yet heard
 	// to the end, by id.
@@ -51,6 +54,33 @@ type hostLink struct {
 	// nudged: when each team was last given a pass for a message from
 	// another host that waited (see nudge).
 	nudged map[string]time.Time
+}
+
+// Options are the relay's wiring, set once by the daemon.
+type Options struct {
+	// Config is [hosts]; ReadyTimeout the configured ready timeout, which
+	// a send to another host waits by when its caller set none.
+	Config       config.HostsSettings
+	ReadyTimeout time.Duration
+	// Root is the mailbox's: the outbox is kept in Root/nats, the
+	// tunnels' control sockets in Root/ssh.
+	Root string
+	// Service is the daemon's own caller's service (this host's server
+	// and mailbox), through which messages from other hosts are recorded
+	// and read.
+	Service func() (*service.Service, error)
+	// Deliver starts a deliver pass over team on the server at socket
+	// (the daemon runs one at a time per team; one asked for while one
+	// runs runs after it).
+	Deliver func(socket, team string, known courier.Listing)
+	// Looked is an agent's state ("ready", ...) at the daemon's watcher's
+	// last look at the server at socket.
+	Looked func(socket, session string) string
+	// Events is the event log, where what other hosts report of this
+	// host's messages is written.
+	Events *eventlog.Log
+	// Logf reports what goes wrong in the background.
+	Logf func(format string, args ...any)
 }
 
 // presenceAnswer is what the bus said of a host's presence (when it last
@@ -83,19 +113,23 @@ type origin struct {
 // this host. Not recorded (not_found) ends it too.
 func told(state string) bool { return !mailbox.DeliveryState(state).Outstanding() }
 
-// openHosts starts this host's link, as [hosts] configures it.
-func (d *Daemon) openHosts(ctx context.Context, root string) (*hostLink, error) {
-	cfg := d.backend.env.Config.Hosts
+// Open starts this host's link, as opts.Config configures it, the report
+// loop and the tunnels, until ctx ends or Close.
+func Open(ctx context.Context, opts Options) (*Relay, error) {
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	cfg := opts.Config
 	name := cfg.Name
 	if name == "" {
 		name = hosts.DefaultName()
 	}
-	h := &hostLink{d: d, origins: map[originKey]*origin{}, poke: make(chan struct{}, 1), read: map[[2]string]mailbox.Position{}, gone: map[string]presenceAnswer{}, asked: map[string]presenceAnswer{}, nudged: map[string]time.Time{}}
+	h := &Relay{opts: opts, ctx: ctx, origins: map[originKey]*origin{}, poke: make(chan struct{}, 1), read: map[[2]string]mailbox.Position{}, gone: map[string]presenceAnswer{}, asked: map[string]presenceAnswer{}, nudged: map[string]time.Time{}}
 	url := cfg.NATS
 	link, err := hosts.Open(ctx, hosts.Options{
-		Name: name, Dir: filepath.Join(root, "nats"), URL: url,
+		Name: name, Dir: filepath.Join(opts.Root, "nats"), URL: url,
 		NkeyFile: cfg.NkeyFile, CAFile: cfg.CAFile, TLSServerName: cfg.TLSServerName, Replicas: cfg.Replicas,
-		Handler: h, Agents: h.agents, Logf: d.logf,
+		Handler: h, Agents: h.agents, Logf: opts.Logf,
 	})
 	if err != nil {
 		return nil, err
@@ -104,35 +138,45 @@ func (d *Daemon) openHosts(ctx context.Context, root string) (*hostLink, error) 
 	h.recover()
 	link.Start()
 	go h.report(ctx)
+	go keepTunnels(ctx, opts.Root, cfg, opts.Logf)
 	return h, nil
 }
 
-func (h *hostLink) close() {
+// Close ends the link.
+func (h *Relay) Close() {
 	if h != nil && h.link != nil {
 		h.link.Close()
 	}
 }
 
 // Name is this host's (service.Hosts).
-func (h *hostLink) Name() string { return h.link.Name() }
+func (h *Relay) Name() string { return h.link.Name() }
 
 // List is every host on the bus (service.Hosts).
-func (h *hostLink) List(ctx context.Context) ([]hosts.HostInfo, error) {
+func (h *Relay) List(ctx context.Context) ([]hosts.HostInfo, error) {
 	return h.link.Hosts(ctx)
 }
 
 // Sent is what this host keeps of the copies of message id it sent to
 // other hosts, or of every message (service.Hosts).
-func (h *hostLink) Sent(ctx context.Context, id message.ID) ([]hosts.Sent, error) {
+func (h *Relay) Sent(ctx context.Context, id message.ID) ([]hosts.Sent, error) {
 	if id == "" {
 		return h.link.AllSent(ctx)
 	}
 	return h.link.LookupSent(ctx, string(id))
 }
 
+// LookupSent is what is kept of message id's copies sent from here to
+// other hosts: what service.Service.Sent asks of the link, so that
+// agentmsg log --id, run in the daemon, finds a message that went to
+// another host (its send's hint names that command).
+func (h *Relay) LookupSent(ctx context.Context, id string) ([]hosts.Sent, error) {
+	return h.link.LookupSent(ctx, id)
+}
+
 // agents are this host's agents on its own server, for its presence.
-func (h *hostLink) agents(ctx context.Context) []string {
-	svc, err := h.d.backend.service(Caller{})
+func (h *Relay) agents(ctx context.Context) []string {
+	svc, err := h.opts.Service()
 	if err != nil {
 		return nil
 	}
@@ -159,7 +203,7 @@ const remoteGrace = 10 * time.Second
 // that host's engine made of it (service.Hosts). A verdict that does not
 // come in time is "deferred": the message is kept (in this host's outbox,
 // or on the bus) and goes on by itself.
-func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier.Result, error) {
+func (h *Relay) Send(ctx context.Context, req service.RemoteRequest) (courier.Result, error) {
 	t, id := req.To, req.Env.ID
 	known, err := h.link.Known(ctx, req.Host)
 	if err != nil {
@@ -198,7 +242,7 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 		out.Verdict, out.Err, out.Reason = delivery.Failed, fmt.Errorf("keeping the message for host %s: %w", req.Host, err), courier.ReasonError
 		sent.State, sent.Detail = string(delivery.Failed), out.Err.Error()
 		if err := h.link.RecordSent(ctx, sent); err != nil {
-			h.d.logf("recording that %s to host %s failed: %v", id, req.Host, err)
+			h.opts.Logf("recording that %s to host %s failed: %v", id, req.Host, err)
 		}
 		return out, nil
 	}
@@ -212,7 +256,7 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 	}
 	ready := req.Call.ReadyTimeout
 	if ready <= 0 {
-		ready = h.d.backend.env.Config.Settings.ReadyTimeout
+		ready = h.opts.ReadyTimeout
 	}
 	timer := time.NewTimer(ready + remoteGrace)
 	defer timer.Stop()
@@ -273,7 +317,7 @@ func (h *hostLink) Send(ctx context.Context, req service.RemoteRequest) (courier
 // it waited its whole time, 12 s, when its stream was on this side of the
 // cut), and a bus that does not answer counts only on the second look in
 // a row (one slow answer does not end a send).
-func (h *hostLink) look(ctx context.Context, host string, unanswered *int) (presenceAnswer, bool) {
+func (h *Relay) look(ctx context.Context, host string, unanswered *int) (presenceAnswer, bool) {
 	r := h.ask(ctx, host)
 	if ctx.Err() != nil {
 		return r, false // the send ends by its own context
@@ -303,7 +347,7 @@ func (h *hostLink) look(ctx context.Context, host string, unanswered *int) (pres
 
 // ask is the bus's answer about host's presence: one a moment old (less
 // than quietFor), shared by the sends waiting for that host, or a new one.
-func (h *hostLink) ask(ctx context.Context, host string) presenceAnswer {
+func (h *Relay) ask(ctx context.Context, host string) presenceAnswer {
 	h.mu.Lock()
 	r, ok := h.asked[host]
 	h.mu.Unlock()
@@ -322,7 +366,7 @@ func (h *hostLink) ask(ctx context.Context, host string) presenceAnswer {
 
 // stillAway reports whether host was found not answering and is not back:
 // from that look while it is younger than awayRecheck, else from a new one.
-func (h *hostLink) stillAway(ctx context.Context, host string) (presenceAnswer, bool) {
+func (h *Relay) stillAway(ctx context.Context, host string) (presenceAnswer, bool) {
 	h.mu.Lock()
 	a, gone := h.gone[host]
 	h.mu.Unlock()
@@ -342,7 +386,7 @@ const awayRecheck = time.Second
 // verdict is verdictOf for req: a --no-queue message kept there
 // (deferred) is not yet decided, since it fails once its time is up
 // (mailbox.Asked.Until, before this send's own time ends) unless typed.
-func (h *hostLink) verdict(t target.Target, id message.ID, req service.RemoteRequest, ev *hosts.RemoteEvent) (courier.Result, bool) {
+func (h *Relay) verdict(t target.Target, id message.ID, req service.RemoteRequest, ev *hosts.RemoteEvent) (courier.Result, bool) {
 	if !req.Queue && !req.MailboxOnly && ev.State == string(mailbox.StateDeferred) {
 		return courier.Result{}, false
 	}
@@ -350,7 +394,7 @@ func (h *hostLink) verdict(t target.Target, id message.ID, req service.RemoteReq
 }
 
 // back forgets that host was found not answering: it said something.
-func (h *hostLink) back(host string) {
+func (h *Relay) back(host string) {
 	h.mu.Lock()
 	delete(h.gone, host)
 	delete(h.asked, host)
@@ -369,7 +413,7 @@ const quietFor = time.Second
 // away is the verdict of a message the bus has, for a host that has not
 // announced itself lately (or cannot be asked about): kept, and the send
 // does not wait for a verdict that would come only once it is back.
-func (h *hostLink) away(t target.Target, id message.ID, host string, noQueue bool, a presenceAnswer) courier.Result {
+func (h *Relay) away(t target.Target, id message.ID, host string, noQueue bool, a presenceAnswer) courier.Result {
 	r := h.pending(t, id, host, noQueue)
 	then := goesOn(noQueue, "it goes on there by itself when that host reads the bus again")
 	when := "it cannot be asked about now (" + fmt.Sprint(a.err) + ")"
@@ -382,7 +426,7 @@ func (h *hostLink) away(t target.Target, id message.ID, host string, noQueue boo
 
 // pending is the verdict of a message whose host has not answered: kept.
 // noQueue: sent with --no-queue, so it is not sure to be typed there.
-func (h *hostLink) pending(t target.Target, id message.ID, host string, noQueue bool) courier.Result {
+func (h *Relay) pending(t target.Target, id message.ID, host string, noQueue bool) courier.Result {
 	r := courier.Result{Outcome: dispatch.Outcome{Target: t, ID: id, Verdict: courier.Deferred}, State: mailbox.StateDeferred, Host: host}
 	then := goesOn(noQueue, "it goes on there by itself")
 	if h.link.Moving(host) {
@@ -458,7 +502,7 @@ func notReady(reason string) bool {
 }
 
 // knownHosts names the hosts on the bus, for an error.
-func (h *hostLink) knownHosts(ctx context.Context) string {
+func (h *Relay) knownHosts(ctx context.Context) string {
 	list, err := h.link.Hosts(ctx)
 	names := make([]string, 0, len(list))
 	for _, x := range list {
@@ -473,8 +517,8 @@ func (h *hostLink) knownHosts(ctx context.Context) string {
 
 // Message records a message another host sent to one of this host's
 // agents and starts its delivery (hosts.Handler).
-func (h *hostLink) Message(ctx context.Context, p hosts.Packet) error {
-	svc, err := h.d.backend.service(Caller{})
+func (h *Relay) Message(ctx context.Context, p hosts.Packet) error {
+	svc, err := h.opts.Service()
 	if err != nil {
 		return err
 	}
@@ -517,13 +561,13 @@ func (h *hostLink) Message(ctx context.Context, p hosts.Packet) error {
 
 // passAt runs a deliver pass over team at until (when set): a --no-queue
 // message's time is up then, and the pass fails it if none typed it.
-func (h *hostLink) passAt(socket, team string, until time.Time) {
+func (h *Relay) passAt(socket, team string, until time.Time) {
 	if until.IsZero() {
 		return
 	}
 	time.AfterFunc(time.Until(until)+untilSlack, func() {
-		if h.d.ctx.Err() == nil {
-			h.d.deliverSoon(socket, team, courier.Listing{})
+		if h.ctx.Err() == nil {
+			h.opts.Deliver(socket, team, courier.Listing{})
 		}
 	})
 }
@@ -535,7 +579,7 @@ const untilSlack = 20 * time.Millisecond
 // Flush makes the batch's records durable, and only then has their
 // messages typed (hosts.Handler): one typed before its record was on disk
 // could be recorded, and typed, again after a crash.
-func (h *hostLink) Flush(ctx context.Context) error {
+func (h *Relay) Flush(ctx context.Context) error {
 	if h.batch == nil {
 		return nil
 	}
@@ -544,7 +588,7 @@ func (h *hostLink) Flush(ctx context.Context) error {
 	}
 	sessions := h.batch.Sessions()
 	for k := range h.deliver {
-		h.d.deliverSoon(k[0], k[1], sessions)
+		h.opts.Deliver(k[0], k[1], sessions)
 	}
 	h.batch, h.deliver = nil, nil
 	h.pokeReportSoon()
@@ -556,7 +600,7 @@ func (h *hostLink) Flush(ctx context.Context) error {
 // typed meanwhile is told submitted by its pass's end, and the pending
 // report would only have competed with its typing for the two cores (a
 // send to another host took 2 ms longer for it).
-func (h *hostLink) pokeReportSoon() {
+func (h *Relay) pokeReportSoon() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.soon == nil {
@@ -575,20 +619,24 @@ const reportSoon = 50 * time.Millisecond
 
 // Event records what became of a message this host sent (hosts.Handler),
 // and writes it to the event log as a message event of its host.
-func (h *hostLink) Event(ctx context.Context, p hosts.Packet) error {
+func (h *Relay) Event(ctx context.Context, p hosts.Packet) error {
 	ev := p.Event
 	if err := h.link.RecordReport(ctx, p); errors.Is(err, hosts.ErrNotSent) {
-		h.d.logf("hosts: refused a report from host %s of %s to %s/%s: %v", p.From, p.ID, ev.Team, ev.Agent, err)
+		h.opts.Logf("hosts: refused a report from host %s of %s to %s/%s: %v", p.From, p.ID, ev.Team, ev.Agent, err)
 		return nil // it counts for nothing, and is not handed over again
 	} else if err != nil {
 		return err
 	}
-	_, err := h.d.log.Append(eventlog.Event{Type: eventlog.MessageState(ev.State), Place: "host:" + p.From, Team: ev.Team, Agent: ev.Agent,
+	_, err := h.opts.Events.Append(eventlog.Event{Type: eventlog.MessageState(ev.State), Place: "host:" + p.From, Team: ev.Team, Agent: ev.Agent,
 		Message: p.ID, Reason: ev.Reason, Detail: ev.Detail, State: ev.State})
 	return err
 }
 
-func (h *hostLink) pokeReport() {
+// PassDone tells the relay that a deliver pass ended: what it typed for
+// other hosts is reported at once.
+func (h *Relay) PassDone() { h.pokeReport() }
+
+func (h *Relay) pokeReport() {
 	select {
 	case h.poke <- struct{}{}:
 	default:
@@ -602,7 +650,7 @@ const reportEvery = 100 * time.Millisecond
 
 // report tells each message's sending host how far it got here, whenever
 // its state changed, until ctx ends. With nothing to tell it sleeps.
-func (h *hostLink) report(ctx context.Context) {
+func (h *Relay) report(ctx context.Context) {
 	t := time.NewTicker(reportEvery)
 	defer t.Stop()
 	for {
@@ -623,7 +671,7 @@ func (h *hostLink) report(ctx context.Context) {
 	}
 }
 
-func (h *hostLink) reportOnce(ctx context.Context) {
+func (h *Relay) reportOnce(ctx context.Context) {
 	h.mu.Lock()
 	inboxes := map[[2]string]bool{}
 	for _, o := range h.origins {
@@ -633,7 +681,7 @@ func (h *hostLink) reportOnce(ctx context.Context) {
 	if len(inboxes) == 0 {
 		return
 	}
-	svc, err := h.d.backend.service(Caller{})
+	svc, err := h.opts.Service()
 	if err != nil {
 		return
 	}
@@ -672,8 +720,8 @@ func (h *hostLink) reportOnce(ctx context.Context) {
 // after never becomes ready for the watcher, so nothing else would type
 // it (issue 30, finding 3: untyped 30 s after tmux answered again). A
 // team is nudged at most every nudgeAfter; a pass already under way for
-// it takes the nudge as a request for one more (deliverSoon).
-func (h *hostLink) nudge(svc *service.Service) {
+// it takes the nudge as a request for one more (Options.Deliver).
+func (h *Relay) nudge(svc *service.Service) {
 	if svc.Dispatcher == nil {
 		return
 	}
@@ -689,7 +737,7 @@ func (h *hostLink) nudge(svc *service.Service) {
 		if st != mailbox.StatePending && st != mailbox.StateDeferred && st != mailbox.StateTyping || now.Sub(o.latest.Updated) < nudgeAfter {
 			continue
 		}
-		if t, ok := courier.InboxOwner(o.team, o.agent); ok && h.d.looked.get(socket, t.Session) == "ready" {
+		if t, ok := courier.InboxOwner(o.team, o.agent); ok && h.opts.Looked(socket, t.Session) == "ready" {
 			teams[t.Team] = true
 		}
 	}
@@ -702,7 +750,7 @@ func (h *hostLink) nudge(svc *service.Service) {
 	}
 	h.mu.Unlock()
 	for team := range teams {
-		h.d.deliverSoon(socket, team, courier.Listing{})
+		h.opts.Deliver(socket, team, courier.Listing{})
 	}
 }
 
@@ -710,34 +758,12 @@ func (h *hostLink) nudge(svc *service.Service) {
 // agent before a pass is run for it, and how often a team is nudged.
 const nudgeAfter = 2 * time.Second
 
-// agentStates are the agents' states at the watcher's last look at each
-// server: socket -> session -> state.
-type agentStates struct {
-	mu sync.Mutex
-	m  map[string]map[string]string
-}
-
-func (a *agentStates) set(socket string, states map[string]string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.m == nil {
-		a.m = map[string]map[string]string{}
-	}
-	a.m[socket] = states
-}
-
-func (a *agentStates) get(socket, session string) string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.m[socket][session]
-}
-
 // states are the delivery states written to inbox k since the report
 // loop last read it, by message: at first (and after a compaction) every
 // message's, from one whole read; then only the updates appended since
 // (reading a long inbox whole, a few times a second, was a quarter of a
 // busy daemon's work).
-func (h *hostLink) states(store *mailbox.Store, k [2]string) (map[message.ID]mailbox.Delivery, error) {
+func (h *Relay) states(store *mailbox.Store, k [2]string) (map[message.ID]mailbox.Delivery, error) {
 	if from, ok := h.read[k]; ok {
 		got, end, ok, err := store.UpdatesSince(k[0], k[1], from)
 		if err != nil {
@@ -764,7 +790,7 @@ func (h *hostLink) states(store *mailbox.Store, k [2]string) (map[message.ID]mai
 
 // tell sends o's host message id's state d, when it changed since the
 // last it heard.
-func (h *hostLink) tell(ctx context.Context, id message.ID, o origin, d mailbox.Delivery) {
+func (h *Relay) tell(ctx context.Context, id message.ID, o origin, d mailbox.Delivery) {
 	state := string(d.State)
 	if state == o.reported || state == "" {
 		return
@@ -793,8 +819,8 @@ const recoverWindow = 10 * time.Minute
 
 // recover finds the messages from other hosts whose story may not have
 // been told to the end before this daemon started.
-func (h *hostLink) recover() {
-	svc, err := h.d.backend.service(Caller{})
+func (h *Relay) recover() {
+	svc, err := h.opts.Service()
 	if err != nil {
 		return
 	}
