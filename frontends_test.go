@@ -62,7 +62,7 @@ var internal = map[string]string{
 	"ReadOwn":       "read_message as an agent (not an orchestrator): Read scoped to its own mail",
 	"Sent":          "log --id and GET /v1/messages/{id} for a message sent to another host: what History finds nowhere here",
 	"ServerGone":    "how deliver --watch learns that its tmux server has gone, and ends",
-	// The daemon's side of a message from another host (serve/hosts.go).
+	// The daemon's side of a message from another host (package relay).
 	"NewReceiver":  "records what another host's daemon sent to one of this host's agents",
 	"MessageState": "how far such a message got, told back to its sending host",
 	// A person's, in the terminal UI (agentmsg top) and the daemon's API:

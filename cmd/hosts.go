@@ -1,24 +1,19 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nkeys"
 	"github.com/spf13/cobra"
 
 	"github.com/agentmsg/agentmsg/config"
 	"github.com/agentmsg/agentmsg/hosts"
-	"github.com/agentmsg/agentmsg/internal/shell"
+	"github.com/agentmsg/agentmsg/hosts/provision"
 	"github.com/agentmsg/agentmsg/service"
 )
 
@@ -127,7 +122,7 @@ the host's entry for the NATS servers as its permissions are now.`,
 			if err != nil {
 				return err
 			}
-			done, err := provision(c.Context(), f, cfg.Hosts, args, replicas)
+			done, err := makeStreams(c.Context(), f, cfg.Hosts, args, replicas)
 			if err != nil {
 				return err
 			}
@@ -135,7 +130,7 @@ the host's entry for the NATS servers as its permissions are now.`,
 			// hosts add left here: after an upgrade, its entry changes.
 			users := map[string]string{}
 			for _, name := range args {
-				if public, err := publicKeyOf(filepath.Join(hostsDir(f), name+".nk")); err == nil {
+				if public, err := provision.PublicKey(filepath.Join(hostsDir(f), name+".nk")); err == nil {
 					users[name] = hosts.UserConfig(name, public)
 				}
 			}
@@ -163,9 +158,9 @@ the host's entry for the NATS servers as its permissions are now.`,
 	return c
 }
 
-// provision makes names' streams with the operator's key that here, the
+// makeStreams makes names' streams with the operator's key that here, the
 // operator's [hosts], names.
-func provision(ctx context.Context, f *Factory, here config.HostsSettings, names []string, replicas int) ([]string, error) {
+func makeStreams(ctx context.Context, f *Factory, here config.HostsSettings, names []string, replicas int) ([]string, error) {
 	for _, n := range names {
 		if err := hosts.CheckName(n); err != nil {
 			return nil, usageError{err}
@@ -279,7 +274,7 @@ func (o *hostsAddOptions) run(ctx context.Context) error {
 	var provisioned []string
 	later := ""
 	if here.AdminNkeyFile != "" {
-		if provisioned, err = provision(ctx, f, here, []string{o.name}, o.replicas); err != nil {
+		if provisioned, err = makeStreams(ctx, f, here, []string{o.name}, o.replicas); err != nil {
 			return fmt.Errorf("host %s not added (no key made): %w", o.name, err)
 		}
 	} else {
@@ -299,12 +294,17 @@ func (o *hostsAddOptions) run(ctx context.Context) error {
 		}
 		fmt.Fprintf(w, "host %s: its NATS key is in %s (a secret: copy it to that host only)\n\n", o.name, keyFile)
 		fmt.Fprintf(w, "1. On every NATS server of the bus, add this user to authorization { users = [ ... ] } and reload:\n\n%s\n", user)
+		table, err := provision.Table{Name: o.name, NATS: "tls://NATS-HOST:4222", NkeyFile: keyFile, CAFile: "/path/to/the/bus-ca.pem"}.TOML()
+		if err != nil {
+			return err
+		}
 		fmt.Fprintf(w, "2. On host %s, in ~/.config/agentmsg/config.toml (then restart agentmsg serve there):\n\n", o.name)
-		fmt.Fprintf(w, "[hosts]\nname = %q\nnats = \"tls://NATS-HOST:4222\"\nnkey_file = %q\nca_file = \"/path/to/the/bus-ca.pem\"\n", o.name, keyFile)
+		fmt.Fprint(w, table)
 		o.sayProvisioned(provisioned, later)
 		return nil
 	}
-	installed, err := o.installOnBox(ctx, seed, here)
+	box := provision.Box{SSH: o.ssh, SSHConfig: o.sshConfig, Dir: o.remoteDir}
+	installed, err := box.Install(ctx, o.name, o.port, seed, here)
 	if err != nil {
 		return fmt.Errorf("installing host %s on %s over ssh (the key stays in %s): %w", o.name, o.ssh, keyFile, err)
 	}
@@ -349,109 +349,25 @@ type hostAddDoc struct {
 
 // writeKey makes the host's key pair and writes the seed, once.
 func (o *hostsAddOptions) writeKey() (seed []byte, public string, err error) {
-	return writeKeyPair(o.dir, o.name, fmt.Sprintf("host %s has a key already (remove it to make a new one, and its entry from the NATS servers; hosts provision %s makes its stream again)", o.name, o.name))
+	seed, public, _, err = writeKeyPair(o.dir, o.name, fmt.Sprintf("host %s has a key already (remove it to make a new one, and its entry from the NATS servers; hosts provision %s makes its stream again)", o.name, o.name))
+	return seed, public, err
 }
 
 // writeSeed makes a key pair and writes its seed to dir/name.nk, once;
 // exists says what it means that the file is there already.
 func writeSeed(dir, name, exists string) (public, keyFile string, err error) {
-	_, public, err = writeKeyPair(dir, name, exists)
-	return public, filepath.Join(dir, name+".nk"), err
+	_, public, keyFile, err = writeKeyPair(dir, name, exists)
+	return public, keyFile, err
 }
 
-func writeKeyPair(dir, name, exists string) (seed []byte, public string, err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, "", err
+// writeKeyPair is provision.WriteKey, worded for a person when the key
+// is there already.
+func writeKeyPair(dir, name, exists string) (seed []byte, public, keyFile string, err error) {
+	seed, public, keyFile, err = provision.WriteKey(dir, name)
+	if errors.Is(err, provision.ErrKeyExists) {
+		return nil, "", keyFile, usagef("%s exists: %s", keyFile, exists)
 	}
-	if seed, public, err = hosts.NewUser(); err != nil {
-		return nil, "", err
-	}
-	keyFile := filepath.Join(dir, name+".nk")
-	out, err := os.OpenFile(keyFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return nil, "", usagef("%s exists: %s", keyFile, exists)
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	if _, err := out.Write(append(seed, '\n')); err != nil {
-		out.Close()
-		return nil, "", err
-	}
-	return seed, public, out.Close()
-}
-
-// sshRun runs script on the box with stdin, through the user's ssh.
-func (o *hostsAddOptions) sshRun(ctx context.Context, stdin []byte, script string, args ...string) (string, error) {
-	sshArgs := []string{"-o", "BatchMode=yes"}
-	if o.sshConfig != "" {
-		sshArgs = append(sshArgs, "-F", o.sshConfig)
-	}
-	quoted := make([]string, len(args))
-	for i, a := range args {
-		quoted[i] = shell.Quote(a)
-	}
-	sshArgs = append(sshArgs, o.ssh, "sh -c "+shell.Quote(script)+" agentmsg "+strings.Join(quoted, " "))
-	cmd := exec.CommandContext(ctx, "ssh", sshArgs...)
-	cmd.Stdin = bytes.NewReader(stdin)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("ssh %s: %w: %s", o.ssh, err, strings.TrimSpace(errOut.String()))
-	}
-	return out.String(), nil
-}
-
-// installOnBox writes the key, the bus's CA and the box's [hosts] table on
-// the box, and returns that table.
-func (o *hostsAddOptions) installOnBox(ctx context.Context, seed []byte, here config.HostsSettings) (string, error) {
-	dir := o.remoteDir
-	if dir == "" {
-		got, err := o.sshRun(ctx, nil, `printf %s "${XDG_CONFIG_HOME:-$HOME/.config}/agentmsg"`)
-		if err != nil {
-			return "", err
-		}
-		dir = strings.TrimSpace(got)
-	}
-	if !strings.HasPrefix(dir, "/") {
-		return "", fmt.Errorf("the box's config directory %q is not absolute", dir)
-	}
-	const write = `umask 077 && mkdir -p "$(dirname "$1")" && cat > "$1"`
-	keyFile := dir + "/hosts/" + o.name + ".nk"
-	if _, err := o.sshRun(ctx, append(seed, '\n'), write, keyFile); err != nil {
-		return "", err
-	}
-	bus, _, err := here.FirstBus()
-	if err != nil {
-		return "", err
-	}
-	serverName := here.TLSServerName
-	if serverName == "" {
-		serverName = bus
-	}
-	table := fmt.Sprintf("[hosts]\nname = %q\nnats = \"tls://127.0.0.1:%d\"\ntls_server_name = %q\nnkey_file = %q\n", o.name, o.port, serverName, keyFile)
-	if here.CAFile != "" {
-		ca, err := os.ReadFile(here.CAFile)
-		if err != nil {
-			return "", fmt.Errorf("this host's ca_file: %w", err)
-		}
-		caFile := dir + "/hosts/bus-ca.pem"
-		if _, err := o.sshRun(ctx, ca, write, caFile); err != nil {
-			return "", err
-		}
-		table += fmt.Sprintf("ca_file = %q\n", caFile)
-	}
-	// Appended unless the box has a [hosts] table already: then a person
-	// merges it.
-	const appendTable = `f="$1"; mkdir -p "$(dirname "$f")"; if grep -q '^\[hosts\]' "$f" 2>/dev/null; then echo exists; exit 0; fi; printf '\n' >> "$f"; cat >> "$f"`
-	got, err := o.sshRun(ctx, []byte(table), appendTable, dir+"/config.toml")
-	if err != nil {
-		return "", err
-	}
-	if strings.TrimSpace(got) == "exists" {
-		return "", fmt.Errorf("%s/config.toml on the box has a [hosts] table already; merge this one by hand:\n%s", dir, table)
-	}
-	return table, nil
+	return seed, public, keyFile, err
 }
 
 // addTunnel appends the box's tunnel to this host's config file.
@@ -460,20 +376,9 @@ func (o *hostsAddOptions) addTunnel() error {
 	if path == "" {
 		return errors.New("no config file: neither XDG_CONFIG_HOME nor HOME is set")
 	}
-	entry := fmt.Sprintf("\n[[hosts.tunnel]]\nhost = %q\nssh = %q\nport = %d\n", o.name, o.ssh, o.port)
-	if o.sshConfig != "" {
-		entry += fmt.Sprintf("ssh_config = %q\n", o.sshConfig)
-	}
-	file, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := file.WriteString(entry); err != nil {
-		file.Close()
-		return err
-	}
-	return file.Close()
+	return provision.AddTunnel(path, config.Tunnel{Host: o.name, SSH: o.ssh, Port: o.port, SSHConfig: o.sshConfig})
 }
+
 func hostsRun(ctx context.Context, opts *HostsOptions) error {
 	svc, err := opts.Service(ctx)
 	if err != nil {
@@ -534,17 +439,4 @@ func ago(d time.Duration) string {
 		return "now"
 	}
 	return d.Truncate(time.Second).String() + " ago"
-}
-
-// publicKeyOf is the public key of the user seed in file.
-func publicKeyOf(file string) (string, error) {
-	seed, err := os.ReadFile(file)
-	if err != nil {
-		return "", err
-	}
-	kp, err := nkeys.FromSeed(bytes.TrimSpace(seed))
-	if err != nil {
-		return "", err
-	}
-	return kp.PublicKey()
 }

@@ -38,6 +38,8 @@ import (
 	"github.com/agentmsg/agentmsg/internal/safedir"
 	"github.com/agentmsg/agentmsg/internal/safesock"
 	"github.com/agentmsg/agentmsg/mailbox"
+	"github.com/agentmsg/agentmsg/relay"
+	"github.com/agentmsg/agentmsg/service"
 )
 
 // Options configure a daemon.
@@ -93,7 +95,7 @@ type Daemon struct {
 	// looked: the agents' states at the watcher's last look.
 	looked agentStates
 	log    *eventlog.Log
-	links  *hostLink
+	links  *relay.Relay
 	ctx    context.Context
 	pid    int
 	token  []byte
@@ -128,13 +130,16 @@ func Run(ctx context.Context, env app.Env, opts Options) error {
 	if server, err := d.backend.env.Server(); err == nil {
 		_, _ = d.backend.env.Client(server)
 	}
-	links, err := d.openHosts(ctx, root)
+	links, err := relay.Open(ctx, relay.Options{
+		Config: d.backend.env.Config.Hosts, ReadyTimeout: d.backend.env.Config.Settings.ReadyTimeout, Root: root,
+		Service: func() (*service.Service, error) { return d.backend.service(Caller{}) },
+		Deliver: d.deliverSoon, Looked: d.looked.get, Events: d.log, Logf: d.logf,
+	})
 	if err != nil {
 		return fmt.Errorf("this host's link to others ([hosts]): %w", err)
 	}
-	defer links.close()
+	defer links.Close()
 	d.links = links
-	go d.keepTunnels(ctx, root, d.backend.env.Config.Hosts)
 	d.backend.mu.Lock()
 	d.backend.hosts = links
 	d.backend.mu.Unlock()

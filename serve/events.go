@@ -450,7 +450,7 @@ func (d *Daemon) deliverSoon(socket, team string, known courier.Listing) {
 				_, _ = svc.Deliver(d.ctx, service.DeliverRequest{Team: team, TakeTurns: true, Limit: passLimit, ReadyTimeout: passReady, LeaveSelf: true, Listed: known})
 			}
 			if d.links != nil {
-				d.links.pokeReport() // what the pass typed for other hosts
+				d.links.PassDone() // what the pass typed for other hosts
 			}
 			d.passMu.Lock()
 			again := d.passes[key] && d.ctx.Err() == nil
@@ -464,4 +464,26 @@ func (d *Daemon) deliverSoon(socket, team string, known courier.Listing) {
 			known = courier.Listing{} // from before the last pass: too old now
 		}
 	}()
+}
+
+// agentStates are the agents' states at the watcher's last look at each
+// server: socket -> session -> state.
+type agentStates struct {
+	mu sync.Mutex
+	m  map[string]map[string]string
+}
+
+func (a *agentStates) set(socket string, states map[string]string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = map[string]map[string]string{}
+	}
+	a.m[socket] = states
+}
+
+func (a *agentStates) get(socket, session string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.m[socket][session]
 }

@@ -1,4 +1,4 @@
-package serve
+package relay
 
 import (
 	"context"
@@ -25,23 +25,24 @@ const (
 	tunnelRetryMax = 30 * time.Second
 )
 
-// keepTunnels runs each configured tunnel until ctx ends.
-func (d *Daemon) keepTunnels(ctx context.Context, root string, cfg config.HostsSettings) {
+// keepTunnels runs each configured tunnel until ctx ends, with their
+// control sockets under root/ssh.
+func keepTunnels(ctx context.Context, root string, cfg config.HostsSettings, logf func(format string, args ...any)) {
 	if len(cfg.Tunnels) == 0 {
 		return
 	}
 	_, bus, err := cfg.FirstBus()
 	if err != nil {
-		d.logf("hosts: no tunnel can lead to the bus: %v", err)
+		logf("hosts: no tunnel can lead to the bus: %v", err)
 		return
 	}
 	dir := filepath.Join(root, "ssh")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		d.logf("hosts: %v", err)
+		logf("hosts: %v", err)
 		return
 	}
 	for _, t := range cfg.Tunnels {
-		go d.keepTunnel(ctx, dir, bus, t)
+		go keepTunnel(ctx, dir, bus, t, logf)
 	}
 }
 
@@ -78,7 +79,7 @@ func controlArgs(dir string) []string {
 
 // keepTunnel runs ssh for t, again after it ends, until ctx ends; ssh
 // ends with the daemon, however the daemon ends (mortal).
-func (d *Daemon) keepTunnel(ctx context.Context, dir, bus string, t config.Tunnel) {
+func keepTunnel(ctx context.Context, dir, bus string, t config.Tunnel, logf func(format string, args ...any)) {
 	wait := tunnelRetryMin
 	for ctx.Err() == nil {
 		cmd, done, err := mortal(ctx, "ssh", tunnelArgs(dir, bus, t)...)
@@ -96,7 +97,7 @@ func (d *Daemon) keepTunnel(ctx context.Context, dir, bus string, t config.Tunne
 		if time.Since(started) > time.Minute {
 			wait = tunnelRetryMin // it ran: start again at once
 		}
-		d.logf("hosts: the tunnel to host %s (ssh %s) ended: %v %s; again in %s", t.Host, t.SSH, err, strings.TrimSpace(out.String()), wait)
+		logf("hosts: the tunnel to host %s (ssh %s) ended: %v %s; again in %s", t.Host, t.SSH, err, strings.TrimSpace(out.String()), wait)
 		select {
 		case <-ctx.Done():
 			return

@@ -1,6 +1,6 @@
 //go:build linux && !agentmsg_portable
 
-package serve
+package relay
 
 import (
 	"context"
