@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/agentmsg/agentmsg/mailbox"
@@ -31,6 +33,7 @@ type Server struct {
 	starting chan struct{} // agents starting now, at most startsAtOnce
 	daemon   *exec.Cmd     // agentmsg serve, in DaemonMode
 	direct   bool          // every run in its own process (RunsDirect)
+	pid      atomic.Int64  // the tmux server's, once started: Close's last resort
 }
 
 // NewServer builds the binaries if needed and starts a server that holds
@@ -102,7 +105,15 @@ func (s *Server) start() error {
 	// -f /dev/null: no user config can change key handling or sizes.
 	_, err := s.Tmux("-f", "/dev/null", "new-session", "-d", "-s", "_keep", "-x", "200", "-y", "50",
 		"/bin/sh", "-c", s.watchdog())
-	return err
+	if err != nil {
+		return err
+	}
+	if out, err := s.Tmux("display-message", "-p", "-t", "_keep", "#{pid}"); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(out)); err == nil {
+			s.pid.Store(int64(pid))
+		}
+	}
+	return nil
 }
 
 // Restart replaces the server with a new one at the same socket, as a
@@ -153,14 +164,35 @@ func (s *Server) watchdog() string {
 // leaves the socket file behind).
 func (s *Server) Close() error {
 	derr := s.StopDaemon()
-	_, err := s.Tmux("kill-server")
-	if err != nil && (strings.Contains(err.Error(), "no server running") || strings.Contains(err.Error(), "error connecting")) {
-		err = nil // already gone: closed twice, or the watchdog was faster
-	}
+	err := s.killServer()
 	if rmErr := os.RemoveAll(s.Dir); rmErr != nil {
 		err = errors.Join(err, rmErr)
 	}
 	return errors.Join(derr, err)
+}
+
+// killServer ends the server: kill-server, again for a while when the
+// client itself cannot run (fork failing with EAGAIN on a machine out of
+// processes), then SIGTERM to the server's own pid. A CI run beside
+// others hit that limit: the client failed, Close removed the dir with
+// the socket in it, and the server, out of reach, lived on with its agent.
+func (s *Server) killServer() error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := s.Tmux("kill-server")
+		if err == nil || strings.Contains(err.Error(), "no server running") || strings.Contains(err.Error(), "error connecting") {
+			return nil // gone now, or already: closed twice, or the watchdog was faster
+		}
+		if time.Now().After(deadline) {
+			if pid := int(s.pid.Load()); pid > 0 {
+				if kerr := syscall.Kill(pid, syscall.SIGTERM); kerr == nil || errors.Is(kerr, syscall.ESRCH) {
+					return nil
+				}
+			}
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // Tmux runs one tmux command on this server and returns its stdout.
