@@ -36,19 +36,44 @@ import (
 const maxBody = 16 << 20
 
 // handlers bind each operation of wire.Operations to its handler
-// (TestEveryOperationIsServed holds the two to each other).
+// (TestEveryOperationIsServed holds the two to each other): most are
+// handle's, over the operation's check and call; the rest answer in ways
+// of their own (a stream, a document, a run's frames).
 var handlers = map[string]func(*Daemon, http.ResponseWriter, *http.Request){
-	"send": (*Daemon).send, "reply": (*Daemon).reply, "broadcast": (*Daemon).broadcast, "deliver": (*Daemon).deliver,
-	"getMessage": (*Daemon).message, "markHandled": (*Daemon).handled, "retryMessage": (*Daemon).retry,
-	"getLog": (*Daemon).messageLog, "peekInbox": (*Daemon).peekInbox, "readInbox": (*Daemon).readInbox, "wait": (*Daemon).wait,
-	"postRequest": (*Daemon).request, "claimRequest": (*Daemon).claim, "listRequests": (*Daemon).requests,
-	"nudgeRequests": (*Daemon).nudge, "setStatus": (*Daemon).status, "heartbeat": (*Daemon).heartbeat,
-	"getBoard": (*Daemon).board, "cleanTeam": (*Daemon).cleanTeam,
-	"listAgents": (*Daemon).agents, "agentStates": (*Daemon).agentStates, "reapAgents": (*Daemon).reap,
-	"spawn": (*Daemon).spawn, "shutdown": (*Daemon).shutdown, "kill": (*Daemon).kill,
-	"assignTask": (*Daemon).task, "runWorkflow": (*Daemon).workflow,
-	"events": (*Daemon).stream, "openapi": (*Daemon).openapi, "version": (*Daemon).versionInfo,
-	"runCLI": (*Daemon).cli, "interruptCLI": (*Daemon).interrupt, "stdinCLI": (*Daemon).stdin,
+	"send":          handle((*Daemon).checkSend, (*Daemon).send),
+	"reply":         handle((*Daemon).checkReply, (*Daemon).reply),
+	"broadcast":     handle((*Daemon).checkBroadcast, (*Daemon).broadcast),
+	"deliver":       handle(as(func(b wire.DeliverBody) Caller { return onServer(b.Server) }), (*Daemon).deliver),
+	"getMessage":    handle((*Daemon).checkMessage, (*Daemon).message),
+	"markHandled":   handle((*Daemon).checkHandled, (*Daemon).handled),
+	"retryMessage":  handle((*Daemon).checkRetry, (*Daemon).retry),
+	"getLog":        handle((*Daemon).checkLog, (*Daemon).messageLog),
+	"peekInbox":     handle((*Daemon).checkPeek, (*Daemon).inbox),
+	"readInbox":     handle((*Daemon).checkRead, (*Daemon).inbox),
+	"wait":          handle((*Daemon).checkWait, (*Daemon).wait),
+	"postRequest":   handle((*Daemon).checkRequest, (*Daemon).request),
+	"claimRequest":  handle((*Daemon).checkClaim, (*Daemon).claim),
+	"listRequests":  handle(as(teamCaller), (*Daemon).listRequests),
+	"nudgeRequests": handle(as(bodyCaller), (*Daemon).nudge),
+	"setStatus":     handle((*Daemon).checkStatus, (*Daemon).status),
+	"heartbeat":     handle(as(bodyCaller), (*Daemon).heartbeat),
+	"getBoard":      handle(as(teamCaller), (*Daemon).board),
+	"cleanTeam":     handle((*Daemon).checkClean, (*Daemon).cleanTeam),
+	"listAgents":    handle(as(func(q wire.TeamQuery) Caller { return onServerQ(q.ServerQuery) }), (*Daemon).agents),
+	"agentStates":   handle((*Daemon).checkStates, (*Daemon).states),
+	"reapAgents":    handle((*Daemon).checkReap, (*Daemon).states),
+	"spawn":         handle((*Daemon).checkSpawn, (*Daemon).spawn),
+	"shutdown":      handle((*Daemon).checkShutdown, (*Daemon).shutdown),
+	"kill":          handle((*Daemon).checkKill, (*Daemon).kill),
+	"assignTask":    handle((*Daemon).checkTask, (*Daemon).task),
+	"runWorkflow":   handle((*Daemon).checkWorkflow, (*Daemon).workflow),
+
+	"events":       (*Daemon).stream,
+	"openapi":      (*Daemon).openapi,
+	"version":      (*Daemon).versionInfo,
+	"runCLI":       (*Daemon).cli,
+	"interruptCLI": (*Daemon).interrupt,
+	"stdinCLI":     (*Daemon).stdin,
 }
 
 // mcpRoutes are MCP's Streamable HTTP endpoint (not in the OpenAPI
@@ -373,37 +398,47 @@ func draft(d wire.Draft) service.Draft {
 	return service.Draft{ID: message.ID(d.ID), Text: d.Text, Type: d.Type, Meta: d.Meta}
 }
 
-func (d *Daemon) send(w http.ResponseWriter, r *http.Request) {
-	var b wire.SendBody
-	if !decode(w, r, &b) {
-		return
-	}
+// asking is the caller a body names: from, in team, on its server.
+func asking(from, team string, s wire.Server) Caller {
+	return Caller{From: from, Team: team, Socket: s.Socket, SocketName: s.SocketName}
+}
+
+// onServer is the caller of a request that names only a tmux server.
+func onServer(s wire.Server) Caller { return asking("", "", s) }
+
+// onServerQ is onServer of a GET's query.
+func onServerQ(q wire.ServerQuery) Caller { return Caller{Socket: q.Socket, SocketName: q.SocketName} }
+
+// sendCall is a send as its check made it.
+type sendCall struct {
+	req   service.SendRequest
+	async bool // wait false: answer 202 once recorded
+}
+
+func (d *Daemon) checkSend(_ *http.Request, b *wire.SendBody) (Caller, sendCall, error) {
+	c := asking(b.From, b.Team, b.Server)
 	t, err := target.New(b.Team, b.Agent)
 	if err != nil {
-		fail(w, http.StatusBadRequest, err)
-		return
+		return c, sendCall{}, badRequest("", err)
 	}
 	del, err := d.call(b.Delivering, b.Pane)
 	if err != nil {
-		fail(w, 0, err)
-		return
-	}
-	svc, ok := d.serviceFor(w, Caller{From: b.From, Team: b.Team, Socket: b.Socket, SocketName: b.SocketName})
-	if !ok {
-		return
+		return c, sendCall{}, err
 	}
 	req := service.SendRequest{To: t, Draft: draft(b.Draft), Delivery: del, RefuseUnknown: !b.Create, Host: b.Host}
-	if b.Wait != nil && !*b.Wait {
-		d.sendAsync(w, r, svc, req)
-		return
+	return c, sendCall{req: req, async: b.Wait != nil && !*b.Wait}, nil
+}
+
+func (d *Daemon) send(r *http.Request, svc *service.Service, s sendCall) (answer, error) {
+	if s.async {
+		return d.sendAsync(r, svc, s.req)
 	}
-	res, err := svc.Send(d.requestContext(r), req)
+	res, err := svc.Send(d.requestContext(r), s.req)
 	if err != nil {
-		fail(w, 0, err)
-		return
+		return answer{}, err
 	}
 	doc := wire.NewSend(res, wire.Plain)
-	respond(w, doc.ExitCode, doc)
+	return answerOf(doc.ExitCode, doc), nil
 }
 
 // sendAsync is a send with wait false: it answers 202 once the message is
@@ -411,7 +446,7 @@ func (d *Daemon) send(w http.ResponseWriter, r *http.Request) {
 // follows its events). A send that ends before it records anything (no
 // such agent, a retry of a message sent before) is answered as a
 // blocking one would be.
-func (d *Daemon) sendAsync(w http.ResponseWriter, r *http.Request, svc *service.Service, req service.SendRequest) {
+func (d *Daemon) sendAsync(r *http.Request, svc *service.Service, req service.SendRequest) (answer, error) {
 	type recorded struct {
 		id    message.ID
 		state mailbox.DeliveryState
@@ -435,50 +470,42 @@ func (d *Daemon) sendAsync(w http.ResponseWriter, r *http.Request, svc *service.
 	select {
 	case rec := <-first:
 		team, agent := courier.Inbox(req.To)
-		respondStatus(w, http.StatusAccepted, wire.SendAccepted{ID: string(rec.id), From: svc.Name, Team: team, Agent: agent,
-			Stored: rec.state, Exit: exit(wire.ExitOK, nil)})
+		return answer{http.StatusAccepted, wire.SendAccepted{ID: string(rec.id), From: svc.Name, Team: team, Agent: agent,
+			Stored: rec.state, Exit: exit(wire.ExitOK, nil)}}, nil
 	case e := <-done:
 		if e.err != nil {
-			fail(w, 0, e.err)
-			return
+			return answer{}, e.err
 		}
 		doc := wire.NewSend(e.res, wire.Plain)
-		respond(w, doc.ExitCode, doc)
+		return answerOf(doc.ExitCode, doc), nil
 	}
 }
 
-func (d *Daemon) reply(w http.ResponseWriter, r *http.Request) {
-	var b wire.ReplyBody
-	if !decode(w, r, &b) {
-		return
-	}
+// checkReply finds the replier's team when the body does not name it.
+func (d *Daemon) checkReply(_ *http.Request, b *wire.ReplyBody) (Caller, service.ReplyRequest, error) {
+	c := asking(b.From, b.Team, b.Server)
 	if !message.Valid(b.To) {
-		failCode(w, http.StatusBadRequest, "", "reply_to", fmt.Errorf("reply_to %q is not a message id (MSG_<SENDER>_<8 hex>)", b.To))
-		return
+		return c, service.ReplyRequest{}, badRequest("reply_to", fmt.Errorf("reply_to %q is not a message id (MSG_<SENDER>_<8 hex>)", b.To))
 	}
 	del, err := d.call(b.Delivering, "")
 	if err != nil {
-		fail(w, 0, err)
-		return
+		return c, service.ReplyRequest{}, err
 	}
-	c := Caller{From: b.From, Team: b.Team, Socket: b.Socket, SocketName: b.SocketName}
 	if c.Team == "" {
 		if c.Team, err = d.replierTeam(c, message.ID(b.To)); err != nil {
-			fail(w, 0, err)
-			return
+			return c, service.ReplyRequest{}, err
 		}
 	}
-	svc, ok := d.serviceFor(w, c)
-	if !ok {
-		return
-	}
-	res, err := svc.Reply(d.requestContext(r), service.ReplyRequest{To: message.ID(b.To), Draft: draft(b.Draft), Queue: del.Queue, Call: del.Call})
+	return c, service.ReplyRequest{To: message.ID(b.To), Draft: draft(b.Draft), Queue: del.Queue, Call: del.Call}, nil
+}
+
+func (d *Daemon) reply(r *http.Request, svc *service.Service, req service.ReplyRequest) (answer, error) {
+	res, err := svc.Reply(d.requestContext(r), req)
 	if err != nil {
-		fail(w, 0, err)
-		return
+		return answer{}, err
 	}
 	doc := wire.NewSend(res, wire.Plain)
-	respond(w, doc.ExitCode, doc)
+	return answerOf(doc.ExitCode, doc), nil
 }
 
 // replierTeam is the team of the replier c names whose inbox holds the
@@ -512,42 +539,30 @@ func (d *Daemon) replierTeam(c Caller, to message.ID) (string, error) {
 	return "", fmt.Errorf("%w: %s is in the inboxes of %s in teams %s: name one in \"team\"", service.ErrNoCallerTeam, to, svc.Name, strings.Join(teams, ", "))
 }
 
-func (d *Daemon) broadcast(w http.ResponseWriter, r *http.Request) {
-	var b wire.BroadcastBody
-	if !decode(w, r, &b) {
-		return
-	}
+func (d *Daemon) checkBroadcast(_ *http.Request, b *wire.BroadcastBody) (Caller, service.BroadcastRequest, error) {
+	c := asking(b.From, b.Team, b.Server)
 	if b.Team == "" && !b.All {
-		failCode(w, http.StatusBadRequest, "", "team", errors.New("name a team, or all: true for every agent"))
-		return
+		return c, service.BroadcastRequest{}, badRequest("team", errors.New("name a team, or all: true for every agent"))
 	}
 	del, err := d.call(b.Delivering, "")
 	if err != nil {
-		fail(w, 0, err)
-		return
+		return c, service.BroadcastRequest{}, err
 	}
-	svc, ok := d.serviceFor(w, Caller{From: b.From, Team: b.Team, Socket: b.Socket, SocketName: b.SocketName})
-	if !ok {
-		return
-	}
-	res, err := svc.Broadcast(d.requestContext(r), service.BroadcastRequest{Team: b.Team, All: b.All, AllHosts: b.AllHosts, Draft: draft(b.Draft), Delivery: del})
-	if err != nil {
-		fail(w, 0, err)
-		return
-	}
-	doc := wire.NewBroadcast(res, b.Team, b.All, wire.Plain)
-	respond(w, doc.ExitCode, doc)
+	return c, service.BroadcastRequest{Team: b.Team, All: b.All, AllHosts: b.AllHosts, Draft: draft(b.Draft), Delivery: del}, nil
 }
 
-func (d *Daemon) deliver(w http.ResponseWriter, r *http.Request) {
-	var b wire.DeliverBody
-	if !decode(w, r, &b) {
-		return
+func (d *Daemon) broadcast(r *http.Request, svc *service.Service, req service.BroadcastRequest) (answer, error) {
+	res, err := svc.Broadcast(d.requestContext(r), req)
+	if err != nil {
+		return answer{}, err
 	}
-	svc, ok := d.serviceFor(w, Caller{Socket: b.Socket, SocketName: b.SocketName})
-	if !ok {
-		return
-	}
+	doc := wire.NewBroadcast(res, req.Team, req.All, wire.Plain)
+	return answerOf(doc.ExitCode, doc), nil
+}
+
+// deliver is POST /v1/deliver: one pass; what it could not do is in its
+// document, not an error answer.
+func (d *Daemon) deliver(r *http.Request, svc *service.Service, b wire.DeliverBody) (answer, error) {
 	res, err := svc.Deliver(d.requestContext(r), service.DeliverRequest{Team: b.Team, ReadyTimeout: time.Duration(b.ReadyTimeout), LeaveSelf: true})
 	doc := wire.NewDeliver(res.Typed, wire.Plain)
 	code := wire.ExitOK
@@ -559,7 +574,7 @@ func (d *Daemon) deliver(w http.ResponseWriter, r *http.Request) {
 			code = wire.ExitPartial
 		}
 	}
-	respond(w, code, wire.DeliverAnswer{Deliver: doc, Exit: exit(code, err)})
+	return answerOf(code, wire.DeliverAnswer{Deliver: doc, Exit: exit(code, err)}), nil
 }
 
 func errText(err error) string {
@@ -581,48 +596,33 @@ func (d *Daemon) asOf() wire.Snapshot {
 	return wire.Snapshot{AsOf: last}
 }
 
-func (d *Daemon) agents(w http.ResponseWriter, r *http.Request) {
-	var q wire.TeamQuery
-	if !decodeQuery(w, r, &q) {
-		return
-	}
-	svc, ok := d.serviceFor(w, Caller{Socket: q.Socket, SocketName: q.SocketName})
-	if !ok {
-		return
-	}
+func (d *Daemon) agents(r *http.Request, svc *service.Service, q wire.TeamQuery) (answer, error) {
 	disp, err := svc.Dispatcher()
 	if err != nil {
-		fail(w, 0, err)
-		return
+		return answer{}, err
 	}
 	at := d.asOf()
 	agents, err := disp.Agents(r.Context(), q.Team, dispatch.Call{})
 	if err != nil {
-		fail(w, 0, err)
-		return
+		return answer{}, err
 	}
-	respond(w, wire.ExitOK, wire.AgentsAnswer{Agents: wire.NewAgents(disp.Tmux.Server().Socket, agents), Snapshot: at})
+	return answerOf(wire.ExitOK, wire.AgentsAnswer{Agents: wire.NewAgents(disp.Tmux.Server().Socket, agents), Snapshot: at}), nil
 }
 
-func (d *Daemon) message(w http.ResponseWriter, r *http.Request) {
-	var q wire.ServerQuery
-	if !decodeQuery(w, r, &q) {
-		return
-	}
+// checkMessage reads the message's id from the path.
+func (*Daemon) checkMessage(r *http.Request, q *wire.ServerQuery) (Caller, string, error) {
 	id := r.PathValue("id")
 	if !message.Valid(id) {
-		failCode(w, http.StatusBadRequest, "", "id", fmt.Errorf("%q is not a message id (MSG_<SENDER>_<8 hex>)", id))
-		return
+		return onServerQ(*q), "", badRequest("id", fmt.Errorf("%q is not a message id (MSG_<SENDER>_<8 hex>)", id))
 	}
-	svc, ok := d.serviceFor(w, Caller{Socket: q.Socket, SocketName: q.SocketName})
-	if !ok {
-		return
-	}
+	return onServerQ(*q), id, nil
+}
+
+func (d *Daemon) message(r *http.Request, svc *service.Service, id string) (answer, error) {
 	at := d.asOf()
 	copies, err := svc.History(r.Context(), service.LogRequest{}, message.ID(id))
 	if err != nil && !errors.Is(err, mailbox.ErrNoMessage) {
-		fail(w, 0, err)
-		return
+		return answer{}, err
 	}
 	// The copies sent to other hosts are in Remote, as they always were:
 	// what each host last reported, beside the copies here (a broadcast's
@@ -635,17 +635,15 @@ func (d *Daemon) message(w http.ResponseWriter, r *http.Request) {
 	if len(copies) == 0 {
 		if len(doc.Remote) > 0 {
 			doc.Copies = []service.HistoryCopy{}
-			respond(w, wire.ExitOK, doc)
-			return
+			return answerOf(wire.ExitOK, doc), nil
 		}
-		fail(w, 0, fmt.Errorf("%w: %s is in no inbox of this server, nor was it sent from here to another host", mailbox.ErrNoMessage, id))
-		return
+		return answer{}, fmt.Errorf("%w: %s is in no inbox of this server, nor was it sent from here to another host", mailbox.ErrNoMessage, id)
 	}
 	// What was sent, the same in every copy; each copy says its own state.
 	sent := copies[0].Message
 	sent.Delivery = nil
 	doc.Message = &sent
-	respond(w, wire.ExitOK, doc)
+	return answerOf(wire.ExitOK, doc), nil
 }
 
 func (d *Daemon) versionInfo(w http.ResponseWriter, r *http.Request) {

@@ -32,47 +32,38 @@ func bounded(field string, d wire.Duration) error {
 	return nil
 }
 
-// spawn is POST /v1/spawn: start an agent in a session of its own and
-// register it with its team (spawn). A session of that name already
-// there is 409.
-func (d *Daemon) spawn(w http.ResponseWriter, r *http.Request) {
-	var b wire.SpawnBody
-	if !decode(w, r, &b) {
-		return
-	}
+func (d *Daemon) checkSpawn(_ *http.Request, b *wire.SpawnBody) (Caller, lifecycle.SpawnRequest, error) {
+	c := onServer(b.Server)
 	name := b.Agent
 	if b.Instance != "" {
 		name += "-" + b.Instance
 	}
 	if _, err := target.New(b.Team, name); err != nil {
-		fail(w, http.StatusBadRequest, err)
-		return
+		return c, lifecycle.SpawnRequest{}, badRequest("", err)
 	}
 	if b.Dir != "" && !filepath.IsAbs(b.Dir) {
-		failCode(w, http.StatusBadRequest, "", "dir", fmt.Errorf("dir %q: want an absolute path (the daemon's directory is not the client's)", b.Dir))
-		return
+		return c, lifecycle.SpawnRequest{}, badRequest("dir", fmt.Errorf("dir %q: want an absolute path (the daemon's directory is not the client's)", b.Dir))
 	}
 	if b.Kind != "" {
 		if err := d.checkKind(b.Kind); err != nil {
-			fail(w, 0, err)
-			return
+			return c, lifecycle.SpawnRequest{}, err
 		}
 	}
-	svc, ok := d.serviceFor(w, Caller{Socket: b.Socket, SocketName: b.SocketName})
-	if !ok {
-		return
-	}
-	req := lifecycle.SpawnRequest{Team: b.Team, Name: b.Agent, Instance: b.Instance, Dir: b.Dir, Agent: b.Kind, Command: b.Command, Env: b.Env}
+	return c, lifecycle.SpawnRequest{Team: b.Team, Name: b.Agent, Instance: b.Instance, Dir: b.Dir, Agent: b.Kind, Command: b.Command, Env: b.Env}, nil
+}
+
+// spawn is POST /v1/spawn: start an agent in a session of its own and
+// register it with its team (spawn). A session of that name already
+// there is 409.
+func (d *Daemon) spawn(r *http.Request, svc *service.Service, req lifecycle.SpawnRequest) (answer, error) {
 	res, err := svc.Spawn(d.requestContext(r), req)
 	switch {
 	case errors.Is(err, lifecycle.ErrExists):
-		fail(w, http.StatusConflict, err)
-		return
+		return answer{}, &refusal{status: http.StatusConflict, err: err}
 	case err != nil:
-		fail(w, 0, err)
-		return
+		return answer{}, err
 	}
-	respond(w, wire.ExitOK, wire.SpawnAnswer{Spawn: wire.NewSpawn(res, req)})
+	return answerOf(wire.ExitOK, wire.SpawnAnswer{Spawn: wire.NewSpawn(res, req)}), nil
 }
 
 // checkKind refuses an agent CLI no profile describes.
@@ -85,131 +76,102 @@ func (d *Daemon) checkKind(kind string) error {
 	return err
 }
 
-// agentTarget is the agent b names, or false after a 400 answer.
-func agentTarget(w http.ResponseWriter, b wire.AgentBody) (target.Target, bool) {
+// agentTarget is the agent b names, and its caller, in the agent's team.
+func agentTarget(b wire.AgentBody) (Caller, target.Target, error) {
+	c := asking(b.From, b.Team, b.Server)
 	t, err := target.New(b.Team, b.Agent)
 	if err != nil {
-		fail(w, http.StatusBadRequest, err)
-		return target.Target{}, false
+		return c, t, badRequest("", err)
 	}
-	return t, true
+	return c, t, nil
 }
 
-// agentCaller is b's caller, in the agent's team.
-func agentCaller(b wire.AgentBody) Caller {
-	return Caller{From: b.From, Team: b.Team, Socket: b.Socket, SocketName: b.SocketName}
-}
-
-// shutdown is POST /v1/shutdown: send an agent a shutdown-request and,
-// with wait, wait for its answer in the caller's inbox (shutdown): exit 7
-// when none comes in time, 9 when the agent defers.
-func (d *Daemon) shutdown(w http.ResponseWriter, r *http.Request) {
-	var b wire.ShutdownBody
-	if !decode(w, r, &b) {
-		return
-	}
-	t, ok := agentTarget(w, b.AgentBody)
-	if !ok {
-		return
+func (*Daemon) checkShutdown(_ *http.Request, b *wire.ShutdownBody) (Caller, service.ShutdownRequest, error) {
+	c, t, err := agentTarget(b.AgentBody)
+	if err != nil {
+		return c, service.ShutdownRequest{}, err
 	}
 	req := service.ShutdownRequest{Target: t, Reason: b.Reason}
 	switch {
 	case b.Timeout != 0 && !b.Wait:
-		fail(w, http.StatusBadRequest, errors.New("timeout goes with wait"))
-		return
+		return c, req, badRequest("", errors.New("timeout goes with wait"))
 	case b.Wait:
 		if b.Timeout == 0 {
 			b.Timeout = wire.Duration(defaultShutdownWait)
 		}
 		if err := bounded("timeout", b.Timeout); err != nil {
-			fail(w, http.StatusBadRequest, err)
-			return
+			return c, req, badRequest("", err)
 		}
 		req.Wait = time.Duration(b.Timeout)
 	}
-	svc, ok := d.serviceFor(w, agentCaller(b.AgentBody))
-	if !ok {
-		return
-	}
+	return c, req, nil
+}
+
+// shutdown is POST /v1/shutdown: send an agent a shutdown-request and,
+// with wait, wait for its answer in the caller's inbox (shutdown): exit 7
+// when none comes in time, 9 when the agent defers.
+func (d *Daemon) shutdown(r *http.Request, svc *service.Service, req service.ShutdownRequest) (answer, error) {
 	res, err := svc.Shutdown(d.requestContext(r), req)
 	if err != nil && !res.NotSent() {
-		fail(w, 0, err)
-		return
+		return answer{}, err
 	}
 	doc := wire.NewShutdown(res, wire.Plain)
-	respond(w, doc.ExitCode, doc)
+	return answerOf(doc.ExitCode, doc), nil
+}
+
+func (*Daemon) checkKill(_ *http.Request, b *wire.KillBody) (Caller, service.KillRequest, error) {
+	c, t, err := agentTarget(b.AgentBody)
+	if err != nil {
+		return c, service.KillRequest{}, err
+	}
+	if b.Grace != 0 {
+		if err := bounded("grace", b.Grace); err != nil {
+			return c, service.KillRequest{}, badRequest("", err)
+		}
+	}
+	return c, service.KillRequest{Target: t, Grace: time.Duration(b.Grace)}, nil
 }
 
 // kill is POST /v1/kill: end an agent and every process it started, and
 // remove its session (kill). Processes that survive are exit_code 1 with
 // the document.
-func (d *Daemon) kill(w http.ResponseWriter, r *http.Request) {
-	var b wire.KillBody
-	if !decode(w, r, &b) {
-		return
-	}
-	t, ok := agentTarget(w, b.AgentBody)
-	if !ok {
-		return
-	}
-	if b.Grace != 0 {
-		if err := bounded("grace", b.Grace); err != nil {
-			fail(w, http.StatusBadRequest, err)
-			return
-		}
-	}
-	svc, ok := d.serviceFor(w, agentCaller(b.AgentBody))
-	if !ok {
-		return
-	}
-	res, err := svc.Kill(d.requestContext(r), service.KillRequest{Target: t, Grace: time.Duration(b.Grace)})
+func (d *Daemon) kill(r *http.Request, svc *service.Service, req service.KillRequest) (answer, error) {
+	res, err := svc.Kill(d.requestContext(r), req)
 	if err != nil && !errors.Is(err, lifecycle.ErrSurvived) {
-		fail(w, 0, err)
-		return
+		return answer{}, err
 	}
-	doc := wire.NewKill(t, res, err)
-	respond(w, doc.ExitCode, doc)
+	doc := wire.NewKill(req.Target, res, err)
+	return answerOf(doc.ExitCode, doc), nil
 }
 
-// agentStates is GET /v1/agents/status?team=&agent=&heartbeat_timeout=:
+// checkStates is GET /v1/agents/status?team=&agent=&heartbeat_timeout=:
 // the state of each agent, the registry joined with the sessions (agents).
-func (d *Daemon) agentStates(w http.ResponseWriter, r *http.Request) {
-	var q wire.AgentStatesQuery
-	if !decodeQuery(w, r, &q) {
-		return
-	}
-	d.states(w, r, service.AgentsRequest{Team: q.Team, Agent: q.Agent, HeartbeatTimeout: time.Duration(q.HeartbeatTimeout)},
-		Caller{Socket: q.Socket, SocketName: q.SocketName})
+func (*Daemon) checkStates(_ *http.Request, q *wire.AgentStatesQuery) (Caller, service.AgentsRequest, error) {
+	return checkAgents(onServerQ(q.ServerQuery), service.AgentsRequest{Team: q.Team, Agent: q.Agent, HeartbeatTimeout: time.Duration(q.HeartbeatTimeout)})
 }
 
-// reap is POST /v1/agents/reap: remove the registry entries of dead
+// checkReap is POST /v1/agents/reap: remove the registry entries of dead
 // agents, then list the agents (agents --reap). It kills nothing.
-func (d *Daemon) reap(w http.ResponseWriter, r *http.Request) {
-	var b wire.ReapBody
-	if decode(w, r, &b) {
-		d.states(w, r, service.AgentsRequest{Team: b.Team, Reap: true, HeartbeatTimeout: time.Duration(b.HeartbeatTimeout)},
-			Caller{Socket: b.Socket, SocketName: b.SocketName})
-	}
+func (*Daemon) checkReap(_ *http.Request, b *wire.ReapBody) (Caller, service.AgentsRequest, error) {
+	return checkAgents(onServer(b.Server), service.AgentsRequest{Team: b.Team, Reap: true, HeartbeatTimeout: time.Duration(b.HeartbeatTimeout)})
 }
 
-func (d *Daemon) states(w http.ResponseWriter, r *http.Request, req service.AgentsRequest, c Caller) {
+func checkAgents(c Caller, req service.AgentsRequest) (Caller, service.AgentsRequest, error) {
 	if req.Team != "" && req.Team != target.RalphTeam {
 		if err := target.ValidateTeam(req.Team); err != nil {
-			fail(w, http.StatusBadRequest, err)
-			return
+			return c, req, badRequest("", err)
 		}
 	}
 	if req.HeartbeatTimeout == 0 {
 		req.HeartbeatTimeout = lifecycle.DefaultHeartbeatTimeout
 	}
-	svc, ok := d.serviceFor(w, c)
-	if !ok {
-		return
-	}
+	return c, req, nil
+}
+
+func (d *Daemon) states(r *http.Request, svc *service.Service, req service.AgentsRequest) (answer, error) {
 	res, err := svc.Agents(d.requestContext(r), req)
 	if err != nil {
-		fail(w, 0, err)
-		return
+		return answer{}, err
 	}
-	respond(w, wire.ExitOK, wire.AgentStatesAnswer{AgentStates: wire.NewAgentStates(res, req.Reap)})
+	return answerOf(wire.ExitOK, wire.AgentStatesAnswer{AgentStates: wire.NewAgentStates(res, req.Reap)}), nil
 }
