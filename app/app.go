@@ -227,7 +227,7 @@ func registeredPane(store *mailbox.Store, server tmux.Server, profiles []profile
 		if store == nil {
 			return dispatch.Registration{}, false
 		}
-		team, agent := courier.Inbox(t)
+		team, agent := target.Inbox(t)
 		rec, err := store.RegisteredAgent(team, agent)
 		if err != nil || rec.Pane == "" {
 			return dispatch.Registration{}, false
