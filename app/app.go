@@ -215,7 +215,7 @@ func knownAgent(profiles []profile.Profile) func(tmux.Pane) (string, bool) {
 	return func(pane tmux.Pane) (string, bool) {
 		procs := func() [][]string { return profile.Procs{}.Foreground(pane.PID) }
 		p, _ := profile.DetectPane(profiles, profile.Pane{Command: pane.Command, Procs: procs}, nil)
-		return p.Name, p.Name != "generic" && p.Name != "shell" && p.Name != "python"
+		return p.Name, !p.PromptOnly
 	}
 }
 
@@ -227,7 +227,7 @@ func registeredPane(store *mailbox.Store, server tmux.Server, profiles []profile
 		if store == nil {
 			return dispatch.Registration{}, false
 		}
-		team, agent := courier.Inbox(t)
+		team, agent := target.Inbox(t)
 		rec, err := store.RegisteredAgent(team, agent)
 		if err != nil || rec.Pane == "" {
 			return dispatch.Registration{}, false
@@ -237,8 +237,7 @@ func registeredPane(store *mailbox.Store, server tmux.Server, profiles []profile
 		}
 		reg := dispatch.Registration{Pane: rec.Pane, PID: rec.PID, Kind: rec.Kind}
 		if p, ok := profile.LookupIn(profiles, rec.Kind); ok && rec.Kind != "" {
-			ap := AgentProfile(p)
-			reg.Profile = &ap
+			reg.Profile = &p
 		}
 		return reg, true
 	}

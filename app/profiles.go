@@ -64,7 +64,7 @@ func ProfilePicker(profiles []profile.Profile, kind string) (func(tmux.Pane, []s
 	return func(pane tmux.Pane, screen []string) (dispatch.AgentProfile, string) {
 		procs := func() [][]string { return profile.Procs{}.Foreground(pane.PID) }
 		p, why := profile.DetectPane(profiles, profile.Pane{Command: pane.Command, Procs: procs}, screen)
-		return AgentProfile(p), why
+		return p, why
 	}, nil
 }
 
@@ -74,13 +74,7 @@ func Lookup(profiles []profile.Profile, kind string) (dispatch.AgentProfile, err
 	if !ok {
 		return dispatch.AgentProfile{}, &ErrNoProfile{Name: kind, Known: ProfileNames(profiles)}
 	}
-	return AgentProfile(p), nil
-}
-
-// AgentProfile is what a delivery needs of p.
-func AgentProfile(p profile.Profile) dispatch.AgentProfile {
-	return dispatch.AgentProfile{Name: p.Name, Reader: p.Reader, Settle: p.Settle, Queues: p.Queues,
-		BracketedPaste: p.BracketedPaste, FoldBytes: p.FoldBytes, FoldLines: p.FoldLines}
+	return p, nil
 }
 
 // ProfileNames lists the profiles' names, sorted.

@@ -15,6 +15,7 @@ import (
 	"github.com/agentmsg/agentmsg/hosts"
 	"github.com/agentmsg/agentmsg/hosts/provision"
 	"github.com/agentmsg/agentmsg/service"
+	"github.com/agentmsg/agentmsg/target"
 )
 
 // HostsOptions are hosts' inputs.
@@ -162,7 +163,7 @@ the host's entry for the NATS servers as its permissions are now.`,
 // operator's [hosts], names.
 func makeStreams(ctx context.Context, f *Factory, here config.HostsSettings, names []string, replicas int) ([]string, error) {
 	for _, n := range names {
-		if err := hosts.CheckName(n); err != nil {
+		if err := target.CheckHost(n); err != nil {
 			return nil, usageError{err}
 		}
 	}
@@ -245,7 +246,7 @@ agentmsg serve here and there.`,
 
 func (o *hostsAddOptions) run(ctx context.Context) error {
 	f := o.f
-	if err := hosts.CheckName(o.name); err != nil {
+	if err := target.CheckHost(o.name); err != nil {
 		return usageError{err}
 	}
 	cfg, err := f.Config()

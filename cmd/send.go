@@ -146,7 +146,7 @@ func waitDelivered(ctx context.Context, opts *SendOptions, svc *service.Service,
 	}
 	wctx, cancel := context.WithTimeout(ctx, opts.WaitDelivered)
 	defer cancel()
-	team, agent := courier.Inbox(res.Target)
+	team, agent := target.Inbox(res.Target)
 	e, err := svc.WaitDelivered(wctx, before, res.ID, team, agent)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {

@@ -35,7 +35,6 @@ import (
 	"unicode"
 
 	"github.com/BurntSushi/toml"
-	"github.com/agentmsg/agentmsg/delivery"
 )
 
 // Settings are the effective values agentmsg runs with.
@@ -56,17 +55,18 @@ type Settings struct {
 	Tmux           string        // the tmux binary to run; empty means the first tmux on $PATH
 }
 
-// Defaults returns the built-in settings. A delivery's timing is
-// delivery.DefaultOptions', defined there once.
+// Defaults returns the built-in settings. A delivery's timing is the same
+// as delivery.DefaultOptions' (the engine's, for callers without a config
+// file); config imports no engine package, so the two are held equal by a
+// test in app, which joins them.
 func Defaults() Settings {
-	d := delivery.DefaultOptions()
 	return Settings{
-		ReadyTimeout:   d.ReadyTimeout,
-		ConfirmTimeout: d.ConfirmTimeout,
-		Retries:        d.Retries,
-		Settle:         d.Settle, // each agent profile has its own; this only adds to it
-		Repress:        d.Repress,
-		Poll:           d.Poll,
+		ReadyTimeout:   30 * time.Second,
+		ConfirmTimeout: 5 * time.Second,
+		Retries:        2,
+		Settle:         0, // each agent profile has its own; this only adds to it
+		Repress:        500 * time.Millisecond,
+		Poll:           10 * time.Millisecond,
 		Concurrency:    128,
 		KeepCount:      1000,
 		KeepAge:        30 * 24 * time.Hour,

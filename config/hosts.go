@@ -9,7 +9,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/agentmsg/agentmsg/hosts"
+	"github.com/agentmsg/agentmsg/target"
 )
 
 // HostsSettings is the [hosts] table: this machine as one host among many,
@@ -64,7 +64,7 @@ func (l *Loaded) loadHosts(md toml.MetaData, prim toml.Primitive, path string) e
 			return invalidf("%s: unknown key %q in [hosts]; known: %s", path, k.String(), hostsKeys)
 		}
 	}
-	if h.Name != "" && hosts.CheckName(h.Name) != nil {
+	if h.Name != "" && target.CheckHost(h.Name) != nil {
 		return invalidf(`%s: [hosts] name = %q: want lower-case letters, digits, '-' and '_', such as "laptop" or "build-1"`, path, h.Name)
 	}
 	for _, u := range strings.Split(h.NATS, ",") {
@@ -86,7 +86,7 @@ func (l *Loaded) loadHosts(md toml.MetaData, prim toml.Primitive, path string) e
 	}
 	for _, t := range h.Tunnels {
 		switch {
-		case hosts.CheckName(t.Host) != nil:
+		case target.CheckHost(t.Host) != nil:
 			return invalidf(`%s: [[hosts.tunnel]] host = %q: want the box's host name, such as "build-1"`, path, t.Host)
 		case t.SSH == "" || strings.HasPrefix(t.SSH, "-"):
 			return invalidf(`%s: [[hosts.tunnel]] for %s: want ssh = "user@box"`, path, t.Host)

@@ -181,7 +181,7 @@ func (c *Courier) finishCopy(ctx context.Context, in mailbox.Inbox, id message.I
 // recordedResult is the copy of id in inbox in as its record says: the
 // result of the attempt that got it there.
 func (c *Courier) recordedResult(in mailbox.Inbox, id message.ID) Result {
-	t, _ := InboxOwner(in.Team, in.Agent)
+	t, _ := target.InboxOwner(in.Team, in.Agent)
 	res := Result{Outcome: dispatch.Outcome{Target: t, ID: id}}
 	env, ds, err := c.Store.History(in.Team, in.Agent, id)
 	if err != nil {
@@ -244,7 +244,7 @@ func (c *Courier) SendOnce(ctx context.Context, t target.Target, env mailbox.Env
 		return Result{}, false, fmt.Errorf("sending %s: %w", env.ID, err)
 	}
 	defer unlock()
-	team, agent := Inbox(t)
+	team, agent := target.Inbox(t)
 	env.To = agent
 	in, open, err := c.Store.Intent(env.ID)
 	if err != nil {

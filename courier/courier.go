@@ -102,24 +102,16 @@ func (r Result) OK() bool {
 	return r.RecordErr == nil && (r.Outcome.OK() || r.Verdict == Deferred || r.Verdict == Recorded || r.Verdict == Skipped)
 }
 
-// Inbox names the inbox of t: its team and agent name; team-less ralph
-// agents live in team "ralph".
-func Inbox(t target.Target) (team, agent string) {
-	if t.IsRalph() {
-		return target.RalphTeam, t.Agent()
-	}
-	return t.Team, t.Agent()
-}
+// Inbox is target.Inbox, where names live.
+//
+// Deprecated: use target.Inbox. Kept while serve/api.go, changed on
+// another branch, still calls it here.
+func Inbox(t target.Target) (team, agent string) { return target.Inbox(t) }
 
-// InboxOwner is the agent whose inbox (or registry entry) team/agent is:
-// the inverse of Inbox. ok is false when no agent's inbox has that name.
-func InboxOwner(team, agent string) (t target.Target, ok bool) {
-	if team == target.RalphTeam {
-		team = "" // only a team-less ralph-<id> lives there
-	}
-	t, err := target.New(team, agent)
-	return t, err == nil
-}
+// InboxOwner is target.InboxOwner.
+//
+// Deprecated: use target.InboxOwner.
+func InboxOwner(team, agent string) (target.Target, bool) { return target.InboxOwner(team, agent) }
 
 // Typed is what goes into the agent's box for env: the content, marked with
 // its type (and request id: what the agent claims) and the message it
@@ -169,7 +161,7 @@ func (c *Courier) typed(env mailbox.Envelope) string {
 // does not exist is refused (NotFound) and leaves no inbox behind, unless
 // mode.MailboxOnly.
 func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelope, mode Mode) Result {
-	team, agent := Inbox(t)
+	team, agent := target.Inbox(t)
 	env.To = agent
 	box, err := c.Store.Box(team, agent)
 	if err != nil {
@@ -226,7 +218,7 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 // typing lock, finds t's pane (again, when older messages were typed
 // since the early look), records the message and types it.
 func (c *Courier) sendNow(ctx context.Context, t target.Target, env mailbox.Envelope, box *mailbox.Box, early <-chan resolved, typedOlder bool, mode Mode) Result {
-	team, agent := Inbox(t)
+	team, agent := target.Inbox(t)
 	unlock, err := c.holdTyping(ctx, env.ID)
 	if err != nil {
 		return Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Failed, Err: err}}
@@ -509,7 +501,7 @@ func (c *Courier) intend(env mailbox.Envelope, targets []target.Target, late mai
 	in := mailbox.Intent{Env: env, To: make([]mailbox.Inbox, len(targets))}
 	in.Env.Delivery = &mailbox.Delivery{State: late, Updated: c.now()}
 	for i, t := range targets {
-		team, agent := Inbox(t)
+		team, agent := target.Inbox(t)
 		in.To[i] = mailbox.Inbox{Team: team, Agent: agent}
 	}
 	held, err := c.Store.Intend(in)
@@ -552,7 +544,7 @@ type recorded struct {
 // wait for that agent, as deferred behind them (Send's rule: a broadcast
 // never overtakes them). The caller makes the record durable (Store.Sync).
 func (c *Courier) recordOne(ctx context.Context, p dispatch.Resolved, env mailbox.Envelope, mode Mode) recorded {
-	tm, agent := Inbox(p.Target)
+	tm, agent := target.Inbox(p.Target)
 	fail := func(err error) recorded { return recorded{err: fmt.Errorf("%s/%s: %w", tm, agent, err)} }
 	box, err := c.Store.Box(tm, agent)
 	if err != nil {
@@ -598,7 +590,7 @@ func (c *Courier) recordBroadcast(ctx context.Context, team string, env mailbox.
 	}
 	var errs []error
 	for _, t := range targets {
-		tm, agent := Inbox(t)
+		tm, agent := target.Inbox(t)
 		box, err := c.Store.Box(tm, agent)
 		if err == nil {
 			err = box.AppendBatched(env)

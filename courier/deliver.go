@@ -184,7 +184,7 @@ type inboxPass struct {
 // newer ones are left (a retry of one broadcast types its copy and what
 // waits before it, as its send would have).
 func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing bool, call dispatch.Call, listed *sessionList, until message.ID) ([]Typing, error) {
-	t, ok := InboxOwner(team, agent)
+	t, ok := target.InboxOwner(team, agent)
 	if !ok {
 		return nil, nil // not an agent's name: read, not typed
 	}
@@ -374,7 +374,7 @@ func (c *Courier) refuse(box *mailbox.Box, t target.Target, env mailbox.Envelope
 // them (an older message waits, the agent is gone) reaches them here.
 func (c *Courier) expire(box *mailbox.Box, t target.Target, rest []mailbox.Envelope, why string) []Typing {
 	var out []Typing
-	team, agent := Inbox(t)
+	team, agent := target.Inbox(t)
 	now := c.now()
 	for _, env := range rest {
 		if a := env.Asked; a == nil || !a.NoQueue || now.Before(a.Until) || !untried(env.Delivery) {

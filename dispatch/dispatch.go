@@ -15,6 +15,7 @@ import (
 	"github.com/agentmsg/agentmsg/broadcast"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/profile"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )
@@ -184,19 +185,10 @@ type Outcome struct {
 // run after its current turn.
 func (o Outcome) OK() bool { return o.Verdict == delivery.Submitted || o.Verdict == delivery.Queued }
 
-// AgentProfile is what a delivery needs to know about one agent CLI (see
-// package profile, which fills it).
-type AgentProfile struct {
-	Name   string
-	Reader delivery.ScreenReader // nil: Opts.Reader
-	Settle time.Duration         // at least this long before submit
-	Queues bool                  // it queues what is submitted while it works
-	// BracketedPaste: it turns bracketed paste on, so a multi-line paste
-	// reaches it as one input (where tmux cannot tell; see package profile).
-	BracketedPaste bool
-	FoldBytes      int // a longer text goes as a pointer line (0: never)
-	FoldLines      int // ...as does one with more lines (0: never)
-}
+// AgentProfile is what a delivery needs to know about one agent CLI: its
+// profile, one type for every package (profile.Profile; its Reader nil
+// means Opts.Reader). The name stays for dispatch's callers.
+type AgentProfile = profile.Profile
 
 // Message is a cleaned text with its id, ready to type.
 type Message struct {
@@ -271,16 +263,10 @@ func Again(r Resolved, out Outcome) (Resolved, bool) {
 	if !out.OK() || out.Pane != r.Pane.ID || out.read == nil {
 		return Resolved{}, false
 	}
-	if out.read.ok && promptOnly(out.read.profile.Name) {
+	if out.read.ok && out.read.profile.PromptOnly {
 		return Resolved{}, false
 	}
 	return Resolved{Target: r.Target, Pane: r.Pane, read: out.read}, true
-}
-
-// promptOnly names the builtin profiles whose readers take any prompt of
-// theirs as ready, whatever program draws it.
-func promptOnly(name string) bool {
-	return name == "generic" || name == "shell" || name == "python"
 }
 
 // Resolve finds t's pane for a send, with its screen when the tmux client

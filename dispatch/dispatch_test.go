@@ -312,19 +312,26 @@ func TestWhileBusyThatCannotApplySaysWhy(t *testing.T) {
 // the pane's foreground command, looked up again, is what tells a shell.
 func TestAgainOnlyForAnAgentsOwnReader(t *testing.T) {
 	r := Resolved{Pane: tmux.Pane{ID: "%1"}}
-	taken := func(name string, ok bool) Outcome {
-		return Outcome{Pane: "%1", Verdict: delivery.Submitted, read: &readAs{profile: AgentProfile{Name: name}, ok: ok}}
+	taken := func(p AgentProfile, ok bool) Outcome {
+		return Outcome{Pane: "%1", Verdict: delivery.Submitted, read: &readAs{profile: p, ok: ok}}
+	}
+	builtin := func(name string) AgentProfile {
+		p, ok := profile.Lookup(name)
+		if !ok {
+			t.Fatalf("no builtin profile %s", name)
+		}
+		return p
 	}
 	for _, c := range []struct {
 		out  Outcome
 		want bool
 	}{
-		{taken("claude", true), true},
-		{taken("standin", true), true},
-		{taken("", false), true}, // no profiles at all
-		{taken("generic", true), false},
-		{taken("python", true), false},
-		{taken("shell", true), false},
+		{taken(builtin("claude"), true), true},
+		{taken(AgentProfile{Name: "standin"}, true), true},
+		{taken(AgentProfile{}, false), true}, // no profiles at all
+		{taken(builtin("generic"), true), false},
+		{taken(builtin("python"), true), false},
+		{taken(builtin("shell"), true), false},
 		{Outcome{Pane: "%1", Verdict: delivery.NotReady, read: &readAs{ok: false}}, false},
 		{Outcome{Pane: "%2", Verdict: delivery.Submitted, read: &readAs{ok: false}}, false},
 		{Outcome{Pane: "%1", Verdict: delivery.Submitted}, false},

@@ -71,7 +71,7 @@ func (d *Dispatcher) Inspect(ctx context.Context, t target.Target, probe int, ca
 		}
 		return in, err
 	}
-	in.Profile, in.Why = AgentProfile{Name: "generic"}, "no profiles configured"
+	in.Profile, in.Why = AgentProfile{Name: "generic", PromptOnly: true}, "no profiles configured"
 	opts := d.Opts
 	opts.Force = call.Force
 	if p, why, ok := d.profile(call, t, in.Pane, in.Screen); ok {

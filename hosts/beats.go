@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/agentmsg/agentmsg/target"
 )
 
 // Heartbeats: beside its entry in the presence bucket, each host publishes
@@ -54,7 +56,7 @@ type heard struct {
 func (l *Link) listen() error {
 	_, err := l.bus.Subscribe(subjectRoot+".hb.*", func(m *nats.Msg) {
 		name := strings.TrimPrefix(m.Subject, subjectRoot+".hb.")
-		if CheckName(name) != nil {
+		if target.CheckHost(name) != nil {
 			return
 		}
 		var b beat

@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmsg/agentmsg/target"
 )
 
 // Handler is the daemon's side of a link: what it does with the packets
@@ -131,7 +133,7 @@ const (
 // reached when it can; sends wait in the outbox meanwhile). Start starts
 // moving packets.
 func Open(ctx context.Context, opts Options) (*Link, error) {
-	if err := CheckName(opts.Name); err != nil {
+	if err := target.CheckHost(opts.Name); err != nil {
 		return nil, err
 	}
 	if opts.Handler == nil {

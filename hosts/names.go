@@ -1,27 +1,11 @@
 package hosts
 
 import (
-	"errors"
-	"fmt"
 	"os"
-	"regexp"
 	"strings"
+
+	"github.com/agentmsg/agentmsg/target"
 )
-
-// ErrHostName: a host name agentmsg cannot use on the bus.
-var ErrHostName = errors.New("invalid host name")
-
-// validName is a host name: it is a part of NATS subjects and stream names,
-// so it has no dots, wildcards or spaces.
-var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-
-// CheckName refuses a name that cannot be a host's.
-func CheckName(name string) error {
-	if !validName.MatchString(name) {
-		return fmt.Errorf("%w %q: want lower-case letters, digits, '-' and '_', up to 63, such as \"laptop\" or \"build-1\"", ErrHostName, name)
-	}
-	return nil
-}
 
 // DefaultName is this machine's host name as a host name: its first label,
 // lower-cased, with anything else a subject cannot hold made '-'.
@@ -41,7 +25,7 @@ func DefaultName() string {
 	if len(h) > 63 {
 		h = h[:63]
 	}
-	if CheckName(h) != nil {
+	if target.CheckHost(h) != nil {
 		return "localhost"
 	}
 	return h

@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmsg/agentmsg/target"
 )
 
 // Limits of what the bus keeps for a host.
@@ -170,7 +172,7 @@ type Operator struct {
 // per stream.
 func Provision(ctx context.Context, op Operator, names []string, replicas int) ([]string, error) {
 	for _, n := range names {
-		if err := CheckName(n); err != nil {
+		if err := target.CheckHost(n); err != nil {
 			return nil, err
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
@@ -40,7 +39,7 @@ func (m *Manager) Kill(ctx context.Context, t target.Target, grace time.Duration
 	}
 	start := m.now()
 	res := KillResult{Target: t}
-	team, agent := courier.Inbox(t)
+	team, agent := target.Inbox(t)
 	panes, err := m.Tmux.SessionPanes(ctx, t.Session)
 	if errors.Is(err, tmux.ErrSessionNotFound) || errors.Is(err, tmux.ErrNoServer) {
 		if _, rerr := m.Store.RegisteredAgent(team, agent); rerr == nil {

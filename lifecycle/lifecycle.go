@@ -141,7 +141,7 @@ func (m *Manager) Spawn(ctx context.Context, r SpawnRequest) (target.Target, err
 	} else if exists {
 		return t, fmt.Errorf("%w: %s is already on %s", ErrExists, t.Session, socket)
 	}
-	team, agent := courier.Inbox(t)
+	team, agent := target.Inbox(t)
 	env := append([]string{}, r.Env...)
 	env = append(env,
 		"AGENTMSG_FROM="+agent,
@@ -250,7 +250,7 @@ type ShutdownResult struct {
 // accept=true|false ID). No answer in time is no error: Answered is
 // false. A cancelled ctx is an error.
 func (m *Manager) Shutdown(ctx context.Context, from string, t target.Target, reason string, wait time.Duration) (ShutdownResult, error) {
-	team, agent := courier.Inbox(t)
+	team, agent := target.Inbox(t)
 	if _, err := m.Store.Box(team, from); err != nil {
 		return ShutdownResult{}, fmt.Errorf("sender %q: %w", from, err)
 	}
@@ -314,7 +314,7 @@ func (m *Manager) Heartbeat(team, name string) error {
 	case err != nil:
 		return fmt.Errorf("heartbeat of %s: %w", name, err)
 	}
-	inboxTeam, agent := courier.Inbox(t)
+	inboxTeam, agent := target.Inbox(t)
 	now := m.now()
 	return m.Store.UpdateAgent(inboxTeam, agent, func(r *mailbox.AgentRecord) error {
 		r.Heartbeat = now

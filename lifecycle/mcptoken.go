@@ -1,7 +1,6 @@
 package lifecycle
 
 import (
-	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/identity"
 	"github.com/agentmsg/agentmsg/target"
 )
@@ -13,7 +12,7 @@ import (
 // agents share (mcp install --http without --team and --from) sends the
 // token in AGENTMSG_MCP_TOKEN, so that each agent is itself.
 func IssueMCPToken(tokens *identity.Tokens, socket string, t target.Target) (token, env string, err error) {
-	team, agent := courier.Inbox(t)
+	team, agent := target.Inbox(t)
 	token, err = tokens.Issue(identity.Grant{Team: team, Name: agent, Session: t.Session, Socket: socket})
 	if err != nil {
 		return "", "", err

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/broadcast"
-	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
@@ -90,7 +89,7 @@ func (m *Manager) StatusWithin(ctx context.Context, team string, timeout time.Du
 	out := make([]AgentStatus, 0, len(entries))
 	for _, e := range entries {
 		st := AgentStatus{Target: e.t}
-		inboxTeam, agent := courier.Inbox(e.t)
+		inboxTeam, agent := target.Inbox(e.t)
 		if e.rec != nil {
 			st.Registered, st.Record, st.Heartbeat = true, e.rec, e.rec.Heartbeat
 			st.Command = strings.Join(e.rec.Command, " ")
@@ -216,7 +215,7 @@ func (m *Manager) gather(ctx context.Context, team string) ([]entry, error) {
 			errs = append(errs, err)
 		}
 		for _, r := range recs {
-			t, ok := courier.InboxOwner(tm, r.Agent)
+			t, ok := target.InboxOwner(tm, r.Agent)
 			if !ok {
 				continue
 			}
@@ -304,7 +303,7 @@ func (m *Manager) ReapWithin(ctx context.Context, team string, timeout time.Dura
 		if !st.Registered {
 			continue
 		}
-		tm, agent := courier.Inbox(st.Target)
+		tm, agent := target.Inbox(st.Target)
 		if err := m.Store.Unregister(tm, agent); err != nil {
 			errs = append(errs, err)
 		}

@@ -147,7 +147,7 @@ func (s *server) waitDelivered(ctx context.Context, out SendOutput, r service.Se
 	defer release()
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	team, agent := courier.Inbox(r.Target)
+	team, agent := target.Inbox(r.Target)
 	ev, err := s.deps.WaitDelivered(wctx, before, r.ID, team, agent)
 	switch {
 	case err == nil:

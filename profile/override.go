@@ -81,9 +81,14 @@ func Apply(base []Profile, overrides map[string]Override) ([]Profile, error) {
 			if err != nil {
 				return nil, err
 			}
+			// What the profile is (PromptOnly) goes with its name: a
+			// replacement keeps the one it replaces, whatever its base;
+			// a profile added here is an agent CLI's.
 			if i := slices.IndexFunc(out, func(q Profile) bool { return q.Name == name }); i >= 0 {
+				p.PromptOnly = out[i].PromptOnly
 				out[i] = p
 			} else {
+				p.PromptOnly = false
 				out = append(out, p)
 			}
 		}

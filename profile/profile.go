@@ -49,8 +49,16 @@ type Profile struct {
 	// these is shown folded in the box ("[Pasted text #1 +11 lines]"), so
 	// the text cannot be checked there. 0 means never folded on that count.
 	FoldBytes, FoldLines int
-	// Reader interprets the pane's screen.
+	// Reader interprets the pane's screen (nil, where a delivery is
+	// given one: its options' reader).
 	Reader delivery.ScreenReader
+	// PromptOnly: the reader takes any prompt of its kind as ready,
+	// whatever program draws it (generic, python, shell), so the profile
+	// names no agent CLI and cannot tell one from a shell or a REPL. Set
+	// where a profile is defined: the builtins here, and Apply (a profile
+	// the config file replaces keeps its own, one it adds is an agent
+	// CLI's).
+	PromptOnly bool
 }
 
 // codexPasteBurst is Codex's settle whatever a calibration measured: it
@@ -152,19 +160,19 @@ func Builtin() []Profile {
 			// python3 runs scripts and agent CLIs too (python3 -m
 			// aider): their processes and screens are looked at first.
 			Name: "python", Commands: []string{"python3", "python"},
-			SubmitKey: cr,
-			Reader:    mustPrompt(`(>>>|\.\.\.) `),
+			SubmitKey: cr, PromptOnly: true,
+			Reader: mustPrompt(`(>>>|\.\.\.) `),
 		},
 		{
 			// A shell runs whatever is typed: never an agent.
 			Name: "shell", Commands: slices.Clone(shellCommands),
-			SubmitKey: cr,
-			Reader:    Shell{},
+			SubmitKey: cr, PromptOnly: true,
+			Reader: Shell{},
 		},
 		{
 			Name:      "generic",
-			SubmitKey: cr,
-			Reader:    Generic{},
+			SubmitKey: cr, PromptOnly: true,
+			Reader: Generic{},
 		},
 	}
 }

@@ -34,14 +34,14 @@ func (h *Relay) Message(ctx context.Context, p hosts.Packet) error {
 		// Nothing recorded: the answer is all there is.
 		team, agent := p.Message.Team, p.Message.Agent
 		if t, err := target.New(team, agent); err == nil {
-			team, agent = courier.Inbox(t) // as every report names it
+			team, agent = target.Inbox(t) // as every report names it
 		}
 		return h.link.Send(ctx, hosts.Packet{Kind: hosts.KindEvent, To: p.From, ID: p.ID, Event: &hosts.RemoteEvent{
 			Team: team, Agent: agent, State: got.State, Reason: got.Reason, Detail: got.Detail,
 			At: time.Now().UTC(), Seq: int(time.Now().UnixNano()),
 		}})
 	}
-	team, agent := courier.Inbox(got.Target)
+	team, agent := target.Inbox(got.Target)
 	h.mu.Lock()
 	if k := (originKey{id, team, agent}); h.origins[k] == nil {
 		h.origins[k] = &origin{host: p.From, team: team, agent: agent,
@@ -236,7 +236,7 @@ func (h *Relay) nudge(svc *service.Service) {
 		if st != mailbox.StatePending && st != mailbox.StateDeferred && st != mailbox.StateTyping || now.Sub(o.latest.Updated) < nudgeAfter {
 			continue
 		}
-		if t, ok := courier.InboxOwner(o.team, o.agent); ok && h.opts.Looked(socket, t.Session) == "ready" {
+		if t, ok := target.InboxOwner(o.team, o.agent); ok && h.opts.Looked(socket, t.Session) == "ready" {
 			teams[t.Team] = true
 		}
 	}
@@ -349,7 +349,7 @@ func (h *Relay) recover() {
 				}
 				h.origins[originKey{e.ID, team, agent}] = &origin{host: e.FromHost, team: team, agent: agent}
 				if a := e.Asked; a != nil && a.NoQueue && socket != "" && e.Delivery.State.Outstanding() {
-					if t, ok := courier.InboxOwner(team, agent); ok {
+					if t, ok := target.InboxOwner(team, agent); ok {
 						h.passAt(socket, t.Team, a.Until) // its timer went with the last daemon
 					}
 				}

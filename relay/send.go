@@ -33,7 +33,7 @@ func (h *Relay) Send(ctx context.Context, req service.RemoteRequest) (courier.Re
 	if !known {
 		return courier.Result{}, fmt.Errorf("%w %q on the bus (%s)", service.ErrUnknownHost, req.Host, h.knownHosts(ctx))
 	}
-	team, agent := courier.Inbox(t)
+	team, agent := target.Inbox(t)
 	p := hosts.Packet{Kind: hosts.KindMessage, To: req.Host, ID: string(id), Message: &hosts.RemoteMessage{
 		Team: t.Team, Agent: t.Agent(), Sender: req.Env.From, Tag: req.Tag, Type: string(req.Env.Type),
 		Text: req.Env.Content, Meta: req.Env.Metadata, ReplyTo: string(req.Env.ReplyTo), RequestID: req.Env.RequestID,

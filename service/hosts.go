@@ -198,7 +198,7 @@ func (r *Receiver) Receive(ctx context.Context, from string, id message.ID, m ho
 		return refuse("failed", courier.ReasonNotFound, err.Error())
 	}
 	out := Received{Target: t}
-	team, agent := courier.Inbox(t)
+	team, agent := target.Inbox(t)
 	box, err := s.Store.Box(team, agent)
 	if err != nil {
 		return refuse("failed", courier.ReasonNotFound, err.Error())

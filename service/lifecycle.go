@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/lifecycle"
 	"github.com/agentmsg/agentmsg/target"
@@ -26,7 +25,7 @@ func (s *Service) lifecycle() (Lifecycle, error) {
 
 // isCaller reports whether t is the caller's own inbox.
 func (s *Service) isCaller(t target.Target) bool {
-	team, agent := courier.Inbox(t)
+	team, agent := target.Inbox(t)
 	return s.Name != "" && agent == s.Name && team == s.Team
 }
 
@@ -127,7 +126,7 @@ func (s *Service) Spawn(ctx context.Context, req lifecycle.SpawnRequest) (SpawnR
 		return SpawnResult{Target: t}, err
 	}
 	out := SpawnResult{Target: t}
-	if rec, err := s.Store.RegisteredAgent(courier.Inbox(t)); err == nil {
+	if rec, err := s.Store.RegisteredAgent(target.Inbox(t)); err == nil {
 		out.Socket, out.Pane, out.PID = rec.Socket, rec.Pane, rec.PID
 	}
 	return out, nil

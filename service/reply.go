@@ -7,6 +7,7 @@ import (
 	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/message"
+	"github.com/agentmsg/agentmsg/target"
 )
 
 // ReplyRequest answers a message in the caller's inbox, to its sender.
@@ -49,7 +50,7 @@ func (s *Service) Reply(ctx context.Context, req ReplyRequest) (SendResult, erro
 		return out, err
 	}
 	env.ReplyTo, env.RequestID = req.To, orig.RequestID
-	t, ok := courier.InboxOwner(s.Team, orig.From)
+	t, ok := target.InboxOwner(s.Team, orig.From)
 	if !ok {
 		return out, &NoReplyNameError{ID: req.To, From: orig.From}
 	}

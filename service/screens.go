@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
+	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )
 
@@ -54,7 +54,7 @@ func (s *Service) Screens(ctx context.Context) (ScreensResult, error) {
 	}
 	out.Agents = make([]AgentScreen, len(found))
 	for i, f := range found {
-		team, agent := courier.Inbox(f.Target)
+		team, agent := target.Inbox(f.Target)
 		a := AgentScreen{Team: team, Agent: agent, Session: f.Target.Session, Pane: f.Pane.ID, Command: f.Pane.Command,
 			Profile: f.Profile, State: string(f.State), Detail: f.Detail}
 		if f.Shell || f.Pane.Dead {
@@ -88,7 +88,7 @@ type paneSwitcher interface {
 // otherwise (or when that fails) Command says how to watch it.
 func (s *Service) OpenPane(ctx context.Context, team, agent string) (OpenResult, error) {
 	var out OpenResult
-	t, ok := courier.InboxOwner(team, agent)
+	t, ok := target.InboxOwner(team, agent)
 	if !ok {
 		return out, fmt.Errorf("%w: %s/%s is no agent's inbox", dispatch.ErrTargetNotFound, team, agent)
 	}

@@ -101,7 +101,7 @@ func (e *UnknownAgentError) Error() string {
 	if len(e.Known) > 0 {
 		known = strings.Join(e.Known, ", ")
 	}
-	team, _ := courier.Inbox(e.Target)
+	team, _ := target.Inbox(e.Target)
 	return fmt.Sprintf("%v: %s has no tmux session %s and no inbox (agents of team %s: %s)",
 		dispatch.ErrTargetNotFound, e.Target, e.Target.Session, team, known)
 }
@@ -330,7 +330,7 @@ func (s *Service) refuseUnknown(ctx context.Context, t target.Target) error {
 // known reports whether t's name has an inbox or a board entry in its
 // team, and lists the names that do.
 func (s *Service) known(t target.Target) (bool, []string) {
-	team, _ := courier.Inbox(t)
+	team, _ := target.Inbox(t)
 	names, _ := s.Store.Agents(team)
 	board, _ := s.Store.Board(team)
 	for _, st := range board {

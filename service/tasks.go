@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
 	"github.com/agentmsg/agentmsg/target"
@@ -47,7 +46,7 @@ func (s *Service) AssignTask(ctx context.Context, req AssignRequest) (AssignResu
 	if task == "" {
 		return out, fmt.Errorf("%w: say what %s is to do", ErrEmptyTask, req.To.Agent())
 	}
-	team, agent := courier.Inbox(req.To)
+	team, agent := target.Inbox(req.To)
 	// A task assign killed before its task was recorded left what it was
 	// to carry marked read: given back first, this task carries it. (What
 	// cannot be finished now is a deliver's to report, and to finish.)
