@@ -102,17 +102,6 @@ func (r Result) OK() bool {
 	return r.RecordErr == nil && (r.Outcome.OK() || r.Verdict == Deferred || r.Verdict == Recorded || r.Verdict == Skipped)
 }
 
-// Inbox is target.Inbox, where names live.
-//
-// Deprecated: use target.Inbox. Kept while serve/api.go, changed on
-// another branch, still calls it here.
-func Inbox(t target.Target) (team, agent string) { return target.Inbox(t) }
-
-// InboxOwner is target.InboxOwner.
-//
-// Deprecated: use target.InboxOwner.
-func InboxOwner(team, agent string) (target.Target, bool) { return target.InboxOwner(team, agent) }
-
 // Typed is what goes into the agent's box for env: the content, marked with
 // its type (and request id: what the agent claims) and the message it
 // answers.

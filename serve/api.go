@@ -469,7 +469,7 @@ func (d *Daemon) sendAsync(r *http.Request, svc *service.Service, req service.Se
 	}()
 	select {
 	case rec := <-first:
-		team, agent := courier.Inbox(req.To)
+		team, agent := target.Inbox(req.To)
 		return answer{http.StatusAccepted, wire.SendAccepted{ID: string(rec.id), From: svc.Name, Team: team, Agent: agent,
 			Stored: rec.state, Exit: exit(wire.ExitOK, nil)}}, nil
 	case e := <-done:

@@ -13,7 +13,7 @@ import (
 // AgentScreen is one agent session on the server and its screen now, read
 // the way a delivery reads it (with the agent's own profile).
 type AgentScreen struct {
-	// Team and Agent name its inbox (courier.Inbox): team-less agents
+	// Team and Agent name its inbox (target.Inbox): team-less agents
 	// are in team ralph.
 	Team, Agent   string
 	Session, Pane string
