@@ -133,7 +133,14 @@ func readAll(f *os.File) []byte {
 	return b
 }
 
+// tempFile is a file for a tmux process's output or a paste where there
+// is no memfd: one without a name where the system has them (anonFile),
+// else one unlinked the moment it is made and written only after, so that
+// it never holds text under a name; a kill in that moment leaves it, empty.
 func tempFile(name string) (*os.File, error) {
+	if f, err := anonFile(); err == nil {
+		return f, nil
+	}
 	f, err := os.CreateTemp("", "agentmsg-"+name+"-*")
 	if err != nil {
 		return nil, err
