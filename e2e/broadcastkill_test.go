@@ -29,14 +29,7 @@ func TestBroadcastKilledMidway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills the daemon a dozen times")
 	}
-	rounds := 12
-	if v := os.Getenv("AGENTMSG_BROADCAST_KILLS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			t.Fatalf("AGENTMSG_BROADCAST_KILLS=%q", v)
-		}
-		rounds = n
-	}
+	rounds := roundsFromEnv(t, "AGENTMSG_BROADCAST_KILLS", 12)
 	s := harness.NewTestServer(t)
 	if err := s.StopDaemon(); err != nil { // this test runs its own
 		t.Fatal(err)
@@ -196,4 +189,19 @@ func inboxCopies(t *testing.T, s *harness.TestServer) map[string]map[string]int 
 		out[m.ID][m.Inbox]++
 	}
 	return out
+}
+
+// roundsFromEnv is how many rounds a fault test runs: the number in the
+// environment variable env, else def.
+func roundsFromEnv(t *testing.T, env string, def int) int {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("%s=%q", env, v)
+	}
+	return n
 }

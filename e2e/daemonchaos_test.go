@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	mrand "math/rand/v2"
-	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,14 +25,7 @@ func TestDaemonKilledAtRandom(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills the daemon for a while")
 	}
-	rounds := 30
-	if v := os.Getenv("AGENTMSG_DAEMON_CHAOS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			t.Fatalf("AGENTMSG_DAEMON_CHAOS=%q", v)
-		}
-		rounds = n
-	}
+	rounds := roundsFromEnv(t, "AGENTMSG_DAEMON_CHAOS", 30)
 	s := harness.NewTestServer(t)
 	if err := s.StopDaemon(); err != nil { // this test runs its own
 		t.Fatal(err)
