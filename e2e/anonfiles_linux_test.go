@@ -1,7 +1,8 @@
-//go:build linux && !agentmsg_portable
+//go:build linux
 
 package e2e
 
-// anonymousFiles: agentmsg's files for tmux's output and a paste are
-// memfds, which never have a name, so a killed agentmsg leaves none.
+// anonymousFiles: agentmsg's files for tmux's output and a paste never
+// have a name on Linux (memfds, or O_TMPFILE in the portable build), so a
+// killed agentmsg leaves none.
 const anonymousFiles = true

@@ -1,8 +1,8 @@
-//go:build !linux || agentmsg_portable
+//go:build !linux
 
 package e2e
 
-// anonymousFiles: without memfd (Darwin, the portable build) agentmsg's
+// anonymousFiles: without memfd or O_TMPFILE (Darwin) agentmsg's
 // files for tmux's output and a paste are temp files unlinked the moment
 // they are made, and written only after: a kill in between leaves an empty
 // one, never one with text.

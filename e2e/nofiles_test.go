@@ -15,9 +15,10 @@ import (
 // An agentmsg killed at any moment leaves no file of message text behind
 // (issue 10, item 11): killed broadcasts used to leave their paste files in
 // $TMPDIR. Each broadcast here is killed a little later than the one before.
-// Where there is no memfd (Darwin, the portable build) a kill between
-// making a temp file and unlinking it can leave it, empty (a CI run left
-// one agentmsg-out-*): never one with text.
+// Where a file cannot be made without a name (Darwin) a kill between
+// making a temp file and unlinking it can leave it, empty (a CI run's
+// portable step left one agentmsg-out-* before it used O_TMPFILE): never
+// one with text.
 func TestKilledSendersLeaveNoMessageFiles(t *testing.T) {
 	t.Parallel()
 	s := harness.NewTestServer(t)
