@@ -155,7 +155,7 @@ func TestAReportCountsOnlyFromItsCopysHost(t *testing.T) {
 	id := message("b", 1).ID
 	toB, toC := Copy{ID: id, Host: "b", Team: "t", Agent: "bob"}, Copy{ID: id, Host: "c", Team: "t", Agent: "bob"}
 	for _, cp := range []Copy{toB, toC} {
-		if err := a.RecordSent(ctx, Sent{ID: id, Host: cp.Host, Team: "t", Agent: "bob", State: StateOutbox, From: "lead", Text: "hi"}); err != nil {
+		if err := a.RecordSent(ctx, Sent{ID: id, Host: cp.Host, Team: "t", Agent: "bob", State: StateOutbox, From: "lead", Text: "hi"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

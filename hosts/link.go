@@ -164,7 +164,8 @@ func Open(ctx context.Context, opts Options) (*Link, error) {
 	}); err != nil {
 		return fail(fmt.Errorf("the outbox under %s: %w", opts.Dir, err))
 	}
-	if err := l.countWaiting(ctx); err != nil {
+	waiting, err := l.countWaiting(ctx)
+	if err != nil {
 		return fail(fmt.Errorf("the outbox under %s: %w", opts.Dir, err))
 	}
 	if l.seen, err = keyValue(ctx, l.ljs, jetstream.KeyValueConfig{Bucket: seenBucket, History: 1, Storage: jetstream.FileStorage}); err != nil {
@@ -172,6 +173,9 @@ func Open(ctx context.Context, opts Options) (*Link, error) {
 	}
 	if l.sent, err = keyValue(ctx, l.ljs, jetstream.KeyValueConfig{Bucket: sentBucket, History: 1, Storage: jetstream.FileStorage, TTL: sentKeep}); err != nil {
 		return fail(err)
+	}
+	if err := l.sendCutOff(ctx, waiting); err != nil {
+		return fail(fmt.Errorf("the messages an earlier run recorded but did not send: %w", err))
 	}
 	if opts.URL == "" {
 		l.bus, l.bjs, l.alone = l.lnc, l.ljs, true
@@ -344,7 +348,10 @@ func (l *Link) Send(ctx context.Context, p Packet) error {
 	one := l.sender(p.To)
 	one.Lock()
 	defer one.Unlock()
-	dedup := p.dedupID(nonce())
+	if p.nonce == "" {
+		p.nonce = nonce()
+	}
+	dedup := p.dedupID(p.nonce)
 	if l.waitingFor(p.To) == 0 && l.Up() {
 		err := l.publish(ctx, p.Kind, p.To, data, dedup)
 		if err == nil {
@@ -417,25 +424,28 @@ func (l *Link) addWaiting(host string, n int) {
 	}
 }
 
-// countWaiting counts what an earlier run left in the outbox, per host.
-func (l *Link) countWaiting(ctx context.Context) error {
+// countWaiting counts what an earlier run left in the outbox, per host,
+// and returns the Nats-Msg-Ids of those packets.
+func (l *Link) countWaiting(ctx context.Context) (map[string]bool, error) {
 	info, err := l.box.Info(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	ids := map[string]bool{}
 	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
 		raw, err := l.box.GetMsg(ctx, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if p, err := decode(raw.Data); err == nil {
 			l.addWaiting(p.To, 1)
+			ids[raw.Header.Get(jetstream.MsgIDHeader)] = true
 		}
 	}
-	return nil
+	return ids, nil
 }
 
 // Watch hears the reports that arrive of copy c (only from c's host, and

@@ -20,14 +20,16 @@ type recorder struct {
 	messages []Packet
 	events   []Packet
 	byID     map[string]bool
+	arrivals map[string]int // every message packet handed over, by id
 }
 
 func (r *recorder) Message(_ context.Context, p Packet) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byID == nil {
-		r.byID = map[string]bool{}
+		r.byID, r.arrivals = map[string]bool{}, map[string]int{}
 	}
+	r.arrivals[p.ID]++
 	if key := p.From + " " + p.ID; !r.byID[key] {
 		r.byID[key] = true
 		r.messages = append(r.messages, p)
@@ -133,7 +135,7 @@ func TestMessagesCrossInOrderAndEventsComeBack(t *testing.T) {
 		}
 	}
 	sent := Copy{ID: message("b", 7).ID, Host: "b", Team: "t", Agent: "ana"}
-	if err := a.RecordSent(ctx, Sent{ID: sent.ID, Host: sent.Host, Team: sent.Team, Agent: sent.Agent, State: StateOutbox}); err != nil {
+	if err := a.RecordSent(ctx, Sent{ID: sent.ID, Host: sent.Host, Team: sent.Team, Agent: sent.Agent, State: StateOutbox}, nil); err != nil {
 		t.Fatal(err)
 	}
 	events, stop := a.Watch(sent)
@@ -264,7 +266,7 @@ func TestEventsWaitForTheirHost(t *testing.T) {
 	b := openLink(t, "b", bus.ClientURL(), &rb)
 	waitFor(t, "both links up", func() bool { return a.Up() && b.Up() })
 	ctx := context.Background()
-	if err := a.RecordSent(ctx, Sent{ID: message("b", 1).ID, Host: "b", Team: "t", Agent: "ana", State: StateOutbox}); err != nil {
+	if err := a.RecordSent(ctx, Sent{ID: message("b", 1).ID, Host: "b", Team: "t", Agent: "ana", State: StateOutbox}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Send(ctx, message("b", 1)); err != nil {
@@ -344,5 +346,72 @@ func TestPresenceIsAgedOnTheBusClock(t *testing.T) {
 	}
 	if _, up, err := a.Heard(ctx, "late"); err != nil || up {
 		t.Fatalf("a host that left, its clock an hour ahead: up %v, %v; want down", up, err)
+	}
+}
+
+func (r *recorder) arrived(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.arrivals[id]
+}
+
+// A daemon killed between recording a copy (RecordSent) and handing its
+// packet over sends it when its link opens again, ahead of the sends after
+// it; a packet that did go, recorded the same way, is not taken twice.
+func TestASendCutOffBeforeItsPacketWentGoesWhenTheLinkOpens(t *testing.T) {
+	bus := busServer(t, t.TempDir(), -1)
+	defer bus.Shutdown()
+	var ra, rb recorder
+	aDir := t.TempDir()
+	open := func() *Link { return startLink(t, Options{Name: "a", Dir: aDir, URL: bus.ClientURL(), Handler: &ra}) }
+	a := open()
+	b := openLink(t, "b", bus.ClientURL(), &rb)
+	waitFor(t, "both links up", func() bool { return a.Up() && b.Up() })
+	ctx := context.Background()
+	record := func(l *Link, i int) Packet {
+		p := message("b", i)
+		p.Message.Sent = time.Now().UTC()
+		s := Sent{ID: p.ID, Host: "b", Team: "t", Agent: "ana", State: StateOutbox, SentAt: p.Message.Sent}
+		if err := l.RecordSent(ctx, s, &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	went := record(a, 0)
+	if err := a.Send(ctx, went); err != nil { // straight to the bus
+		t.Fatal(err)
+	}
+	waitFor(t, "the sent message at b", func() bool { return rb.arrived(went.ID) == 1 })
+	cut := record(a, 1) // the daemon is killed here
+	a.Close()
+	a = open()
+	defer func() { a.Close() }()
+	after := message("b", 2)
+	if err := a.Send(ctx, after); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cut-off message and the next at b", func() bool { return len(rb.ids()) == 3 })
+	if got := rb.ids(); got[1] != cut.ID || got[2] != after.ID {
+		t.Fatalf("b got %v: the cut-off message goes ahead of the sends after it", got)
+	}
+	time.Sleep(500 * time.Millisecond)
+	for _, id := range []string{went.ID, cut.ID, after.ID} {
+		if n := rb.arrived(id); n != 1 {
+			t.Errorf("%s was handed to b %d times, want once (the bus drops a packet it has)", id, n)
+		}
+	}
+	// Reported (as the daemon records what b reports), a copy's packet is
+	// no longer kept: the next open sends nothing again.
+	for _, p := range []Packet{went, cut} {
+		ev := Packet{Kind: KindEvent, From: "b", To: "a", ID: p.ID, Event: &RemoteEvent{Team: "t", Agent: "ana", State: "submitted", Seq: 1, At: time.Now().UTC()}}
+		if err := a.RecordReport(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Close()
+	a = open()
+	time.Sleep(500 * time.Millisecond)
+	if n := rb.arrived(cut.ID); n != 1 {
+		t.Errorf("reported, %s was sent again: handed to b %d times", cut.ID, n)
 	}
 }

@@ -24,6 +24,11 @@ type Packet struct {
 	Message *RemoteMessage `json:"message,omitempty"`
 	// A state change (KindEvent).
 	Event *RemoteEvent `json:"event,omitempty"`
+
+	// nonce is this packet's part of its Nats-Msg-Id (dedupID), drawn
+	// once: by RecordSent, which keeps it with the packet, or by Send. It
+	// never travels.
+	nonce string
 }
 
 // RemoteMessage is a message to an agent on another host, with what its

@@ -75,7 +75,7 @@ func TestPermissionsAllowTheLinkAndNothingElse(t *testing.T) {
 	}
 	waitFor(t, "the message at b", func() bool { return len(rb.ids()) == 1 })
 	sent := Copy{ID: message("b", 1).ID, Host: "b", Team: "t", Agent: "ana"}
-	if err := a.RecordSent(ctx, Sent{ID: sent.ID, Host: "b", Team: "t", Agent: "ana", State: StateOutbox}); err != nil {
+	if err := a.RecordSent(ctx, Sent{ID: sent.ID, Host: "b", Team: "t", Agent: "ana", State: StateOutbox}, nil); err != nil {
 		t.Fatal(err)
 	}
 	events, stop := a.Watch(sent)

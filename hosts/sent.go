@@ -63,17 +63,40 @@ const (
 // reports it. It counts for nothing.
 var ErrNotSent = errors.New("no such copy was sent from here to that host")
 
+// sentRecord is a Sent as the bucket keeps it: until its host reports,
+// with the packet that carries it and that packet's nonce, so that a send
+// cut off between its record and its packet's handing over (the daemon
+// killed) goes when the link opens again (sendCutOff). GET /v1/messages
+// and the log read the Sent alone.
+type sentRecord struct {
+	Sent
+	Packet *Packet `json:"packet,omitempty"`
+	Nonce  string  `json:"nonce,omitempty"`
+}
+
 // RecordSent keeps the record of a copy this host sends, before it goes:
-// a report is believed only of a copy recorded so (RecordReport). What a
-// report already set is kept (the same copy sent again).
-func (l *Link) RecordSent(ctx context.Context, s Sent) error {
-	return l.updateSent(ctx, s.Copy(), func(old *Sent) error {
+// a report is believed only of a copy recorded so (RecordReport). p is
+// the packet that carries it (nil for none to keep): it is kept with the
+// record, given its Nats-Msg-Id here, and Send must be handed this p. What
+// a report already set is kept (the same copy sent again), and the packet
+// then is not: a copy its host reported on went.
+func (l *Link) RecordSent(ctx context.Context, s Sent, p *Packet) error {
+	rec := sentRecord{Sent: s}
+	if p != nil {
+		if p.nonce == "" {
+			p.nonce = nonce()
+		}
+		going := *p
+		rec.Packet, rec.Nonce = &going, p.nonce
+	}
+	return l.updateSent(ctx, s.Copy(), func(old *sentRecord) error {
 		if old == nil || len(old.Reports) == 0 {
 			return nil
 		}
-		s.State, s.Reason, s.Detail, s.At, s.Reports = old.State, old.Reason, old.Detail, old.At, old.Reports
+		rec.State, rec.Reason, rec.Detail, rec.At, rec.Reports = old.State, old.Reason, old.Detail, old.At, old.Reports
+		rec.Packet, rec.Nonce = nil, ""
 		return nil
-	}, &s)
+	}, &rec)
 }
 
 // RecordReport keeps the state p, a report, says of its copy: only when
@@ -81,12 +104,12 @@ func (l *Link) RecordSent(ctx context.Context, s Sent) error {
 // it is not older than the state kept.
 func (l *Link) RecordReport(ctx context.Context, p Packet) error {
 	ev := p.Event
-	var s Sent
-	return l.updateSent(ctx, p.Copy(), func(old *Sent) error {
+	var rec sentRecord
+	return l.updateSent(ctx, p.Copy(), func(old *sentRecord) error {
 		if old == nil {
 			return ErrNotSent
 		}
-		s = *old
+		s := old.Sent
 		r := Report{State: ev.State, Reason: ev.Reason, Detail: ev.Detail, At: ev.At}
 		if len(s.Reports) > 0 && s.At.After(ev.At) {
 			return errUnchanged
@@ -96,19 +119,20 @@ func (l *Link) RecordReport(ctx context.Context, p Packet) error {
 		if n := len(s.Reports); n > sentReports {
 			s.Reports = slices.Clone(s.Reports[n-sentReports:])
 		}
+		rec = sentRecord{Sent: s} // it went: its packet is not kept
 		return nil
-	}, &s)
+	}, &rec)
 }
 
 var errUnchanged = errors.New("unchanged")
 
-// updateSent writes *s at c's key after change has seen what is there
+// updateSent writes *rec at c's key after change has seen what is there
 // (nil when nothing), unless it says errUnchanged; written only if no
 // other write came between (a revision check), tried again if one did.
-func (l *Link) updateSent(ctx context.Context, c Copy, change func(old *Sent) error, s *Sent) error {
+func (l *Link) updateSent(ctx context.Context, c Copy, change func(old *sentRecord) error, rec *sentRecord) error {
 	kv, key := l.sent, c.Key()
 	for range 8 {
-		var old *Sent
+		var old *sentRecord
 		var rev uint64
 		e, err := kv.Get(ctx, key)
 		switch {
@@ -116,7 +140,7 @@ func (l *Link) updateSent(ctx context.Context, c Copy, change func(old *Sent) er
 		case err != nil:
 			return err
 		default:
-			var o Sent
+			var o sentRecord
 			if err := json.Unmarshal(e.Value(), &o); err != nil {
 				return fmt.Errorf("the record of %s: %w", key, err)
 			}
@@ -127,7 +151,7 @@ func (l *Link) updateSent(ctx context.Context, c Copy, change func(old *Sent) er
 		} else if err != nil {
 			return err
 		}
-		data, err := json.Marshal(s)
+		data, err := json.Marshal(rec)
 		if err != nil {
 			return err
 		}
@@ -142,6 +166,55 @@ func (l *Link) updateSent(ctx context.Context, c Copy, change func(old *Sent) er
 		return err
 	}
 	return fmt.Errorf("the record of %s: changed by others eight times in a row", key)
+}
+
+// sendCutOff sends, oldest first, what an earlier run recorded as going
+// (RecordSent) and may not have handed over: a copy no report came of,
+// whose packet is not among those waiting in the outbox (waiting, by
+// Nats-Msg-Id). Called by Open before Start, it puts them in the outbox,
+// ahead of every new send. One that did reach the bus has the same
+// Nats-Msg-Id there, and the bus drops it within busDedupWindow; later,
+// its host finds the id in the agent's inbox already from this host, and
+// only reports its state again.
+func (l *Link) sendCutOff(ctx context.Context, waiting map[string]bool) error {
+	w, err := l.sent.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return err
+	}
+	var cut []Packet
+	var at []time.Time
+	for e := range w.Updates() {
+		if e == nil {
+			break // every record read
+		}
+		var rec sentRecord
+		if json.Unmarshal(e.Value(), &rec) != nil || rec.Packet == nil || rec.State != StateOutbox || len(rec.Reports) > 0 {
+			continue
+		}
+		p := *rec.Packet
+		p.nonce = rec.Nonce
+		if p.nonce == "" || waiting[p.dedupID(p.nonce)] {
+			continue
+		}
+		cut, at = append(cut, p), append(at, rec.SentAt)
+	}
+	if err := w.Stop(); err != nil {
+		return err
+	}
+	order := make([]int, len(cut))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return at[a].Compare(at[b]) })
+	for _, i := range order {
+		if err := l.Send(ctx, cut[i]); err != nil {
+			return err
+		}
+	}
+	if len(cut) > 0 {
+		l.opts.Logf("hosts: sent %d message(s) again that an earlier run recorded but may not have handed over", len(cut))
+	}
+	return nil
 }
 
 // isWrongSequence reports whether err is a revision check that failed.

@@ -50,10 +50,12 @@ func (h *Relay) Send(ctx context.Context, req service.RemoteRequest) (courier.Re
 	out := courier.Result{Outcome: dispatch.Outcome{Target: t, ID: id}, Host: req.Host}
 	// Recorded before it goes: a report counts only of a copy recorded as
 	// sent to the host that reports it (hosts.RecordReport), and this
-	// host's log and GET /v1/messages/{id} list it from here on.
+	// host's log and GET /v1/messages/{id} list it from here on. Its
+	// packet is kept with it: a daemon killed before the packet is handed
+	// over sends it when it starts again.
 	sent := hosts.Sent{ID: string(id), Host: req.Host, Team: team, Agent: agent, State: hosts.StateOutbox, At: time.Now().UTC(),
 		From: req.Env.From, Type: string(req.Env.Type), Text: req.Env.Content, SentAt: p.Message.Sent}
-	if err := h.link.RecordSent(ctx, sent); err != nil {
+	if err := h.link.RecordSent(ctx, sent, &p); err != nil {
 		out.Verdict, out.Err, out.Reason = delivery.Failed, fmt.Errorf("recording the message to host %s on this host (it was not sent): %w", req.Host, err), courier.ReasonError
 		return out, nil
 	}
@@ -62,7 +64,7 @@ func (h *Relay) Send(ctx context.Context, req service.RemoteRequest) (courier.Re
 	if err := h.link.Send(ctx, p); err != nil {
 		out.Verdict, out.Err, out.Reason = delivery.Failed, fmt.Errorf("keeping the message for host %s: %w", req.Host, err), courier.ReasonError
 		sent.State, sent.Detail = string(delivery.Failed), out.Err.Error()
-		if err := h.link.RecordSent(ctx, sent); err != nil {
+		if err := h.link.RecordSent(ctx, sent, nil); err != nil {
 			h.opts.Logf("recording that %s to host %s failed: %v", id, req.Host, err)
 		}
 		return out, nil

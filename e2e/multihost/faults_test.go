@@ -560,7 +560,7 @@ func TestHostsSurviveFaults(t *testing.T) {
 				for _, h := range hs {
 					links = append(links, h.name+": "+h.srv.Run("--json", "hosts").Stdout)
 				}
-				t.Errorf("%s (no answer, arrived %d times): GET /v1/messages says %d %q; on %s: %.300s\nlinks:\n%s", s.id, counts[s.id], code, state, s.toHost, there, strings.Join(links, "\n"))
+				t.Errorf("%s (no answer, arrived %d times): GET /v1/messages says %d %q; here: %.2000s\non %s: %.2000s\nlinks:\n%s", s.id, counts[s.id], code, state, hs[s.hostIndex].messageDoc(s.id), s.toHost, there, strings.Join(links, "\n"))
 			}
 			continue
 		}
