@@ -200,32 +200,7 @@ func (c *Courier) recordedResult(in mailbox.Inbox, id message.ID) Result {
 	if d.LastVerdict != "" {
 		why = errors.New(d.LastVerdict)
 	}
-	switch d.State {
-	case mailbox.StateSubmitted:
-		res.Verdict = delivery.Submitted
-	case mailbox.StateQueued:
-		res.Verdict = delivery.Queued
-	case mailbox.StateTyped:
-		res.Verdict, res.Err = delivery.Typed, fmt.Errorf("%w: %w", delivery.ErrUnconfirmed, why)
-		if d.Reason == ReasonUnknown {
-			res.Verdict = delivery.VerdictUnknown
-		}
-	case mailbox.StateFailed:
-		res.Verdict, res.Err = delivery.Failed, why
-		switch d.Reason {
-		case ReasonBusy, ReasonDialog, ReasonDraft, ReasonNoBox, ReasonLocked, ReasonTimeout, ReasonShell:
-			// Never typed: not ready, as its send said (exit 4).
-			res.Verdict, res.Err = delivery.NotReady, fmt.Errorf("%w: %w", delivery.ErrNotReady, why)
-		case ReasonNotFound:
-			res.Verdict, res.Err = dispatch.NotFound, fmt.Errorf("%w: %w", dispatch.ErrTargetNotFound, why)
-		}
-	case mailbox.StateSkipped, mailbox.StateHandled:
-		res.Verdict, res.Err = Skipped, why
-	case mailbox.StateInbox, mailbox.StateRead:
-		res.Verdict = Recorded
-	default: // pending, deferred, typing: kept, and deliver types it
-		res.Verdict = Deferred
-	}
+	res.Verdict, res.Err = VerdictOf(d.State, d.Reason, why)
 	return res
 }
 

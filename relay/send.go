@@ -279,49 +279,12 @@ func verdictOf(t target.Target, id message.ID, host string, ev *hosts.RemoteEven
 	if detail == "" {
 		detail = ev.State
 	}
-	switch ev.State {
-	case string(mailbox.StatePending), string(mailbox.StateTyping), "":
-		return r, false
-	case string(mailbox.StateSubmitted):
-		r.Verdict = delivery.Submitted
-	case string(mailbox.StateQueued):
-		r.Verdict = delivery.Queued
-	case string(mailbox.StateDeferred):
-		r.Verdict = courier.Deferred
-		r.Err = fmt.Errorf("on host %s: %s", host, detail)
-	case string(mailbox.StateInbox), string(mailbox.StateRead):
-		r.Verdict = courier.Recorded
-	case string(mailbox.StateTyped):
-		r.Verdict, r.Err = delivery.Typed, fmt.Errorf("%w: on host %s: %s", delivery.ErrUnconfirmed, host, detail)
-	case string(dispatch.NotFound):
-		r.Verdict, r.Err = dispatch.NotFound, fmt.Errorf("%w: on host %s: %s", dispatch.ErrTargetNotFound, host, detail)
-	case string(delivery.VerdictUnknown):
-		r.Verdict, r.Err = delivery.VerdictUnknown, fmt.Errorf("on host %s: %s", host, detail)
-	default:
-		r.Verdict, r.Err = delivery.Failed, fmt.Errorf("on host %s: %s", host, detail)
-		if ev.Reason == courier.ReasonUnknown {
-			// Recorded failed there, and it may have reached the agent:
-			// a send there says unknown, never failed.
-			r.Verdict = delivery.VerdictUnknown
-		}
-		if notReady(ev.Reason) {
-			// Never typed, as a send here would have said: exit 4.
-			r.Verdict, r.Err = delivery.NotReady, fmt.Errorf("%w: on host %s: %s", delivery.ErrNotReady, host, detail)
-		}
+	switch mailbox.DeliveryState(ev.State) {
+	case mailbox.StatePending, mailbox.StateTyping, "":
+		return r, false // on its way there: the send waits for more
 	}
+	r.Verdict, r.Err = courier.VerdictOf(mailbox.DeliveryState(ev.State), ev.Reason, fmt.Errorf("on host %s: %s", host, detail))
 	return r, true
-}
-
-// notReady reports whether a failed message's reason says its agent was
-// not ready to take it (and nothing was typed): a send with --no-queue, or
-// one to a shell prompt.
-func notReady(reason string) bool {
-	switch reason {
-	case courier.ReasonBusy, courier.ReasonDialog, courier.ReasonDraft, courier.ReasonNoBox, courier.ReasonLocked,
-		courier.ReasonGone, courier.ReasonShell, courier.ReasonBehindOlder, courier.ReasonInterrupted, courier.ReasonTimeout:
-		return true
-	}
-	return false
 }
 
 // knownHosts names the hosts on the bus, for an error.
