@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/agentmsg/agentmsg/delivery"
-	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/eventlog"
 	"github.com/agentmsg/agentmsg/mailbox"
 )
@@ -76,7 +75,7 @@ func TestCodeWritesOnlyListedEventTypes(t *testing.T) {
 	for _, s := range []delivery.Step{delivery.Pasted, delivery.Unseen, delivery.Pressed} {
 		messages = append(messages, string(s))
 	}
-	messages = append(messages, string(dispatch.NotFound), string(delivery.VerdictUnknown))
+	messages = append(messages, string(delivery.NotFound), string(delivery.VerdictUnknown))
 	for _, s := range messages {
 		if !eventlog.Known(eventlog.MessageState(s)) {
 			t.Errorf("eventlog.MessageState(%q) is not a listed type", s)

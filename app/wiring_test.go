@@ -2,10 +2,10 @@ package app
 
 import (
 	"errors"
+	"github.com/agentmsg/agentmsg/delivery"
 	"testing"
 
 	"github.com/agentmsg/agentmsg/config"
-	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
@@ -61,7 +61,7 @@ func TestWiringService(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := svc.Send(t.Context(), service.SendRequest{To: to, Draft: service.Draft{Text: "hi"}, Delivery: service.Delivery{MailboxOnly: true}})
-	if err != nil || res.Verdict != courier.Recorded {
+	if err != nil || res.Verdict != delivery.Recorded {
 		t.Fatalf("send: %+v, %v", res, err)
 	}
 	batch, err := svc.Store.Read("alpha", "ana")

@@ -81,7 +81,7 @@ func resultMark(r courier.Result) string {
 	switch {
 	case !r.OK():
 		return "✗"
-	case r.Verdict == courier.Deferred:
+	case r.Verdict == delivery.Deferred:
 		return "…"
 	}
 	return "✓"
@@ -100,7 +100,7 @@ func describeResult(r courier.Result) string {
 		return fmt.Sprintf("%s; but %v", describe(r.Outcome), r.RecordErr)
 	}
 	switch r.Verdict {
-	case courier.Deferred:
+	case delivery.Deferred:
 		switch {
 		case r.Err != nil: // interrupted, or another sender held the pane
 			return fmt.Sprintf("deferred for %s as %s: %s; kept in its inbox (agentmsg deliver types it)", r.Target, r.ID, errText(r.Err))
@@ -110,9 +110,9 @@ func describeResult(r courier.Result) string {
 			return fmt.Sprintf("deferred for %s as %s: %s; kept in its inbox until it is ready (agentmsg deliver types it then)", r.Target, r.ID, reasonWords(r.Reason))
 		}
 		return fmt.Sprintf("deferred for %s as %s: kept in its inbox until it is ready (agentmsg deliver types it then)", r.Target, r.ID)
-	case courier.Recorded:
+	case delivery.Recorded:
 		return fmt.Sprintf("recorded in %s's inbox as %s (not typed)", r.Target, r.ID)
-	case courier.Skipped:
+	case delivery.Skipped:
 		return fmt.Sprintf("skipped %s for %s, not typed: %s (it stays in the inbox)", r.ID, r.Target, errText(r.Err))
 	}
 	return describe(r.Outcome)

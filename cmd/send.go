@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentmsg/agentmsg/delivery"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/eventlog"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"
@@ -132,7 +132,7 @@ func sendRun(ctx context.Context, opts *SendOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.WaitDelivered > 0 && res.Verdict == courier.Deferred && res.OK() {
+	if opts.WaitDelivered > 0 && res.Verdict == delivery.Deferred && res.OK() {
 		return waitDelivered(ctx, opts, svc, res, before)
 	}
 	return reportSent(&Factory{IO: opts.IO, JSON: opts.JSON(), LookupEnv: opts.LookupEnv}, res)

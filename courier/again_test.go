@@ -126,7 +126,7 @@ func TestBroadcastOnceAtOnce(t *testing.T) {
 		for _, r := range rs {
 			want := delivery.Submitted
 			if r.Target.Name == "bob" {
-				want = Deferred
+				want = delivery.Deferred
 			}
 			if r.Verdict != want {
 				t.Errorf("call %d: %s: %s, want %s", i, r.Target.Session, r.Verdict, want)

@@ -25,18 +25,6 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Verdicts a courier adds to delivery's.
-const (
-	// Deferred: recorded; the agent was not ready, and a deliver run will
-	// type it when it is.
-	Deferred delivery.Verdict = "deferred"
-	// Recorded: put in the inbox only (Mode.MailboxOnly).
-	Recorded delivery.Verdict = "recorded"
-	// Skipped: not typed, as it no longer applies: a request that was
-	// claimed or expired before its turn came. Err says why.
-	Skipped delivery.Verdict = "skipped"
-)
-
 // Courier sends through a mailbox and a dispatcher.
 type Courier struct {
 	Store    *mailbox.Store
@@ -99,7 +87,7 @@ type Result struct {
 // kept for later, or no longer to be typed (Skipped), and recorded as
 // such.
 func (r Result) OK() bool {
-	return r.RecordErr == nil && (r.Outcome.OK() || r.Verdict == Deferred || r.Verdict == Recorded || r.Verdict == Skipped)
+	return r.RecordErr == nil && (r.Outcome.OK() || r.Verdict == delivery.Deferred || r.Verdict == delivery.Recorded || r.Verdict == delivery.Skipped)
 }
 
 // Typed is what goes into the agent's box for env: the content, marked with
@@ -159,7 +147,7 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 	if mode.MailboxOnly {
 		// For the agent to read (agentmsg inbox); deliver never types it.
 		env.Delivery = &mailbox.Delivery{State: mailbox.StateInbox, Updated: c.now()}
-		res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Recorded}, State: mailbox.StateInbox}
+		res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Recorded}, State: mailbox.StateInbox}
 		if err := box.Append(env); err != nil {
 			res.Verdict, res.Err = delivery.Failed, fmt.Errorf("the message was neither recorded in %s/%s's inbox nor typed: %w", team, agent, err)
 			return res
@@ -189,7 +177,7 @@ func (c *Courier) Send(ctx context.Context, t target.Target, env mailbox.Envelop
 				why += " (" + err.Error() + ")"
 			}
 			env.Delivery = &mailbox.Delivery{State: mailbox.StateDeferred, Updated: c.now(), LastVerdict: why, Reason: ReasonBehindOlder}
-			res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Deferred}, State: mailbox.StateDeferred, Reason: ReasonBehindOlder, Older: older}
+			res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Deferred}, State: mailbox.StateDeferred, Reason: ReasonBehindOlder, Older: older}
 			if err := box.Append(env); err != nil {
 				res.Verdict, res.Err = delivery.Failed, fmt.Errorf("the message was neither recorded in %s/%s's inbox nor typed: %w", team, agent, err)
 				return res
@@ -549,7 +537,7 @@ func (c *Courier) recordOne(ctx context.Context, p dispatch.Resolved, env mailbo
 			if err := box.AppendBatched(e); err != nil {
 				return fail(err)
 			}
-			return recorded{behind: &Result{Outcome: dispatch.Outcome{Target: p.Target, ID: env.ID, Verdict: Deferred},
+			return recorded{behind: &Result{Outcome: dispatch.Outcome{Target: p.Target, ID: env.ID, Verdict: delivery.Deferred},
 				State: mailbox.StateDeferred, Reason: ReasonBehindOlder, Older: older}}
 		}
 	}
@@ -596,7 +584,7 @@ func (c *Courier) recordBroadcast(ctx context.Context, team string, env mailbox.
 	intent.Done()
 	out := make([]Result, len(targets))
 	for i, t := range targets {
-		out[i] = Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Recorded}, State: mailbox.StateInbox}
+		out[i] = Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Recorded}, State: mailbox.StateInbox}
 	}
 	return out, nil
 }
@@ -739,7 +727,7 @@ func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, o
 			// that types nothing writes nothing).
 			rec.Attempts = max(attempt-1, 0)
 			if before.state == mailbox.StateDeferred {
-				res.Verdict, res.State, res.Reason = Deferred, mailbox.StateDeferred, rec.Reason
+				res.Verdict, res.State, res.Reason = delivery.Deferred, mailbox.StateDeferred, rec.Reason
 				var nr *delivery.NotReadyError
 				if locked := errors.As(out.Err, &nr) && nr.State == delivery.Locked; !locked && !errors.Is(out.Err, delivery.ErrInterrupted) {
 					res.Err = nil
@@ -752,7 +740,7 @@ func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, o
 			// still waits in the box, for the next deliver to submit.
 			rec.State = mailbox.StateTyped
 		}
-		res.Verdict = Deferred
+		res.Verdict = delivery.Deferred
 		var nr *delivery.NotReadyError
 		locked := errors.As(out.Err, &nr) && nr.State == delivery.Locked
 		if !locked && !errors.Is(out.Err, delivery.ErrInterrupted) {
@@ -788,7 +776,7 @@ func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, o
 			// full disk): the message is kept as typing, and the next
 			// deliver types it. Failed would be untrue, and a sender who
 			// retried would send it twice (found by e2e/chaos, seed 962481).
-			res.Verdict = Deferred
+			res.Verdict = delivery.Deferred
 			res.RecordErr = fmt.Errorf("not typed, and kept: recording that in the inbox failed (it still says %s, and the next deliver types it): %w", res.State, err)
 		}
 		if res.Err == nil {

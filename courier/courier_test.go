@@ -105,7 +105,7 @@ func TestHintIsTypedAfterTheText(t *testing.T) {
 	later := envelope(t, "later")
 	later.Type = mailbox.TypeShutdownRequest
 	for _, e := range []mailbox.Envelope{plain, later} {
-		if res := c.Send(context.Background(), ana(t), e, Mode{Queue: true}); res.Verdict != Deferred {
+		if res := c.Send(context.Background(), ana(t), e, Mode{Queue: true}); res.Verdict != delivery.Deferred {
 			t.Fatalf("send with the dialog open: %+v", res)
 		}
 	}
@@ -128,10 +128,10 @@ func TestNotReadyIsDeferredThenDelivered(t *testing.T) {
 	tm.SetDialog("agent-alpha-ana", true)
 	env := envelope(t, "later")
 	res := c.Send(context.Background(), ana(t), env, Mode{Queue: true})
-	if res.Verdict != Deferred || !res.OK() || res.Err != nil {
+	if res.Verdict != delivery.Deferred || !res.OK() || res.Err != nil {
 		t.Fatalf("result %+v, want deferred", res)
 	}
-	if done, err := c.Deliver(context.Background(), "", dispatch.Call{}); err != nil || len(done) != 1 || done[0].Verdict != Deferred {
+	if done, err := c.Deliver(context.Background(), "", dispatch.Call{}); err != nil || len(done) != 1 || done[0].Verdict != delivery.Deferred {
 		t.Fatalf("deliver with the dialog open: %+v, %v", done, err)
 	}
 	tm.SetDialog("agent-alpha-ana", false)
@@ -164,7 +164,7 @@ func TestMailboxOnlyIsNeverTyped(t *testing.T) {
 	c, tm := newCourier(t, "agent-alpha-ana")
 	env := envelope(t, "read me")
 	res := c.Send(context.Background(), ana(t), env, Mode{MailboxOnly: true})
-	if res.Verdict != Recorded || res.State != mailbox.StateInbox {
+	if res.Verdict != delivery.Recorded || res.State != mailbox.StateInbox {
 		t.Fatalf("result %+v", res)
 	}
 	if done, _ := c.Deliver(context.Background(), "", dispatch.Call{}); len(done) != 0 || len(tm.Received("agent-alpha-ana")) != 0 {
@@ -175,7 +175,7 @@ func TestMailboxOnlyIsNeverTyped(t *testing.T) {
 func TestMissingAgentLeavesNoInbox(t *testing.T) {
 	c, _ := newCourier(t, "agent-alpha-ana-2")
 	res := c.Send(context.Background(), ana(t), envelope(t, "hi"), Mode{Queue: true})
-	if res.Verdict != dispatch.NotFound || res.State != "" {
+	if res.Verdict != delivery.NotFound || res.State != "" {
 		t.Fatalf("result %+v, want not found and nothing stored", res)
 	}
 	if _, err := os.Stat(filepath.Join(c.Store.Root, "teams", "alpha", "mailbox", "ana.jsonl")); err == nil {
@@ -206,7 +206,7 @@ func TestBroadcastRecordsEachTarget(t *testing.T) {
 	for _, r := range results {
 		verdicts[r.Target.Name] = r.Verdict
 	}
-	if verdicts["ana"] != delivery.Submitted || verdicts["bob"] != Deferred {
+	if verdicts["ana"] != delivery.Submitted || verdicts["bob"] != delivery.Deferred {
 		t.Errorf("verdicts %v", verdicts)
 	}
 	for _, name := range []string{"ana", "bob"} {
@@ -281,14 +281,14 @@ func TestOlderMessagesGoFirst(t *testing.T) {
 	c, tm := newCourier(t, "agent-alpha-ana")
 	tm.SetDialog("agent-alpha-ana", true)
 	m1, m2, m3 := envelope(t, "one"), envelope(t, "two"), envelope(t, "three")
-	if r := c.Send(context.Background(), ana(t), m1, Mode{Queue: true}); r.Verdict != Deferred {
+	if r := c.Send(context.Background(), ana(t), m1, Mode{Queue: true}); r.Verdict != delivery.Deferred {
 		t.Fatalf("m1: %+v", r)
 	}
 	// Still not ready: m2 waits behind m1 instead of being tried on its
 	// own, and says that m1 was tried first and why it still waits.
 	r := c.Send(context.Background(), ana(t), m2, Mode{Queue: true})
-	if r.Verdict != Deferred || r.Reason != ReasonBehindOlder || len(r.Older) != 1 || r.Older[0].ID != m1.ID ||
-		r.Older[0].Verdict != Deferred || r.Older[0].Reason != ReasonDialog {
+	if r.Verdict != delivery.Deferred || r.Reason != ReasonBehindOlder || len(r.Older) != 1 || r.Older[0].ID != m1.ID ||
+		r.Older[0].Verdict != delivery.Deferred || r.Older[0].Reason != ReasonDialog {
 		t.Fatalf("m2: %+v, want deferred behind m1 (tried first: deferred, dialog)", r)
 	}
 	tm.SetDialog("agent-alpha-ana", false)
@@ -354,7 +354,7 @@ func TestInterruptedSendIsKeptAndFinishedOnce(t *testing.T) {
 		// finish with a later send instead of deliver
 		bySend bool
 	}{
-		{name: "waiting for a dialog to close", dialog: true, at: time.Millisecond, verdict: Deferred, state: mailbox.StateDeferred},
+		{name: "waiting for a dialog to close", dialog: true, at: time.Millisecond, verdict: delivery.Deferred, state: mailbox.StateDeferred},
 		{name: "in the settle", at: settle, verdict: delivery.Typed, state: mailbox.StateTyped},
 		{name: "in the settle, then another send", at: settle, verdict: delivery.Typed, state: mailbox.StateTyped, bySend: true},
 	}
@@ -378,7 +378,7 @@ func TestInterruptedSendIsKeptAndFinishedOnce(t *testing.T) {
 			if res.Verdict != tt.verdict || res.State != tt.state || state(t, c, env.ID) != tt.state {
 				t.Fatalf("result %s (stored %s, err %v), inbox %s; want %s and %s", res.Verdict, res.State, res.Err, state(t, c, env.ID), tt.verdict, tt.state)
 			}
-			if !errors.Is(res.Err, delivery.ErrInterrupted) && res.Verdict != Deferred {
+			if !errors.Is(res.Err, delivery.ErrInterrupted) && res.Verdict != delivery.Deferred {
 				t.Errorf("err %v, want it to say it was interrupted", res.Err)
 			}
 			if got := tm.Received("agent-alpha-ana"); len(got) != 0 {
@@ -453,7 +453,7 @@ func TestBusyInboxDelivererIsNotWaitedFor(t *testing.T) {
 	c, tm := newCourier(t, "agent-alpha-ana")
 	tm.SetDialog("agent-alpha-ana", true)
 	older := envelope(t, "older")
-	if r := c.Send(context.Background(), ana(t), older, Mode{Queue: true}); r.Verdict != Deferred {
+	if r := c.Send(context.Background(), ana(t), older, Mode{Queue: true}); r.Verdict != delivery.Deferred {
 		t.Fatalf("older: %+v", r)
 	}
 	tm.SetDialog("agent-alpha-ana", false)
@@ -467,7 +467,7 @@ func TestBusyInboxDelivererIsNotWaitedFor(t *testing.T) {
 	start := time.Now()
 	env := envelope(t, "newer")
 	res := c.Send(ctx, ana(t), env, Mode{Queue: true})
-	if res.Verdict != Deferred || state(t, c, env.ID) != mailbox.StateDeferred {
+	if res.Verdict != delivery.Deferred || state(t, c, env.ID) != mailbox.StateDeferred {
 		t.Fatalf("send: %+v, want deferred behind the older message", res)
 	}
 	if done, err := c.Deliver(ctx, "", dispatch.Call{}); err != nil || len(done) != 0 {
@@ -612,7 +612,7 @@ func TestDeliverTypesRequestIDsAndSkipsClosedRequests(t *testing.T) {
 	}
 	skipped := 0
 	for _, d := range done {
-		if d.Verdict == Skipped {
+		if d.Verdict == delivery.Skipped {
 			skipped++
 			if !d.OK() {
 				t.Errorf("a skipped request is not a failure: %+v", d)
@@ -639,11 +639,11 @@ func TestBroadcastNeverOvertakesADeferredMessage(t *testing.T) {
 	tm.SetDialog("agent-alpha-bob", true)
 	tm.SetDialog("agent-alpha-cy", true)
 	older := envelope(t, "older to bob")
-	if r := c.Send(context.Background(), bob, older, Mode{Queue: true}); r.Verdict != Deferred {
+	if r := c.Send(context.Background(), bob, older, Mode{Queue: true}); r.Verdict != delivery.Deferred {
 		t.Fatalf("older: %+v", r)
 	}
 	olderCy := envelope(t, "older to cy")
-	if r := c.Send(context.Background(), cy, olderCy, Mode{Queue: true}); r.Verdict != Deferred {
+	if r := c.Send(context.Background(), cy, olderCy, Mode{Queue: true}); r.Verdict != delivery.Deferred {
 		t.Fatalf("older to cy: %+v", r)
 	}
 	tm.SetDialog("agent-alpha-bob", false) // bob is ready now; cy is not
@@ -656,7 +656,7 @@ func TestBroadcastNeverOvertakesADeferredMessage(t *testing.T) {
 	for _, r := range results {
 		verdicts[r.Target.Agent()] = r.Verdict
 	}
-	if verdicts["ana"] != delivery.Submitted || verdicts["bob"] != delivery.Submitted || verdicts["cy"] != Deferred {
+	if verdicts["ana"] != delivery.Submitted || verdicts["bob"] != delivery.Submitted || verdicts["cy"] != delivery.Deferred {
 		t.Fatalf("verdicts %v: want ana and bob submitted, cy deferred behind its older message", verdicts)
 	}
 	want := []string{string(older.ID) + ": older to bob", string(all.ID) + ": to everyone"}
@@ -688,7 +688,7 @@ func TestBroadcastSaysWhichOlderMessagesWentFirst(t *testing.T) {
 		to  string
 		env mailbox.Envelope
 	}{{"bob", older}, {"cy", olderCy}} {
-		if r := c.Send(context.Background(), mustTarget(t, "alpha", m.to), m.env, Mode{Queue: true}); r.Verdict != Deferred {
+		if r := c.Send(context.Background(), mustTarget(t, "alpha", m.to), m.env, Mode{Queue: true}); r.Verdict != delivery.Deferred {
 			t.Fatalf("older to %s: %+v", m.to, r)
 		}
 	}
@@ -704,7 +704,7 @@ func TestBroadcastSaysWhichOlderMessagesWentFirst(t *testing.T) {
 	if o := olderOf["bob"]; len(o) != 1 || o[0].ID != older.ID || o[0].Verdict != delivery.Submitted {
 		t.Errorf("bob's older messages: %+v, want %s submitted", o, older.ID)
 	}
-	if o := olderOf["cy"]; len(o) != 1 || o[0].ID != olderCy.ID || o[0].Verdict != Deferred || o[0].Reason != ReasonDialog {
+	if o := olderOf["cy"]; len(o) != 1 || o[0].ID != olderCy.ID || o[0].Verdict != delivery.Deferred || o[0].Reason != ReasonDialog {
 		t.Errorf("cy's older messages: %+v, want %s deferred (dialog)", o, olderCy.ID)
 	}
 	if o := olderOf["ana"]; len(o) != 0 {
@@ -733,7 +733,7 @@ func TestSendDropsExpiredMessages(t *testing.T) {
 	// arrive, all two days old.
 	old := envelope(t, "waits")
 	old.Timestamp = now.Add(-48 * time.Hour)
-	if res := c.Send(context.Background(), ana(t), old, Mode{MailboxOnly: true}); !res.OK() && res.Verdict != Recorded {
+	if res := c.Send(context.Background(), ana(t), old, Mode{MailboxOnly: true}); !res.OK() && res.Verdict != delivery.Recorded {
 		t.Fatal(res.Err)
 	}
 	for range 3 {
@@ -786,7 +786,7 @@ func TestDeliverPassIsNotHeldUpByStuckAgents(t *testing.T) {
 	for _, s := range sessions {
 		tm.SetDialog(s, true)
 		tg, _ := target.FromSession(s)
-		if r := c.Send(context.Background(), tg, envelope(t, "for "+s), Mode{Queue: true}); r.Verdict != Deferred {
+		if r := c.Send(context.Background(), tg, envelope(t, "for "+s), Mode{Queue: true}); r.Verdict != delivery.Deferred {
 			t.Fatalf("%s: %+v, want deferred", s, r)
 		}
 	}
@@ -977,7 +977,7 @@ func TestNothingTypedAndNothingRecordedIsKeptNotFailed(t *testing.T) {
 	c.Dispatch.Tmux = disk
 	env := envelope(t, "hello")
 	res := c.Send(context.Background(), ana(t), env, Mode{Queue: true})
-	if res.Verdict != Deferred || res.State != mailbox.StateTyping || res.RecordErr == nil || res.Typings != 0 {
+	if res.Verdict != delivery.Deferred || res.State != mailbox.StateTyping || res.RecordErr == nil || res.Typings != 0 {
 		t.Fatalf("result %s, stored %s, typings %d, err %v; want deferred, stored typing, its record's error", res.Verdict, res.State, res.Typings, res.Err)
 	}
 	if !strings.Contains(res.Err.Error(), "the next deliver types it") {
@@ -1008,11 +1008,11 @@ func TestOlderMessagesAreWaitedForAsLongAsTheSendersOwn(t *testing.T) {
 	c.Dispatch.Opts.ReadyTimeout = 5 * time.Second
 	tm.SetDialog("agent-alpha-ana", true)
 	short := Mode{Queue: true, Call: dispatch.Call{ReadyTimeout: 10 * time.Millisecond}}
-	if r := c.Send(context.Background(), ana(t), envelope(t, "one"), short); r.Verdict != Deferred {
+	if r := c.Send(context.Background(), ana(t), envelope(t, "one"), short); r.Verdict != delivery.Deferred {
 		t.Fatalf("m1: %+v", r)
 	}
 	r := c.Send(context.Background(), ana(t), envelope(t, "two"), short)
-	if len(r.Older) != 1 || r.Older[0].Verdict != Deferred {
+	if len(r.Older) != 1 || r.Older[0].Verdict != delivery.Deferred {
 		t.Fatalf("m2: %+v, want the older one tried first and deferred", r)
 	}
 	// Far from either bound: the default is 500 times the sender's.
@@ -1096,7 +1096,7 @@ func queueThree(t *testing.T, c *Courier, tm *tmuxtest.Server) []message.ID {
 	var ids []message.ID
 	for i := range 3 {
 		env := envelope(t, fmt.Sprint("queued ", i))
-		if res := c.Send(context.Background(), ana(t), env, Mode{Queue: true}); res.Verdict != Deferred {
+		if res := c.Send(context.Background(), ana(t), env, Mode{Queue: true}); res.Verdict != delivery.Deferred {
 			t.Fatalf("send %d: %+v", i, res)
 		}
 		ids = append(ids, env.ID)
@@ -1139,7 +1139,7 @@ func TestPassStopsAtAPaneGoneBetweenMessages(t *testing.T) {
 	counting := &countingTmux{fakeServer: tm, killAfter: 2} // the first message's proof, then the next one's first look
 	c.Dispatch.Tmux = counting
 	done, err := c.Deliver(context.Background(), "", dispatch.Call{})
-	if err != nil || len(done) != 2 || done[0].Verdict != delivery.Submitted || done[1].Verdict != Deferred {
+	if err != nil || len(done) != 2 || done[0].Verdict != delivery.Submitted || done[1].Verdict != delivery.Deferred {
 		t.Fatalf("deliver: %+v, %v", done, err)
 	}
 	if s := state(t, c, ids[1]); s != mailbox.StateDeferred && s != mailbox.StatePending {
@@ -1197,14 +1197,14 @@ func TestPassTypesAsItsSenderAsked(t *testing.T) {
 	patient := record("in the next hour", later, pending)
 	start := time.Now()
 	done, err = c.Deliver(context.Background(), "alpha", dispatch.Call{})
-	if err != nil || len(done) != 1 || done[0].Verdict != Deferred || time.Since(start) > time.Second {
+	if err != nil || len(done) != 1 || done[0].Verdict != delivery.Deferred || time.Since(start) > time.Second {
 		t.Fatalf("pass with the dialog open, an hour left: %+v, %v after %s; want deferred at the pass's own timeout", done, err, time.Since(start))
 	}
 	kept := record("when you can", nil, pending)
 	behind := record("behind it, never", later, pending)
 	resumed := record("maybe in the box", later, mailbox.Delivery{State: mailbox.StateTyping, Attempts: 1, Reached: "pasted"})
 	done, err = c.Deliver(context.Background(), "alpha", dispatch.Call{})
-	if err != nil || len(done) != 1 || done[0].ID != patient || done[0].Verdict != Deferred {
+	if err != nil || len(done) != 1 || done[0].ID != patient || done[0].Verdict != delivery.Deferred {
 		t.Fatalf("pass behind a deferred message, time left: %+v, %v; want only the older one, deferred", done, err)
 	}
 	if s := state(t, c, behind); s != mailbox.StatePending {
@@ -1212,7 +1212,7 @@ func TestPassTypesAsItsSenderAsked(t *testing.T) {
 	}
 	now = now.Add(2 * time.Hour)
 	done, err = c.Deliver(context.Background(), "alpha", dispatch.Call{})
-	if err != nil || len(done) != 3 || done[0].ID != patient || done[0].Verdict != delivery.NotReady || done[1].ID != kept || done[1].Verdict != Deferred ||
+	if err != nil || len(done) != 3 || done[0].ID != patient || done[0].Verdict != delivery.NotReady || done[1].ID != kept || done[1].Verdict != delivery.Deferred ||
 		done[2].ID != behind || done[2].Verdict != delivery.NotReady || done[2].Reason != ReasonBehindOlder {
 		t.Fatalf("pass behind a deferred message, time up: %+v, %v; want the first failed at once, the older one deferred, then the one behind not ready behind older", done, err)
 	}
@@ -1264,7 +1264,7 @@ func TestAPassStartsFromWhatItsCallerKnew(t *testing.T) {
 	kept := func(to target.Target, session string) {
 		t.Helper()
 		tm.SetDialog(session, true)
-		if res := c.Send(ctx, to, envelope(t, "for "+session), Mode{Queue: true}); res.Verdict != Deferred {
+		if res := c.Send(ctx, to, envelope(t, "for "+session), Mode{Queue: true}); res.Verdict != delivery.Deferred {
 			t.Fatalf("send to %s behind a dialog: %+v, want deferred", session, res)
 		}
 		tm.SetDialog(session, false)

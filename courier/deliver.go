@@ -295,7 +295,7 @@ func (c *Courier) deliverInbox(ctx context.Context, team, agent string, typing b
 			again = &next
 		}
 		out = append(out, Typing{Team: team, Agent: agent, Result: res})
-		if res.Verdict == Deferred || res.Verdict == dispatch.NotFound {
+		if res.Verdict == delivery.Deferred || res.Verdict == delivery.NotFound {
 			out = append(out, c.expire(box, t, batch.Envelopes[i+1:], ReasonBehindOlder)...)
 			break // keep the order: the rest wait behind this one
 		}
@@ -482,7 +482,7 @@ func (c *Courier) withdrawn(team string, env mailbox.Envelope) string {
 
 // skip records that env is not typed, and why.
 func (c *Courier) skip(box *mailbox.Box, t target.Target, env mailbox.Envelope, why string) Result {
-	res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: Skipped, Err: errors.New(why)}, State: mailbox.StateSkipped}
+	res := Result{Outcome: dispatch.Outcome{Target: t, ID: env.ID, Verdict: delivery.Skipped, Err: errors.New(why)}, State: mailbox.StateSkipped}
 	rec := mailbox.Delivery{State: mailbox.StateSkipped, Attempts: env.Delivery.Attempts, LastVerdict: "skipped: " + why, Updated: c.now()}
 	if err := box.SetDelivery(env.ID, rec); err != nil {
 		res.Verdict, res.State = delivery.Failed, env.Delivery.State

@@ -35,7 +35,7 @@ func Reason(out dispatch.Outcome) string {
 		return ""
 	case errors.Is(out.Err, delivery.ErrInterrupted):
 		return ReasonInterrupted
-	case out.Verdict == dispatch.NotFound:
+	case out.Verdict == delivery.NotFound:
 		return ReasonNotFound
 	case errors.Is(out.Err, delivery.ErrNotAgent):
 		return ReasonShell

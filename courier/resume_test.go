@@ -254,7 +254,7 @@ func TestAnAttemptThatTouchedNothingLeavesATypedMessageTyped(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := delivery1(t, c, env.ID)
-	for _, verdict := range []delivery.Verdict{dispatch.NotFound, delivery.Failed} {
+	for _, verdict := range []delivery.Verdict{delivery.NotFound, delivery.Failed} {
 		out := dispatch.Outcome{Verdict: verdict, ID: env.ID, Err: errors.New("two panes run a known program")}
 		res := c.settle(context.Background(), box, env.ID, out, Mode{Queue: true}, 2, prior{state: mailbox.StateTyped, reached: delivery.Step(d.Reached), resumed: true})
 		if res.State != mailbox.StateTyped {

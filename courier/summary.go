@@ -1,5 +1,7 @@
 package courier
 
+import "github.com/agentmsg/agentmsg/delivery"
+
 // BroadcastVerdict is a broadcast's one outcome, the same for every front
 // end (the CLI's exit code and --json, the MCP tool's answer).
 type BroadcastVerdict string
@@ -33,7 +35,7 @@ func Summarize(results []Result) Summary {
 	var s Summary
 	for _, r := range results {
 		switch {
-		case r.Verdict == Deferred && r.RecordErr == nil:
+		case r.Verdict == delivery.Deferred && r.RecordErr == nil:
 			s.Deferred = append(s.Deferred, r)
 		case r.OK():
 			s.Delivered = append(s.Delivered, r)

@@ -16,11 +16,11 @@ func TestSummarize(t *testing.T) {
 		ok      bool
 	}{
 		{"all submitted", []Result{r(delivery.Submitted), r(delivery.Queued)}, AllDelivered, true},
-		{"recorded only", []Result{r(Recorded)}, AllDelivered, true},
-		{"one deferred", []Result{r(delivery.Submitted), r(Deferred)}, SomeDeferred, true},
+		{"recorded only", []Result{r(delivery.Recorded)}, AllDelivered, true},
+		{"one deferred", []Result{r(delivery.Submitted), r(delivery.Deferred)}, SomeDeferred, true},
 		{"one failed", []Result{r(delivery.Submitted), r(delivery.Failed)}, Partial, false},
-		{"deferred and failed", []Result{r(Deferred), r(delivery.Typed)}, Partial, false},
-		{"all failed", []Result{r(delivery.Failed), r(dispatch.NotFound)}, NoneTook, false},
+		{"deferred and failed", []Result{r(delivery.Deferred), r(delivery.Typed)}, Partial, false},
+		{"all failed", []Result{r(delivery.Failed), r(delivery.NotFound)}, NoneTook, false},
 	} {
 		s := Summarize(tt.results)
 		if s.Verdict != tt.want || s.OK() != tt.ok {

@@ -42,23 +42,23 @@ func VerdictOf(state mailbox.DeliveryState, reason string, why error) (delivery.
 		case reason == ReasonUnknown:
 			return delivery.VerdictUnknown, why
 		case reason == ReasonNotFound:
-			return dispatch.NotFound, fmt.Errorf("%w: %w", dispatch.ErrTargetNotFound, why)
+			return delivery.NotFound, fmt.Errorf("%w: %w", dispatch.ErrTargetNotFound, why)
 		case notTyped(reason):
 			return delivery.NotReady, fmt.Errorf("%w: %w", delivery.ErrNotReady, why)
 		}
 		return delivery.Failed, why
-	case mailbox.DeliveryState(dispatch.NotFound):
-		return dispatch.NotFound, fmt.Errorf("%w: %w", dispatch.ErrTargetNotFound, why)
+	case mailbox.DeliveryState(delivery.NotFound):
+		return delivery.NotFound, fmt.Errorf("%w: %w", dispatch.ErrTargetNotFound, why)
 	case mailbox.DeliveryState(delivery.VerdictUnknown):
 		return delivery.VerdictUnknown, why
 	case mailbox.StateSkipped, mailbox.StateHandled:
-		return Skipped, why
+		return delivery.Skipped, why
 	case mailbox.StateInbox, mailbox.StateRead:
-		return Recorded, nil
+		return delivery.Recorded, nil
 	case mailbox.StateDeferred:
-		return Deferred, why
+		return delivery.Deferred, why
 	case mailbox.StatePending, mailbox.StateTyping, "":
-		return Deferred, nil
+		return delivery.Deferred, nil
 	}
 	return delivery.Failed, why // a state this build does not know
 }

@@ -1,9 +1,6 @@
 package courier
 
-import (
-	"github.com/agentmsg/agentmsg/delivery"
-	"github.com/agentmsg/agentmsg/dispatch"
-)
+import "github.com/agentmsg/agentmsg/delivery"
 
 // Word is one value of an enumeration a program reads (a verdict, a
 // reason), with what it means for a person: the API's document lists
@@ -16,13 +13,13 @@ type Word struct {
 var Verdicts = []Word{
 	{string(delivery.Submitted), "the agent took it"},
 	{string(delivery.Queued), "the agent took it while busy and runs it after its turn"},
-	{string(Deferred), "kept in the inbox: the agent was not ready (reason says why); a deliver types it later, once"},
-	{string(Recorded), "recorded in the inbox only (mailbox_only, or an agent with no session)"},
-	{string(Skipped), "not typed: the request it was about was claimed or expired"},
+	{string(delivery.Deferred), "kept in the inbox: the agent was not ready (reason says why); a deliver types it later, once"},
+	{string(delivery.Recorded), "recorded in the inbox only (mailbox_only, or an agent with no session)"},
+	{string(delivery.Skipped), "not typed: the request it was about was claimed or expired, or a person settled it by hand"},
 	{string(delivery.Typed), "left in the agent's box, submission not confirmed: look at the pane"},
 	{string(delivery.VerdictUnknown), "it may have reached the agent; nothing shows whether (never typed again)"},
 	{string(delivery.NotReady), "never typed: the agent was not ready in time and the sender would not have it kept (no_queue)"},
-	{string(dispatch.NotFound), "no such agent, or its pane cannot be told"},
+	{string(delivery.NotFound), "no such agent, or its pane cannot be told"},
 	{string(delivery.Failed), "tmux or the pane failed"},
 }
 

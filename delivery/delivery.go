@@ -249,6 +249,24 @@ const (
 	// whether it did; it is not typed again (that could make a duplicate).
 	// (Unknown is the screen state.)
 	VerdictUnknown Verdict = "unknown"
+
+	// The verdicts of a send that goes through the mailbox (package
+	// courier) and finds its agent first (package dispatch): every
+	// verdict a sender can be told is listed here, once.
+
+	// NotFound: no such agent, or its pane cannot be told; nothing was
+	// recorded or typed.
+	NotFound Verdict = "not_found"
+	// Deferred: recorded; the agent was not ready, and a deliver pass
+	// types it when it is.
+	Deferred Verdict = "deferred"
+	// Recorded: put in the inbox only, for the agent to read (a
+	// mailbox-only send); never typed.
+	Recorded Verdict = "recorded"
+	// Skipped: not typed, as it no longer applies: a request claimed or
+	// expired before its turn came, or one a person settled by hand. Err
+	// says why.
+	Skipped Verdict = "skipped"
 )
 
 // Result is what happened.

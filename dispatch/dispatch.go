@@ -28,9 +28,6 @@ var (
 	ErrSelf           = errors.New("that agent is you")
 )
 
-// Verdicts besides delivery's.
-const NotFound delivery.Verdict = "not_found"
-
 // Dispatcher sends messages through one tmux server. Its fields are the
 // process's wiring, set once when it is built and never changed after;
 // what one send, broadcast or look chooses is its Call.
@@ -304,7 +301,7 @@ func (d *Dispatcher) Resolve(ctx context.Context, t target.Target, call Call) (R
 func (d *Dispatcher) Unsent(r Resolved, id message.ID, err error) Outcome {
 	out := Outcome{Target: r.Target, ID: id, Verdict: delivery.Failed, Err: err, Elapsed: d.since(r.start)}
 	if errors.Is(err, ErrTargetNotFound) {
-		out.Verdict = NotFound
+		out.Verdict = delivery.NotFound
 	}
 	return out
 }

@@ -87,7 +87,7 @@ func TestSendDelivers(t *testing.T) {
 func TestSendIsExact(t *testing.T) {
 	s := tmuxtest.New("agent-alpha-ana-2", "agent-alpha-bob")
 	out := send(newDispatcher(s), mustTarget(t, "alpha", "ana"), "LEAD", "hi")
-	if out.Verdict != NotFound || !errors.Is(out.Err, ErrTargetNotFound) {
+	if out.Verdict != delivery.NotFound || !errors.Is(out.Err, ErrTargetNotFound) {
 		t.Fatalf("outcome %+v, want not found", out)
 	}
 	for _, want := range []string{"agent-alpha-ana", "ana-2", "bob"} {

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"github.com/agentmsg/agentmsg/delivery"
 	"slices"
 	"sync"
 	"testing"
@@ -107,7 +108,7 @@ func TestResolveRefuses(t *testing.T) {
 	if !errors.Is(err, ErrTargetNotFound) {
 		t.Fatalf("missing agent: err %v, want ErrTargetNotFound", err)
 	}
-	if out := d.Unsent(r, "", err); out.Verdict != NotFound || out.Target.Name != "cy" {
+	if out := d.Unsent(r, "", err); out.Verdict != delivery.NotFound || out.Target.Name != "cy" {
 		t.Errorf("missing agent: outcome %+v, want not found", out)
 	}
 }

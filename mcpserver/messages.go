@@ -9,7 +9,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/mailbox"
@@ -130,7 +129,7 @@ func (s *server) sendMessage(ctx context.Context, in SendInput) (SendOutput, err
 		Draft:    service.Draft{Text: in.Content, Type: in.Type, Meta: in.Metadata},
 		Delivery: service.Delivery{Queue: true}, Host: in.Host})
 	out, err := sendOutput("to", in.To, t, r, err)
-	if err != nil || wait == 0 || r.Verdict != courier.Deferred {
+	if err != nil || wait == 0 || r.Verdict != delivery.Deferred {
 		return out, err
 	}
 	return s.waitDelivered(ctx, out, r, before, wait)
@@ -224,9 +223,9 @@ func sendOutput(field, name string, t target.Target, r service.SendResult, err e
 	res := r.Result
 	out := SendOutput{MessageID: string(res.ID), To: t.Agent(), Delivered: res.Outcome.OK(), Verdict: string(res.Verdict)}
 	switch {
-	case res.Verdict == courier.Recorded:
+	case res.Verdict == delivery.Recorded:
 		out.Note = fmt.Sprintf("%s has no tmux session here; the message waits in its inbox (it reads it with check_messages)", t.Agent())
-	case res.Verdict == courier.Deferred:
+	case res.Verdict == delivery.Deferred:
 		out.Note = fmt.Sprintf("%s was not ready (%s); the message is kept and typed once it is", t.Agent(), res.State)
 	case res.RecordErr != nil:
 		return out, fmt.Errorf("message %s to %s: %w", res.ID, t, res.RecordErr)

@@ -250,7 +250,7 @@ func (h *Relay) away(t target.Target, id message.ID, host string, noQueue bool, 
 // pending is the verdict of a message whose host has not answered: kept.
 // noQueue: sent with --no-queue, so it is not sure to be typed there.
 func (h *Relay) pending(t target.Target, id message.ID, host string, noQueue bool) courier.Result {
-	r := courier.Result{Outcome: dispatch.Outcome{Target: t, ID: id, Verdict: courier.Deferred}, State: mailbox.StateDeferred, Host: host}
+	r := courier.Result{Outcome: dispatch.Outcome{Target: t, ID: id, Verdict: delivery.Deferred}, State: mailbox.StateDeferred, Host: host}
 	then := goesOn(noQueue, "it goes on there by itself")
 	if h.link.Moving(host) {
 		r.Reason = "remote_pending"

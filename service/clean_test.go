@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmsg/agentmsg/courier"
 	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/mailbox"
 	"github.com/agentmsg/agentmsg/message"
@@ -76,7 +75,7 @@ func TestDeliverCleansWhatTheInboxHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := s.Deliver(context.Background(), DeliverRequest{Team: "alpha"})
-	if err != nil || res.Delivered() != 1 || res.Typed[0].Verdict == courier.Deferred {
+	if err != nil || res.Delivered() != 1 || res.Typed[0].Verdict == delivery.Deferred {
 		t.Fatalf("Deliver = %+v, %v; want the message typed", res, err)
 	}
 	want := string(id) + ": " + message.Clean(dirty)

@@ -38,7 +38,7 @@ func defer_(t *testing.T, s *Service, srv *tmuxtest.Server) {
 	t.Helper()
 	srv.SetDialog("agent-alpha-ana", true)
 	res, err := s.Send(context.Background(), SendRequest{To: to(t, "ana"), Draft: Draft{Text: "later"}, Delivery: Delivery{Queue: true, Call: dispatch.Call{ReadyTimeout: time.Millisecond}}})
-	if err != nil || res.Verdict != courier.Deferred {
+	if err != nil || res.Verdict != delivery.Deferred {
 		t.Fatalf("Send = %+v, %v; want deferred", res, err)
 	}
 }
@@ -85,7 +85,7 @@ func TestDeliverChoicesArePerCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	res, err := s.Deliver(ctx, DeliverRequest{ReadyTimeout: 10 * time.Millisecond})
-	if err != nil || ctx.Err() != nil || len(res.Typed) != 1 || res.Typed[0].Verdict != courier.Deferred {
+	if err != nil || ctx.Err() != nil || len(res.Typed) != 1 || res.Typed[0].Verdict != delivery.Deferred {
 		t.Fatalf("a pass with a 10ms ready timeout = %+v, %v (ctx %v); want deferred at once", res, err, ctx.Err())
 	}
 	srv.SetDialog("agent-alpha-ana", false)
@@ -161,7 +161,7 @@ func TestDeliverEndsAtItsLimit(t *testing.T) {
 	if !errors.As(err, &pass) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err %v, want a pass cut short by its limit", err)
 	}
-	if len(res.Typed) != 1 || res.Typed[0].Verdict != courier.Deferred || res.Typed[0].State != mailbox.StateDeferred {
+	if len(res.Typed) != 1 || res.Typed[0].Verdict != delivery.Deferred || res.Typed[0].State != mailbox.StateDeferred {
 		t.Errorf("typed %+v, want the message kept (deferred)", res.Typed)
 	}
 }

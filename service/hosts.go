@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentmsg/agentmsg/delivery"
 	"maps"
 	"slices"
 	"strings"
@@ -245,7 +246,7 @@ func (r *Receiver) Receive(ctx context.Context, from string, id message.ID, m ho
 			if err := s.refuseUnknown(ctx, t); err != nil {
 				var unknown *UnknownAgentError
 				if errors.As(err, &unknown) {
-					return refuse(string(dispatch.NotFound), courier.ReasonNotFound, err.Error())
+					return refuse(string(delivery.NotFound), courier.ReasonNotFound, err.Error())
 				}
 				return out, err
 			}
@@ -258,7 +259,7 @@ func (r *Receiver) Receive(ctx context.Context, from string, id message.ID, m ho
 		if !there && m.InboxIfAbsent {
 			state = mailbox.StateInbox
 		} else if !there {
-			return refuse(string(dispatch.NotFound), courier.ReasonNotFound, fmt.Sprintf("no tmux session %s on host %s's server", t.Session, s.hostName()))
+			return refuse(string(delivery.NotFound), courier.ReasonNotFound, fmt.Sprintf("no tmux session %s on host %s's server", t.Session, s.hostName()))
 		}
 	}
 	if state == mailbox.StatePending {

@@ -89,13 +89,13 @@ func TestSendToAnAgentWithoutSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		res, err := s.Send(context.Background(), SendRequest{To: to(t, "dana"), Draft: Draft{Text: "hi"}, InboxIfAbsent: true, Delivery: Delivery{Queue: true}})
-		if err != nil || res.Verdict != courier.Recorded {
+		if err != nil || res.Verdict != delivery.Recorded {
 			t.Errorf("tmux %v: Send = %+v, %v; want recorded", srv != nil, res.Result, err)
 		}
 	}
 	s := testService(t, tmuxtest.New())
 	res, err := s.Send(context.Background(), SendRequest{To: to(t, "dana"), Draft: Draft{Text: "hi"}, Delivery: Delivery{Queue: true}})
-	if err != nil || res.Verdict != dispatch.NotFound {
+	if err != nil || res.Verdict != delivery.NotFound {
 		t.Errorf("Send = %+v, %v; want not_found", res.Result, err)
 	}
 }
@@ -137,7 +137,7 @@ func TestReply(t *testing.T) {
 	}
 	// No tmux at all: the sender cannot have a session; recorded only.
 	s.Dispatcher = func() (*dispatch.Dispatcher, error) { return nil, tmux.ErrNotInstalled }
-	if res, err := s.Reply(context.Background(), ReplyRequest{To: orig, Draft: Draft{Text: "again"}}); err != nil || res.Verdict != courier.Recorded {
+	if res, err := s.Reply(context.Background(), ReplyRequest{To: orig, Draft: Draft{Text: "again"}}); err != nil || res.Verdict != delivery.Recorded {
 		t.Errorf("Reply without tmux = %+v, %v; want recorded", res.Result, err)
 	}
 }

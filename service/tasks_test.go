@@ -33,7 +33,7 @@ func TestAssignTaskCarriesUnread(t *testing.T) {
 	}
 	srv.SetDialog("agent-alpha-ana", true)
 	waiting, err := s.Send(ctx, SendRequest{To: to(t, "ana"), Draft: Draft{Text: "the API changed"}, Delivery: Delivery{Queue: true}})
-	if err != nil || waiting.Verdict != courier.Deferred {
+	if err != nil || waiting.Verdict != delivery.Deferred {
 		t.Fatalf("setup: %+v, %v", waiting, err)
 	}
 	srv.SetDialog("agent-alpha-ana", false)
@@ -100,7 +100,7 @@ func TestAssignTaskSaysWhatItCouldNotPutBack(t *testing.T) {
 	ctx := context.Background()
 	srv.SetDialog("agent-alpha-ana", true)
 	waiting, err := s.Send(ctx, SendRequest{To: to(t, "ana"), Draft: Draft{Text: "the API changed"}, Delivery: Delivery{Queue: true}})
-	if err != nil || waiting.Verdict != courier.Deferred {
+	if err != nil || waiting.Verdict != delivery.Deferred {
 		t.Fatalf("setup: %+v, %v", waiting, err)
 	}
 	// The task is recorded by then; from then on the inbox cannot be

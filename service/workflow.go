@@ -202,7 +202,7 @@ func (r *workflowRun) step(ctx context.Context, st WorkflowStep) {
 
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	if sent.Verdict == courier.Deferred {
+	if sent.Verdict == delivery.Deferred {
 		// The agent was busy: keep delivering what waits for it until it
 		// takes the task (nobody else may be running agentmsg deliver).
 		go r.keepDelivering(wctx)

@@ -67,7 +67,7 @@ func OutcomeCode(o dispatch.Outcome) int {
 	if o.OK() {
 		return ExitOK
 	}
-	if o.Verdict == dispatch.NotFound {
+	if o.Verdict == delivery.NotFound {
 		return ExitNotFound
 	}
 	return ErrorCode(o.Err)
@@ -79,7 +79,7 @@ func ResultCode(r courier.Result) int {
 	switch {
 	case r.OK():
 		return ExitOK
-	case r.RecordErr != nil && (r.Outcome.OK() || r.Verdict == courier.Deferred):
+	case r.RecordErr != nil && (r.Outcome.OK() || r.Verdict == delivery.Deferred):
 		// The delivery went well; its record did not.
 		return ExitError
 	}
@@ -182,7 +182,7 @@ type Send struct {
 // recorded, has no id: nothing could be looked up by it.
 func NewSend(res service.SendResult, words Words) Send {
 	doc := Send{ID: string(res.Result.ID), From: res.From, Outcome: NewResult(res.Result, words), Replayed: res.Replayed}
-	if res.Result.State == "" && res.Host == "" && res.Result.Verdict == dispatch.NotFound {
+	if res.Result.State == "" && res.Host == "" && res.Result.Verdict == delivery.NotFound {
 		doc.ID, doc.Outcome.ID = "", ""
 	}
 	return doc
