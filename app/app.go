@@ -185,7 +185,7 @@ func (e Env) dispatcher(store *mailbox.Store) (*dispatch.Dispatcher, error) {
 	return &dispatch.Dispatcher{
 		Self:        self,
 		Profile:     pick,
-		Named:       func(name string) (dispatch.AgentProfile, error) { return Lookup(profiles, name) },
+		Named:       func(name string) (profile.Profile, error) { return Lookup(profiles, name) },
 		Known:       knownAgent(profiles),
 		Received:    received(mailbox.DefaultRoot(e.LookupEnv), server),
 		Registered:  registeredPane(store, server, profiles),

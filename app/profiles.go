@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/agentmsg/agentmsg/config"
-	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/profile"
 	"github.com/agentmsg/agentmsg/tmux"
 )
@@ -51,17 +50,17 @@ func (e *ErrNoProfile) Error() string {
 // ProfilePicker chooses the profile of each pane: kind when given, else
 // detected from the foreground command, the foreground processes (read
 // from /proc) and the screen.
-func ProfilePicker(profiles []profile.Profile, kind string) (func(tmux.Pane, []string) (dispatch.AgentProfile, string), error) {
+func ProfilePicker(profiles []profile.Profile, kind string) (func(tmux.Pane, []string) (profile.Profile, string), error) {
 	if kind != "" {
 		p, err := Lookup(profiles, kind)
 		if err != nil {
 			return nil, err
 		}
-		return func(tmux.Pane, []string) (dispatch.AgentProfile, string) {
+		return func(tmux.Pane, []string) (profile.Profile, string) {
 			return p, "--agent " + kind
 		}, nil
 	}
-	return func(pane tmux.Pane, screen []string) (dispatch.AgentProfile, string) {
+	return func(pane tmux.Pane, screen []string) (profile.Profile, string) {
 		procs := func() [][]string { return profile.Procs{}.Foreground(pane.PID) }
 		p, why := profile.DetectPane(profiles, profile.Pane{Command: pane.Command, Procs: procs}, screen)
 		return p, why
@@ -69,10 +68,10 @@ func ProfilePicker(profiles []profile.Profile, kind string) (func(tmux.Pane, []s
 }
 
 // Lookup is the profile named kind, as a delivery needs it.
-func Lookup(profiles []profile.Profile, kind string) (dispatch.AgentProfile, error) {
+func Lookup(profiles []profile.Profile, kind string) (profile.Profile, error) {
 	p, ok := profile.LookupIn(profiles, kind)
 	if !ok {
-		return dispatch.AgentProfile{}, &ErrNoProfile{Name: kind, Known: ProfileNames(profiles)}
+		return profile.Profile{}, &ErrNoProfile{Name: kind, Known: ProfileNames(profiles)}
 	}
 	return p, nil
 }

@@ -253,7 +253,7 @@ func clipText(s string, n int) string {
 }
 
 // settleWhy says where a profile's settle comes from.
-func settleWhy(p dispatch.AgentProfile) string {
+func settleWhy(p profile.Profile) string {
 	c, ok := profile.Calibrated(p.Name)
 	switch {
 	case ok && c.Settle() == p.Settle:

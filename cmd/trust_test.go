@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"github.com/agentmsg/agentmsg/profile"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,7 +91,7 @@ func TestPromptAdviceNamesTheScript(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	in := dispatch.Inspection{Found: true, Pane: tmux.Pane{ID: "%1", Command: "python3", PID: cmd.Process.Pid},
-		Profile: dispatch.AgentProfile{Name: "python"}, Reading: delivery.Reading{State: delivery.Unknown}, Screen: []string{"my> "}}
+		Profile: profile.Profile{Name: "python"}, Reading: delivery.Reading{State: delivery.Unknown}, Screen: []string{"my> "}}
 	advice := strings.Join(promptAdvice(in), "\n")
 	if !strings.Contains(advice, `commands = ["myrepl.py"]`) {
 		t.Errorf("doctor's advice for python3 running myrepl.py:\n%s\nwant commands = [\"myrepl.py\"]", advice)

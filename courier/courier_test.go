@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentmsg/agentmsg/profile"
 	"os"
 	"path/filepath"
 	"slices"
@@ -1168,8 +1169,8 @@ func TestPassTypesAsItsSenderAsked(t *testing.T) {
 	c, tm := newCourier(t, "agent-alpha-ana")
 	now := time.Now()
 	c.Now = func() time.Time { return now }
-	c.Dispatch.Named = func(name string) (dispatch.AgentProfile, error) {
-		return dispatch.AgentProfile{}, fmt.Errorf("no profile %q", name)
+	c.Dispatch.Named = func(name string) (profile.Profile, error) {
+		return profile.Profile{}, fmt.Errorf("no profile %q", name)
 	}
 	box, err := c.Store.Box("alpha", "ana")
 	if err != nil {

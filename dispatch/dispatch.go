@@ -39,10 +39,10 @@ type Dispatcher struct {
 	// Profile, when set, says how the agent in a pane behaves, from the
 	// pane (its foreground command, its first process) and its screen; why
 	// says how it was chosen.
-	Profile func(pane tmux.Pane, screen []string) (p AgentProfile, why string)
+	Profile func(pane tmux.Pane, screen []string) (p profile.Profile, why string)
 	// Named, when set, is the profile of that name (--agent NAME), for a
 	// choice made elsewhere: by a sender on another host.
-	Named func(name string) (AgentProfile, error)
+	Named func(name string) (profile.Profile, error)
 	// Self is the pane the caller runs in ("" when outside this server).
 	// A broadcast leaves it out: an agent broadcasting to its team is busy
 	// running us and would wait for itself until the ready timeout.
@@ -68,7 +68,7 @@ type Dispatcher struct {
 type Call struct {
 	// Agent, when set, reads every pane as this profile (chosen by hand)
 	// instead of detecting it; AgentWhy says how it was chosen.
-	Agent    *AgentProfile
+	Agent    *profile.Profile
 	AgentWhy string
 	// WhileBusy types into a busy agent that queues what is submitted
 	// while it works (its profile says Queues), instead of waiting for its
@@ -106,9 +106,9 @@ func (d *Dispatcher) ReadyTimeout(call Call) time.Duration {
 
 // ProfileNamed is the profile of that name (Named), for a choice made
 // elsewhere: an error when there is none, or no profiles are wired.
-func (d *Dispatcher) ProfileNamed(name string) (AgentProfile, error) {
+func (d *Dispatcher) ProfileNamed(name string) (profile.Profile, error) {
 	if d.Named == nil {
-		return AgentProfile{}, fmt.Errorf("no profile %q: none are known here", name)
+		return profile.Profile{}, fmt.Errorf("no profile %q: none are known here", name)
 	}
 	return d.Named(name)
 }
@@ -117,7 +117,7 @@ func (d *Dispatcher) ProfileNamed(name string) (AgentProfile, error) {
 // the kind spawn registered it as, else what the dispatcher detects. A
 // wrapper script's pane shows a shell as its command, and a REPL's an
 // interpreter: what spawn was told is worth more than either.
-func (d *Dispatcher) profile(call Call, t target.Target, pane tmux.Pane, screen []string) (AgentProfile, string, bool) {
+func (d *Dispatcher) profile(call Call, t target.Target, pane tmux.Pane, screen []string) (profile.Profile, string, bool) {
 	r := d.pick(call, t, pane, screen)
 	return r.profile, r.why, r.ok
 }
@@ -182,11 +182,6 @@ type Outcome struct {
 // run after its current turn.
 func (o Outcome) OK() bool { return o.Verdict == delivery.Submitted || o.Verdict == delivery.Queued }
 
-// AgentProfile is what a delivery needs to know about one agent CLI: its
-// profile, one type for every package (profile.Profile; its Reader nil
-// means Opts.Reader). The name stays for dispatch's callers.
-type AgentProfile = profile.Profile
-
 // Message is a cleaned text with its id, ready to type.
 type Message struct {
 	ID   message.ID
@@ -234,7 +229,7 @@ type Resolved struct {
 // readAs is the profile a pane was read as, and why (ok false: none
 // reads it).
 type readAs struct {
-	profile AgentProfile
+	profile profile.Profile
 	why     string
 	ok      bool
 	// detected: read off the pane's program and screen (pick), so a
@@ -618,7 +613,7 @@ func (d *Dispatcher) deliverAs(ctx context.Context, t target.Target, pane tmux.P
 
 // reprofile says whether pane, read as p, calls for another profile now
 // that its foreground command is another (delivery.Options.Reprofile).
-func (d *Dispatcher) reprofile(call Call, t target.Target, pane tmux.Pane, p AgentProfile) func(string, []string) bool {
+func (d *Dispatcher) reprofile(call Call, t target.Target, pane tmux.Pane, p profile.Profile) func(string, []string) bool {
 	return func(command string, screen []string) bool {
 		pane.Command = command
 		q := d.pick(call, t, pane, screen)
@@ -628,7 +623,7 @@ func (d *Dispatcher) reprofile(call Call, t target.Target, pane tmux.Pane, p Age
 
 // options are base, a delivery's options, for an agent of profile p in
 // call: its screen reader, its settle, and whether it queues while busy.
-func (d *Dispatcher) options(base delivery.Options, p AgentProfile, call Call) delivery.Options {
+func (d *Dispatcher) options(base delivery.Options, p profile.Profile, call Call) delivery.Options {
 	if p.Reader != nil {
 		base.Reader = p.Reader
 	}
@@ -641,7 +636,7 @@ func (d *Dispatcher) options(base delivery.Options, p AgentProfile, call Call) d
 // p (found: whether any profile reads it), or "" when it can: only an
 // agent CLI known to queue what is submitted while it works is typed into
 // while busy.
-func whileBusyIgnored(p AgentProfile, why string, found bool) string {
+func whileBusyIgnored(p profile.Profile, why string, found bool) string {
 	switch {
 	case !found:
 		return "no profile reads this pane, so it is not known to queue messages typed while it is busy"
@@ -653,7 +648,7 @@ func whileBusyIgnored(p AgentProfile, why string, found bool) string {
 
 // tooLong reports whether text would be folded in p's box, or is past the
 // size p reads well.
-func tooLong(text string, p AgentProfile) bool {
+func tooLong(text string, p profile.Profile) bool {
 	return (p.FoldBytes > 0 && len(text) > p.FoldBytes) ||
 		(p.FoldLines > 0 && strings.Count(text, "\n")+1 > p.FoldLines)
 }

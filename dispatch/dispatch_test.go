@@ -180,7 +180,7 @@ func TestAgentsReadsStates(t *testing.T) {
 func TestAgentsNamesTheProfile(t *testing.T) {
 	s := tmuxtest.New("agent-alpha-ana")
 	d := newDispatcher(s)
-	d.Profile = func(tmux.Pane, []string) (AgentProfile, string) { return AgentProfile{Name: "codex"}, "test" }
+	d.Profile = func(tmux.Pane, []string) (profile.Profile, string) { return profile.Profile{Name: "codex"}, "test" }
 	agents, err := d.Agents(context.Background(), "alpha", Call{})
 	if err != nil || len(agents) != 1 || agents[0].Profile != "codex" {
 		t.Fatalf("Agents = %+v, %v; want ana read as codex", agents, err)
@@ -235,7 +235,7 @@ func TestInspectPlansAsASendDoes(t *testing.T) {
 	if p := plan("cy", Call{}); p.Stop != StopNotFound {
 		t.Errorf("missing: %+v", p)
 	}
-	queues := &AgentProfile{Name: "q", Reader: busyBox{}, Queues: true, Settle: time.Second}
+	queues := &profile.Profile{Name: "q", Reader: busyBox{}, Queues: true, Settle: time.Second}
 	if p := plan("ana", Call{Agent: queues, WhileBusy: true}); p.Action != delivery.ActQueue || p.Settle != time.Second {
 		t.Errorf("busy, queues, --while-busy: %+v", p)
 	}
@@ -290,8 +290,8 @@ func TestWhileBusyThatCannotApplySaysWhy(t *testing.T) {
 		}
 		return d.Deliver(context.Background(), r, msg, call)
 	}
-	queues := &AgentProfile{Name: "q", Queues: true}
-	waits := &AgentProfile{Name: "w"}
+	queues := &profile.Profile{Name: "q", Queues: true}
+	waits := &profile.Profile{Name: "w"}
 	if o := deliver(Call{Agent: queues, AgentWhy: "--agent q", WhileBusy: true}); o.WhileBusyIgnored != "" {
 		t.Errorf("a profile that queues: %q", o.WhileBusyIgnored)
 	}
@@ -312,10 +312,10 @@ func TestWhileBusyThatCannotApplySaysWhy(t *testing.T) {
 // the pane's foreground command, looked up again, is what tells a shell.
 func TestAgainOnlyForAnAgentsOwnReader(t *testing.T) {
 	r := Resolved{Pane: tmux.Pane{ID: "%1"}}
-	taken := func(p AgentProfile, ok bool) Outcome {
+	taken := func(p profile.Profile, ok bool) Outcome {
 		return Outcome{Pane: "%1", Verdict: delivery.Submitted, read: &readAs{profile: p, ok: ok}}
 	}
-	builtin := func(name string) AgentProfile {
+	builtin := func(name string) profile.Profile {
 		p, ok := profile.Lookup(name)
 		if !ok {
 			t.Fatalf("no builtin profile %s", name)
@@ -327,8 +327,8 @@ func TestAgainOnlyForAnAgentsOwnReader(t *testing.T) {
 		want bool
 	}{
 		{taken(builtin("claude"), true), true},
-		{taken(AgentProfile{Name: "standin"}, true), true},
-		{taken(AgentProfile{}, false), true}, // no profiles at all
+		{taken(profile.Profile{Name: "standin"}, true), true},
+		{taken(profile.Profile{}, false), true}, // no profiles at all
 		{taken(builtin("generic"), true), false},
 		{taken(builtin("python"), true), false},
 		{taken(builtin("shell"), true), false},
@@ -354,11 +354,11 @@ func TestAnAgentBehindALauncherIsReadAsItselfOnceItStarts(t *testing.T) {
 	s.SetLauncher("agent-alpha-ana", "bash")
 	d := newDispatcher(s)
 	d.Opts.ReadyTimeout = 10 * time.Second
-	d.Profile = func(p tmux.Pane, _ []string) (AgentProfile, string) {
+	d.Profile = func(p tmux.Pane, _ []string) (profile.Profile, string) {
 		if p.Command == "bash" {
-			return AgentProfile{Name: "shell", Reader: profile.Shell{}}, "foreground command bash: a shell"
+			return profile.Profile{Name: "shell", Reader: profile.Shell{}}, "foreground command bash: a shell"
 		}
-		return AgentProfile{Name: "agent"}, "foreground command " + p.Command
+		return profile.Profile{Name: "agent"}, "foreground command " + p.Command
 	}
 	var waits []string
 	var mu sync.Mutex

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"github.com/agentmsg/agentmsg/profile"
 	"slices"
 	"strings"
 	"time"
@@ -23,7 +24,7 @@ type Inspection struct {
 	Panes   []tmux.Pane
 	Pane    tmux.Pane
 	PaneErr error
-	Profile AgentProfile
+	Profile profile.Profile
 	Why     string // how the profile was chosen
 	Reading delivery.Reading
 	Screen  []string
@@ -71,7 +72,7 @@ func (d *Dispatcher) Inspect(ctx context.Context, t target.Target, probe int, ca
 		}
 		return in, err
 	}
-	in.Profile, in.Why = AgentProfile{Name: "generic", PromptOnly: true}, "no profiles configured"
+	in.Profile, in.Why = profile.Profile{Name: "generic", PromptOnly: true}, "no profiles configured"
 	opts := d.Opts
 	opts.Force = call.Force
 	if p, why, ok := d.profile(call, t, in.Pane, in.Screen); ok {

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"github.com/agentmsg/agentmsg/profile"
 	"strings"
 	"testing"
 
@@ -17,10 +18,10 @@ import (
 func TestTheRegisteredKindReadsThePane(t *testing.T) {
 	s := tmuxtest.New("agent-alpha-ana", "agent-alpha-bob")
 	d := newDispatcher(s)
-	d.Profile = func(tmux.Pane, []string) (AgentProfile, string) {
-		return AgentProfile{Name: "shell"}, "foreground command bash: a shell"
+	d.Profile = func(tmux.Pane, []string) (profile.Profile, string) {
+		return profile.Profile{Name: "shell"}, "foreground command bash: a shell"
 	}
-	mine := &AgentProfile{Name: "myrepl"}
+	mine := &profile.Profile{Name: "myrepl"}
 	regs := map[string]Registration{
 		"ana": {Pane: s.PaneID("agent-alpha-ana"), Kind: "myrepl", Profile: mine},
 		// bob's pane is not the one spawn started: the record is stale.
@@ -44,7 +45,7 @@ func TestTheRegisteredKindReadsThePane(t *testing.T) {
 	if out := send(d, bob, "LEAD", "hello"); out.Profile != "shell" {
 		t.Errorf("send read bob as %s (%s)", out.Profile, out.ProfileWhy)
 	}
-	byHand := &AgentProfile{Name: "codex"}
+	byHand := &profile.Profile{Name: "codex"}
 	if in, _ := d.Inspect(ctx, ana, 0, Call{Agent: byHand, AgentWhy: "--agent codex"}); in.Profile.Name != "codex" {
 		t.Errorf("--agent: read as %s (%s)", in.Profile.Name, in.Why)
 	}

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"fmt"
+	"github.com/agentmsg/agentmsg/profile"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,7 +58,7 @@ type Registration struct {
 	// Kind is the agent CLI spawn was told the pane runs ("" not told),
 	// and Profile that profile (nil when no profile has the name now).
 	Kind    string
-	Profile *AgentProfile
+	Profile *profile.Profile
 }
 
 // registered is what spawn recorded of t, while pane is the pane it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentmsg/agentmsg/profile"
 	"time"
 
 	"github.com/agentmsg/agentmsg/courier"
@@ -36,7 +37,7 @@ type DeliverRequest struct {
 	Limit time.Duration
 	// Agent, when set, reads every agent's pane in the pass as this
 	// profile (chosen by hand); AgentWhy says so.
-	Agent    *dispatch.AgentProfile
+	Agent    *profile.Profile
 	AgentWhy string
 	// Listed is what the caller knows of the agent sessions on the
 	// server a moment ago (a receiver of other hosts' messages has
