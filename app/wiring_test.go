@@ -2,10 +2,10 @@ package app
 
 import (
 	"errors"
-	"github.com/agentmsg/agentmsg/delivery"
 	"testing"
 
 	"github.com/agentmsg/agentmsg/config"
+	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/dispatch"
 	"github.com/agentmsg/agentmsg/service"
 	"github.com/agentmsg/agentmsg/target"

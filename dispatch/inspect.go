@@ -3,12 +3,12 @@ package dispatch
 import (
 	"context"
 	"errors"
-	"github.com/agentmsg/agentmsg/profile"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentmsg/agentmsg/delivery"
+	"github.com/agentmsg/agentmsg/profile"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )

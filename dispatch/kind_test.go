@@ -2,10 +2,10 @@ package dispatch
 
 import (
 	"context"
-	"github.com/agentmsg/agentmsg/profile"
 	"strings"
 	"testing"
 
+	"github.com/agentmsg/agentmsg/profile"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 	"github.com/agentmsg/agentmsg/tmux/tmuxtest"

@@ -2,11 +2,11 @@ package dispatch
 
 import (
 	"fmt"
-	"github.com/agentmsg/agentmsg/profile"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/agentmsg/agentmsg/profile"
 	"github.com/agentmsg/agentmsg/target"
 	"github.com/agentmsg/agentmsg/tmux"
 )

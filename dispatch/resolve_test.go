@@ -3,11 +3,11 @@ package dispatch
 import (
 	"context"
 	"errors"
-	"github.com/agentmsg/agentmsg/delivery"
 	"slices"
 	"sync"
 	"testing"
 
+	"github.com/agentmsg/agentmsg/delivery"
 	"github.com/agentmsg/agentmsg/tmux"
 	"github.com/agentmsg/agentmsg/tmux/tmuxtest"
 )

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentmsg/agentmsg/internal/plainfile"
 	"github.com/agentmsg/agentmsg/internal/textdiff"
 )
 
@@ -175,15 +176,7 @@ func backupFile(path string, data []byte, now time.Time) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		_, err = f.Write(data)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(name)
+		if err := plainfile.Fill(f, data, 0); err != nil {
 			return "", err
 		}
 		return name, nil

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentmsg/agentmsg/internal/plainfile"
 )
 
 // ErrNotMerged: the file changed while agentmsg wrote it, into something
@@ -258,18 +260,7 @@ func writeTemp(path string, data []byte, mode fs.FileMode) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := plainfile.Fill(f, data, mode); err != nil {
 		return "", err
 	}
 	return f.Name(), nil

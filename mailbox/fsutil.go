@@ -271,15 +271,7 @@ func writeTemp(dir, pattern string, data []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := plainfile.Fill(f, data, 0); err != nil {
 		return "", err
 	}
 	return f.Name(), nil

@@ -36,3 +36,32 @@ func TestOpen(t *testing.T) {
 		t.Errorf("flock: %v", err)
 	}
 }
+
+// Fill leaves a whole file with its mode, or none at all.
+func TestFillLeavesAWholeFileOrNone(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.CreateTemp(dir, "fill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Fill(f, []byte("whole"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(f.Name()); err != nil || string(b) != "whole" {
+		t.Fatalf("read back %q, %v", b, err)
+	}
+	if fi, _ := os.Stat(f.Name()); fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want 0640", fi.Mode().Perm())
+	}
+	g, err := os.CreateTemp(dir, "half")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close() // the write fails
+	if err := Fill(g, []byte("half"), 0); err == nil {
+		t.Fatal("Fill of a closed file: no error")
+	}
+	if _, err := os.Lstat(g.Name()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a file Fill failed to write is still there: %v", err)
+	}
+}
