@@ -57,11 +57,7 @@ is "-". Everything send says about waiting and safety holds for each target.
 				}
 				opts.Team, rest = args[0], args[1:]
 			}
-			if len(rest) == 0 || (len(rest) == 1 && rest[0] == "-") {
-				opts.FromStdin = true
-			} else {
-				opts.Message = joinWords(rest)
-			}
+			opts.Message, opts.FromStdin = textArgs(rest)
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}

@@ -53,11 +53,7 @@ it is "-".
 				return usagef("%q is not a message id (MSG_<SENDER>_<8 hex>)", args[0])
 			}
 			rest := args[1:]
-			if len(rest) == 0 || (len(rest) == 1 && rest[0] == "-") {
-				opts.FromStdin = true
-			} else {
-				opts.Message = joinWords(rest)
-			}
+			opts.Message, opts.FromStdin = textArgs(rest)
 			opts.Delivery.Queue = !noQueue
 			if runF != nil {
 				return runF(c.Context(), opts)

@@ -84,11 +84,7 @@ outbox (verdict deferred, reason link_down) and goes when the link is back.
 			}
 			opts.Target = t
 			rest := args[2:]
-			if len(rest) == 0 || (len(rest) == 1 && rest[0] == "-") {
-				opts.FromStdin = true
-			} else {
-				opts.Message = joinWords(rest)
-			}
+			opts.Message, opts.FromStdin = textArgs(rest)
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}

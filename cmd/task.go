@@ -64,11 +64,7 @@ The task comes from the arguments, or from stdin when none is given or it is
 			}
 			opts.Target = t
 			rest := args[2:]
-			if len(rest) == 0 || (len(rest) == 1 && rest[0] == "-") {
-				opts.FromStdin = true
-			} else {
-				opts.Task = joinWords(rest)
-			}
+			opts.Task, opts.FromStdin = textArgs(rest)
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}

@@ -234,3 +234,13 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 func (e exitError) Unwrap() error { return errSilent }
 
 func joinWords(args []string) string { return strings.Join(args, " ") }
+
+// textArgs is a message's text from the words after its target, or
+// fromStdin when there are none or the one word "-": the text is read from
+// standard input then (a long or many-line message, a pipe).
+func textArgs(rest []string) (text string, fromStdin bool) {
+	if len(rest) == 0 || len(rest) == 1 && rest[0] == "-" {
+		return "", true
+	}
+	return joinWords(rest), false
+}
