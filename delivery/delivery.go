@@ -440,6 +440,14 @@ func (d *Deliverer) Deliver(ctx context.Context, pane string, id message.ID, tex
 		run.res.Verdict = VerdictUnknown
 	case errors.Is(err, ErrUnconfirmed) && run.leftInBox:
 		run.res.Verdict = Typed
+	case run.res.Presses == 0 && run.mayBeInBox && !errors.Is(err, ErrPaneGone):
+		// Pasted, never pressed, and then tmux failed (a server that
+		// stopped answering ran the paste and its answer never came):
+		// the text may be in the box, or land there when the server goes
+		// on. Not failed: unknown, and never pasted again; a deliver
+		// looks once more and submits it if the box holds exactly it.
+		run.res.Verdict = VerdictUnknown
+		run.res.Err = fmt.Errorf("%w: after the paste: %w; %w", ErrUnconfirmed, err, ErrUnknown)
 	case run.res.Presses > 0:
 		// Our text was in the box when we pressed: whatever went wrong
 		// after (the pane or its server went away, tmux failed), the

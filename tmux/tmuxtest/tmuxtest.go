@@ -22,6 +22,20 @@ type Server struct {
 	sessions map[string]*pane // by session name
 	next     int              // the number of the next pane id
 	gone     bool             // KillServer: Info says no server runs
+	// pasteLost: the next this many pastes land in their box, and then
+	// their call fails with pasteErr, as with a server that stopped
+	// answering after it ran the command (FailPastesAfterLanding).
+	pasteLost int
+	pasteErr  error
+}
+
+// FailPastesAfterLanding makes the next n pastes land in their box and
+// their call fail with err: the command ran, its answer never came (a
+// server stopped by SIGSTOP, a client that timed out).
+func (s *Server) FailPastesAfterLanding(n int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pasteLost, s.pasteErr = n, err
 }
 
 var _ tmux.Sessions = (*Server)(nil)
@@ -279,6 +293,10 @@ func (s *Server) Paste(_ context.Context, id, text string) error {
 		p.typedAhead = append(p.typedAhead, text)
 	case !p.dialog:
 		p.draft += text
+	}
+	if err == nil && s.pasteLost > 0 {
+		s.pasteLost--
+		return s.pasteErr
 	}
 	return err
 }
