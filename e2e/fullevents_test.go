@@ -40,8 +40,12 @@ func TestAFullEventLogLosesNoVerdict(t *testing.T) {
 		if err := s.StartDaemon(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = s.StopDaemon() }) // before the unmount
 	}
+	// Stopped before the unmount, whoever started it: the daemon holds
+	// the event log open (under AGENTMSG_E2E_DAEMON the harness started it
+	// before the mount, so its own stop came after the unmount, which then
+	// failed with EBUSY once in a CI run).
+	t.Cleanup(func() { _ = s.StopDaemon() })
 	ana := s.StartAgent("agent-alpha-ana", harness.InitialState("busy"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
