@@ -712,7 +712,7 @@ func (c *Courier) settle(ctx context.Context, box *mailbox.Box, id message.ID, o
 		rec.State = mailbox.StateQueued
 	case out.Verdict == delivery.Typed:
 		rec.State = mailbox.StateTyped
-	case out.Verdict == delivery.VerdictUnknown && !resumed && out.Presses == 0 && (reached == delivery.Unseen || reached == delivery.Pasted):
+	case out.Verdict == delivery.VerdictUnknown && !resumed && reached == delivery.Unseen:
 		// Our paste never showed, and may still arrive (a frozen agent),
 		// or its tmux call failed after the server ran it (one stopped
 		// for a while): a deliver looks once more, and submits it only

@@ -47,3 +47,31 @@ func TestAPasteWhoseAnswerWasLostIsFinishedNotFailed(t *testing.T) {
 		}
 	}
 }
+
+// A paste whose call failed and that never landed (the command never
+// reached the server) is not pasted again (it may still arrive, as far as
+// anyone can tell): its sender was told unknown. It does not hold back the
+// messages after it.
+func TestAPasteThatNeverLandedHoldsNothingBack(t *testing.T) {
+	c, tm := newCourier(t, "agent-alpha-ana")
+	tm.LosePastes(1, errors.New("tmux paste-buffer: timed out after 5s"))
+	first := envelope(t, "the first")
+	if res := c.Send(context.Background(), ana(t), first, Mode{Queue: true}); res.Verdict != delivery.VerdictUnknown {
+		t.Fatalf("send whose paste was lost: %s (%v), want unknown", res.Verdict, res.Err)
+	}
+	second := envelope(t, "the second")
+	c.Send(context.Background(), ana(t), second, Mode{Queue: true})
+	for range 3 {
+		if _, err := c.Deliver(context.Background(), "alpha", dispatch.Call{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := tm.Received("agent-alpha-ana")
+	if len(got) != 1 || !strings.Contains(got[0], string(second.ID)) {
+		t.Fatalf("the agent received %q, want the second once (the first never pasted again)", got)
+	}
+	if st := state(t, c, second.ID); st != mailbox.StateSubmitted {
+		t.Errorf("the second is %s, want submitted", st)
+	}
+	t.Logf("the first ends %s", state(t, c, first.ID))
+}

@@ -440,12 +440,12 @@ func (d *Deliverer) Deliver(ctx context.Context, pane string, id message.ID, tex
 		run.res.Verdict = VerdictUnknown
 	case errors.Is(err, ErrUnconfirmed) && run.leftInBox:
 		run.res.Verdict = Typed
-	case run.res.Presses == 0 && run.mayBeInBox && !errors.Is(err, ErrPaneGone):
-		// Pasted, never pressed, and then tmux failed (a server that
-		// stopped answering ran the paste and its answer never came):
-		// the text may be in the box, or land there when the server goes
-		// on. Not failed: unknown, and never pasted again; a deliver
-		// looks once more and submits it if the box holds exactly it.
+	case run.res.Typings > 0 && run.res.Presses == 0 && run.res.Reached == Unseen:
+		// This run's paste call failed (typeText): the server may have
+		// run it and lost only its answer, so the text may be in the box
+		// or land there when the server goes on. Not failed: unknown, and
+		// never pasted again; a deliver looks once more and submits it if
+		// the box then holds exactly it.
 		run.res.Verdict = VerdictUnknown
 		run.res.Err = fmt.Errorf("%w: after the paste: %w; %w", ErrUnconfirmed, err, ErrUnknown)
 	case run.res.Presses > 0:
@@ -794,6 +794,12 @@ func (r *run) typeText(ctx context.Context) error {
 		r.res.LastSeen = Gone
 		return &NotReadyError{State: Gone, Detail: err.Error(), Waited: r.d.Clock.Now().Sub(r.start)}
 	} else if err := r.term(err); err != nil {
+		if !errors.Is(err, ErrPaneGone) {
+			// The server may have run the paste and lost only its answer
+			// (one stopped for a while, a call that timed out): the text
+			// may land when it goes on, so it is never pasted again.
+			r.res.Reached = Unseen
+		}
 		return err
 	}
 	deadline := r.d.Clock.Now().Add(r.d.Opts.ConfirmTimeout)

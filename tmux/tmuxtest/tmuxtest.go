@@ -27,6 +27,7 @@ type Server struct {
 	// answering after it ran the command (FailPastesAfterLanding).
 	pasteLost int
 	pasteErr  error
+	pasteGone bool // and the text never lands (LosePastes)
 }
 
 // FailPastesAfterLanding makes the next n pastes land in their box and
@@ -35,7 +36,15 @@ type Server struct {
 func (s *Server) FailPastesAfterLanding(n int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pasteLost, s.pasteErr = n, err
+	s.pasteLost, s.pasteErr, s.pasteGone = n, err, false
+}
+
+// LosePastes makes the next n pastes fail with err and never land: the
+// command never reached the server.
+func (s *Server) LosePastes(n int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pasteLost, s.pasteErr, s.pasteGone = n, err, true
 }
 
 var _ tmux.Sessions = (*Server)(nil)
@@ -287,6 +296,10 @@ func (s *Server) Paste(_ context.Context, id, text string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, err := s.pane(id)
+	if err == nil && s.pasteLost > 0 && s.pasteGone {
+		s.pasteLost--
+		return s.pasteErr
+	}
 	switch {
 	case err != nil:
 	case p.launcher != "":
