@@ -18,6 +18,8 @@ import (
 //   - submitted, queued: taken.
 //   - typed: left in the box (unconfirmed), or unknown when the record
 //     says it may have reached the agent without anything showing it.
+//     Both exit 5 (their errors wrap delivery.ErrUnconfirmed), as a live
+//     send's do.
 //   - failed: not ready (exit 4, never typed) when its reason says nothing
 //     was typed (notTyped); not found; unknown when it may have reached
 //     the agent; else failed.
@@ -27,6 +29,11 @@ import (
 //   - inbox, read: recorded.
 //   - pending, deferred, typing: deferred: kept, and deliver types it.
 func VerdictOf(state mailbox.DeliveryState, reason string, why error) (delivery.Verdict, error) {
+	// unknown is what a live send says of one that may have reached the
+	// agent (exit 5, as typed): the record's words between the two.
+	unknown := func() (delivery.Verdict, error) {
+		return delivery.VerdictUnknown, fmt.Errorf("%w: %w; %w", delivery.ErrUnconfirmed, why, delivery.ErrUnknown)
+	}
 	switch state {
 	case mailbox.StateSubmitted:
 		return delivery.Submitted, nil
@@ -34,13 +41,13 @@ func VerdictOf(state mailbox.DeliveryState, reason string, why error) (delivery.
 		return delivery.Queued, nil
 	case mailbox.StateTyped:
 		if reason == ReasonUnknown {
-			return delivery.VerdictUnknown, why
+			return unknown()
 		}
 		return delivery.Typed, fmt.Errorf("%w: %w", delivery.ErrUnconfirmed, why)
 	case mailbox.StateFailed:
 		switch {
 		case reason == ReasonUnknown:
-			return delivery.VerdictUnknown, why
+			return unknown()
 		case reason == ReasonNotFound:
 			return delivery.NotFound, fmt.Errorf("%w: %w", dispatch.ErrTargetNotFound, why)
 		case notTyped(reason):
@@ -50,7 +57,7 @@ func VerdictOf(state mailbox.DeliveryState, reason string, why error) (delivery.
 	case mailbox.DeliveryState(delivery.NotFound):
 		return delivery.NotFound, fmt.Errorf("%w: %w", dispatch.ErrTargetNotFound, why)
 	case mailbox.DeliveryState(delivery.VerdictUnknown):
-		return delivery.VerdictUnknown, why
+		return unknown()
 	case mailbox.StateSkipped, mailbox.StateHandled:
 		return delivery.Skipped, why
 	case mailbox.StateInbox, mailbox.StateRead:
