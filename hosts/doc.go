@@ -33,9 +33,10 @@
 //     random bits, so no other host can have it dropped as a copy.
 //   - The record keeps its message's packet (and those random bits) until
 //     a report comes: a daemon killed between recording a copy and handing
-//     its packet over sends it when its link opens again, ahead of every
-//     new send (sendCutOff); one that did go has the same Nats-Msg-Id, and
-//     the bus, or the receiving daemon's inbox, takes it once.
+//     its packet over sends it when its link opens again within the hour
+//     (the bus's memory of ids), ahead of every new send (sendCutOff); one
+//     that did go has the same Nats-Msg-Id, and the bus, or the receiving
+//     daemon's inbox, takes it once.
 //   - The reader reads the host's stream by sequence, a batch at a time
 //     (order per sender and recipient is the stream's order), hands it to
 //     the daemon, and purges it from the stream only once the daemon has

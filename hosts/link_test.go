@@ -371,7 +371,7 @@ func TestASendCutOffBeforeItsPacketWentGoesWhenTheLinkOpens(t *testing.T) {
 	record := func(l *Link, i int) Packet {
 		p := message("b", i)
 		p.Message.Sent = time.Now().UTC()
-		s := Sent{ID: p.ID, Host: "b", Team: "t", Agent: "ana", State: StateOutbox, SentAt: p.Message.Sent}
+		s := Sent{ID: p.ID, Host: "b", Team: "t", Agent: "ana", State: StateOutbox, At: p.Message.Sent, SentAt: p.Message.Sent}
 		if err := l.RecordSent(ctx, s, &p); err != nil {
 			t.Fatal(err)
 		}
@@ -413,5 +413,37 @@ func TestASendCutOffBeforeItsPacketWentGoesWhenTheLinkOpens(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	if n := rb.arrived(cut.ID); n != 1 {
 		t.Errorf("reported, %s was sent again: handed to b %d times", cut.ID, n)
+	}
+}
+
+// A record older than the bus's memory of ids (busDedupWindow) is not sent
+// again: a host that never answers again costs the starts of the hour after
+// a send, not every start for a month.
+func TestAnOldUnansweredRecordIsNotSentAgain(t *testing.T) {
+	bus := busServer(t, t.TempDir(), -1)
+	defer bus.Shutdown()
+	var ra, rb recorder
+	aDir := t.TempDir()
+	open := func() *Link { return startLink(t, Options{Name: "a", Dir: aDir, URL: bus.ClientURL(), Handler: &ra}) }
+	a := open()
+	b := openLink(t, "b", bus.ClientURL(), &rb)
+	waitFor(t, "both links up", func() bool { return a.Up() && b.Up() })
+	ctx := context.Background()
+	old := message("b", 1)
+	old.Message.Sent = time.Now().UTC().Add(-2 * busDedupWindow)
+	s := Sent{ID: old.ID, Host: "b", Team: "t", Agent: "ana", State: StateOutbox, At: old.Message.Sent, SentAt: old.Message.Sent}
+	if err := a.RecordSent(ctx, s, &old); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	a = open()
+	defer func() { a.Close() }()
+	next := message("b", 2)
+	if err := a.Send(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the next message at b", func() bool { return rb.arrived(next.ID) == 1 })
+	if n := rb.arrived(old.ID); n != 0 {
+		t.Errorf("a record from %s ago was sent again: handed to b %d times", 2*busDedupWindow, n)
 	}
 }

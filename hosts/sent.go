@@ -169,13 +169,16 @@ func (l *Link) updateSent(ctx context.Context, c Copy, change func(old *sentReco
 }
 
 // sendCutOff sends, oldest first, what an earlier run recorded as going
-// (RecordSent) and may not have handed over: a copy no report came of,
-// whose packet is not among those waiting in the outbox (waiting, by
-// Nats-Msg-Id). Called by Open before Start, it puts them in the outbox,
-// ahead of every new send. One that did reach the bus has the same
-// Nats-Msg-Id there, and the bus drops it within busDedupWindow; later,
-// its host finds the id in the agent's inbox already from this host, and
-// only reports its state again.
+// (RecordSent) and may not have handed over: a copy recorded within
+// busDedupWindow that no report came of, whose packet is not among those
+// waiting in the outbox (waiting, by Nats-Msg-Id). Called by Open before
+// Start, it puts them in the outbox, ahead of every new send. One that did
+// reach the bus has the same Nats-Msg-Id there, and the bus drops it while
+// it remembers that id; else its host finds the id in the agent's inbox
+// already from this host, and only reports its state again. The window
+// bounds what a host that never answers again costs: its copies are sent
+// once more by the starts within the hour after they were recorded, not by
+// every start for a month.
 func (l *Link) sendCutOff(ctx context.Context, waiting map[string]bool) error {
 	w, err := l.sent.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
@@ -188,7 +191,8 @@ func (l *Link) sendCutOff(ctx context.Context, waiting map[string]bool) error {
 			break // every record read
 		}
 		var rec sentRecord
-		if json.Unmarshal(e.Value(), &rec) != nil || rec.Packet == nil || rec.State != StateOutbox || len(rec.Reports) > 0 {
+		if json.Unmarshal(e.Value(), &rec) != nil || rec.Packet == nil || rec.State != StateOutbox || len(rec.Reports) > 0 ||
+			time.Since(rec.At) > busDedupWindow {
 			continue
 		}
 		p := *rec.Packet

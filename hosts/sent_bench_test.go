@@ -21,7 +21,7 @@ func BenchmarkOpenWithSentRecords(b *testing.B) {
 			for i := range n {
 				p := message("b", i)
 				p.Message.Sent = time.Now().UTC()
-				s := Sent{ID: p.ID, Host: "b", Team: "t", Agent: "ana", State: StateOutbox, SentAt: p.Message.Sent}
+				s := Sent{ID: p.ID, Host: "b", Team: "t", Agent: "ana", State: StateOutbox, At: p.Message.Sent, SentAt: p.Message.Sent}
 				if err := l.RecordSent(ctx, s, &p); err != nil {
 					b.Fatal(err)
 				}

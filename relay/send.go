@@ -64,7 +64,12 @@ func (h *Relay) Send(ctx context.Context, req service.RemoteRequest) (courier.Re
 	if err := h.link.Send(ctx, p); err != nil {
 		out.Verdict, out.Err, out.Reason = delivery.Failed, fmt.Errorf("keeping the message for host %s: %w", req.Host, err), courier.ReasonError
 		sent.State, sent.Detail = string(delivery.Failed), out.Err.Error()
-		if err := h.link.RecordSent(ctx, sent, nil); err != nil {
+		// Recorded even when the caller has gone (its context ended the
+		// send): a record left "outbox" with its packet would be sent when
+		// the daemon next starts, after its sender was told failed.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := h.link.RecordSent(rctx, sent, nil); err != nil {
 			h.opts.Logf("recording that %s to host %s failed: %v", id, req.Host, err)
 		}
 		return out, nil
