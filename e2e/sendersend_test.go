@@ -102,6 +102,7 @@ func TestSendersEndWhenStoppedOrTheirMailboxGoes(t *testing.T) {
 	}
 
 	var wrong []string
+	backstopped := 0
 	for i, p := range procs {
 		stderr := p.stderr(t)
 		var want []string
@@ -117,6 +118,16 @@ func TestSendersEndWhenStoppedOrTheirMailboxGoes(t *testing.T) {
 			// first, and said so, truthfully.
 			want = []string{"neither recorded", "the longest a write waits"}
 		}
+		if sig := group(i); sig != nil && strings.Contains(stderr, "after it was stopped ("+map[os.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}[sig]+" received)") {
+			// Its own backstop ended it (cmd/life.go, 10 s after the
+			// signal): 1,000 processes woken at once beside the suite's
+			// other packages got too little CPU to finish first (64 of
+			// 1,000 in one CI run, none on an idle machine). Bounded and
+			// true; the inbox, read below, shows nothing of it was
+			// recorded.
+			backstopped++
+			want = []string{"after it was stopped"}
+		}
 		ok := p.code == 1
 		for _, w := range want {
 			ok = ok && strings.Contains(stderr, w)
@@ -124,6 +135,9 @@ func TestSendersEndWhenStoppedOrTheirMailboxGoes(t *testing.T) {
 		if !ok {
 			wrong = append(wrong, fmt.Sprintf("sender %04d (%v): exit %d, stderr %q; want exit 1 saying %q", i, group(i), p.code, stderr, want))
 		}
+	}
+	if backstopped > 0 {
+		t.Logf("%d of the signalled senders ended at their own 10 s backstop, not within the lock wait's grace (a loaded machine)", backstopped)
 	}
 	if len(wrong) > 0 {
 		t.Errorf("%d of %d senders did not say what became of their message; the first:\n%s", len(wrong), senders, strings.Join(wrong[:min(5, len(wrong))], "\n"))
