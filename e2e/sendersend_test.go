@@ -106,19 +106,21 @@ func TestSendersEndWhenStoppedOrTheirMailboxGoes(t *testing.T) {
 	for i, p := range procs {
 		stderr := p.stderr(t)
 		var want []string
-		switch sig := group(i); sig {
+		sig := group(i)
+		name := map[os.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}[sig]
+		switch sig {
 		case nil:
 			want = []string{"neither recorded", "the mailbox directory is gone"}
 		default:
-			want = []string{"neither recorded", "interrupted (" + map[os.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}[sig] + " received)"}
+			want = []string{"neither recorded", "interrupted (" + name + " received)"}
 		}
-		if group(i) == nil && p.exited.Sub(p.started) >= mailbox.DefaultMaxLockWait && strings.Contains(stderr, "the longest a write waits") {
+		if sig == nil && p.exited.Sub(p.started) >= mailbox.DefaultMaxLockWait && strings.Contains(stderr, "the longest a write waits") {
 			// Started over a minute before the removal (1,500 starts on
 			// a loaded machine take that long): it reached its own bound
 			// first, and said so, truthfully.
 			want = []string{"neither recorded", "the longest a write waits"}
 		}
-		if sig := group(i); sig != nil && strings.Contains(stderr, "after it was stopped ("+map[os.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}[sig]+" received)") {
+		if sig != nil && strings.Contains(stderr, "after it was stopped ("+name+" received)") {
 			// Its own backstop ended it (cmd/life.go, 10 s after the
 			// signal): 1,000 processes woken at once beside the suite's
 			// other packages got too little CPU to finish first (64 of

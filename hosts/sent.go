@@ -185,7 +185,6 @@ func (l *Link) sendCutOff(ctx context.Context, waiting map[string]bool) error {
 		return err
 	}
 	var cut []Packet
-	var at []time.Time
 	for e := range w.Updates() {
 		if e == nil {
 			break // every record read
@@ -197,21 +196,17 @@ func (l *Link) sendCutOff(ctx context.Context, waiting map[string]bool) error {
 		}
 		p := *rec.Packet
 		p.nonce = rec.Nonce
-		if p.nonce == "" || waiting[p.dedupID(p.nonce)] {
+		if p.Message == nil || p.nonce == "" || waiting[p.dedupID(p.nonce)] {
 			continue
 		}
-		cut, at = append(cut, p), append(at, rec.SentAt)
+		cut = append(cut, p)
 	}
 	if err := w.Stop(); err != nil {
 		return err
 	}
-	order := make([]int, len(cut))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return at[a].Compare(at[b]) })
-	for _, i := range order {
-		if err := l.Send(ctx, cut[i]); err != nil {
+	slices.SortStableFunc(cut, func(a, b Packet) int { return a.Message.Sent.Compare(b.Message.Sent) })
+	for _, p := range cut {
+		if err := l.Send(ctx, p); err != nil {
 			return err
 		}
 	}
